@@ -1,0 +1,42 @@
+# Tandem — build, test and demo. `make help` lists the targets.
+
+GO       ?= go
+BIN      := bin/tandem
+# mariadbd lives in /usr/sbin on Debian, which is not on every user's PATH.
+export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
+
+# Debian packages the tests and the demo need. Later features append here.
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench
+
+.PHONY: help build test test-short lint deps demo clean
+
+help:
+	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
+	@echo "make build       build $(BIN)"
+	@echo "make test        all tests, including those against sandboxed MariaDB servers"
+	@echo "make test-short  pure unit tests only (no server needed)"
+	@echo "make lint        gofmt check and go vet"
+	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tandem
+
+test:
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-short:
+	$(GO) test -count=1 -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+deps:
+	@scripts/deps.sh $(DEB_PACKAGES)
+
+demo: deps build
+	@scripts/demo.sh $(BIN)
+
+clean:
+	rm -rf bin .tandem

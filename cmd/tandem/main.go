@@ -1,0 +1,64 @@
+// Command tandem captures MySQL-protocol traffic and replays it against
+// several storage engines at once to compare their latency and results.
+//
+// Each subcommand turns its flags into a Config and calls the package that
+// does the work; errors come back here, are printed as one message and end
+// the process with status 1.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/tandemdb/tandem/internal/version"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tandem",
+		Short: "Compare MySQL storage engines on your own traffic",
+		Long: `Tandem records MySQL-protocol traffic (through a proxy, or synthesized
+sysbench-style) into a capture, replays it against several servers at once —
+typically the same server version with different storage engines — and tells
+you, per statement, which engine is faster and where results differ.`,
+		Version:       version.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%v; see 'tandem %s --help'", err, commandPath(c))
+	})
+	root.AddCommand(newSandboxCmd())
+	return root
+}
+
+// commandPath is c's path without the leading "tandem".
+func commandPath(c *cobra.Command) string {
+	p := c.CommandPath()
+	if len(p) > len("tandem ") {
+		return p[len("tandem "):]
+	}
+	return ""
+}
+
+// exactArgs is cobra.ExactArgs with a message that says what to do.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q; see 'tandem %s --help'", args[0], commandPath(c))
+	}
+	return nil
+}
