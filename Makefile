@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench
 
-.PHONY: help build test test-short lint deps demo clean
+.PHONY: help build test test-short lint deps demo bench bench-store clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -16,6 +16,7 @@ help:
 	@echo "make test        all tests, including those against sandboxed MariaDB servers"
 	@echo "make test-short  pure unit tests only (no server needed)"
 	@echo "make lint        gofmt check and go vet"
+	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 
 build:
@@ -37,6 +38,11 @@ deps:
 
 demo: deps build
 	@scripts/demo.sh $(BIN)
+
+bench: bench-store
+
+bench-store:
+	@scripts/bench-store.sh
 
 clean:
 	rm -rf bin .tandem

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/store"
 )
 
 var tandemBin string
@@ -75,7 +79,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)
@@ -118,5 +122,57 @@ func TestCLISandboxLifecycle(t *testing.T) {
 	out, _, _ = run(t, nil, "sandbox", "status", "--dir", dir)
 	if !strings.Contains(out, "no sandbox in") {
 		t.Fatalf("status after purge: %q", out)
+	}
+}
+
+func TestCLIInspect(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "cli-test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := 0; i < 30; i++ {
+		rec := store.Record{Session: uint64(i % 3), Start: now.Add(time.Duration(i) * time.Millisecond), Kind: store.KindQuery,
+			SQL: fmt.Sprintf("SELECT %d", i), Resp: store.Response{Kind: store.RespResultSet, Rows: 1}}
+		if _, err := w.Append(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := run(t, nil, "inspect", dir, "--json")
+	if code != 0 {
+		t.Fatalf("inspect --json: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Records    uint64 `json:"records"`
+		Sessions   int    `json:"sessions"`
+		Source     string `json:"source"`
+		TopDigests []struct {
+			Text  string `json:"text"`
+			Count uint64 `json:"count"`
+		} `json:"top_digests"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("inspect --json printed invalid JSON: %v\n%s", err, out)
+	}
+	if rep.Records != 30 || rep.Sessions != 3 || rep.Source != "cli-test" || len(rep.TopDigests) != 1 || rep.TopDigests[0].Count != 30 || rep.TopDigests[0].Text != "select ?" {
+		t.Fatalf("inspect --json = %+v", rep)
+	}
+	out, _, code = run(t, nil, "inspect", dir)
+	if code != 0 || !strings.Contains(out, "30 in 3 sessions, 1 statement digests") {
+		t.Fatalf("inspect: exit %d\n%s", code, out)
+	}
+
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "x"), nil, 0o644)
+	_, stderr, code = run(t, nil, "inspect", foreign)
+	if code != 1 || !strings.Contains(stderr, "not a tandem capture") {
+		t.Fatalf("inspect of a foreign dir: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "LOCK")); err == nil {
+		t.Fatalf("inspect left a LOCK file in a foreign directory")
 	}
 }

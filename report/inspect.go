@@ -1,0 +1,297 @@
+// Package report turns captures and replay results into what people read:
+// text tables, JSON, and (later) HTML and charts.
+package report
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tandemdb/tandem/sqldigest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// CaptureReport is what `tandem inspect` shows of a capture.
+type CaptureReport struct {
+	Dir           string          `json:"dir"`
+	FormatVersion int             `json:"format_version"`
+	Source        string          `json:"source"`
+	ToolVersion   string          `json:"tool_version"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Closed        bool            `json:"closed_cleanly"`
+	Dropped       uint64          `json:"dropped"`
+	Records       uint64          `json:"records"`
+	Sessions      int             `json:"sessions"`
+	FirstStart    time.Time       `json:"first_start"`
+	LastEnd       time.Time       `json:"last_end"`
+	SpanSeconds   float64         `json:"span_seconds"`
+	ByKind        []KindCount     `json:"by_kind"`
+	Responses     ResponseCounts  `json:"responses"`
+	ErrorCodes    []ErrorCount    `json:"error_codes"`
+	NotReplayable uint64          `json:"not_replayable"`
+	Masked        uint64          `json:"masked"`
+	TopDigests    []DigestSummary `json:"top_digests"`
+	Digests       int             `json:"digests"`
+	DiskBytes     int64           `json:"disk_bytes"`
+	BytesPerRec   float64         `json:"bytes_per_record"`
+}
+
+// KindCount is how many records of one kind a capture holds.
+type KindCount struct {
+	Kind  string `json:"kind"`
+	Count uint64 `json:"count"`
+}
+
+// ResponseCounts counts the responses (results of multi-statements included).
+type ResponseCounts struct {
+	OK        uint64 `json:"ok"`
+	ResultSet uint64 `json:"result_sets"`
+	Error     uint64 `json:"errors"`
+	None      uint64 `json:"none"`
+}
+
+// ErrorCount is one error code's count, with the first message seen.
+type ErrorCount struct {
+	Code     uint16 `json:"code"`
+	SQLState string `json:"sql_state"`
+	Count    uint64 `json:"count"`
+	Sample   string `json:"sample_message"`
+}
+
+// DigestSummary is one statement shape's share of the capture.
+type DigestSummary struct {
+	Digest     string  `json:"digest"`
+	Text       string  `json:"text"`
+	Count      uint64  `json:"count"`
+	Executes   uint64  `json:"executes"`
+	Errors     uint64  `json:"errors"`
+	AvgSeconds float64 `json:"avg_seconds"`
+	totalNanos int64
+}
+
+// InspectOptions tune Inspect.
+type InspectOptions struct {
+	// Top is how many digests to list; default 10.
+	Top int
+}
+
+type stmtKey struct {
+	session uint64
+	id      uint32
+}
+
+// Inspect reads the whole capture in dir once and summarizes it.
+func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureReport, error) {
+	if opts.Top <= 0 {
+		opts.Top = 10
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	m := r.Meta()
+	rep := &CaptureReport{Dir: dir, FormatVersion: m.FormatVersion, Source: m.Source, ToolVersion: m.ToolVersion, CreatedAt: m.CreatedAt}
+	if sum, ok := r.Summary(); ok {
+		rep.Closed, rep.Dropped = true, sum.Dropped
+	}
+
+	kinds := map[store.Kind]uint64{}
+	errs := map[uint16]*ErrorCount{}
+	digests := map[string]*DigestSummary{}
+	prepared := map[stmtKey]sqldigest.Digest{} // live prepared statements
+	sessions := map[uint64]struct{}{}
+	var first, last int64
+	countResp := func(p *store.Response) {
+		switch p.Kind {
+		case store.RespOK:
+			rep.Responses.OK++
+		case store.RespResultSet:
+			rep.Responses.ResultSet++
+		case store.RespError:
+			rep.Responses.Error++
+			e := errs[p.ErrCode]
+			if e == nil {
+				e = &ErrorCount{Code: p.ErrCode, SQLState: p.SQLState, Sample: p.Message}
+				errs[p.ErrCode] = e
+			}
+			e.Count++
+		default:
+			rep.Responses.None++
+		}
+	}
+	for rec, err := range r.Records() {
+		if err != nil {
+			return nil, err
+		}
+		if rep.Records%65536 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rep.Records++
+		kinds[rec.Kind]++
+		sessions[rec.Session] = struct{}{}
+		start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
+		if first == 0 || start < first {
+			first = start
+		}
+		last = max(last, end)
+		if rec.Flags&store.FlagNotReplayable != 0 {
+			rep.NotReplayable++
+		}
+		if rec.Flags&store.FlagMasked != 0 {
+			rep.Masked++
+		}
+		countResp(&rec.Resp)
+		for i := range rec.Resp.More {
+			countResp(&rec.Resp.More[i])
+		}
+
+		var d sqldigest.Digest
+		switch rec.Kind {
+		case store.KindQuery:
+			d = sqldigest.Of(rec.SQL)
+		case store.KindPrepare:
+			if rec.Resp.Kind == store.RespOK {
+				prepared[stmtKey{rec.Session, rec.StmtID}] = sqldigest.Of(rec.SQL)
+			}
+			continue
+		case store.KindExecute:
+			var ok bool
+			if d, ok = prepared[stmtKey{rec.Session, rec.StmtID}]; !ok {
+				d = sqldigest.Digest{ID: "unknown", Text: fmt.Sprintf("(statement %d prepared before the capture began)", rec.StmtID)}
+			}
+		case store.KindClose:
+			delete(prepared, stmtKey{rec.Session, rec.StmtID})
+			continue
+		default:
+			continue
+		}
+		s := digests[d.ID]
+		if s == nil {
+			s = &DigestSummary{Digest: d.ID, Text: d.Text}
+			digests[d.ID] = s
+		}
+		s.Count++
+		s.totalNanos += int64(rec.Duration)
+		if rec.Kind == store.KindExecute {
+			s.Executes++
+		}
+		if rec.Resp.Kind == store.RespError {
+			s.Errors++
+		}
+	}
+
+	rep.Sessions = len(sessions)
+	if rep.Records > 0 {
+		rep.FirstStart, rep.LastEnd = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
+		rep.SpanSeconds = time.Duration(last - first).Seconds()
+	}
+	for _, k := range store.Kinds() {
+		if n := kinds[k]; n > 0 {
+			rep.ByKind = append(rep.ByKind, KindCount{k.String(), n})
+		}
+	}
+	for _, e := range errs {
+		rep.ErrorCodes = append(rep.ErrorCodes, *e)
+	}
+	slices.SortFunc(rep.ErrorCodes, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Code, b.Code))
+	})
+	rep.Digests = len(digests)
+	all := make([]*DigestSummary, 0, len(digests))
+	for _, s := range digests {
+		s.AvgSeconds = time.Duration(s.totalNanos / int64(s.Count)).Seconds()
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b *DigestSummary) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Text, b.Text))
+	})
+	for _, s := range all[:min(opts.Top, len(all))] {
+		rep.TopDigests = append(rep.TopDigests, *s)
+	}
+	if rep.DiskBytes, err = r.DiskBytes(); err != nil {
+		return nil, err
+	}
+	if rep.Records > 0 {
+		rep.BytesPerRec = float64(rep.DiskBytes) / float64(rep.Records)
+	}
+	return rep, nil
+}
+
+// WriteText writes the report for people.
+func (rep *CaptureReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	p("capture\t%s\n", rep.Dir)
+	p("written by\ttandem %s (format %d), source %q, created %s\n", rep.ToolVersion, rep.FormatVersion, rep.Source, rep.CreatedAt.Format(time.RFC3339))
+	if rep.Closed {
+		p("state\tclosed cleanly, %d records dropped while capturing\n", rep.Dropped)
+	} else {
+		p("state\tnot closed: the writer crashed or is still running; records up to its last sync are here\n")
+	}
+	if rep.Records == 0 {
+		p("records\t0\n")
+		return tw.Flush()
+	}
+	p("span\t%s → %s (%.3fs)\n", rep.FirstStart.Format("2006-01-02 15:04:05.000"), rep.LastEnd.Format("15:04:05.000"), rep.SpanSeconds)
+	p("records\t%d in %d sessions, %d statement digests\n", rep.Records, rep.Sessions, rep.Digests)
+	p("on disk\t%s (%.1f bytes/record)\n", humanBytes(rep.DiskBytes), rep.BytesPerRec)
+	p("responses\tok %d, result sets %d, errors %d, none %d\n", rep.Responses.OK, rep.Responses.ResultSet, rep.Responses.Error, rep.Responses.None)
+	if rep.NotReplayable+rep.Masked > 0 {
+		p("flagged\t%d not replayable (LOAD DATA LOCAL), %d with masked secrets\n", rep.NotReplayable, rep.Masked)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nrecords by kind")
+	for _, k := range rep.ByKind {
+		fmt.Fprintf(tw, "  %s\t%d\t%5.1f%%\n", k.Kind, k.Count, 100*float64(k.Count)/float64(rep.Records))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.ErrorCodes) > 0 {
+		fmt.Fprintln(w, "\nerrors")
+		for _, e := range rep.ErrorCodes {
+			fmt.Fprintf(tw, "  %d (%s)\t%d\t%s\n", e.Code, e.SQLState, e.Count, truncate(e.Sample, 80))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(rep.TopDigests) > 0 {
+		fmt.Fprintf(w, "\ntop %d statements by count (of %d digests)\n", len(rep.TopDigests), rep.Digests)
+		fmt.Fprintln(tw, "  COUNT\tEXECUTES\tERRORS\tAVG MS\tDIGEST\tSTATEMENT")
+		for _, d := range rep.TopDigests {
+			short := sqldigest.Digest{ID: d.Digest}.Short()
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%.3f\t%s\t%s\n", d.Count, d.Executes, d.Errors, d.AvgSeconds*1000, short, truncate(d.Text, 100))
+		}
+	}
+	return tw.Flush()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

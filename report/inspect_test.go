@@ -1,0 +1,98 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// writeSmallCapture writes two sessions: one using text queries, one a
+// prepared statement executed three times, with one error and one masked
+// statement.
+func writeSmallCapture(t *testing.T) (string, time.Time) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Truncate(time.Millisecond)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	recs := []store.Record{
+		{Session: 1, Start: ms(0), Duration: time.Millisecond, Kind: store.KindConnect, User: "app", Schema: "sbtest", Resp: store.Response{Kind: store.RespOK}},
+		{Session: 1, Start: ms(1), Duration: 2 * time.Millisecond, Kind: store.KindQuery, SQL: "SELECT c FROM sbtest1 WHERE id=1", Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 1, Start: ms(2), Duration: 4 * time.Millisecond, Kind: store.KindQuery, SQL: "SELECT c FROM sbtest1 WHERE id=2", Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 2, Start: ms(3), Duration: time.Millisecond, Kind: store.KindPrepare, SQL: "SELECT c FROM sbtest1 WHERE id=?", StmtID: 1, Resp: store.Response{Kind: store.RespOK, Params: 1}},
+		{Session: 2, Start: ms(4), Duration: 3 * time.Millisecond, Kind: store.KindExecute, StmtID: 1, Params: []store.Value{{Type: store.TypeLong, Int: 3}}, Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 2, Start: ms(5), Duration: 3 * time.Millisecond, Kind: store.KindExecute, StmtID: 1, Params: []store.Value{{Type: store.TypeLong, Int: 4}}, Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 2, Start: ms(6), Duration: 3 * time.Millisecond, Kind: store.KindExecute, StmtID: 9, Resp: store.Response{Kind: store.RespError, ErrCode: 1243, SQLState: "HY000", Message: "Unknown prepared statement handler"}},
+		{Session: 2, Start: ms(7), Kind: store.KindClose, StmtID: 1},
+		{Session: 1, Start: ms(8), Duration: time.Millisecond, Kind: store.KindQuery, SQL: "INSERT INTO t VALUES (1)", Resp: store.Response{Kind: store.RespError, ErrCode: 1062, SQLState: "23000", Message: "Duplicate entry '1' for key 'PRIMARY'"}},
+		{Session: 1, Start: ms(9), Duration: time.Millisecond, Kind: store.KindQuery, SQL: "SET PASSWORD = ?", Flags: store.FlagMasked, Resp: store.Response{Kind: store.RespOK}},
+		{Session: 1, Start: ms(10), Duration: time.Millisecond, Kind: store.KindQuit},
+	}
+	for i := range recs {
+		if _, err := w.Append(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, t0
+}
+
+func TestInspectCountsExactly(t *testing.T) {
+	dir, t0 := writeSmallCapture(t)
+	rep, err := Inspect(context.Background(), dir, InspectOptions{Top: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Records != 11 || rep.Sessions != 2 || !rep.Closed || rep.Source != "test" || rep.Masked != 1 {
+		t.Errorf("records=%d sessions=%d closed=%v source=%q masked=%d", rep.Records, rep.Sessions, rep.Closed, rep.Source, rep.Masked)
+	}
+	if !rep.FirstStart.Equal(t0) || !rep.LastEnd.Equal(t0.Add(11*time.Millisecond)) || rep.SpanSeconds != 0.011 {
+		t.Errorf("span %v → %v (%v s), want %v → +11ms", rep.FirstStart, rep.LastEnd, rep.SpanSeconds, t0)
+	}
+	wantKinds := "connect=1 query=4 prepare=1 execute=3 close=1 quit=1"
+	var kinds []string
+	for _, k := range rep.ByKind {
+		kinds = append(kinds, k.Kind+"="+strconv.FormatUint(k.Count, 10))
+	}
+	if got := strings.Join(kinds, " "); got != wantKinds {
+		t.Errorf("by kind = %s, want %s", got, wantKinds)
+	}
+	if rep.Responses != (ResponseCounts{OK: 3, ResultSet: 4, Error: 2, None: 2}) {
+		t.Errorf("responses = %+v", rep.Responses)
+	}
+	if len(rep.ErrorCodes) != 2 || rep.ErrorCodes[0].Code != 1062 || rep.ErrorCodes[1].Code != 1243 || rep.ErrorCodes[0].Count != 1 {
+		t.Errorf("error codes = %+v", rep.ErrorCodes)
+	}
+	// Text and prepared forms of the point select share one digest: 2 + 2.
+	if rep.Digests != 4 || len(rep.TopDigests) != 2 {
+		t.Fatalf("digests = %d, top = %+v", rep.Digests, rep.TopDigests)
+	}
+	top := rep.TopDigests[0]
+	if top.Text != "select `c` from `sbtest1` where `id` = ?" || top.Count != 4 || top.Executes != 2 || top.AvgSeconds != 0.003 {
+		t.Errorf("top digest = %+v; want the point select, 4 times, 2 executes, avg 3ms", top)
+	}
+	if rep.DiskBytes <= 0 || rep.BytesPerRec != float64(rep.DiskBytes)/11 {
+		t.Errorf("disk %d bytes, %.1f per record", rep.DiskBytes, rep.BytesPerRec)
+	}
+
+	var buf bytes.Buffer
+	if err := rep.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"11 in 2 sessions, 4 statement digests", "closed cleanly", "1062 (23000)", "execute", "select `c` from `sbtest1` where `id` = ?"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Reader reads a capture. Iterations stream with constant memory.
+type Reader struct {
+	db      *pebble.DB
+	dir     string
+	meta    Meta
+	summary *Summary
+}
+
+// Open opens the capture in dir for reading. It fails with ErrNotCapture
+// for a directory that is not one (without touching it), ErrNewerFormat for
+// a capture this version cannot read, and ErrCorrupt when the store is
+// damaged.
+func Open(dir string) (*Reader, error) {
+	if err := checkCaptureDir(dir); err != nil {
+		return nil, err
+	}
+	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, openErr(dir, err)
+	}
+	r := &Reader{db: db, dir: dir}
+	if err := r.readHeader(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) readHeader() error {
+	hdr, err := r.get(keyHeader)
+	if err != nil {
+		return err
+	}
+	if hdr == nil {
+		return fmt.Errorf("%w: %s is a Pebble store without a tandem header (another program's database?)", ErrNotCapture, r.dir)
+	}
+	if err := json.Unmarshal(hdr, &r.meta); err != nil {
+		return fmt.Errorf("%w: %s: unreadable header: %v", ErrCorrupt, r.dir, err)
+	}
+	if r.meta.Magic != magic {
+		return fmt.Errorf("%w: %s holds %q, not %q", ErrNotCapture, r.dir, r.meta.Magic, magic)
+	}
+	if r.meta.FormatVersion > FormatVersion {
+		return fmt.Errorf("%w: %s is capture format version %d; this tandem reads up to version %d; upgrade tandem to read it",
+			ErrNewerFormat, r.dir, r.meta.FormatVersion, FormatVersion)
+	}
+	if r.meta.FormatVersion < 1 {
+		return fmt.Errorf("%w: %s: header has format version %d", ErrCorrupt, r.dir, r.meta.FormatVersion)
+	}
+	sum, err := r.get(keySummary)
+	if err != nil {
+		return err
+	}
+	if sum != nil {
+		var s Summary
+		if err := json.Unmarshal(sum, &s); err != nil {
+			return fmt.Errorf("%w: %s: unreadable summary: %v", ErrCorrupt, r.dir, err)
+		}
+		r.summary = &s
+	}
+	return nil
+}
+
+// get returns a copy of key's value, nil if absent.
+func (r *Reader) get(key []byte) ([]byte, error) {
+	v, closer, err := r.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+func (r *Reader) wrap(err error) error {
+	if errors.Is(err, pebble.ErrCorruption) {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, r.dir, err)
+	}
+	return fmt.Errorf("store: %s: %w", r.dir, err)
+}
+
+// Meta returns the capture's metadata.
+func (r *Reader) Meta() Meta { return r.meta }
+
+// Summary returns what a clean Close wrote; false for a capture whose writer
+// did not close (a crash, or still being written).
+func (r *Reader) Summary() (Summary, bool) {
+	if r.summary == nil {
+		return Summary{}, false
+	}
+	return *r.summary, true
+}
+
+// DiskBytes is the size of the capture's files.
+func (r *Reader) DiskBytes() (int64, error) { return dirSize(r.dir) }
+
+// Close releases the reader.
+func (r *Reader) Close() error { return r.db.Close() }
+
+// recordIter walks record keys with one Pebble iterator.
+type recordIter struct {
+	r   *Reader
+	it  *pebble.Iterator
+	rec Record
+	key [9]byte
+}
+
+func (r *Reader) newRecordIter() (*recordIter, error) {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRecord}, UpperBound: []byte{prefixRecord + 1}})
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	return &recordIter{r: r, it: it}, nil
+}
+
+// decode decodes the record under the iterator into ri.rec.
+func (ri *recordIter) decode() error {
+	k := ri.it.Key()
+	if len(k) != 9 {
+		return fmt.Errorf("%w: %s: record key of %d bytes", ErrCorrupt, ri.r.dir, len(k))
+	}
+	ri.rec.Seq = binary.BigEndian.Uint64(k[1:])
+	v, err := ri.it.ValueAndErr()
+	if err != nil {
+		return ri.r.wrap(err)
+	}
+	if err := DecodeRecord(v, ri.r.meta.BaseTime, &ri.rec); err != nil {
+		return fmt.Errorf("%s: record seq %d: %w", ri.r.dir, ri.rec.Seq, err)
+	}
+	return nil
+}
+
+// seek positions at seq and decodes it; false if it is absent.
+func (ri *recordIter) seek(seq uint64) (bool, error) {
+	if !ri.it.SeekGE(recordKey(ri.key[:0], seq)) || binary.BigEndian.Uint64(ri.it.Key()[1:]) != seq {
+		return false, ri.err()
+	}
+	return true, ri.decode()
+}
+
+func (ri *recordIter) err() error {
+	if err := ri.it.Error(); err != nil {
+		return ri.r.wrap(err)
+	}
+	return nil
+}
+
+// Records yields every record in global sequence order. The *Record is
+// reused from one step to the next: Clone it to keep it. An error ends the
+// iteration. For a cleanly closed capture, finding fewer records than its
+// summary counts is an ErrCorrupt (a lost file), never a silent truncation.
+func (r *Reader) Records() iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		ri, err := r.newRecordIter()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer ri.it.Close()
+		var n uint64
+		for ok := ri.it.First(); ok; ok = ri.it.Next() {
+			if err := ri.decode(); err != nil {
+				yield(nil, err)
+				return
+			}
+			n++
+			if !yield(&ri.rec, nil) {
+				return
+			}
+		}
+		if err := ri.err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		if s := r.summary; s != nil && n != s.Records {
+			yield(nil, fmt.Errorf("%w: %s: found %d records, its summary counts %d", ErrCorrupt, r.dir, n, s.Records))
+		}
+	}
+}
+
+// Sessions lists the session ids in the capture, in increasing order.
+func (r *Reader) Sessions() ([]uint64, error) {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixSession}, UpperBound: []byte{prefixSession + 1}})
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	defer it.Close()
+	var out []uint64
+	var key []byte
+	for ok := it.First(); ok; {
+		k := it.Key()
+		if len(k) != 17 {
+			return nil, fmt.Errorf("%w: %s: session index key of %d bytes", ErrCorrupt, r.dir, len(k))
+		}
+		s := binary.BigEndian.Uint64(k[1:9])
+		out = append(out, s)
+		if s == ^uint64(0) {
+			break
+		}
+		key = sessionKey(key[:0], s+1, 0)
+		ok = it.SeekGE(key)
+	}
+	if err := it.Error(); err != nil {
+		return nil, r.wrap(err)
+	}
+	return out, nil
+}
+
+// Session yields one session's records in order. The *Record is reused.
+func (r *Reader) Session(id uint64) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		lo := sessionKey(nil, id, 0)
+		hi := sessionKey(nil, id, ^uint64(0))
+		idx, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			yield(nil, r.wrap(err))
+			return
+		}
+		defer idx.Close()
+		ri, err := r.newRecordIter()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer ri.it.Close()
+		for ok := idx.First(); ok; ok = idx.Next() {
+			seqs, err := r.decodeSessionEntry(idx)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, seq := range seqs {
+				found, err := ri.seek(seq)
+				if err == nil && !found {
+					err = fmt.Errorf("%w: %s: session %d's index names seq %d, which is missing", ErrCorrupt, r.dir, id, seq)
+				}
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if !yield(&ri.rec, nil) {
+					return
+				}
+			}
+		}
+		if err := idx.Error(); err != nil {
+			yield(nil, r.wrap(err))
+		}
+	}
+}
+
+func (r *Reader) decodeSessionEntry(it *pebble.Iterator) ([]uint64, error) {
+	k := it.Key()
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	d := decoder{b: v}
+	first := binary.BigEndian.Uint64(k[9:])
+	n := d.uvarintMax(uint64(len(v)), "session index count")
+	seqs := make([]uint64, 0, n)
+	prev := first - 1
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		prev += d.uvarint()
+		seqs = append(seqs, prev)
+	}
+	if d.err == nil && d.pos != len(v) {
+		d.fail(errors.New("trailing bytes"))
+	}
+	if d.err != nil || (len(seqs) > 0 && seqs[0] != first) {
+		return nil, fmt.Errorf("%w: %s: session index entry at seq %d: %v", ErrCorrupt, r.dir, first, d.err)
+	}
+	return seqs, nil
+}
+
+// Window yields, in sequence order, the records whose start lies in
+// [from, to). It reads only the commits whose start times overlap the
+// window. The *Record is reused.
+func (r *Reader) Window(from, to time.Time) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		lo, hi := from.UnixNano()-r.meta.BaseTime, to.UnixNano()-r.meta.BaseTime
+		idx, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTime}, UpperBound: []byte{prefixTime + 1}})
+		if err != nil {
+			yield(nil, r.wrap(err))
+			return
+		}
+		defer idx.Close()
+		ri, err := r.newRecordIter()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer ri.it.Close()
+		for ok := idx.First(); ok; ok = idx.Next() {
+			k := idx.Key()
+			v, err := idx.ValueAndErr()
+			if err != nil {
+				yield(nil, r.wrap(err))
+				return
+			}
+			d := decoder{b: v}
+			count, minStart, maxStart := d.uvarint(), d.varint(), d.varint()
+			if d.err != nil || len(k) != 9 {
+				yield(nil, fmt.Errorf("%w: %s: time index entry: %v", ErrCorrupt, r.dir, d.err))
+				return
+			}
+			if maxStart < lo || minStart >= hi {
+				continue
+			}
+			first := binary.BigEndian.Uint64(k[1:])
+			for ok := ri.it.SeekGE(recordKey(ri.key[:0], first)); ok; ok = ri.it.Next() {
+				if binary.BigEndian.Uint64(ri.it.Key()[1:]) >= first+count {
+					break
+				}
+				if err := ri.decode(); err != nil {
+					yield(nil, err)
+					return
+				}
+				if s := ri.rec.Start.UnixNano() - r.meta.BaseTime; s < lo || s >= hi {
+					continue
+				}
+				if !yield(&ri.rec, nil) {
+					return
+				}
+			}
+			if err := ri.err(); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+		if err := idx.Error(); err != nil {
+			yield(nil, r.wrap(err))
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is what a client sent. The numbers are part of the format, never change.
+type Kind uint8
+
+const (
+	KindConnect         Kind = 1  // a session begins; User and Schema are set, never auth data
+	KindQuery           Kind = 2  // COM_QUERY; SQL is set
+	KindPrepare         Kind = 3  // COM_STMT_PREPARE; SQL is set, StmtID is the server's id
+	KindExecute         Kind = 4  // COM_STMT_EXECUTE; StmtID, Params, CursorType
+	KindLongData        Kind = 5  // COM_STMT_SEND_LONG_DATA; StmtID, ParamIndex, Data
+	KindClose           Kind = 6  // COM_STMT_CLOSE; StmtID
+	KindReset           Kind = 7  // COM_STMT_RESET; StmtID
+	KindFetch           Kind = 8  // COM_STMT_FETCH; StmtID, FetchRows
+	KindInitDB          Kind = 9  // COM_INIT_DB; Schema is the new schema
+	KindChangeUser      Kind = 10 // COM_CHANGE_USER; User and Schema, never auth data
+	KindResetConnection Kind = 11 // COM_RESET_CONNECTION
+	KindPing            Kind = 12 // COM_PING
+	KindQuit            Kind = 13 // COM_QUIT, or the connection ended
+	KindOther           Kind = 14 // anything else; Command is the command byte, Data its payload (bounded)
+	kindMax             Kind = 14
+)
+
+var kindNames = [...]string{
+	KindConnect: "connect", KindQuery: "query", KindPrepare: "prepare", KindExecute: "execute",
+	KindLongData: "long-data", KindClose: "close", KindReset: "reset", KindFetch: "fetch",
+	KindInitDB: "init-db", KindChangeUser: "change-user", KindResetConnection: "reset-connection",
+	KindPing: "ping", KindQuit: "quit", KindOther: "other",
+}
+
+func (k Kind) String() string {
+	if k >= 1 && k <= kindMax {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Kinds lists every valid kind in numeric order.
+func Kinds() []Kind {
+	out := make([]Kind, 0, kindMax)
+	for k := Kind(1); k <= kindMax; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Flags qualify a record. The bit values are part of the format.
+type Flags uint32
+
+const (
+	// FlagNotReplayable marks a command replay must skip (LOAD DATA LOCAL INFILE).
+	FlagNotReplayable Flags = 1 << 0
+	// FlagMasked marks SQL whose secret literals were replaced before storing.
+	FlagMasked Flags = 1 << 1
+	// FlagTruncated marks Data or SQL cut to the capture's size limit.
+	FlagTruncated Flags = 1 << 2
+	// FlagNewParamsBound is COM_STMT_EXECUTE's new-params-bound flag: the
+	// client sent parameter types with this execute.
+	FlagNewParamsBound Flags = 1 << 3
+)
+
+// Record is one command exchange: what a client sent and a summary of what
+// the server answered.
+type Record struct {
+	// Seq is the global sequence, assigned by the Writer; it is the key, not
+	// part of the value.
+	Seq      uint64
+	Session  uint64
+	Start    time.Time
+	Duration time.Duration
+	Kind     Kind
+	Flags    Flags
+	// Schema is the current schema when the command was sent (the new one
+	// for InitDB, the requested one for Connect and ChangeUser).
+	Schema string
+	// SQL is the statement of a Query or Prepare.
+	SQL string
+	// StmtID is the server's prepared statement id (Prepare from its
+	// response; Execute, LongData, Close, Reset, Fetch from the command).
+	StmtID     uint32
+	Params     []Value
+	CursorType uint8
+	ParamIndex uint16
+	FetchRows  uint32
+	// Data is LongData's chunk or Other's payload.
+	Data    []byte
+	User    string
+	Command byte
+	Resp    Response
+}
+
+// RespKind is the kind of the server's answer. Part of the format.
+type RespKind uint8
+
+const (
+	RespNone      RespKind = 0 // no answer (close, long data, quit) or the connection broke
+	RespOK        RespKind = 1 // OK or EOF packet; for Prepare, the prepare-OK
+	RespError     RespKind = 2
+	RespResultSet RespKind = 3
+	respKindMax   RespKind = 3
+)
+
+func (k RespKind) String() string {
+	switch k {
+	case RespNone:
+		return "none"
+	case RespOK:
+		return "ok"
+	case RespError:
+		return "error"
+	case RespResultSet:
+		return "resultset"
+	}
+	return fmt.Sprintf("resp(%d)", uint8(k))
+}
+
+// Response summarizes a server's answer. A multi-statement query or a CALL
+// has one Response per result; the second and later are in More.
+type Response struct {
+	Kind         RespKind
+	AffectedRows uint64
+	InsertID     uint64
+	Status       uint16
+	Warnings     uint16
+	ErrCode      uint16
+	SQLState     string
+	Message      string
+	// Columns of a result set, or of a prepared statement's result.
+	Columns uint32
+	// Params of a prepared statement.
+	Params uint16
+	Rows   uint64
+	// Bytes is the size of the result on the wire.
+	Bytes uint64
+	// HasChecksums says Ordered and Unordered are set: checksums of the rows
+	// in their order and independent of it.
+	HasChecksums bool
+	Ordered      uint64
+	Unordered    uint64
+	More         []Response
+}
+
+// Value is a typed parameter of an execute, as the binary protocol carried it.
+type Value struct {
+	// Type is the MySQL field type (MYSQL_TYPE_*).
+	Type     byte
+	Unsigned bool
+	Null     bool
+	// Int holds integer types (the bits of the uint64 for unsigned ones).
+	Int int64
+	// Float holds FLOAT and DOUBLE.
+	Float float64
+	// Bytes holds strings, blobs, decimals, JSON, BIT, and the temporal
+	// types in their binary-protocol form.
+	Bytes []byte
+}
+
+// MySQL field types used to pick a value's encoding; the rest are byte strings.
+const (
+	TypeDecimal    byte = 0x00
+	TypeTiny       byte = 0x01
+	TypeShort      byte = 0x02
+	TypeLong       byte = 0x03
+	TypeFloat      byte = 0x04
+	TypeDouble     byte = 0x05
+	TypeNull       byte = 0x06
+	TypeTimestamp  byte = 0x07
+	TypeLongLong   byte = 0x08
+	TypeInt24      byte = 0x09
+	TypeDate       byte = 0x0a
+	TypeTime       byte = 0x0b
+	TypeDateTime   byte = 0x0c
+	TypeYear       byte = 0x0d
+	TypeVarChar    byte = 0x0f
+	TypeNewDecimal byte = 0xf6
+	TypeBlob       byte = 0xfc
+	TypeVarString  byte = 0xfd
+	TypeString     byte = 0xfe
+)
+
+// valueClass says how a type's value is encoded.
+type valueClass uint8
+
+const (
+	classBytes valueClass = iota
+	classInt
+	classFloat
+	classDouble
+)
+
+func classOf(t byte) valueClass {
+	switch t {
+	case TypeTiny, TypeShort, TypeLong, TypeLongLong, TypeInt24, TypeYear:
+		return classInt
+	case TypeFloat:
+		return classFloat
+	case TypeDouble:
+		return classDouble
+	}
+	return classBytes
+}
+
+// Clone returns a deep copy of r that shares no memory with it.
+func (r *Record) Clone() *Record {
+	c := *r
+	if r.Params != nil {
+		c.Params = make([]Value, len(r.Params))
+		for i, v := range r.Params {
+			c.Params[i] = v
+			if v.Bytes != nil {
+				c.Params[i].Bytes = append([]byte(nil), v.Bytes...)
+			}
+		}
+	}
+	if r.Data != nil {
+		c.Data = append([]byte(nil), r.Data...)
+	}
+	c.Resp = r.Resp.clone()
+	return &c
+}
+
+func (r Response) clone() Response {
+	if r.More != nil {
+		more := make([]Response, len(r.More))
+		for i := range r.More {
+			more[i] = r.More[i].clone()
+		}
+		r.More = more
+	}
+	return r
+}

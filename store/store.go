@@ -1,0 +1,156 @@
+// Package store is Tandem's on-disk format: the capture log that proxy and
+// synth write and replay reads. This comment is the format's specification.
+//
+// # Directory
+//
+// A capture is a Pebble (github.com/cockroachdb/pebble/v2) database in a
+// directory of its own, with zstd-compressed blocks. Everything Tandem
+// writes is under the keys below; the first byte of a key is its prefix.
+//
+// # Keys
+//
+//	0x00 "header"                         JSON Meta; written when the capture is created
+//	0x00 "summary"                        JSON Summary; written by a clean Close
+//	0x01 ...                              reserved for replay-run results (owned by this package)
+//	0x02 seq:u64be                        one record, value as below
+//	0x03 session:u64be firstSeq:u64be     session index: the seqs of session's records in one commit
+//	0x04 firstSeq:u64be                   time index: one commit's seq range and start-time range
+//
+// Records are keyed by their global sequence (1, 2, 3, …, big-endian, so key
+// order is sequence order). The Writer assigns sequences in append order;
+// a capture's sequences are contiguous except where a commit was lost in a
+// crash after its sequences were handed out (never within a commit).
+//
+// Session index value: uvarint n, then n uvarint deltas: the first from
+// firstSeq-1, each next from the previous seq. It lists, in order, the
+// session's records that the same commit (batch) wrote.
+//
+// Time index value: uvarint count (records in the commit, seqs firstSeq …
+// firstSeq+count-1), varint minStart, varint maxStart (nanoseconds relative
+// to Meta.BaseTime) of those records.
+//
+// A cleanly closed capture has a summary and no write-ahead log files:
+// Close flushes every record into SSTables, then removes the logs. A capture
+// whose writer died keeps its logs, and Pebble replays them when it is
+// opened; it has no summary.
+//
+// Index entries are written in the same Pebble batch as the records they
+// describe, so they are exactly as durable as the records.
+//
+// # Record value (record format version 1)
+//
+//	byte     record version (1)
+//	byte     Kind
+//	uvarint  presence mask of the optional fields (bit i set: field i follows)
+//	uvarint  session id
+//	varint   start, nanoseconds relative to Meta.BaseTime
+//	uvarint  duration, nanoseconds
+//	optional fields in bit order: 0 schema (string), 1 SQL (string),
+//	  2 statement id (uvarint), 3 params (uvarint count, then values),
+//	  4 cursor type (byte), 5 param index (uvarint), 6 fetch rows (uvarint),
+//	  7 data (bytes), 8 user (string), 9 command (byte), 10 flags (uvarint)
+//	response:
+//	  byte RespKind; for RespNone nothing follows; otherwise
+//	  uvarint presence mask, then in bit order: 0 affected rows, 1 insert id,
+//	  2 status, 3 warnings, 4 error code (uvarints), 5 SQL state, 6 message
+//	  (strings), 7 columns, 8 params, 9 rows, 10 bytes (uvarints),
+//	  11 checksums (ordered, unordered: u64le each), 12 more results
+//	  (uvarint count, then that many responses without more results).
+//
+// A string or bytes field is a uvarint length and the bytes. A value
+// (parameter) is a header byte (bit 0 NULL, bit 1 unsigned), the MySQL type
+// byte, then nothing for NULL; for integer types (TINY, SHORT, LONG,
+// LONGLONG, INT24, YEAR) a varint, or a uvarint when unsigned; FLOAT four
+// bytes and DOUBLE eight (IEEE 754, little endian); anything else as bytes
+// (temporal types in their binary-protocol form).
+//
+// Reader and Writer check every number that says how much follows against
+// what is left, so a corrupt value is an ErrCorrupt, never a panic or a huge
+// allocation.
+//
+// # Versions
+//
+// Meta.FormatVersion is the capture format; FormatVersion below is what this
+// code writes and the newest it reads. Each record value starts with its own
+// version byte. Both are part of the format and never change meaning: a new
+// layout gets a new number, and older numbers stay readable.
+//
+// # Concurrency
+//
+// A Writer's Append and TryAppend are safe for concurrent use. A Reader is
+// safe for concurrent use; each iteration has its own Pebble iterator. A
+// directory has at most one Writer (Pebble's lock file enforces it).
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// FormatVersion is the capture format this package writes and the newest
+// it reads. Part of the format: bump it for any incompatible change.
+const FormatVersion = 1
+
+// Key prefixes. Part of the format, never change.
+const (
+	prefixMeta    byte = 0x00
+	prefixRun     byte = 0x01
+	prefixRecord  byte = 0x02
+	prefixSession byte = 0x03
+	prefixTime    byte = 0x04
+)
+
+var (
+	keyHeader  = []byte("\x00header")
+	keySummary = []byte("\x00summary")
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	ErrNotCapture  = errors.New("store: not a tandem capture")
+	ErrNewerFormat = errors.New("store: newer format")
+	ErrCorrupt     = errors.New("store: corrupt capture")
+	ErrExists      = errors.New("store: capture directory not empty")
+	ErrClosed      = errors.New("store: writer closed")
+)
+
+// Meta describes a capture. Its JSON field names are part of the format.
+type Meta struct {
+	Magic         string    `json:"magic"` // always "tandem-capture"
+	FormatVersion int       `json:"format_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	// BaseTime is the origin of the records' start times, Unix nanoseconds.
+	BaseTime int64 `json:"base_time_ns"`
+	// Source says what wrote the capture, e.g. "proxy 127.0.0.1:4000 -> 127.0.0.1:3306".
+	Source      string `json:"source"`
+	ToolVersion string `json:"tool_version"`
+}
+
+const magic = "tandem-capture"
+
+// Summary is written by a clean Close. Its JSON field names are part of the format.
+type Summary struct {
+	Records  uint64    `json:"records"`
+	FirstSeq uint64    `json:"first_seq"`
+	LastSeq  uint64    `json:"last_seq"`
+	Sessions uint64    `json:"sessions"`
+	Dropped  uint64    `json:"dropped"`
+	ClosedAt time.Time `json:"closed_at"`
+}
+
+func recordKey(dst []byte, seq uint64) []byte {
+	dst = append(dst, prefixRecord)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+func sessionKey(dst []byte, session, firstSeq uint64) []byte {
+	dst = append(dst, prefixSession)
+	dst = binary.BigEndian.AppendUint64(dst, session)
+	return binary.BigEndian.AppendUint64(dst, firstSeq)
+}
+
+func timeKey(dst []byte, firstSeq uint64) []byte {
+	dst = append(dst, prefixTime)
+	return binary.BigEndian.AppendUint64(dst, firstSeq)
+}

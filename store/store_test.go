@@ -1,0 +1,480 @@
+package store
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// writeCapture appends recs to a new capture in dir and closes it.
+func writeCapture(t *testing.T, dir string, opts WriterOptions, recs []Record) {
+	t.Helper()
+	w, err := Create(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		seq, err := w.Append(&recs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq != uint64(i+1) || recs[i].Seq != seq {
+			t.Fatalf("record %d got seq %d (Seq field %d), want %d", i, seq, recs[i].Seq, i+1)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func collect(t *testing.T, seq func(func(*Record, error) bool)) []Record {
+	t.Helper()
+	var out []Record
+	for r, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *r.Clone())
+	}
+	return out
+}
+
+// rebase moves sample records' starts to just after a capture's base time.
+func rebase(recs []Record, base int64) {
+	for i := range recs {
+		recs[i].Start = time.Unix(0, base+(recs[i].Start.UnixNano()-testBase))
+	}
+}
+
+func TestStoreRoundTripAndReaders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	recs := sampleRecords()
+	// Record starts are relative to when the capture is created.
+	base := time.Now().UnixNano()
+	rebase(recs, base)
+	// Small commits so that the indexes span several entries.
+	writeCapture(t, dir, WriterOptions{Source: "test", FlushRecords: 3, NoSync: true}, recs)
+
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m := r.Meta()
+	if m.Magic != magic || m.FormatVersion != FormatVersion || m.Source != "test" || m.ToolVersion == "" {
+		t.Errorf("meta = %+v", m)
+	}
+	sum, ok := r.Summary()
+	if !ok || sum.Records != uint64(len(recs)) || sum.FirstSeq != 1 || sum.LastSeq != uint64(len(recs)) || sum.Sessions != 4 {
+		t.Errorf("summary = %+v, %v; want %d records in 4 sessions", sum, ok, len(recs))
+	}
+
+	got := collect(t, r.Records())
+	if len(got) != len(recs) {
+		t.Fatalf("read %d records, want %d", len(got), len(recs))
+	}
+	for i := range recs {
+		if g, w := normalize(got[i]), normalize(recs[i]); !reflect.DeepEqual(g, w) {
+			t.Errorf("record %d\n got %+v\nwant %+v", i+1, g, w)
+		}
+	}
+
+	sessions, err := r.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint64{1, 2, 3, 1 << 40}; !reflect.DeepEqual(sessions, want) {
+		t.Errorf("sessions = %v, want %v", sessions, want)
+	}
+	for _, s := range sessions {
+		var want []uint64
+		for _, rec := range recs {
+			if rec.Session == s {
+				want = append(want, rec.Seq)
+			}
+		}
+		var gotSeqs []uint64
+		for _, rec := range collect(t, r.Session(s)) {
+			if rec.Session != s {
+				t.Errorf("Session(%d) yielded a record of session %d", s, rec.Session)
+			}
+			gotSeqs = append(gotSeqs, rec.Seq)
+		}
+		if !reflect.DeepEqual(gotSeqs, want) {
+			t.Errorf("Session(%d) seqs = %v, want %v", s, gotSeqs, want)
+		}
+	}
+	if n := len(collect(t, r.Session(12345))); n != 0 {
+		t.Errorf("unknown session yielded %d records", n)
+	}
+
+	// Window [at(5), at(9)) holds the records that start at 5, 6, 7 and 8 ms.
+	from, to := recs[6].Start, recs[10].Start
+	var win []uint64
+	for _, rec := range collect(t, r.Window(from, to)) {
+		win = append(win, rec.Seq)
+	}
+	if want := []uint64{7, 8, 9, 10}; !reflect.DeepEqual(win, want) {
+		t.Errorf("Window seqs = %v, want %v", win, want)
+	}
+	// The prepare started a second before everything else: a window around
+	// it finds it although it was appended fourth.
+	var early []uint64
+	for _, rec := range collect(t, r.Window(recs[3].Start, recs[3].Start.Add(time.Millisecond))) {
+		early = append(early, rec.Seq)
+	}
+	if want := []uint64{4}; !reflect.DeepEqual(early, want) {
+		t.Errorf("early Window seqs = %v, want %v", early, want)
+	}
+}
+
+func TestCreateRefusesNonEmptyDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	writeCapture(t, dir, WriterOptions{NoSync: true}, sampleRecords()[:2])
+	if _, err := Create(dir, WriterOptions{}); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "already holds a capture") {
+		t.Fatalf("Create over a capture: err = %v", err)
+	}
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if _, err := Create(other, WriterOptions{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("Create in a non-empty directory: err = %v", err)
+	}
+	// Both are intact.
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(collect(t, r.Records())); n != 2 {
+		t.Errorf("capture has %d records after refused Create, want 2", n)
+	}
+	r.Close()
+}
+
+func TestAppendAfterCloseFails(t *testing.T) {
+	w, err := Create(filepath.Join(t.TempDir(), "cap"), WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rec := sampleRecords()[0]
+	if _, err := w.Append(&rec); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Append after Close: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestTryAppendDropsWhenBehindAndCounts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	// A pending bound smaller than two records and a flush that never comes
+	// on its own: the first record waits, the rest are dropped.
+	w, err := Create(dir, WriterOptions{NoSync: true, MaxPendingBytes: 64, FlushInterval: time.Hour, FlushRecords: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := sampleRecords()[1]
+	if seq := w.TryAppend(&rec); seq != 1 {
+		t.Fatalf("first TryAppend seq = %d, want 1", seq)
+	}
+	for i := 0; i < 5; i++ {
+		if seq := w.TryAppend(&rec); seq != 0 {
+			t.Fatalf("TryAppend over the bound returned seq %d, want 0 (dropped)", seq)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if seq := w.TryAppend(&rec); seq != 2 {
+		t.Fatalf("TryAppend after Flush seq = %d, want 2", seq)
+	}
+	st := w.Stats()
+	if st.Appended != 2 || st.Dropped != 5 || st.Committed != 1 || st.DurableSeq != 1 {
+		t.Fatalf("stats = %+v; want 2 appended, 5 dropped, 1 committed, durable 1", st)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Open(dir)
+	defer r.Close()
+	sum, _ := r.Summary()
+	if sum.Records != 2 || sum.Dropped != 5 {
+		t.Fatalf("summary = %+v; want 2 records, 5 dropped", sum)
+	}
+}
+
+func TestOpenRejectsWhatIsNotACapture(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	empty := t.TempDir()
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "data.csv"), []byte("a,b\n"), 0o644)
+	pebbleDir := filepath.Join(t.TempDir(), "pebble")
+	db, err := pebble.Open(pebbleDir, &pebble.Options{Logger: pebbleLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set([]byte("hello"), []byte("world"), pebble.Sync)
+	db.Close()
+
+	cases := []struct{ dir, want string }{
+		{filepath.Join(t.TempDir(), "missing"), "does not exist"},
+		{file, "is a file"},
+		{empty, "holds no Pebble store"},
+		{foreign, "holds no Pebble store"},
+		{pebbleDir, "without a tandem header"},
+	}
+	for _, c := range cases {
+		before, _ := os.ReadDir(c.dir)
+		_, err := Open(c.dir)
+		if !errors.Is(err, ErrNotCapture) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%s): err = %v, want ErrNotCapture with %q", filepath.Base(c.dir), err, c.want)
+		}
+		if c.dir == foreign || c.dir == empty {
+			after, _ := os.ReadDir(c.dir)
+			if len(after) != len(before) {
+				t.Errorf("Open(%s) added files to a foreign directory", filepath.Base(c.dir))
+			}
+		}
+	}
+}
+
+// rewriteKey opens a capture with Pebble directly and replaces key's value.
+func rewriteKey(t *testing.T, dir string, key, value []byte) {
+	t.Helper()
+	db, err := pebble.Open(dir, pebbleOptions(false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set(key, value, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenNewerFormatVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	writeCapture(t, dir, WriterOptions{NoSync: true}, sampleRecords()[:1])
+	m := Meta{Magic: magic, FormatVersion: FormatVersion + 6}
+	b, _ := json.Marshal(m)
+	rewriteKey(t, dir, keyHeader, b)
+	_, err := Open(dir)
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), fmt.Sprintf("version %d", FormatVersion+6)) || !strings.Contains(err.Error(), "upgrade tandem") {
+		t.Fatalf("err = %v, want ErrNewerFormat naming version %d", err, FormatVersion+6)
+	}
+}
+
+func TestCorruptRecordIsReportedWithItsSeq(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	recs := sampleRecords()
+	writeCapture(t, dir, WriterOptions{NoSync: true}, recs)
+	good := AppendRecord(nil, &recs[4], testBase)
+	rewriteKey(t, dir, recordKey(nil, 5), good[:len(good)/2])
+
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var n int
+	var gotErr error
+	for _, err := range r.Records() {
+		if err != nil {
+			gotErr = err
+			break
+		}
+		n++
+	}
+	if n != 4 || !errors.Is(gotErr, ErrCorrupt) || !strings.Contains(gotErr.Error(), "record seq 5") {
+		t.Fatalf("read %d records then err %v; want 4 then ErrCorrupt at seq 5", n, gotErr)
+	}
+}
+
+func TestMissingRecordsAgainstSummaryAreCorruption(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	writeCapture(t, dir, WriterOptions{NoSync: true}, sampleRecords())
+	db, err := pebble.Open(dir, pebbleOptions(false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Delete(recordKey(nil, 17), pebble.Sync)
+	db.Close()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var last error
+	for _, err := range r.Records() {
+		last = err
+	}
+	if !errors.Is(last, ErrCorrupt) || !strings.Contains(last.Error(), "found 16 records, its summary counts 17") {
+		t.Fatalf("err = %v, want the count mismatch", last)
+	}
+}
+
+// The crash test runs this binary again as a child that appends until it is
+// killed; see TestCrashLosesNothingReportedDurable.
+const crashChildEnv = "TANDEM_STORE_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashRecord is the i-th record the crash child writes: its content can be
+// checked from its seq alone.
+func crashRecord(i uint64) Record {
+	return Record{Session: i % 7, Start: time.Unix(0, testBase+int64(i)*1000), Duration: time.Duration(i),
+		Kind: KindQuery, Schema: "crash", SQL: "SELECT " + strconv.FormatUint(i, 10), Resp: Response{Kind: RespResultSet, Rows: i}}
+}
+
+func crashChild(dir string) {
+	w, err := Create(dir, WriterOptions{FlushInterval: 5 * time.Millisecond, FlushRecords: 500})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	var last uint64
+	for i := uint64(1); ; i++ {
+		rec := crashRecord(i)
+		if _, err := w.Append(&rec); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		if d := w.DurableSeq(); d != last {
+			last = d
+			fmt.Fprintf(out, "durable %d\n", d)
+			out.Flush()
+		}
+	}
+}
+
+func TestCrashLosesNothingReportedDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a child process; skipped with -short")
+	}
+	for round := 0; round < 3; round++ {
+		dir := filepath.Join(t.TempDir(), "cap")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		var durable uint64
+		deadline := time.Now().Add(time.Duration(300+200*round) * time.Millisecond)
+		for sc.Scan() {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "durable "); ok {
+				durable, _ = strconv.ParseUint(v, 10, 64)
+			} else {
+				t.Fatalf("child: %s", line)
+			}
+			if durable > 20000 && time.Now().After(deadline) {
+				break
+			}
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		for sc.Scan() { // durable lines printed before the kill landed
+			if v, ok := strings.CutPrefix(sc.Text(), "durable "); ok {
+				durable, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+		cmd.Wait()
+		if durable == 0 {
+			t.Fatal("child reported nothing durable")
+		}
+
+		r, err := Open(dir)
+		if err != nil {
+			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+		}
+		if _, ok := r.Summary(); ok {
+			t.Errorf("a killed writer left a summary")
+		}
+		var n uint64
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatalf("round %d: after %d records: %v", round, n, err)
+			}
+			n++
+			want := crashRecord(n)
+			want.Seq = n
+			if rec.Seq != n || rec.SQL != want.SQL || rec.Resp.Rows != n || rec.Session != want.Session || rec.Start.UnixNano() != want.Start.UnixNano() {
+				t.Fatalf("round %d: record %d is %+v, want %+v", round, n, rec, want)
+			}
+		}
+		r.Close()
+		if n < durable {
+			t.Fatalf("round %d: reopened capture has %d records; %d had been reported durable", round, n, durable)
+		}
+		t.Logf("round %d: %d reported durable, %d found", round, durable, n)
+	}
+}
+
+func TestCleanCloseLeavesNoWALAndReopens(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := Create(dir, WriterOptions{FlushRecords: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := newOLTPMix(3)
+	var rec Record
+	for i := 0; i < 5000; i++ {
+		mix.next(&rec)
+		if _, err := w.Append(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(dir, "*.log")); len(logs) != 0 {
+		t.Fatalf("clean close left WAL files: %v", logs)
+	}
+	for i := 0; i < 2; i++ { // twice: opening must not need what was removed
+		r, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n, execs int
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if rec.Kind == KindExecute {
+				execs++
+			}
+		}
+		r.Close()
+		// 250 transactions of 20 statements rotate over 16 sessions; the 128
+		// on sessions 1-8 use executes for all but BEGIN and COMMIT.
+		if n != 5000 || execs != 128*18 {
+			t.Fatalf("reopen %d: %d records (%d executes), want 5000 (%d)", i, n, execs, 128*18)
+		}
+	}
+}

@@ -1,0 +1,448 @@
+package store
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/tandemdb/tandem/internal/version"
+)
+
+// WriterOptions tune a Writer. The zero value is a durable default.
+type WriterOptions struct {
+	// Source says what writes the capture; stored in Meta.
+	Source string
+	// FlushInterval bounds how long an appended record waits before it is
+	// committed (and synced): a crash loses at most this much. Default 100ms.
+	FlushInterval time.Duration
+	// FlushRecords commits early once this many records wait. Default 16384.
+	FlushRecords int
+	// MaxPendingBytes bounds the encoded records waiting or being committed;
+	// past it Append waits and TryAppend drops. Default 64 MiB.
+	MaxPendingBytes int
+	// NoSync commits without fsync: faster, but a machine crash may lose
+	// records reported durable. A process crash loses nothing committed.
+	NoSync bool
+	// Logger receives Pebble's messages and the writer's own; nil discards.
+	Logger *slog.Logger
+	// Metrics, if set, is updated as records are appended and committed.
+	Metrics *Metrics
+}
+
+func (o *WriterOptions) defaults() {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.FlushRecords <= 0 {
+		o.FlushRecords = 16384
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 64 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// WriterStats are a Writer's counters.
+type WriterStats struct {
+	Appended     uint64        // records accepted
+	Dropped      uint64        // records TryAppend refused because the writer was behind
+	Committed    uint64        // records committed (durable unless NoSync)
+	Bytes        uint64        // encoded bytes of the accepted records (keys and values)
+	Commits      uint64        // batches committed
+	CommitTime   time.Duration // total time spent committing
+	MaxCommit    time.Duration // longest single commit
+	DurableSeq   uint64        // every record up to this seq is committed
+	PendingBytes int           // encoded bytes not yet committed
+}
+
+type sessSeq struct{ session, seq uint64 }
+
+// Writer appends records to a new capture with group commit: records
+// collect in a batch that a background goroutine commits every
+// FlushInterval or FlushRecords records.
+type Writer struct {
+	db   *pebble.DB
+	dir  string
+	meta Meta
+	opts WriterOptions
+
+	mu struct {
+		sync.Mutex
+		batch    *pebble.Batch
+		nextSeq  uint64
+		first    uint64 // first seq of batch
+		count    int
+		index    []sessSeq
+		minStart int64
+		maxStart int64
+		pending  int // bytes in batch and in the commit under way
+		closed   bool
+		err      error // a commit failed; the writer accepts nothing more
+	}
+	space sync.Cond // signalled when a commit frees pending bytes
+
+	kick     chan struct{}
+	flushReq chan chan error
+	stop     chan struct{}
+	done     chan struct{}
+
+	// Touched only by the flusher goroutine.
+	spareIndex []sessSeq
+	sessions   map[uint64]struct{}
+	keyBuf     []byte
+	valBuf     []byte
+
+	appended, dropped, committed, bytes, commits atomic.Uint64
+	commitNanos, maxCommitNanos                  atomic.Int64
+	durable                                      atomic.Uint64
+}
+
+// Create makes a new capture in dir, which must not exist or be empty.
+func Create(dir string, opts WriterOptions) (*Writer, error) {
+	opts.defaults()
+	entries, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(entries) > 0:
+		if ok, _ := looksLikePebble(dir); ok {
+			return nil, fmt.Errorf("%w: %s already holds a capture; choose a new directory (tandem never writes over one)", ErrExists, dir)
+		}
+		return nil, fmt.Errorf("%w: %s has other files in it; choose a new or empty directory", ErrExists, dir)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	db, err := pebble.Open(dir, pebbleOptions(false, opts.Logger))
+	if err != nil {
+		return nil, openErr(dir, err)
+	}
+	now := time.Now().UTC()
+	meta := Meta{
+		Magic:         magic,
+		FormatVersion: FormatVersion,
+		CreatedAt:     now,
+		BaseTime:      now.UnixNano(),
+		Source:        opts.Source,
+		ToolVersion:   version.String(),
+	}
+	hdr, _ := json.Marshal(meta)
+	if err := db.Set(keyHeader, hdr, pebble.Sync); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: write header: %w", err)
+	}
+	w := &Writer{
+		db:       db,
+		dir:      dir,
+		meta:     meta,
+		opts:     opts,
+		kick:     make(chan struct{}, 1),
+		flushReq: make(chan chan error),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		sessions: map[uint64]struct{}{},
+	}
+	w.space.L = &w.mu
+	w.mu.batch = db.NewBatch()
+	w.mu.nextSeq = 1
+	go w.flusher()
+	return w, nil
+}
+
+// Meta returns the capture's metadata.
+func (w *Writer) Meta() Meta { return w.meta }
+
+var valPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// Append adds r to the capture, assigning and returning its sequence (also
+// stored in r.Seq). It waits while MaxPendingBytes are waiting to be
+// committed, so nothing is lost: use it where the producer may be slowed
+// (synth, imports). The record is durable once DurableSeq reaches it.
+func (w *Writer) Append(r *Record) (uint64, error) {
+	return w.append(r, true)
+}
+
+// TryAppend is Append that never waits: when the writer is behind, the
+// record is dropped, counted, and 0 returned. Capture uses it so that a slow
+// disk never slows the client.
+func (w *Writer) TryAppend(r *Record) uint64 {
+	seq, _ := w.append(r, false)
+	return seq
+}
+
+func (w *Writer) append(r *Record, wait bool) (uint64, error) {
+	bp := valPool.Get().(*[]byte)
+	val := AppendRecord((*bp)[:0], r, w.meta.BaseTime)
+	size := len(val) + 9
+	start := r.Start.UnixNano() - w.meta.BaseTime
+
+	w.mu.Lock()
+	for !w.mu.closed && w.mu.err == nil && w.mu.pending+size > w.opts.MaxPendingBytes && w.mu.pending > 0 {
+		if !wait {
+			w.mu.Unlock()
+			*bp = val
+			valPool.Put(bp)
+			w.dropped.Add(1)
+			if m := w.opts.Metrics; m != nil {
+				m.dropped.Inc()
+			}
+			return 0, nil
+		}
+		w.space.Wait()
+	}
+	if w.mu.closed || w.mu.err != nil {
+		err := w.mu.err
+		w.mu.Unlock()
+		*bp = val
+		valPool.Put(bp)
+		if err == nil {
+			err = ErrClosed
+		}
+		return 0, err
+	}
+	seq := w.mu.nextSeq
+	w.mu.nextSeq++
+	var key [9]byte
+	err := w.mu.batch.Set(recordKey(key[:0], seq), val, nil)
+	if err != nil {
+		w.mu.Unlock()
+		return 0, fmt.Errorf("store: append: %w", err)
+	}
+	if w.mu.count == 0 {
+		w.mu.first, w.mu.minStart, w.mu.maxStart = seq, start, start
+	} else {
+		w.mu.minStart = min(w.mu.minStart, start)
+		w.mu.maxStart = max(w.mu.maxStart, start)
+	}
+	w.mu.count++
+	w.mu.index = append(w.mu.index, sessSeq{r.Session, seq})
+	w.mu.pending += size
+	full := w.mu.count >= w.opts.FlushRecords
+	w.mu.Unlock()
+
+	*bp = val
+	valPool.Put(bp)
+	r.Seq = seq
+	w.appended.Add(1)
+	w.bytes.Add(uint64(size))
+	if m := w.opts.Metrics; m != nil {
+		m.appended.Inc()
+		m.bytes.Add(float64(size))
+	}
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return seq, nil
+}
+
+// Flush commits (and syncs, unless NoSync) every record appended so far.
+func (w *Writer) Flush() error {
+	ch := make(chan error, 1)
+	select {
+	case w.flushReq <- ch:
+		return <-ch
+	case <-w.done:
+		return ErrClosed
+	}
+}
+
+// DurableSeq is the highest seq such that it and every record before it are
+// committed.
+func (w *Writer) DurableSeq() uint64 { return w.durable.Load() }
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() WriterStats {
+	w.mu.Lock()
+	pending := w.mu.pending
+	w.mu.Unlock()
+	return WriterStats{
+		Appended:     w.appended.Load(),
+		Dropped:      w.dropped.Load(),
+		Committed:    w.committed.Load(),
+		Bytes:        w.bytes.Load(),
+		Commits:      w.commits.Load(),
+		CommitTime:   time.Duration(w.commitNanos.Load()),
+		MaxCommit:    time.Duration(w.maxCommitNanos.Load()),
+		DurableSeq:   w.durable.Load(),
+		PendingBytes: pending,
+	}
+}
+
+// flusher owns the commits. It stops when stop is closed, after a last commit.
+func (w *Writer) flusher() {
+	defer close(w.done)
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.commit()
+		case <-w.kick:
+			w.commit()
+		case ch := <-w.flushReq:
+			ch <- w.commit()
+		case <-w.stop:
+			w.commit()
+			return
+		}
+	}
+}
+
+// commit takes the current batch, adds its index entries and commits it.
+func (w *Writer) commit() error {
+	w.mu.Lock()
+	if w.mu.err != nil {
+		err := w.mu.err
+		w.mu.Unlock()
+		return err
+	}
+	b, count, first := w.mu.batch, w.mu.count, w.mu.first
+	minStart, maxStart := w.mu.minStart, w.mu.maxStart
+	index := w.mu.index
+	size := w.mu.pending
+	if count == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.batch = w.db.NewBatch()
+	w.mu.count = 0
+	w.mu.index = w.spareIndex[:0]
+	w.mu.Unlock()
+
+	w.addIndex(b, index, first, count, minStart, maxStart)
+	begin := time.Now()
+	opt := pebble.Sync
+	if w.opts.NoSync {
+		opt = pebble.NoSync
+	}
+	err := b.Commit(opt)
+	elapsed := time.Since(begin)
+	b.Close()
+	w.spareIndex = index
+
+	w.mu.Lock()
+	if err != nil {
+		w.mu.err = fmt.Errorf("store: commit: %w", err)
+		w.opts.Logger.Error("capture commit failed; the writer stops accepting records", "err", err)
+	}
+	// At the swap, pending held exactly this batch's bytes; what was
+	// appended since stays pending.
+	w.mu.pending -= size
+	w.space.Broadcast()
+	w.mu.Unlock()
+	if err != nil {
+		return w.mu.err
+	}
+	w.durable.Store(first + uint64(count) - 1)
+	w.committed.Add(uint64(count))
+	w.commits.Add(1)
+	w.commitNanos.Add(int64(elapsed))
+	for {
+		m := w.maxCommitNanos.Load()
+		if int64(elapsed) <= m || w.maxCommitNanos.CompareAndSwap(m, int64(elapsed)) {
+			break
+		}
+	}
+	if m := w.opts.Metrics; m != nil {
+		m.commit.Observe(elapsed.Seconds())
+	}
+	return nil
+}
+
+// addIndex writes the session and time index entries of one commit.
+func (w *Writer) addIndex(b *pebble.Batch, index []sessSeq, first uint64, count int, minStart, maxStart int64) {
+	slices.SortStableFunc(index, func(a, b sessSeq) int { return cmp.Compare(a.session, b.session) })
+	for i := 0; i < len(index); {
+		j := i
+		for j < len(index) && index[j].session == index[i].session {
+			j++
+		}
+		s := index[i].session
+		w.sessions[s] = struct{}{}
+		w.valBuf = binary.AppendUvarint(w.valBuf[:0], uint64(j-i))
+		prev := index[i].seq - 1
+		for _, e := range index[i:j] {
+			w.valBuf = binary.AppendUvarint(w.valBuf, e.seq-prev)
+			prev = e.seq
+		}
+		w.keyBuf = sessionKey(w.keyBuf[:0], s, index[i].seq)
+		_ = b.Set(w.keyBuf, w.valBuf, nil)
+		i = j
+	}
+	w.valBuf = binary.AppendUvarint(w.valBuf[:0], uint64(count))
+	w.valBuf = binary.AppendVarint(w.valBuf, minStart)
+	w.valBuf = binary.AppendVarint(w.valBuf, maxStart)
+	w.keyBuf = timeKey(w.keyBuf[:0], first)
+	_ = b.Set(w.keyBuf, w.valBuf, nil)
+}
+
+// Close commits what is left, writes the summary and closes the capture.
+// Appends after Close fail with ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.mu.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.mu.closed = true
+	w.space.Broadcast()
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.done
+
+	var errs []error
+	w.mu.Lock()
+	commitErr := w.mu.err
+	w.mu.Unlock()
+	errs = append(errs, commitErr)
+	if commitErr == nil {
+		sum := Summary{
+			Records:  w.committed.Load(),
+			LastSeq:  w.durable.Load(),
+			Sessions: uint64(len(w.sessions)),
+			Dropped:  w.dropped.Load(),
+			ClosedAt: time.Now().UTC(),
+		}
+		if sum.Records > 0 {
+			sum.FirstSeq = 1
+		}
+		b, _ := json.Marshal(sum)
+		errs = append(errs, w.db.Set(keySummary, b, pebble.Sync))
+		// Move everything out of the WAL into compressed tables.
+		errs = append(errs, w.db.Flush())
+	}
+	errs = append(errs, w.db.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return removeWALs(w.dir)
+}
+
+// removeWALs deletes a cleanly closed capture's write-ahead logs. After the
+// final Flush every record is in an SSTable, and the logs Pebble keeps
+// (for recycling) would only take space: as much as the records themselves
+// for a capture of a few million.
+func removeWALs(dir string) error {
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return err
+	}
+	for _, l := range logs {
+		if err := os.Remove(l); err != nil {
+			return fmt.Errorf("store: close: %w", err)
+		}
+	}
+	return nil
+}
