@@ -201,7 +201,6 @@ func BenchmarkScan(b *testing.B) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
 }
 
-
 // BenchmarkAppendParallel is BenchmarkAppend with concurrent producers, as
 // a proxy's connections append: 8 goroutines per core.
 func BenchmarkAppendParallel(b *testing.B) {
