@@ -1,0 +1,66 @@
+// Package capture turns protocol exchanges into store records and writes
+// them without ever making the client wait.
+package capture
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// Recorder hands records to a store.Writer with TryAppend: when the writer
+// is behind (its pending bytes are the bounded queue), records are dropped
+// and counted, and a warning is logged at most once per LogEvery.
+type Recorder struct {
+	w        *store.Writer
+	log      *slog.Logger
+	logEvery time.Duration
+	dropped  atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		lastLog      time.Time
+		droppedAtLog uint64
+	}
+}
+
+// NewRecorder records into w. A nil Recorder records nothing.
+func NewRecorder(w *store.Writer, log *slog.Logger) *Recorder {
+	return &Recorder{w: w, log: log, logEvery: 5 * time.Second}
+}
+
+// Record appends r, or drops and counts it. It never blocks on the disk.
+func (c *Recorder) Record(r *store.Record) {
+	if c == nil {
+		return
+	}
+	if c.w.TryAppend(r) != 0 {
+		return
+	}
+	n := c.dropped.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); now.Sub(c.mu.lastLog) >= c.logEvery {
+		c.log.Warn("capture is behind: records dropped", "dropped_since_last_report", n-c.mu.droppedAtLog, "dropped_total", n)
+		c.mu.lastLog, c.mu.droppedAtLog = now, n
+	}
+}
+
+// Dropped is how many records were dropped.
+func (c *Recorder) Dropped() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.dropped.Load()
+}
+
+// Close flushes and closes the capture.
+func (c *Recorder) Close() error {
+	if c == nil {
+		return nil
+	}
+	return c.w.Close()
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tandemdb/tandem/proxy"
+)
+
+func newProxyCmd() *cobra.Command {
+	var cfg proxy.RunConfig
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "proxy --backend HOST:PORT [--capture DIR]",
+		Short: "Relay MySQL clients to a server and record every command exchange",
+		Long: `Clients connect to the proxy exactly as they would to the server: the
+handshake and authentication are relayed (passwords are never seen in clear
+nor stored), then every command and response. With --capture, each exchange is
+recorded — command, typed parameters, timing, a summary of the response — into
+a new capture directory, for 'tandem inspect' and replay. Recording never slows
+clients: when the disk falls behind, records are dropped and counted.
+
+Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
+have their string literals masked before they are stored. Compression is
+refused (clients connect without it). SIGINT or SIGTERM stop accepting, let
+open sessions finish for --drain-timeout, and flush the capture.`,
+		Example: `  tandem proxy --backend 127.0.0.1:3306 --capture ./capture
+  sysbench oltp_read_write --mysql-host=127.0.0.1 --mysql-port=4000 ... run
+  tandem proxy --listen 0.0.0.0:4000 --backend db1:3306 --capture ./cap \
+      --tls-cert proxy.pem --tls-key proxy.key --capture-results checksum`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+			if cfg.Backend == "" {
+				return fmt.Errorf("--backend is required; see 'tandem proxy --help'")
+			}
+			cfg.CaptureResults = strings.ToLower(cfg.CaptureResults)
+			return proxy.Run(c.Context(), cfg, c.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:4000", "address clients connect to")
+	f.StringVar(&cfg.Backend, "backend", "", "the MySQL/MariaDB server, HOST:PORT (required)")
+	f.StringVar(&cfg.CaptureDir, "capture", "", "record into this new directory (default: relay only)")
+	f.StringVar(&cfg.CaptureResults, "capture-results", proxy.ResultsSummary, "what to record of result sets: summary (columns, rows, bytes) or checksum (also row checksums)")
+	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "how often the capture is synced to disk: what a crash can lose (default 100ms)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate for TLS from clients (with --tls-key)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key for --tls-cert")
+	f.BoolVar(&cfg.BackendTLS, "backend-tls", false, "use TLS to the backend")
+	f.StringVar(&cfg.BackendCA, "backend-ca", "", "PEM CA to verify the backend's certificate (with --backend-tls)")
+	f.BoolVar(&cfg.BackendInsecure, "backend-insecure", false, "with --backend-tls, do not verify the backend's certificate")
+	f.IntVar(&cfg.MaxConnections, "max-connections", 1000, "refuse clients beyond this many at once (error 1040)")
+	f.IntVar(&cfg.MaxRecordBytes, "max-record-bytes", 1<<20, "store at most this much SQL text or data per record; longer is truncated and marked not replayable")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

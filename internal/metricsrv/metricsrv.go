@@ -1,0 +1,56 @@
+// Package metricsrv serves a Prometheus registry over HTTP for as long as a
+// context lives.
+package metricsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Off disables the endpoint when given as the address.
+const Off = "off"
+
+// Listen resolves addr ("off", "HOST:PORT", or ":PORT" meaning loopback)
+// and starts serving /metrics from reg in a goroutine that ends with ctx.
+// It returns the bound address ("" when off) and a function that waits for
+// the server to stop.
+func Listen(ctx context.Context, addr string, reg *prometheus.Registry) (string, func(), error) {
+	if addr == "" || addr == Off {
+		return "", func() {}, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics address %q: want HOST:PORT, :PORT or %q: %v", addr, Off, err)
+	}
+	if host == "" {
+		host = "127.0.0.1" // loopback unless asked otherwise
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics endpoint: %w (choose another with --metrics-addr, or --metrics-addr=%s)", err, Off)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the listener failed; nothing left to serve
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	return ln.Addr().String(), func() { <-done }, nil
+}

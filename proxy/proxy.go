@@ -1,0 +1,345 @@
+// Package proxy is a transparent MySQL-protocol proxy: clients connect to
+// it as they would to the server; it relays the handshake (authentication
+// is passed through, never stored) and every command and response, and
+// records each exchange through a capture.Recorder.
+//
+// Each client connection is served by one goroutine that owns its two
+// connections; the Proxy owns those goroutines, and Serve returns only
+// after they have ended. A connection that fails (malformed packet, backend
+// or client gone, panic) is closed alone, with a log line naming it.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+// What --capture-results records of result sets.
+const (
+	ResultsSummary  = "summary"  // columns, rows, bytes
+	ResultsChecksum = "checksum" // and checksums of the rows, ordered and not
+)
+
+// Config configures a Proxy.
+type Config struct {
+	Listen  string
+	Backend string
+	// Recorder receives the exchanges; nil captures nothing.
+	Recorder       *capture.Recorder
+	CaptureResults string
+	// TLSCert and TLSKey (PEM files) let clients use TLS to the proxy.
+	TLSCert, TLSKey string
+	// BackendTLS makes the proxy use TLS to the backend, verifying its
+	// certificate against BackendCA (PEM) unless BackendInsecure.
+	BackendTLS      bool
+	BackendCA       string
+	BackendInsecure bool
+	MaxConnections  int
+	// MaxRecordBytes bounds the SQL text or data stored per record; longer
+	// ones are truncated and marked. Default 1 MiB.
+	MaxRecordBytes   int
+	DialTimeout      time.Duration
+	HandshakeTimeout time.Duration
+	// DrainTimeout is how long shutdown waits for clients to finish before
+	// closing their connections.
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
+	Metrics      *Metrics
+}
+
+func (c *Config) defaults() error {
+	if c.Backend == "" {
+		return errors.New("proxy: no backend; give --backend HOST:PORT")
+	}
+	if _, port, err := net.SplitHostPort(c.Backend); err != nil || port == "" {
+		return fmt.Errorf("proxy: backend %q is not HOST:PORT", c.Backend)
+	}
+	switch c.CaptureResults {
+	case "":
+		c.CaptureResults = ResultsSummary
+	case ResultsSummary, ResultsChecksum:
+	default:
+		return fmt.Errorf("proxy: --capture-results %q: want %s or %s", c.CaptureResults, ResultsSummary, ResultsChecksum)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("proxy: --tls-cert and --tls-key go together")
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = 1000
+	}
+	if c.MaxRecordBytes <= 0 {
+		c.MaxRecordBytes = 1 << 20
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 30 * time.Second
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	return nil
+}
+
+// Metrics are the proxy's Prometheus metrics.
+type Metrics struct {
+	active   prometheus.Gauge
+	accepted prometheus.Counter
+	failures *prometheus.CounterVec
+	commands *prometheus.CounterVec
+	bytes    *prometheus.CounterVec
+}
+
+// NewMetrics creates the proxy's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tandem_proxy_connections_active", Help: "Client connections being relayed."}),
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tandem_proxy_connections_total", Help: "Client connections accepted."}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tandem_proxy_connection_failures_total", Help: "Connections that ended in failure, by reason."}, []string{"reason"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tandem_proxy_commands_total", Help: "Commands relayed, by kind."}, []string{"kind"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tandem_proxy_bytes_total", Help: "Bytes relayed, by direction."}, []string{"direction"}),
+	}
+	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes)
+	return m
+}
+
+// Proxy accepts client connections and relays them to the backend.
+type Proxy struct {
+	cfg       Config
+	ln        net.Listener
+	recorder  *capture.Recorder
+	metrics   *Metrics
+	log       *slog.Logger
+	tlsServer *tls.Config
+	tlsClient *tls.Config
+	nextID    atomic.Uint64
+	active    atomic.Int64
+	wg        sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		conns map[*session]struct{}
+	}
+}
+
+// New checks cfg and starts listening; Serve accepts.
+func New(cfg Config) (*Proxy, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	p := &Proxy{cfg: cfg, recorder: cfg.Recorder, metrics: cfg.Metrics, log: cfg.Logger}
+	p.mu.conns = map[*session]struct{}{}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: load --tls-cert/--tls-key: %w", err)
+		}
+		p.tlsServer = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if cfg.BackendTLS {
+		host, _, _ := net.SplitHostPort(cfg.Backend)
+		p.tlsClient = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.BackendInsecure}
+		if cfg.BackendCA != "" {
+			pem, err := os.ReadFile(cfg.BackendCA)
+			if err != nil {
+				return nil, fmt.Errorf("proxy: --backend-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("proxy: --backend-ca %s holds no PEM certificate", cfg.BackendCA)
+			}
+			p.tlsClient.RootCAs = pool
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen on %s: %w", cfg.Listen, err)
+	}
+	p.ln = ln
+	return p, nil
+}
+
+// Addr is the address the proxy listens on.
+func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
+
+// Serve accepts connections until ctx is done, then stops accepting, lets
+// connections finish for DrainTimeout, closes the rest and waits for their
+// goroutines. It does not close the recorder.
+func (p *Proxy) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { p.ln.Close() })
+	defer stop()
+	var err error
+	for {
+		c, aerr := p.ln.Accept()
+		if aerr != nil {
+			if ctx.Err() == nil && !errors.Is(aerr, net.ErrClosed) {
+				var ne net.Error
+				if errors.As(aerr, &ne) && ne.Timeout() {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				err = fmt.Errorf("proxy: accept: %w", aerr)
+			}
+			break
+		}
+		p.metrics.accepted.Inc()
+		p.wg.Add(1)
+		go p.handle(c)
+	}
+	p.drain()
+	return err
+}
+
+// drain waits for sessions to end, then closes those still open.
+func (p *Proxy) drain() {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(p.cfg.DrainTimeout):
+	}
+	p.mu.Lock()
+	n := len(p.mu.conns)
+	for s := range p.mu.conns {
+		s.client.Close()
+		s.backend.Close()
+	}
+	p.mu.Unlock()
+	p.log.Info("shutdown: closed connections still open after the drain timeout", "connections", n, "drain_timeout", p.cfg.DrainTimeout)
+	<-done
+}
+
+// handle serves one client connection.
+func (p *Proxy) handle(c net.Conn) {
+	defer p.wg.Done()
+	id := p.nextID.Add(1)
+	log := p.log.With("session", id, "client", c.RemoteAddr().String())
+	start := time.Now()
+	client := wire.NewConn(c)
+	defer client.Close()
+	if n := p.active.Add(1); n > int64(p.cfg.MaxConnections) {
+		p.active.Add(-1)
+		p.metrics.failures.WithLabelValues(reasonTooMany).Inc()
+		client.WritePacket(0, proxyErr(1040, "08004", "too many connections (--max-connections %d)", p.cfg.MaxConnections).Append(nil))
+		client.Flush()
+		log.Warn("connection refused: too many connections", "max_connections", p.cfg.MaxConnections)
+		return
+	}
+	defer p.active.Add(-1)
+	p.metrics.active.Inc()
+	defer p.metrics.active.Dec()
+
+	bc, err := net.DialTimeout("tcp", p.cfg.Backend, p.cfg.DialTimeout)
+	if err != nil {
+		p.metrics.failures.WithLabelValues(reasonBackendUnreachable).Inc()
+		client.WritePacket(0, proxyErr(1105, "HY000", "cannot reach backend %s: %v", p.cfg.Backend, err).Append(nil))
+		client.Flush()
+		log.Warn("backend unreachable", "backend", p.cfg.Backend, "err", err)
+		return
+	}
+	s := &session{p: p, id: id, client: client, backend: wire.NewConn(bc), stmts: map[uint32]*stmt{}}
+	defer s.backend.Close()
+	p.mu.Lock()
+	p.mu.conns[s] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.mu.conns, s)
+		p.mu.Unlock()
+		p.metrics.bytes.WithLabelValues("client_to_backend").Add(float64(s.client.BytesIn))
+		p.metrics.bytes.WithLabelValues("backend_to_client").Add(float64(s.backend.BytesIn))
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			p.metrics.failures.WithLabelValues("panic").Inc()
+			log.Error("panic in connection; closing it", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+
+	err = s.handshake()
+	connect := store.Record{Session: id, Start: start, Duration: time.Since(start), Kind: store.KindConnect, User: s.user, Schema: s.schema}
+	if err != nil {
+		connect.Resp = store.Response{Kind: store.RespError}
+		var ce *connError
+		if errors.As(err, &ce) && ce.reason == reasonAuthFailed {
+			connect.Resp.Message = ce.err.Error()
+		}
+		if s.user != "" {
+			p.recorder.Record(&connect)
+		}
+		p.endWith(s, log, err)
+		return
+	}
+	connect.Resp = store.Response{Kind: store.RespOK}
+	p.recorder.Record(&connect)
+	log.Debug("session started", "user", s.user, "schema", s.schema, "tls", s.clientTLS)
+
+	err = s.serveCommands()
+	if errors.Is(err, errRawMode) {
+		s.rec.Kind, s.rec.Flags = store.KindOther, s.rec.Flags|store.FlagNotReplayable
+		s.record(s.rec.Start)
+		log.Info("command the proxy does not parse; relaying the rest of the session unparsed and unrecorded", "command", fmt.Sprintf("0x%02x", s.rec.Command))
+		err = s.relayRaw()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+	}
+	if !s.quitRecorded {
+		quit := store.Record{Session: id, Start: time.Now(), Kind: store.KindQuit}
+		p.recorder.Record(&quit)
+	}
+	p.endWith(s, log, err)
+}
+
+// endWith counts and logs how a session ended, and tells the client what
+// the proxy has to say, if anything.
+func (p *Proxy) endWith(s *session, log *slog.Logger, err error) {
+	if err == nil {
+		log.Debug("session ended")
+		return
+	}
+	var ce *connError
+	if !errors.As(err, &ce) {
+		p.metrics.failures.WithLabelValues("other").Inc()
+		log.Warn("connection closed", "err", err)
+		return
+	}
+	p.metrics.failures.WithLabelValues(ce.reason).Inc()
+	if ce.client != nil {
+		s.client.WritePacket(s.errSeq, ce.client.Append(nil))
+		s.client.Flush()
+	}
+	if ce.reason == reasonAuthFailed {
+		log.Info("login refused by the server", "err", ce.err)
+		return
+	}
+	log.Warn("connection closed", "reason", ce.reason, "err", ce.err)
+}

@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/metricsrv"
+	"github.com/tandemdb/tandem/store"
+)
+
+// RunConfig is what `tandem proxy` runs: a proxy, its capture and its
+// metrics endpoint.
+type RunConfig struct {
+	Config
+	// CaptureDir, if set, is a new directory to record into.
+	CaptureDir string
+	// SyncInterval bounds what a crash of the proxy can lose of the capture.
+	SyncInterval time.Duration
+	// MetricsAddr serves /metrics ("off" disables; a bare ":PORT" is loopback).
+	MetricsAddr string
+	// Ready, if set, is called with the listening address once accepting.
+	Ready func(addr string)
+}
+
+// Run serves until ctx is done, then drains connections and closes the
+// capture, and writes a one-line summary to out.
+func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+		cfg.Logger = log
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg.Metrics = NewMetrics(reg)
+
+	var w *store.Writer
+	if cfg.CaptureDir != "" {
+		var err error
+		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
+		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg)})
+		if err != nil {
+			return err
+		}
+		cfg.Recorder = capture.NewRecorder(w, log)
+	}
+	p, err := New(cfg.Config)
+	if err != nil {
+		if w != nil {
+			w.Close()
+		}
+		return err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, reg)
+	if err != nil {
+		p.ln.Close()
+		if w != nil {
+			w.Close()
+		}
+		return err
+	}
+	what := "relaying only (no --capture)"
+	if w != nil {
+		what = "capturing into " + cfg.CaptureDir
+	}
+	metrics := "metrics off"
+	if maddr != "" {
+		metrics = "metrics on http://" + maddr + "/metrics"
+	}
+	fmt.Fprintf(out, "tandem proxy: listening on %s, backend %s, %s, %s\n", p.Addr(), cfg.Backend, what, metrics)
+	if cfg.Ready != nil {
+		cfg.Ready(p.Addr().String())
+	}
+	serveErr := p.Serve(ctx)
+	var closeErr error
+	if w != nil {
+		closeErr = cfg.Recorder.Close()
+		st := w.Stats()
+		fmt.Fprintf(out, "tandem proxy: %d sessions, %d records captured into %s, %d dropped\n", p.nextID.Load(), st.Committed, cfg.CaptureDir, st.Dropped)
+	} else {
+		fmt.Fprintf(out, "tandem proxy: %d sessions relayed\n", p.nextID.Load())
+	}
+	cancel()
+	mwait()
+	return errors.Join(serveErr, closeErr)
+}
