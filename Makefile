@@ -6,9 +6,9 @@ BIN      := bin/tandem
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
 # Debian packages the tests and the demo need. Later features append here.
-DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy
 
-.PHONY: help build test test-short lint deps demo bench bench-store clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -39,10 +39,13 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store
+bench: bench-store bench-proxy
 
 bench-store:
 	@scripts/bench-store.sh
+
+bench-proxy: build
+	@scripts/bench-proxy.sh $(BIN)
 
 clean:
 	rm -rf bin .tandem

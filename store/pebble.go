@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
@@ -100,7 +101,7 @@ func openErr(dir string, err error) error {
 	switch {
 	case errors.Is(err, pebble.ErrCorruption):
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
-	case strings.Contains(msg, "lock") && (strings.Contains(msg, "held") || strings.Contains(msg, "temporarily unavailable")):
+	case errors.Is(err, syscall.EAGAIN) || strings.Contains(msg, "lock") && strings.Contains(msg, "held"):
 		return fmt.Errorf("store: %s is open for writing by another process (a running proxy or synth?); try again when it has finished: %v", dir, err)
 	}
 	return fmt.Errorf("store: open %s: %w", dir, err)

@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+func TestChangeUserAndResetConnection(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	sqlDB, dsn := srv.FreshDB(t)
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	for _, q := range []string{"CREATE USER IF NOT EXISTS tandem_cu@'%'", "GRANT ALL ON " + db + ".* TO tandem_cu@'%'"} {
+		if _, err := sqlDB.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := startProxy(t, srv.Addr(), true, nil)
+	c := dialRaw(t, tp.Addr().String(), "root", db)
+	if rows, err := c.query(t, "SELECT CURRENT_USER()"); err != nil || len(rows) != 1 || rows[0] != "root@localhost" {
+		t.Fatalf("before change user: %q %v", rows, err)
+	}
+	cu := &wire.ChangeUser{User: []byte("tandem_cu"), Database: []byte(db), Charset: 45, HasCharset: true,
+		AuthPlugin: []byte("mysql_native_password"), HasPlugin: true}
+	c.send(t, 0, cu.Append(nil, c.caps))
+	c.finishAuth(t, 1)
+	if rows, err := c.query(t, "SELECT CURRENT_USER()"); err != nil || len(rows) != 1 || rows[0] != "tandem_cu@%" {
+		t.Fatalf("after change user: %q %v", rows, err)
+	}
+	if _, err := c.query(t, "SET @x = 5"); err != nil {
+		t.Fatal(err)
+	}
+	c.send(t, 0, []byte{mysql.COM_RESET_CONNECTION})
+	if _, p, err := c.ReadPacket(); err != nil || p[0] != wire.HeaderOK {
+		t.Fatalf("reset connection: %x %v", p, err)
+	}
+	if rows, err := c.query(t, "SELECT COALESCE(@x, 'unset')"); err != nil || rows[0] != "unset" {
+		t.Fatalf("session variable after reset: %q %v", rows, err)
+	}
+	c.send(t, 0, []byte{mysql.COM_QUIT})
+
+	var changed, reset bool
+	for _, r := range tp.records(t) {
+		switch r.Kind {
+		case store.KindChangeUser:
+			changed = r.User == "tandem_cu" && r.Schema == db && r.Resp.Kind == store.RespOK && len(r.Data) == 0
+		case store.KindResetConnection:
+			reset = r.Resp.Kind == store.RespOK
+		}
+	}
+	if !changed || !reset {
+		t.Fatalf("change-user recorded %v, reset-connection recorded %v", changed, reset)
+	}
+}
+
+// A client that sends a truncated or malformed packet loses its own
+// connection; other sessions go on.
+func TestMalformedClientClosesOnlyItsConnection(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	sqlDB, dsn := srv.FreshDB(t)
+	sqlDB.Exec("CREATE TABLE k (id INT PRIMARY KEY)")
+	tp := startProxy(t, srv.Addr(), true, nil)
+	good := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
+	good.SetMaxOpenConns(1)
+	if _, err := good.Exec("INSERT INTO k VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+
+	expectClosed := func(c net.Conn, what string) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// The proxy may answer with an ERR first; then the connection ends.
+		buf := make([]byte, 4096)
+		for {
+			_, err := c.Read(buf)
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || err != nil && strings.Contains(err.Error(), "reset") {
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: connection not closed: %v", what, err)
+			}
+		}
+	}
+
+	// 1. A handshake response that is three bytes of garbage.
+	nc, _ := net.Dial("tcp", tp.Addr().String())
+	rc := wire.NewConn(nc)
+	rc.ReadPacket()
+	rc.WritePacket(1, []byte{1, 2, 3})
+	rc.Flush()
+	expectClosed(nc, "garbage handshake")
+
+	// 2. After login, a frame announcing 100 bytes that sends 10 and stops.
+	c := dialRaw(t, tp.Addr().String(), "root", "")
+	c.Conn.Conn.Write([]byte{100, 0, 0, 0, mysql.COM_QUERY, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1', ' '})
+	c.Conn.Conn.(*net.TCPConn).CloseWrite()
+	expectClosed(c.Conn.Conn, "truncated packet")
+
+	// 3. After login, an execute too short to hold a statement id.
+	c = dialRaw(t, tp.Addr().String(), "root", "")
+	c.send(t, 0, []byte{mysql.COM_STMT_EXECUTE, 1})
+	expectClosed(c.Conn.Conn, "malformed execute")
+
+	// The other session never noticed.
+	var n int
+	if _, err := good.Exec("INSERT INTO k VALUES (2)"); err != nil {
+		t.Fatalf("the good session failed after the bad ones: %v", err)
+	}
+	if err := good.QueryRow("SELECT COUNT(*) FROM k").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	if got := testFailures(t, tp, reasonMalformed); got != 2 {
+		t.Errorf("malformed failures counted: %v, want 2 (garbage handshake, short execute)", got)
+	}
+}
+
+func TestBackendUnreachableAndTooManyConnections(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	tp := startProxy(t, dead, false, func(c *Config) { c.MaxConnections = 1 })
+	nc, err := net.Dial("tcp", tp.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := wire.NewConn(nc)
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	_, p, err := rc.ReadPacket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := wire.ParseErr(p)
+	if err != nil || e.Code != 1105 || !strings.Contains(e.Message, "cannot reach backend "+dead) {
+		t.Fatalf("client got %+v (%v), want 1105 naming the backend", e, err)
+	}
+	if got := testFailures(t, tp, reasonBackendUnreachable); got != 1 {
+		t.Errorf("backend_unreachable failures: %v, want 1", got)
+	}
+
+	// Too many: hold one connection open against a live server.
+	srv := sandboxtest.Server(t, "innodb")
+	tp2 := startProxy(t, srv.Addr(), false, func(c *Config) { c.MaxConnections = 1 })
+	held := dialRaw(t, tp2.Addr().String(), "root", "")
+	nc2, _ := net.Dial("tcp", tp2.Addr().String())
+	rc2 := wire.NewConn(nc2)
+	nc2.SetDeadline(time.Now().Add(10 * time.Second))
+	_, p, _ = rc2.ReadPacket()
+	if e, err := wire.ParseErr(p); err != nil || e.Code != 1040 {
+		t.Fatalf("second client got %x, want ERR 1040", p)
+	}
+	if rows, err := held.query(t, "SELECT 7"); err != nil || rows[0] != "7" {
+		t.Fatalf("held connection: %q %v", rows, err)
+	}
+}
+
+func testFailures(t *testing.T, tp *testProxy, reason string) float64 {
+	t.Helper()
+	mfs, err := tp.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tandem_proxy_connection_failures_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
