@@ -156,7 +156,9 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		case store.KindQuery:
 			d = sqldigest.Of(rec.SQL)
 		case store.KindPrepare:
-			if rec.Resp.Kind == store.RespOK {
+			// A synthetic capture records no response; only an error means
+			// the statement does not exist.
+			if rec.Resp.Kind != store.RespError {
 				prepared[stmtKey{rec.Session, rec.StmtID}] = sqldigest.Of(rec.SQL)
 			}
 			continue

@@ -96,3 +96,35 @@ func TestInspectCountsExactly(t *testing.T) {
 		}
 	}
 }
+
+// Regression: executes of prepares recorded without a response (synthetic
+// captures) were all reported as "prepared before the capture began".
+func TestInspectPrepareWithoutResponse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	recs := []store.Record{
+		{Session: 1, Start: now, Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT c FROM sbtest1 WHERE id=?"},
+		{Session: 1, Start: now, Kind: store.KindExecute, StmtID: 1, Params: []store.Value{{Type: store.TypeLong, Int: 1}}},
+		{Session: 1, Start: now, Kind: store.KindPrepare, StmtID: 2, SQL: "SELEC oops", Resp: store.Response{Kind: store.RespError, ErrCode: 1064}},
+		{Session: 1, Start: now, Kind: store.KindExecute, StmtID: 2, Resp: store.Response{Kind: store.RespError, ErrCode: 1243}},
+	}
+	for i := range recs {
+		w.Append(&recs[i])
+	}
+	w.Close()
+	rep, err := Inspect(context.Background(), dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, d := range rep.TopDigests {
+		got[d.Text] = d.Count
+	}
+	if got["select `c` from `sbtest1` where `id` = ?"] != 1 || got["(statement 2 prepared before the capture began)"] != 1 || len(got) != 2 {
+		t.Fatalf("digests = %v", got)
+	}
+}
