@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -39,10 +39,13 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store bench-proxy
+bench: bench-store bench-synth bench-proxy
 
 bench-store:
 	@scripts/bench-store.sh
+
+bench-synth: build
+	@scripts/bench-synth.sh $(BIN)
 
 bench-proxy: build
 	@scripts/bench-proxy.sh $(BIN)

@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# The demo: start an InnoDB and a MyRocks server, create the same table on
-# each, and show what each server reports. Grows as Tandem's features land.
+# The demo: start an InnoDB and a MyRocks server, load the same sysbench
+# tables into both with tandem prepare, write a sysbench oltp_read_write
+# capture with tandem synth, and summarize it with tandem inspect.
+# Grows as Tandem's features land (replay next).
 set -euo pipefail
 tandem=${1:-bin/tandem}
 dir=${TANDEM_DEMO_DIR:-.tandem/sandbox}
+capture=${TANDEM_DEMO_CAPTURE:-.tandem/demo-capture}
 
-echo "== tandem sandbox up (InnoDB and MyRocks servers on free loopback ports)"
+echo "== tandem sandbox up: MariaDB with InnoDB and with MyRocks, on free loopback ports"
 "$tandem" sandbox up --dir "$dir"
-trap 'echo "== tandem sandbox down"; "$tandem" sandbox down --dir "$dir"' EXIT
+trap 'echo; echo "== tandem sandbox down"; "$tandem" sandbox down --dir "$dir"' EXIT
 eval "$("$tandem" sandbox env --dir "$dir")"
+innodb="innodb=${TANDEM_INNODB_DSN}sbtest,engine=innodb"
+compressed="innodb-compressed=${TANDEM_INNODB_DSN}sbtest_compressed,engine=innodb,options=ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"
+myrocks="myrocks=${TANDEM_ROCKSDB_DSN}sbtest,engine=rocksdb"
 
-ddl="CREATE DATABASE IF NOT EXISTS demo; DROP TABLE IF EXISTS demo.t;
-CREATE TABLE demo.t (id INT PRIMARY KEY, k INT, c CHAR(120), KEY k_1 (k));"
-for p in INNODB ROCKSDB; do
-  var="TANDEM_${p}_MARIADB"
-  # shellcheck disable=SC2086 # the variable holds several arguments
-  mariadb ${!var} -e "$ddl"
-  echo
-  echo "== the same CREATE TABLE (no ENGINE=) on the ${p,,} server:"
-  # shellcheck disable=SC2086
-  mariadb ${!var} -t -e "SELECT @@port AS port, VERSION() AS version, TABLE_NAME AS \`table\`, ENGINE AS engine, ROW_FORMAT AS row_format
-    FROM information_schema.TABLES WHERE TABLE_SCHEMA='demo' AND TABLE_NAME='t'"
-done
+echo
+echo "== tandem prepare: the same 4 sbtest tables x 20,000 rows on three targets at once"
+"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$compressed" --target "$myrocks"
+
+echo
+echo "== tandem prepare with an engine the server lacks fails before touching anything:"
+"$tandem" prepare --tables 4 --target "tokudb=${TANDEM_INNODB_DSN}sbtest_toku,engine=tokudb" || true
+
+echo
+echo "== tandem synth: 2,000 oltp_read_write transactions from 8 sessions, no server needed"
+rm -rf "$capture"
+"$tandem" synth oltp_read_write --out "$capture" --tables 4 --table-size 20000 --threads 8 --events 2000 --seed 1
+
+echo
+echo "== tandem inspect"
+"$tandem" inspect "$capture" --top 6

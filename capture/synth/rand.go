@@ -182,12 +182,24 @@ func (z zipfState) sample(g *Rand, n uint32) uint32 {
 }
 
 // String fills template: '#' becomes a random digit, '@' a random lower-case
-// letter (sb_rand_str).
+// letter (sb_rand_str). Digits come eighteen at a time from one 64-bit value
+// below 18·10^18 (larger ones are drawn again, 2.4% of them), so each digit
+// is exactly uniform; this makes loading rows several times cheaper.
 func (g *Rand) String(dst []byte, template string) []byte {
+	var bits uint64
+	left := 0
 	for i := 0; i < len(template); i++ {
 		switch template[i] {
 		case '#':
-			dst = append(dst, byte(g.Uniform('0', '9')))
+			if left == 0 {
+				const limit = 18_000_000_000_000_000_000
+				for bits = g.r.Uint64(); bits >= limit; bits = g.r.Uint64() {
+				}
+				left = 18
+			}
+			dst = append(dst, byte('0'+bits%10))
+			bits /= 10
+			left--
 		case '@':
 			dst = append(dst, byte(g.Uniform('a', 'z')))
 		default:

@@ -271,7 +271,7 @@ func (s *session) indexUpdates() {
 func (s *session) nonIndexUpdates() {
 	t := s.table()
 	for i := 0; i < s.o.NonIndexUpdates; i++ {
-		c := s.g.String(nil, cTemplate)
+		c := s.g.String(nil, CTemplate)
 		s.exec("non_index_updates", t, charv(c), intu(s.id()))
 	}
 }
@@ -280,8 +280,8 @@ func (s *session) deleteInserts() {
 	t := s.table()
 	for i := 0; i < s.o.DeleteInserts; i++ {
 		id, k := s.id(), s.id()
-		c := s.g.String(nil, cTemplate)
-		pad := s.g.String(nil, padTemplate)
+		c := s.g.String(nil, CTemplate)
+		pad := s.g.String(nil, PadTemplate)
 		s.exec("deletes", t, intu(id))
 		s.exec("inserts", t, intu(id), intu(k), charv(c), charv(pad))
 	}

@@ -291,3 +291,26 @@ func BenchmarkSynth(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.Statements)/st.Elapsed.Seconds(), "statements/s")
 }
+
+func TestStringDigitsAreUniform(t *testing.T) {
+	g := NewRand(DefaultDist(), 3, 3)
+	var counts [10]int
+	var b []byte
+	for i := 0; i < 2000; i++ {
+		b = g.String(b[:0], CTemplate)
+		if len(b) != 119 || b[11] != '-' {
+			t.Fatalf("c value %q", b)
+		}
+		for _, c := range b {
+			if c != '-' {
+				counts[c-'0']++
+			}
+		}
+	}
+	// 220,000 digits: each within 2% of a tenth.
+	for d, n := range counts {
+		if math.Abs(float64(n)-22000) > 440 {
+			t.Errorf("digit %d drawn %d times, want 22000 ± 440", d, n)
+		}
+	}
+}

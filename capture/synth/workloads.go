@@ -80,9 +80,10 @@ var legacyDefs = map[string]stmtDef{
 	"insert_nontrx":    {"INSERT INTO sbtest values(?,?,?,?)", []byte{pInt, pInt, pChar, pChar}},
 }
 
+// Value templates of sysbench's c and pad columns: '#' is a random digit.
 const (
-	cTemplate   = "###########-###########-###########-###########-###########-###########-###########-###########-###########-###########"
-	padTemplate = "###########-###########-###########-###########-###########"
+	CTemplate   = "###########-###########-###########-###########-###########-###########-###########-###########-###########-###########"
+	PadTemplate = "###########-###########-###########-###########-###########"
 )
 
 // workload says which statements a session prepares and what one event sends.
@@ -191,9 +192,9 @@ var workloads = map[string]*workload{
 			s.buf = append(s.buf, ", "...)
 			s.buf = strconv.AppendUint(s.buf, uint64(k), 10)
 			s.buf = append(s.buf, ", '"...)
-			s.buf = s.g.String(s.buf, cTemplate)
+			s.buf = s.g.String(s.buf, CTemplate)
 			s.buf = append(s.buf, "', '"...)
-			s.buf = s.g.String(s.buf, padTemplate)
+			s.buf = s.g.String(s.buf, PadTemplate)
 			s.buf = append(s.buf, "')"...)
 			s.text(string(s.buf))
 		},

@@ -64,6 +64,14 @@ func TestCLIErrors(t *testing.T) {
 		{"status takes no args", nil, []string{"sandbox", "status", "extra"}, `unexpected argument "extra"`},
 		{"env without servers", nil, []string{"sandbox", "env", "--dir", t.TempDir()}, "start them with 'tandem sandbox up'"},
 		{"unknown command", nil, []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"synth unknown workload", nil, []string{"synth", "tpcc", "--out", t.TempDir() + "/c", "--events", "1"}, `unknown workload "tpcc" (known: complex, nontrx, oltp_delete`},
+		{"synth bad on/off", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c", "--skip-trx=maybe"}, "want on or off"},
+		{"synth needs events", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c"}, "give --events or --duration"},
+		{"prepare bad target", nil, []string{"prepare", "--target", "nodsn"}, "want name=DSN[,engine=X]"},
+		{"prepare no targets", nil, []string{"prepare"}, "no targets; give --target"},
+		{"prepare unreachable", nil, []string{"prepare", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
+		{"proxy needs backend", nil, []string{"proxy", "--metrics-addr", "off"}, "--backend is required"},
+		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +87,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)
