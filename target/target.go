@@ -155,7 +155,9 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	if err := rows.Err(); err != nil {
 		return info, err
 	}
-	sort.SliceStable(info.Engines, func(i, j int) bool { return info.Engines[i].Support == "DEFAULT" && info.Engines[j].Support != "DEFAULT" })
+	sort.SliceStable(info.Engines, func(i, j int) bool {
+		return info.Engines[i].Support == "DEFAULT" && info.Engines[j].Support != "DEFAULT"
+	})
 	for _, e := range info.Engines {
 		if strings.EqualFold(e.Name, t.Engine) && (e.Support == "YES" || e.Support == "DEFAULT") {
 			return info, nil
