@@ -222,22 +222,30 @@ func (r *Reader) Sessions() ([]uint64, error) {
 	return out, nil
 }
 
+// openIndexed opens an iterator over the index keys in [lo, hi) and a
+// record iterator to follow them; the caller closes both.
+func (r *Reader) openIndexed(lo, hi []byte) (*pebble.Iterator, *recordIter, error) {
+	idx, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, nil, r.wrap(err)
+	}
+	ri, err := r.newRecordIter()
+	if err != nil {
+		idx.Close()
+		return nil, nil, err
+	}
+	return idx, ri, nil
+}
+
 // Session yields one session's records in order. The *Record is reused.
 func (r *Reader) Session(id uint64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
-		lo := sessionKey(nil, id, 0)
-		hi := sessionKey(nil, id, ^uint64(0))
-		idx, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		if err != nil {
-			yield(nil, r.wrap(err))
-			return
-		}
-		defer idx.Close()
-		ri, err := r.newRecordIter()
+		idx, ri, err := r.openIndexed(sessionKey(nil, id, 0), sessionKey(nil, id, ^uint64(0)))
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		defer idx.Close()
 		defer ri.it.Close()
 		for ok := idx.First(); ok; ok = idx.Next() {
 			seqs, err := r.decodeSessionEntry(idx)
@@ -295,17 +303,12 @@ func (r *Reader) decodeSessionEntry(it *pebble.Iterator) ([]uint64, error) {
 func (r *Reader) Window(from, to time.Time) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		lo, hi := from.UnixNano()-r.meta.BaseTime, to.UnixNano()-r.meta.BaseTime
-		idx, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTime}, UpperBound: []byte{prefixTime + 1}})
-		if err != nil {
-			yield(nil, r.wrap(err))
-			return
-		}
-		defer idx.Close()
-		ri, err := r.newRecordIter()
+		idx, ri, err := r.openIndexed([]byte{prefixTime}, []byte{prefixTime + 1})
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		defer idx.Close()
 		defer ri.it.Close()
 		for ok := idx.First(); ok; ok = idx.Next() {
 			k := idx.Key()
