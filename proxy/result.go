@@ -7,6 +7,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -254,9 +255,9 @@ func (s *session) relayRows(binary bool, resp *store.Response) error {
 			}
 		}
 		if sums {
-			rh := h.Sum64()
-			resp.Ordered = (resp.Ordered ^ rh) * 0x100000001b3
-			resp.Unordered += rh
+			rs := capture.RowSums{Ordered: resp.Ordered, Unordered: resp.Unordered}
+			rs.Add(h.Sum64())
+			resp.Ordered, resp.Unordered = rs.Ordered, rs.Unordered
 		}
 	}
 }

@@ -352,3 +352,17 @@ func (r *Reader) Window(from, to time.Time) iter.Seq2[*Record, error] {
 		}
 	}
 }
+
+// Get returns the record with sequence seq (a copy), or false if absent.
+func (r *Reader) Get(seq uint64) (*Record, bool, error) {
+	ri, err := r.newRecordIter()
+	if err != nil {
+		return nil, false, err
+	}
+	defer ri.it.Close()
+	found, err := ri.seek(seq)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	return ri.rec.Clone(), true, nil
+}

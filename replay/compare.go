@@ -1,0 +1,321 @@
+package replay
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// Divergence classes.
+const (
+	DivErrorVsOK = "error-vs-ok"
+	DivErrorCode = "error-code"
+	DivAffected  = "affected-rows"
+	DivInsertID  = "insert-id"
+	DivRowCount  = "row-count"
+	DivContent   = "row-content"
+	DivOrder     = "order-only"
+	DivWarnings  = "warnings"
+)
+
+// DivergenceClasses lists the classes in report order.
+var DivergenceClasses = []string{DivErrorVsOK, DivErrorCode, DivAffected, DivInsertID, DivRowCount, DivContent, DivOrder, DivWarnings}
+
+// DivergenceReport is one target's comparison with the baseline.
+type DivergenceReport struct {
+	Target           string             `json:"target"`
+	Compared         int64              `json:"compared"`
+	Nondeterministic int64              `json:"nondeterministic"`
+	Skipped          int64              `json:"skipped"`
+	Missing          int64              `json:"missing_on_target"`
+	Extra            int64              `json:"missing_on_baseline"`
+	ByClass          map[string]int64   `json:"by_class"`
+	Samples          []DivergenceSample `json:"samples"`
+}
+
+// Total is the number of divergent statements.
+func (d DivergenceReport) Total() int64 {
+	var n int64
+	for _, v := range d.ByClass {
+		n += v
+	}
+	return n
+}
+
+// DivergenceSample shows one divergent statement.
+type DivergenceSample struct {
+	Class     string   `json:"class"`
+	Seq       uint64   `json:"seq"`
+	Session   uint64   `json:"session"`
+	Digest    string   `json:"digest"`
+	Statement string   `json:"statement"`
+	Params    []string `json:"params,omitempty"`
+	Baseline  string   `json:"baseline"`
+	Target    string   `json:"target"`
+}
+
+// classify says how t diverges from b ("" when it does not) and whether
+// the statement was nondeterministic.
+func classify(b, t *store.Outcome) (string, bool) {
+	be, te := b.Flags&store.OutcomeError != 0, t.Flags&store.OutcomeError != 0
+	switch {
+	case be != te:
+		return DivErrorVsOK, false
+	case be:
+		if b.ErrCode != t.ErrCode {
+			return DivErrorCode, false
+		}
+		return "", false
+	}
+	if (b.Flags|t.Flags)&store.OutcomeNondeterministic != 0 {
+		return "", true
+	}
+	switch {
+	case b.Affected != t.Affected:
+		return DivAffected, false
+	case b.InsertID != t.InsertID:
+		return DivInsertID, false
+	case b.Rows != t.Rows:
+		return DivRowCount, false
+	case b.Unordered != t.Unordered:
+		return DivContent, false
+	case b.Flags&store.OutcomeOrdered != 0 && b.Ordered != t.Ordered:
+		return DivOrder, false
+	case b.Warnings != t.Warnings:
+		return DivWarnings, false
+	}
+	return "", false
+}
+
+func describe(o *store.Outcome) string {
+	if o.Flags&store.OutcomeError != 0 {
+		return fmt.Sprintf("error %d", o.ErrCode)
+	}
+	if o.Flags&store.OutcomeRows != 0 {
+		return fmt.Sprintf("%d rows (checksums %016x/%016x), %d warnings", o.Rows, o.Unordered, o.Ordered, o.Warnings)
+	}
+	return fmt.Sprintf("ok, %d affected, insert id %d, %d warnings", o.Affected, o.InsertID, o.Warnings)
+}
+
+// compare merge-joins each target's outcomes with the baseline's.
+func compare(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep *Report) error {
+	base := cfg.baseline()
+	for i, t := range cfg.Targets {
+		if i == base {
+			continue
+		}
+		d := DivergenceReport{Target: t.Name, ByClass: map[string]int64{}}
+		samples := map[string]int{}
+		nextB, stopB := iter.Pull2(run.Outcomes(base))
+		nextT, stopT := iter.Pull2(run.Outcomes(i))
+		bo, berr, bok := nextB()
+		to, terr, tok := nextT()
+		var err error
+		for err == nil && (bok || tok) {
+			if berr != nil || terr != nil {
+				err = cmpOr(berr, terr)
+				break
+			}
+			switch {
+			case tok && (!bok || to.Seq < bo.Seq):
+				d.Extra++
+				to, terr, tok = nextT()
+				continue
+			case bok && (!tok || bo.Seq < to.Seq):
+				d.Missing++
+				bo, berr, bok = nextB()
+				continue
+			}
+			if (bo.Flags|to.Flags)&store.OutcomeSkipped != 0 {
+				d.Skipped++
+			} else {
+				d.Compared++
+				class, nondet := classify(bo, to)
+				if nondet {
+					d.Nondeterministic++
+				}
+				if class != "" {
+					d.ByClass[class]++
+					if s, ok := sample(r, an, class, bo, to); ok && samples[s.Digest+class] < cfg.Samples {
+						samples[s.Digest+class]++
+						d.Samples = append(d.Samples, s)
+					}
+				}
+			}
+			bo, berr, bok = nextB()
+			to, terr, tok = nextT()
+		}
+		stopB()
+		stopT()
+		if err != nil {
+			return err
+		}
+		rep.Divergences = append(rep.Divergences, d)
+	}
+	return nil
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// sample builds a divergence sample from the captured record.
+func sample(r *store.Reader, an *analyzer, class string, b, t *store.Outcome) (DivergenceSample, bool) {
+	seq := b.Seq & (1<<40 - 1)
+	rec, ok, err := r.Get(seq)
+	if err != nil || !ok {
+		return DivergenceSample{}, false
+	}
+	sql := rec.SQL
+	if rec.Kind == store.KindExecute {
+		sql = preparedSQL(r, rec)
+	}
+	s := DivergenceSample{Class: class, Seq: b.Seq, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
+		Baseline: describe(b), Target: describe(t)}
+	for _, p := range rec.Params {
+		s.Params = append(s.Params, valueText(p))
+	}
+	return s, true
+}
+
+// preparedSQL finds the SQL an execute's statement was prepared with.
+func preparedSQL(r *store.Reader, rec *store.Record) string {
+	sql := fmt.Sprintf("(statement %d)", rec.StmtID)
+	for x, err := range r.Session(rec.Session) {
+		if err != nil || x.Seq >= rec.Seq {
+			break
+		}
+		if x.Kind == store.KindPrepare && x.StmtID == rec.StmtID {
+			sql = x.SQL
+		}
+	}
+	return sql
+}
+
+func valueText(v store.Value) string {
+	switch {
+	case v.Null:
+		return "NULL"
+	case v.Type == store.TypeFloat || v.Type == store.TypeDouble:
+		return fmt.Sprint(v.Float)
+	case v.Type == store.TypeTiny || v.Type == store.TypeShort || v.Type == store.TypeLong || v.Type == store.TypeLongLong || v.Type == store.TypeInt24 || v.Type == store.TypeYear:
+		if v.Unsigned {
+			return fmt.Sprint(uint64(v.Int))
+		}
+		return fmt.Sprint(v.Int)
+	}
+	s := string(v.Bytes)
+	if len(s) > 64 {
+		s = s[:61] + "…"
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// WriteText writes the report for people: per target side by side, then
+// divergences by class with samples.
+func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("replay of %s against %d targets in %.1fs (baseline %s; run directory %s)\n\n", rep.Capture, len(rep.Targets), rep.Elapsed, rep.Baseline, rep.RunDir)
+	cols := make([]string, len(rep.Targets))
+	for i, t := range rep.Targets {
+		cols[i] = t.Name
+	}
+	row := func(label string, f func(t TargetReport) string) {
+		p("  %-26s", label)
+		for _, t := range rep.Targets {
+			p(" %22s", f(t))
+		}
+		p("\n")
+	}
+	row("", func(t TargetReport) string { return t.Name })
+	row("engine", func(t TargetReport) string { return strings.TrimSpace(t.Engine + " " + t.Options) })
+	row("version", func(t TargetReport) string { return strings.SplitN(t.Version, "-", 3)[0] })
+	row("transactions", func(t TargetReport) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
+	row("queries (r/w/o)", func(t TargetReport) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
+	row("queries/s", func(t TargetReport) string { return fmt.Sprintf("%.1f", t.QPS) })
+	row("errors (deadlocks)", func(t TargetReport) string { return fmt.Sprintf("%d (%d)", t.Errors, t.Deadlocks) })
+	row("skipped, reconnects", func(t TargetReport) string { return fmt.Sprintf("%d, %d", t.Skipped, t.Reconnects) })
+	for _, q := range []struct {
+		n string
+		f func(l LatencySummary) float64
+	}{{"min", func(l LatencySummary) float64 { return l.Min }}, {"avg", func(l LatencySummary) float64 { return l.Avg }},
+		{"p50", func(l LatencySummary) float64 { return l.P50 }}, {"p95", func(l LatencySummary) float64 { return l.P95 }},
+		{"p99", func(l LatencySummary) float64 { return l.P99 }}, {"max", func(l LatencySummary) float64 { return l.Max }}} {
+		row("latency ms "+q.n, func(t TargetReport) string { return fmt.Sprintf("%.3f", q.f(t.Latency)) })
+	}
+	row("lag from intended p95 ms", func(t TargetReport) string {
+		if t.Lag.Count == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", t.Lag.P95)
+	})
+	var divByTarget = map[string]DivergenceReport{}
+	for _, d := range rep.Divergences {
+		divByTarget[d.Target] = d
+	}
+	row("compared with baseline", func(t TargetReport) string {
+		if t.Name == rep.Baseline {
+			return "baseline"
+		}
+		return fmt.Sprint(divByTarget[t.Name].Compared)
+	})
+	row("nondeterministic", func(t TargetReport) string {
+		if t.Name == rep.Baseline {
+			return "-"
+		}
+		return fmt.Sprint(divByTarget[t.Name].Nondeterministic)
+	})
+	for _, c := range DivergenceClasses {
+		row("divergent: "+c, func(t TargetReport) string {
+			if t.Name == rep.Baseline {
+				return "-"
+			}
+			return fmt.Sprint(divByTarget[t.Name].ByClass[c])
+		})
+	}
+	// Per-digest latency, baseline order, with ratios.
+	base := rep.Targets[0]
+	for _, t := range rep.Targets {
+		if t.Name == rep.Baseline {
+			base = t
+		}
+	}
+	p("\nstatements by count on %s: p95 latency ms (ratio to %s)\n", rep.Baseline, rep.Baseline)
+	for _, d := range base.TopDigests[:min(10, len(base.TopDigests))] {
+		text := d.Text
+		if len(text) > 60 {
+			text = text[:59] + "…"
+		}
+		p("  %-62s", text)
+		for _, t := range rep.Targets {
+			i := slices.IndexFunc(t.TopDigests, func(x DigestLatency) bool { return x.Digest == d.Digest })
+			if i < 0 {
+				p(" %16s", "-")
+				continue
+			}
+			x := t.TopDigests[i]
+			p(" %8.3f (%4.2fx)", x.Latency.P95, x.RatioP95)
+		}
+		p("\n")
+	}
+	for _, d := range rep.Divergences {
+		if len(d.Samples) == 0 {
+			continue
+		}
+		shown := d.Samples[:min(len(d.Samples), 8)]
+		p("\ndivergences of %s from %s (%d); %d of %d samples (all in --json and the run directory):\n", d.Target, rep.Baseline, d.Total(), len(shown), len(d.Samples))
+		for _, s := range shown {
+			p("  [%s] seq %d session %d: %s", s.Class, s.Seq, s.Session, s.Statement)
+			if len(s.Params) > 0 {
+				p("  params (%s)", strings.Join(s.Params, ", "))
+			}
+			p("\n      %s: %s\n      %s: %s\n", rep.Baseline, s.Baseline, d.Target, s.Target)
+		}
+	}
+}

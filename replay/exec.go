@@ -1,0 +1,335 @@
+package replay
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Error codes the replayer itself reports for a statement it could not send.
+const (
+	codeCannotConnect = 2003 // CR_CONN_HOST_ERROR
+	codeLost          = 2013 // CR_SERVER_LOST
+)
+
+// worker owns one connection to a target and runs records on it. In
+// session-fidelity mode it serves one captured session; with --concurrency
+// it serves whole transactions of any session, re-applying the session
+// state each needs.
+type worker struct {
+	rn    *runner
+	conn  *client.Conn
+	stmts map[string]*client.Stmt // this connection's prepared statements, by SQL
+	// captured statement id → SQL, for session-fidelity mode
+	sqlOf map[uint32]string
+	// schema in use on conn; session whose SET statements conn carries
+	schema   string
+	session  uint64
+	sets     int
+	inTrx    bool
+	nextDial time.Time
+	backoff  time.Duration
+}
+
+func newWorker(rn *runner) *worker {
+	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}}
+}
+
+// connect (re)opens the connection, with backoff after failures.
+func (w *worker) connect(ctx context.Context, schema string) error {
+	if w.conn != nil {
+		return nil
+	}
+	if time.Now().Before(w.nextDial) {
+		return errDialBackoff
+	}
+	db := w.rn.schemaFor(schema)
+	c, err := client.ConnectWithContext(ctx, w.rn.addr, w.rn.user, w.rn.pass, db, 5*time.Second, func(c *client.Conn) error {
+		c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
+		c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
+		return nil
+	})
+	if err != nil {
+		w.backoff = min(max(2*w.backoff, 50*time.Millisecond), 5*time.Second)
+		w.nextDial = time.Now().Add(w.backoff)
+		w.rn.stats.mu.Lock()
+		w.rn.stats.reconnects++
+		w.rn.stats.mu.Unlock()
+		return err
+	}
+	w.backoff, w.conn, w.schema, w.session, w.sets = 0, c, db, 0, 0
+	w.stmts = map[string]*client.Stmt{}
+	return nil
+}
+
+var errDialBackoff = errors.New("replay: waiting to reconnect")
+
+// drop forgets a broken connection.
+func (w *worker) drop() {
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	w.conn, w.inTrx = nil, false
+	w.stmts = map[string]*client.Stmt{}
+}
+
+func (w *worker) close() {
+	if w.conn != nil {
+		w.conn.Quit()
+	}
+	w.conn = nil
+}
+
+// prepared returns conn's statement for sql, preparing it if needed.
+func (w *worker) prepared(sql string) (*client.Stmt, error) {
+	if st := w.stmts[sql]; st != nil {
+		return st, nil
+	}
+	st, err := w.conn.Prepare(sql)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[sql] = st
+	return st, nil
+}
+
+// run executes one record and returns its outcome. execSQL is the SQL of
+// an execute's prepared statement.
+func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *store.Outcome) (si *StmtInfo, replayed bool) {
+	o.Session = rec.Session
+	if rec.Flags&(store.FlagNotReplayable|store.FlagTruncated|store.FlagMasked) != 0 {
+		o.Flags |= store.OutcomeSkipped
+		return nil, false
+	}
+	switch rec.Kind {
+	case store.KindQuit:
+		w.close()
+		return nil, false
+	case store.KindChangeUser, store.KindResetConnection:
+		// A change of user is replayed as a reset: the target's own
+		// credentials are the only ones replay has.
+		w.drop()
+		return nil, false
+	case store.KindLongData, store.KindFetch, store.KindReset, store.KindOther:
+		o.Flags |= store.OutcomeSkipped
+		return nil, false
+	}
+	statement := rec.Kind == store.KindQuery || rec.Kind == store.KindExecute
+	schema := rec.Schema
+	if err := w.connect(ctx, schema); err != nil {
+		o.Flags |= store.OutcomeError
+		o.ErrCode = codeCannotConnect
+		if statement {
+			si = w.rn.an.info(sqlOrKind(rec, execSQL))
+		}
+		return si, true
+	}
+	start := time.Now()
+	var res *mysql.Result
+	var err error
+	switch rec.Kind {
+	case store.KindConnect:
+		if db := w.rn.schemaFor(schema); db != "" && db != w.schema {
+			err = w.conn.UseDB(db)
+			w.schema = db
+		}
+	case store.KindInitDB:
+		db := w.rn.schemaFor(rec.Schema)
+		if err = w.conn.UseDB(db); err == nil {
+			w.schema = db
+		}
+	case store.KindPing:
+		err = w.conn.Ping()
+	case store.KindPrepare:
+		w.sqlOf[rec.StmtID] = rec.SQL
+		_, err = w.prepared(rec.SQL)
+	case store.KindClose:
+		if sql, ok := w.sqlOf[rec.StmtID]; ok {
+			if st := w.stmts[sql]; st != nil {
+				st.Close()
+				delete(w.stmts, sql)
+			}
+			delete(w.sqlOf, rec.StmtID)
+		}
+		return nil, false
+	case store.KindQuery:
+		si = w.rn.an.info(rec.SQL)
+		sql := rec.SQL
+		if si.TableDDL {
+			sql = w.rn.rewrite(sql)
+		}
+		if len(rec.Resp.More) > 0 {
+			res, err = w.multi(sql, o)
+		} else {
+			res, err = w.conn.Execute(sql)
+		}
+	case store.KindExecute:
+		if execSQL == "" {
+			execSQL = w.sqlOf[rec.StmtID]
+		}
+		if execSQL == "" {
+			o.Flags |= store.OutcomeSkipped // prepared before the capture began
+			return nil, false
+		}
+		si = w.rn.an.info(execSQL)
+		var st *client.Stmt
+		if st, err = w.prepared(execSQL); err == nil {
+			res, err = st.Execute(args(rec.Params)...)
+		}
+	}
+	o.Service = time.Since(start)
+	if !statement {
+		// Connects, prepares, schema changes and pings are compared but are
+		// not statements in the latency and throughput figures.
+		w.outcome(res, err, &lifecycle, o)
+		return nil, true
+	}
+	w.outcome(res, err, si, o)
+	return si, true
+}
+
+var lifecycle StmtInfo
+
+// multi runs a multi-statement query, folding every result into o.
+func (w *worker) multi(sql string, o *store.Outcome) (*mysql.Result, error) {
+	var sums capture.RowSums
+	var rows uint64
+	res, err := w.conn.ExecuteMultiple(sql, func(r *mysql.Result, err error) {
+		if r != nil && r.Resultset != nil {
+			for _, row := range r.RowDatas {
+				sums.Add(xxhash.Sum64(row))
+				rows++
+			}
+		}
+	})
+	o.Rows, o.Ordered, o.Unordered = rows, sums.Ordered, sums.Unordered
+	if rows > 0 {
+		o.Flags |= store.OutcomeRows
+	}
+	if res != nil {
+		res.Resultset = nil // already folded in
+	}
+	return res, err
+}
+
+// outcome fills o from a result or an error; a broken connection is dropped.
+func (w *worker) outcome(res *mysql.Result, err error, si *StmtInfo, o *store.Outcome) {
+	if si.Nondeterministic {
+		o.Flags |= store.OutcomeNondeterministic
+	}
+	if si.Ordered {
+		o.Flags |= store.OutcomeOrdered
+	}
+	if err != nil {
+		o.Flags |= store.OutcomeError
+		var me *mysql.MyError
+		if errors.As(err, &me) {
+			o.ErrCode = me.Code
+		} else {
+			o.ErrCode = codeLost
+			w.drop()
+		}
+		return
+	}
+	if res == nil {
+		return
+	}
+	o.Affected, o.InsertID, o.Warnings = res.AffectedRows, res.InsertId, res.Warnings
+	if rs := res.Resultset; rs != nil && len(rs.Fields) > 0 { // an OK packet comes with an empty Resultset
+		var sums capture.RowSums
+		for _, row := range rs.RowDatas {
+			sums.Add(xxhash.Sum64(row))
+		}
+		o.Flags |= store.OutcomeRows
+		o.Rows, o.Columns, o.Ordered, o.Unordered = uint64(len(rs.RowDatas)), uint32(len(rs.Fields)), sums.Ordered, sums.Unordered
+		res.Close()
+	}
+}
+
+func sqlOrKind(rec *store.Record, execSQL string) string {
+	if rec.SQL != "" {
+		return rec.SQL
+	}
+	return execSQL
+}
+
+// args converts captured parameters to the Go values go-mysql binds with the
+// same MySQL types: TINY…LONGLONG to int8…int64 (unsigned to uint8…uint64),
+// FLOAT and DOUBLE to float32 and float64, temporal values to their text
+// form, the rest to bytes.
+func args(ps []store.Value) []any {
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		if p.Null {
+			continue
+		}
+		switch p.Type {
+		case store.TypeTiny:
+			out[i] = pick(p.Unsigned, uint8(p.Int), int8(p.Int))
+		case store.TypeShort, store.TypeYear:
+			out[i] = pick(p.Unsigned, uint16(p.Int), int16(p.Int))
+		case store.TypeLong, store.TypeInt24:
+			out[i] = pick(p.Unsigned, uint32(p.Int), int32(p.Int))
+		case store.TypeLongLong:
+			out[i] = pick(p.Unsigned, uint64(p.Int), p.Int)
+		case store.TypeFloat:
+			out[i] = float32(p.Float)
+		case store.TypeDouble:
+			out[i] = p.Float
+		case store.TypeDate, store.TypeDateTime, store.TypeTimestamp:
+			out[i] = dateTimeText(p.Bytes)
+		case store.TypeTime:
+			out[i] = timeText(p.Bytes)
+		default:
+			out[i] = p.Bytes
+		}
+	}
+	return out
+}
+
+func pick[U, S any](unsigned bool, u U, s S) any {
+	if unsigned {
+		return u
+	}
+	return s
+}
+
+// dateTimeText renders a binary-protocol DATE/DATETIME/TIMESTAMP.
+func dateTimeText(b []byte) string {
+	if len(b) < 4 {
+		return "0000-00-00 00:00:00"
+	}
+	s := fmt.Sprintf("%04d-%02d-%02d", binary.LittleEndian.Uint16(b), b[2], b[3])
+	if len(b) >= 7 {
+		s += fmt.Sprintf(" %02d:%02d:%02d", b[4], b[5], b[6])
+	}
+	if len(b) >= 11 {
+		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[7:]))
+	}
+	return s
+}
+
+// timeText renders a binary-protocol TIME.
+func timeText(b []byte) string {
+	if len(b) < 8 {
+		return "00:00:00"
+	}
+	sign := ""
+	if b[0] == 1 {
+		sign = "-"
+	}
+	h := binary.LittleEndian.Uint32(b[1:])*24 + uint32(b[5])
+	s := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, b[6], b[7])
+	if len(b) >= 12 {
+		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[8:]))
+	}
+	return s
+}

@@ -1,0 +1,276 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/capture/synth"
+	"github.com/tandemdb/tandem/prepare"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/target"
+)
+
+func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
+
+func tgt(t *testing.T, name, dsn, extra string) target.Target {
+	t.Helper()
+	x, err := target.Parse(name + "=" + dsn + extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// prepared makes identical sbtest tables (same seed) on each target.
+func prepared(t *testing.T, tables, size int, ts ...target.Target) {
+	t.Helper()
+	_, err := prepare.Run(context.Background(), prepare.Config{Targets: ts, Tables: tables, TableSize: size, Threads: 2,
+		AutoInc: true, CreateSecondary: true, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func synthCapture(t *testing.T, workload string, mod func(*synth.Config)) string {
+	t.Helper()
+	cfg := synth.Config{Dir: filepath.Join(t.TempDir(), "cap"), Workload: workload, Options: synth.DefaultOptions(),
+		Dist: synth.DefaultDist(), Threads: 1, Events: 100, Seed: 5}
+	cfg.Tables, cfg.TableSize = 2, 2000
+	if mod != nil {
+		mod(&cfg)
+	}
+	if _, err := synth.Run(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Dir
+}
+
+func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...target.Target) *Report {
+	t.Helper()
+	cfg := Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: ts, Speed: 0}
+	if mod != nil {
+		mod(&cfg)
+	}
+	rep, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestIdenticalInnoDBSingleSessionReadWriteNoDivergence(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, b := srv.FreshDB(t)
+	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
+	prepared(t, 2, 2000, ta, tb)
+	rep := replayRun(t, synthCapture(t, "oltp_read_write", nil), nil, ta, tb)
+	d := rep.Divergences[0]
+	// 100 transactions of 20 statements, the connect and 20 prepares
+	// (BEGIN, COMMIT, 9 statements x 2 tables).
+	if d.Total() != 0 || d.Compared != 100*20+1+20 || d.Missing != 0 || d.Extra != 0 {
+		t.Fatalf("divergences %+v (compared %d, want 2021)", d.ByClass, d.Compared)
+	}
+	for _, tr := range rep.Targets {
+		if tr.Errors != 0 || tr.Transactions != 100 || tr.Reads != 1400 || tr.Writes != 400 || tr.Other != 200 {
+			t.Errorf("%s: %+v", tr.Name, tr)
+		}
+	}
+}
+
+func TestInnoDBVsMyRocksReadOnlyEightSessions(t *testing.T) {
+	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
+	_, a := inno.FreshDB(t)
+	_, b := rocks.FreshDB(t)
+	ta, tb := tgt(t, "innodb", a, ""), tgt(t, "myrocks", b, ",engine=rocksdb")
+	prepared(t, 2, 2000, ta, tb)
+	rep := replayRun(t, synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Threads, c.Events = 8, 200 }), nil, ta, tb)
+	d := rep.Divergences[0]
+	// 200 transactions of 16 statements; per session a connect and 12
+	// prepares (BEGIN, COMMIT, 5 statements x 2 tables).
+	if d.Compared != 200*16+8*13 {
+		t.Fatalf("compared %d, want 3304", d.Compared)
+	}
+	for _, c := range []string{DivContent, DivRowCount, DivOrder, DivErrorVsOK} {
+		if d.ByClass[c] != 0 {
+			t.Errorf("%s divergences: %d (%+v)", c, d.ByClass[c], d.Samples)
+		}
+	}
+	if rep.Targets[1].Engine != "ROCKSDB" || rep.Targets[1].Reads != 200*14 {
+		t.Errorf("myrocks target %+v", rep.Targets[1])
+	}
+}
+
+// writeCapture writes a hand-made capture: one session, text queries.
+func writeCapture(t *testing.T, sqls []string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	recs := []store.Record{{Session: 1, Start: now, Kind: store.KindConnect, User: "app", Schema: "whatever"}}
+	for i, q := range sqls {
+		recs = append(recs, store.Record{Session: 1, Start: now.Add(time.Duration(i+1) * time.Millisecond), Kind: store.KindQuery, SQL: q})
+	}
+	recs = append(recs, store.Record{Session: 1, Start: now.Add(time.Second), Kind: store.KindQuit})
+	for i := range recs {
+		if _, err := w.Append(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	return dir
+}
+
+func exec(t *testing.T, db *sql.DB, qs ...string) {
+	t.Helper()
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, email VARCHAR(40), v INT)")
+		for i := 1; i <= 20; i++ {
+			exec(t, db, fmt.Sprintf("INSERT INTO t VALUES (%d, 'u%d@x', %d)", i, i, i*10))
+		}
+	}
+	exec(t, dba, "CREATE UNIQUE INDEX u_email ON t (email)") // b lacks the unique index
+	exec(t, dbb, "UPDATE t SET v = -1 WHERE id = 7")          // one row changed on b
+
+	var sqls []string
+	for i := 1; i <= 20; i++ {
+		sqls = append(sqls, fmt.Sprintf("SELECT v FROM t WHERE id = %d", i)) // seqs 2..21
+	}
+	sqls = append(sqls,
+		"SELECT id, v FROM t WHERE id BETWEEN 5 AND 9",         // 22: reads row 7
+		"SELECT id, v FROM t WHERE id BETWEEN 10 AND 15",       // 23
+		"SELECT SUM(v) FROM t",                                 // 24: reads row 7
+		"INSERT INTO t VALUES (100, 'u3@x', 0)",                // 25: duplicate email on a only
+		"SELECT NOW(), COUNT(*) FROM t WHERE id < 100",         // 26: nondeterministic
+		"SELECT id FROM t ORDER BY id LIMIT 3",                 // 27: deterministic with ORDER BY
+		"SELECT v FROM t WHERE id = 7 AND v > 0 LIMIT 1",       // 28: LIMIT without ORDER BY: nondeterministic
+	)
+	rep := replayRun(t, writeCapture(t, sqls), nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	d := rep.Divergences[0]
+	got := map[string][]uint64{}
+	for _, s := range d.Samples {
+		got[s.Class] = append(got[s.Class], s.Seq)
+	}
+	want := map[string][]uint64{DivContent: {8, 22, 24}, DivErrorVsOK: {25}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("divergent seqs by class %v, want %v (counts %v)", got, want, d.ByClass)
+	}
+	if d.ByClass[DivContent] != 3 || d.ByClass[DivErrorVsOK] != 1 || d.Total() != 4 || d.Nondeterministic != 2 {
+		t.Fatalf("counts %v, nondeterministic %d; want 3 row-content, 1 error-vs-ok, 2 nondeterministic", d.ByClass, d.Nondeterministic)
+	}
+	for _, s := range d.Samples {
+		if s.Seq == 25 && (s.Baseline != "error 1062" || !strings.HasPrefix(s.Target, "ok, 1 affected")) {
+			t.Errorf("duplicate insert sample %+v", s)
+		}
+	}
+}
+
+func TestTableDDLFollowsTargetEngine(t *testing.T) {
+	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
+	dba, a := inno.FreshDB(t)
+	dbb, b := rocks.FreshDB(t)
+	capDir := writeCapture(t, []string{"CREATE TABLE made (id INT PRIMARY KEY) ENGINE=MyISAM", "INSERT INTO made VALUES (1)"})
+	rep := replayRun(t, capDir, nil, tgt(t, "inno", a, ",engine=innodb,options=ROW_FORMAT=COMPRESSED"), tgt(t, "rocks", b, ",engine=rocksdb"))
+	if rep.Divergences[0].Total() != 0 || rep.Targets[0].Errors != 0 || rep.Targets[1].Errors != 0 {
+		t.Fatalf("report %+v %+v", rep.Targets, rep.Divergences)
+	}
+	for _, c := range []struct {
+		db             *sql.DB
+		engine, rowFmt string
+	}{{dba, "InnoDB", "Compressed"}, {dbb, "ROCKSDB", ""}} {
+		var engine, rowFmt string
+		c.db.QueryRow("SELECT ENGINE, ROW_FORMAT FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='made'").Scan(&engine, &rowFmt)
+		if engine != c.engine || c.rowFmt != "" && rowFmt != c.rowFmt {
+			t.Errorf("table made: engine %s row format %s, want %s %s", engine, rowFmt, c.engine, c.rowFmt)
+		}
+	}
+}
+
+func TestMissingEngineStopsBeforeAnyStatement(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	capDir := writeCapture(t, []string{"CREATE TABLE should_not_exist (id INT)"})
+	_, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"),
+		Targets: []target.Target{tgt(t, "inno", a, ""), tgt(t, "tokudb", a, ",engine=tokudb")}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "target tokudb: engine TokuDB is not available on 10.11") {
+		t.Fatalf("err = %v", err)
+	}
+	var n int
+	dba.QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()").Scan(&n)
+	if n != 0 {
+		t.Fatalf("a statement ran although a target was unusable")
+	}
+}
+
+func TestPacingAchievesTheCapturedRate(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	ta := tgt(t, "a", a, "")
+	prepared(t, 1, 1000, ta)
+	const rate, secs = 200.0, 6
+	capDir := synthCapture(t, "oltp_point_select", func(c *synth.Config) {
+		c.Tables, c.TableSize, c.Threads, c.Events, c.Rate, c.Duration = 1, 1000, 4, 0, rate, secs*time.Second
+	})
+	// The capture's own rate: Poisson arrivals make its event count vary
+	// (±2.9% at this size), so replay is held to what was captured.
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last int64
+	var events int
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rec.Start.UnixNano()
+		if first == 0 || s < first {
+			first = s
+		}
+		last = max(last, s)
+		if rec.Kind == store.KindExecute {
+			events++
+		}
+	}
+	r.Close()
+	captured := float64(events) / (float64(last-first) / 1e9)
+	if math.Abs(captured-rate) > 4*math.Sqrt(rate*secs)/secs {
+		t.Fatalf("captured rate %.1f/s is not Poisson around %v/s", captured, rate)
+	}
+	for _, speed := range []float64{1, 2} {
+		rep := replayRun(t, capDir, func(c *Config) { c.Speed = speed }, ta)
+		tr := rep.Targets[0]
+		achieved := float64(tr.Transactions) / rep.Elapsed
+		want := captured * speed
+		t.Logf("speed %v: %d events in %.3fs = %.1f/s (captured rate x speed %.1f/s); lag from intended p50 %.3f p95 %.3f p99 %.3f max %.3f ms",
+			speed, tr.Transactions, rep.Elapsed, achieved, want, tr.Lag.P50, tr.Lag.P95, tr.Lag.P99, tr.Lag.Max)
+		if math.Abs(achieved-want)/want > 0.02 || tr.Transactions != int64(events) {
+			t.Errorf("speed %v: achieved %.1f/s over %d events, want %.1f/s within 2%% over %d", speed, achieved, tr.Transactions, want, events)
+		}
+		if tr.Lag.Count != tr.Transactions {
+			t.Errorf("lag measured for %d of %d statements", tr.Lag.Count, tr.Transactions)
+		}
+	}
+}

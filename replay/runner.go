@@ -1,0 +1,318 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/target"
+)
+
+// runner replays the capture against one target. It reads the capture on
+// its own, so a slow target never holds back another.
+type runner struct {
+	idx   int
+	t     target.Target
+	cfg   *Config
+	r     *store.Reader
+	an    *analyzer
+	stats *targetStats
+	run   *store.RunStore
+
+	addr, user, pass, db string
+	start                time.Time // the shared wall-clock instant replay begins
+	capStart             int64     // start of the capture's first record, ns
+	capSpan              int64     // from first start to last start, ns
+
+	rewriteMu sync.Mutex
+	rewrites  map[string]string
+	outMu     sync.Mutex
+	out       *store.OutcomeBatch
+	outErr    error
+}
+
+func newRunner(idx int, t target.Target, cfg *Config, r *store.Reader, an *analyzer, run *store.RunStore) (*runner, error) {
+	c, err := mysql.ParseDSN(t.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	return &runner{idx: idx, t: t, cfg: cfg, r: r, an: an, run: run, stats: newTargetStats(),
+		addr: c.Addr, user: c.User, pass: c.Passwd, db: c.DBName, rewrites: map[string]string{},
+		out: run.NewOutcomeBatch(idx)}, nil
+}
+
+// schemaFor maps a captured schema to the target's: a target whose DSN
+// names a database uses it for every session.
+func (rn *runner) schemaFor(captured string) string {
+	if rn.db != "" {
+		return rn.db
+	}
+	return captured
+}
+
+// rewrite applies the target's engine and options to table DDL.
+func (rn *runner) rewrite(sql string) string {
+	rn.rewriteMu.Lock()
+	defer rn.rewriteMu.Unlock()
+	if out, ok := rn.rewrites[sql]; ok {
+		return out
+	}
+	out, _ := rewriteEngine(sql, rn.t.Engine, rn.t.Options)
+	rn.rewrites[sql] = out
+	return out
+}
+
+// intended is when a record should be sent: the capture's pacing scaled by
+// Speed, from the shared start; loop shifts it by whole capture spans.
+func (rn *runner) intended(rec *store.Record, loop int) time.Time {
+	if rn.cfg.Speed <= 0 {
+		return time.Time{}
+	}
+	off := float64(rec.Start.UnixNano()-rn.capStart+int64(loop)*(rn.capSpan+int64(time.Millisecond))) / rn.cfg.Speed
+	return rn.start.Add(time.Duration(off))
+}
+
+// finish records an executed statement: stats and the run store. A
+// transaction ends with COMMIT or ROLLBACK, or with any statement sent
+// outside BEGIN … COMMIT (as sysbench counts events).
+func (rn *runner) finish(w *worker, si *StmtInfo, o *store.Outcome, intended time.Time, replayed bool) {
+	if replayed && si != nil { // a statement: latency, throughput, transactions
+		var lag time.Duration
+		paced := !intended.IsZero()
+		if paced {
+			lag = time.Since(intended)
+		}
+		o.Lag = lag
+		trxEnd := si.End || !w.inTrx && !si.Begin
+		switch {
+		case si.Begin:
+			w.inTrx = true
+		case si.End:
+			w.inTrx = false
+		}
+		rn.stats.add(si, o.Service, lag, paced, o.ErrCode, trxEnd)
+	} else if o.Flags&store.OutcomeSkipped != 0 {
+		rn.stats.mu.Lock()
+		rn.stats.skipped++
+		rn.stats.mu.Unlock()
+	}
+	if !replayed && o.Flags&store.OutcomeSkipped == 0 {
+		return // lifecycle records (close, quit) are not compared
+	}
+	rn.outMu.Lock()
+	rn.out.Add(o)
+	if rn.out.Len() >= 4096 && rn.outErr == nil {
+		rn.outErr = rn.out.Commit()
+	}
+	rn.outMu.Unlock()
+}
+
+// loops runs body over the capture as many times as Loop and Duration ask.
+func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
+	deadline := time.Time{}
+	if rn.cfg.Duration > 0 {
+		deadline = rn.start.Add(rn.cfg.Duration)
+	}
+	for loop := 0; ; loop++ {
+		for rec, err := range rn.r.Records() {
+			if err != nil {
+				return err
+			}
+			if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
+				return nil
+			}
+			if !body(rec, loop) {
+				return nil
+			}
+		}
+		if loop+1 >= rn.cfg.Loop && (deadline.IsZero() || time.Now().After(deadline)) {
+			return nil
+		}
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	if d := time.Until(t); d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+		}
+	}
+}
+
+// outcomeSeq keeps outcome keys unique across loops of the capture.
+func outcomeSeq(seq uint64, loop int) uint64 { return uint64(loop)<<40 | seq }
+
+type job struct {
+	rec      *store.Record
+	loop     int
+	intended time.Time
+	execSQL  string
+}
+
+// runSessions replays each captured session on its own connection, in order.
+func (rn *runner) runSessions(ctx context.Context) error {
+	sessions := map[uint64]chan job{}
+	var wg sync.WaitGroup
+	spawn := func() chan job {
+		ch := make(chan job, 256)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker(rn)
+			defer w.close()
+			for j := range ch {
+				sleepUntil(ctx, j.intended)
+				o := store.Outcome{Seq: outcomeSeq(j.rec.Seq, j.loop)}
+				si, replayed := w.run(ctx, j.rec, "", &o)
+				rn.finish(w, si, &o, j.intended, replayed)
+			}
+		}()
+		return ch
+	}
+	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+		key := rec.Session<<8 | uint64(loop&0xff)
+		ch := sessions[key]
+		if ch == nil {
+			ch = spawn()
+			sessions[key] = ch
+		}
+		ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop)}
+		if rec.Kind == store.KindQuit {
+			close(ch)
+			delete(sessions, key)
+		}
+		return true
+	})
+	for _, ch := range sessions {
+		close(ch)
+	}
+	wg.Wait()
+	return err
+}
+
+// unit is a transaction (BEGIN … COMMIT) or a single statement outside one,
+// with what its session had set up.
+type unit struct {
+	session uint64
+	schema  string
+	sets    []string
+	jobs    []job
+}
+
+// sessionState is what --concurrency tracks of a captured session.
+type sessionState struct {
+	schema string
+	sqlOf  map[uint32]string
+	sets   []string
+	open   *unit
+}
+
+// runConcurrent regroups whole transactions, in capture order, onto
+// Concurrency connections.
+func (rn *runner) runConcurrent(ctx context.Context) error {
+	units := make(chan *unit, 4*rn.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := 0; i < rn.cfg.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := newWorker(rn)
+			defer w.close()
+			for u := range units {
+				rn.runUnit(ctx, w, u)
+			}
+		}()
+	}
+	states := map[uint64]*sessionState{}
+	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+		st := states[rec.Session]
+		if st == nil {
+			st = &sessionState{sqlOf: map[uint32]string{}}
+			states[rec.Session] = st
+		}
+		j := job{rec: rec, loop: loop, intended: rn.intended(rec, loop)}
+		switch rec.Kind {
+		case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+			st.schema = rec.Schema
+			return true
+		case store.KindPrepare:
+			st.sqlOf[rec.StmtID] = rec.SQL
+			return true
+		case store.KindClose, store.KindQuit, store.KindReset, store.KindResetConnection, store.KindPing:
+			if rec.Kind == store.KindQuit {
+				delete(states, rec.Session)
+			}
+			return true
+		case store.KindExecute:
+			j.execSQL = st.sqlOf[rec.StmtID]
+		}
+		sql := j.execSQL
+		if rec.Kind == store.KindQuery {
+			sql = rec.SQL
+		}
+		si := rn.an.info(sql)
+		if rec.Kind == store.KindQuery && isSet(sql) {
+			st.sets = append(st.sets, sql)
+			return true
+		}
+		j.rec = rec.Clone()
+		if st.open == nil {
+			st.open = &unit{session: rec.Session, schema: st.schema, sets: append([]string(nil), st.sets...)}
+		}
+		st.open.jobs = append(st.open.jobs, j)
+		if !si.Begin && (si.End || len(st.open.jobs) == 1) {
+			select {
+			case units <- st.open:
+			case <-ctx.Done():
+				return false
+			}
+			st.open = nil
+		}
+		return true
+	})
+	close(units)
+	wg.Wait()
+	return err
+}
+
+func isSet(sql string) bool {
+	w := firstWord(sql)
+	return len(w) == 3 && (w[0] == 'S' || w[0] == 's') && (w[1] == 'E' || w[1] == 'e') && (w[2] == 'T' || w[2] == 't')
+}
+
+// runUnit prepares w for u's session, then runs u's records.
+func (rn *runner) runUnit(ctx context.Context, w *worker, u *unit) {
+	sleepUntil(ctx, u.jobs[0].intended)
+	if w.conn != nil && (w.session != u.session || w.sets != len(u.sets)) {
+		if db := rn.schemaFor(u.schema); db != "" && db != w.schema {
+			if err := w.conn.UseDB(db); err == nil {
+				w.schema = db
+			}
+		}
+		for _, s := range u.sets {
+			w.conn.Execute(s)
+		}
+		w.session, w.sets = u.session, len(u.sets)
+	}
+	for _, j := range u.jobs {
+		o := store.Outcome{Seq: outcomeSeq(j.rec.Seq, j.loop)}
+		si, replayed := w.run(ctx, j.rec, j.execSQL, &o)
+		rn.finish(w, si, &o, j.intended, replayed)
+	}
+}
+
+// flush commits what is left of the outcomes.
+func (rn *runner) flush() error {
+	rn.outMu.Lock()
+	defer rn.outMu.Unlock()
+	if rn.outErr != nil {
+		return rn.outErr
+	}
+	return rn.out.Commit()
+}
