@@ -152,20 +152,20 @@ func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
 		}
 	}
 	exec(t, dba, "CREATE UNIQUE INDEX u_email ON t (email)") // b lacks the unique index
-	exec(t, dbb, "UPDATE t SET v = -1 WHERE id = 7")          // one row changed on b
+	exec(t, dbb, "UPDATE t SET v = -1 WHERE id = 7")         // one row changed on b
 
 	var sqls []string
 	for i := 1; i <= 20; i++ {
 		sqls = append(sqls, fmt.Sprintf("SELECT v FROM t WHERE id = %d", i)) // seqs 2..21
 	}
 	sqls = append(sqls,
-		"SELECT id, v FROM t WHERE id BETWEEN 5 AND 9",         // 22: reads row 7
-		"SELECT id, v FROM t WHERE id BETWEEN 10 AND 15",       // 23
-		"SELECT SUM(v) FROM t",                                 // 24: reads row 7
-		"INSERT INTO t VALUES (100, 'u3@x', 0)",                // 25: duplicate email on a only
-		"SELECT NOW(), COUNT(*) FROM t WHERE id < 100",         // 26: nondeterministic
-		"SELECT id FROM t ORDER BY id LIMIT 3",                 // 27: deterministic with ORDER BY
-		"SELECT v FROM t WHERE id = 7 AND v > 0 LIMIT 1",       // 28: LIMIT without ORDER BY: nondeterministic
+		"SELECT id, v FROM t WHERE id BETWEEN 5 AND 9",   // 22: reads row 7
+		"SELECT id, v FROM t WHERE id BETWEEN 10 AND 15", // 23
+		"SELECT SUM(v) FROM t",                           // 24: reads row 7
+		"INSERT INTO t VALUES (100, 'u3@x', 0)",          // 25: duplicate email on a only
+		"SELECT NOW(), COUNT(*) FROM t WHERE id < 100",   // 26: nondeterministic
+		"SELECT id FROM t ORDER BY id LIMIT 3",           // 27: deterministic with ORDER BY
+		"SELECT v FROM t WHERE id = 7 AND v > 0 LIMIT 1", // 28: LIMIT without ORDER BY: nondeterministic
 	)
 	rep := replayRun(t, writeCapture(t, sqls), nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
 	d := rep.Divergences[0]

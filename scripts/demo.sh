@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The demo: start an InnoDB and a MyRocks server, load the same sysbench
 # tables into both with tandem prepare, write a sysbench oltp_read_write
-# capture with tandem synth, and summarize it with tandem inspect.
-# Grows as Tandem's features land (replay next).
+# capture with tandem synth, summarize it with tandem inspect, and replay it
+# against InnoDB, compressed InnoDB and MyRocks at once.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 dir=${TANDEM_DEMO_DIR:-.tandem/sandbox}
@@ -33,3 +33,8 @@ rm -rf "$capture"
 echo
 echo "== tandem inspect"
 "$tandem" inspect "$capture" --top 6
+
+echo
+echo "== tandem replay: the capture against all three at once, each session on its own connection, no waiting"
+run=.tandem/runs/demo-$(date +%Y%m%d-%H%M%S)
+"$tandem" replay "$capture" --speed 0 --run "$run" --target "$innodb" --target "$compressed" --target "$myrocks"
