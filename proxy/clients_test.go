@@ -43,9 +43,9 @@ func TestSysbenchThroughProxyIsCapturedExactly(t *testing.T) {
 		t.Fatalf("sysbench output without counts:\n%s", out)
 	}
 	queries, _ := strconv.Atoi(m[1])
-	if e[1] != "0" {
-		t.Fatalf("sysbench through the proxy had %s errors:\n%s", e[1], out)
-	}
+	// sysbench retries a transaction that hit a deadlock and reports it as
+	// an ignored error: engine behaviour, which the capture must show too.
+	ignored, _ := strconv.Atoi(e[1])
 	recs := tp.records(t)
 	k := countKinds(recs)
 	// Prepared statements are on by default: every statement is an execute.
@@ -59,10 +59,13 @@ func TestSysbenchThroughProxyIsCapturedExactly(t *testing.T) {
 	for _, r := range recs {
 		if r.Resp.Kind == store.RespError {
 			errs++
+			if r.Resp.ErrCode != 1213 && r.Resp.ErrCode != 1205 {
+				t.Errorf("captured error %d (%s); only deadlocks and lock waits are expected", r.Resp.ErrCode, r.Resp.Message)
+			}
 		}
 	}
-	if errs != 0 {
-		t.Errorf("%d error responses captured", errs)
+	if errs != ignored {
+		t.Errorf("%d error responses captured, sysbench reports %d ignored errors", errs, ignored)
 	}
 	t.Logf("sysbench: %d queries; capture: %v", queries, k)
 }
