@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -36,9 +35,7 @@ inspect says so.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return printJSON(c.OutOrStdout(), rep)
 			}
 			return rep.WriteText(c.OutOrStdout())
 		},

@@ -8,7 +8,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -61,4 +63,11 @@ func noArgs(c *cobra.Command, args []string) error {
 		return fmt.Errorf("unexpected argument %q; see 'tandem %s --help'", args[0], commandPath(c))
 	}
 	return nil
+}
+
+// printJSON writes v as indented JSON: every --json flag prints this way.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -46,9 +45,7 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(reps)
+				return printJSON(c.OutOrStdout(), reps)
 			}
 			if err := prepare.WriteText(c.OutOrStdout(), reps, cfg.Cleanup); err != nil {
 				return fmt.Errorf("print report: %w", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -71,9 +70,7 @@ Results are stored in --run DIR.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return printJSON(c.OutOrStdout(), rep)
 			}
 			rep.WriteText(c.OutOrStdout())
 			return nil

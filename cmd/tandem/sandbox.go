@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -144,9 +143,7 @@ func printServers(w io.Writer, srvs []sandbox.Server, asJSON bool) error {
 		for _, s := range srvs {
 			rows = append(rows, row{Server: s, Running: s.Running, Addr: s.Addr(), DSN: s.DSN("")})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(w, rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tENGINE\tSTATE\tADDRESS\tVERSION\tDSN")

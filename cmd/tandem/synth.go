@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -75,9 +74,7 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return printJSON(c.OutOrStdout(), st)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "synth %s: %d events, %d statements (%d records) in %d sessions into %s\n",
 				cfg.Workload, st.Events, st.Statements, st.Records, st.Sessions, cfg.Dir)
