@@ -198,25 +198,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	return rep, nil
 }
 
-// span returns the first and last start in the capture, in ns.
+// span returns the first and last start in the capture, in ns, from the
+// store's time index (no pass over the records).
 func span(r *store.Reader) (int64, int64, error) {
-	var first, last int64
-	seen := false
-	for rec, err := range r.Records() {
-		if err != nil {
-			return 0, 0, err
-		}
-		s := rec.Start.UnixNano()
-		if !seen || s < first {
-			first = s
-		}
-		last = max(last, s)
-		seen = true
+	first, last, ok, err := r.StartSpan()
+	if err != nil {
+		return 0, 0, err
 	}
-	if !seen {
+	if !ok {
 		return 0, 0, errors.New("replay: the capture holds no records")
 	}
-	return first, last, nil
+	return first.UnixNano(), last.UnixNano(), nil
 }
 
 // progressLines prints, per target and interval, a line in sysbench's form.

@@ -366,3 +366,37 @@ func (r *Reader) Get(seq uint64) (*Record, bool, error) {
 	}
 	return ri.rec.Clone(), true, nil
 }
+
+// StartSpan returns the earliest and latest record start, from the time
+// index alone (one entry per commit), and false for an empty capture.
+func (r *Reader) StartSpan() (time.Time, time.Time, bool, error) {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTime}, UpperBound: []byte{prefixTime + 1}})
+	if err != nil {
+		return time.Time{}, time.Time{}, false, r.wrap(err)
+	}
+	defer it.Close()
+	var lo, hi int64
+	seen := false
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return time.Time{}, time.Time{}, false, r.wrap(err)
+		}
+		d := decoder{b: v}
+		_, minStart, maxStart := d.uvarint(), d.varint(), d.varint()
+		if d.err != nil {
+			return time.Time{}, time.Time{}, false, fmt.Errorf("%w: %s: time index entry: %v", ErrCorrupt, r.dir, d.err)
+		}
+		if !seen || minStart < lo {
+			lo = minStart
+		}
+		if !seen || maxStart > hi {
+			hi = maxStart
+		}
+		seen = true
+	}
+	if err := it.Error(); err != nil {
+		return time.Time{}, time.Time{}, false, r.wrap(err)
+	}
+	return time.Unix(0, r.meta.BaseTime+lo), time.Unix(0, r.meta.BaseTime+hi), seen, nil
+}

@@ -478,3 +478,35 @@ func TestCleanCloseLeavesNoWALAndReopens(t *testing.T) {
 		}
 	}
 }
+
+func TestStartSpanMatchesAFullScan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	recs := sampleRecords()
+	rebase(recs, time.Now().UnixNano())
+	writeCapture(t, dir, WriterOptions{FlushRecords: 4, NoSync: true}, recs)
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var lo, hi time.Time
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo.IsZero() || rec.Start.Before(lo) {
+			lo = rec.Start
+		}
+		if rec.Start.After(hi) {
+			hi = rec.Start
+		}
+	}
+	first, last, ok, err := r.StartSpan()
+	if err != nil || !ok || !first.Equal(lo) || !last.Equal(hi) {
+		t.Fatalf("StartSpan = %v, %v, %v, %v; a full scan finds %v and %v", first, last, ok, err, lo, hi)
+	}
+	// The prepare started a second before the rest, in the second commit.
+	if !first.Equal(recs[3].Start) {
+		t.Fatalf("earliest start %v, want the prepare's %v", first, recs[3].Start)
+	}
+}
