@@ -224,18 +224,11 @@ func progressLines(w io.Writer, runners []*runner, start time.Time, every time.D
 			for _, rn := range runners {
 				l := rn.stats.takeInterval(secs)
 				fmt.Fprintf(w, "[ %ds ] %s thds: %d tps: %.2f qps: %.2f (r/w/o: %.2f/%.2f/%.2f) lat (ms,95%%): %.2f err/s: %.2f\n",
-					int(now.Sub(start).Round(time.Second).Seconds()), rn.t.Name, threads(rn), l.tps, l.qps,
+					int(now.Sub(start).Round(time.Second).Seconds()), rn.t.Name, rn.active.Load(), l.tps, l.qps,
 					l.rwo[ClassRead], l.rwo[ClassWrite], l.rwo[ClassOther], l.p95ms, l.errs)
 			}
 		}
 	}
-}
-
-func threads(rn *runner) int {
-	if rn.cfg.Concurrency > 0 {
-		return rn.cfg.Concurrency
-	}
-	return -1 // one per captured session; see the report
 }
 
 // Report is the replay's result: per target side by side, and divergences.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -32,6 +33,8 @@ type runner struct {
 	outMu     sync.Mutex
 	out       *store.OutcomeBatch
 	outErr    error
+	// active counts the connections replaying now (progress lines' thds).
+	active atomic.Int64
 }
 
 func newRunner(idx int, t target.Target, cfg *Config, r *store.Reader, an *analyzer, run *store.RunStore) (*runner, error) {
@@ -164,6 +167,8 @@ func (rn *runner) runSessions(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rn.active.Add(1)
+			defer rn.active.Add(-1)
 			w := newWorker(rn)
 			defer w.close()
 			for j := range ch {
@@ -222,6 +227,8 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rn.active.Add(1)
+			defer rn.active.Add(-1)
 			w := newWorker(rn)
 			defer w.close()
 			for u := range units {
