@@ -1,0 +1,156 @@
+// Package blockio gives a TCP connection whose reads and writes are plain
+// blocking system calls on its own OS thread, bypassing Go's network
+// poller.
+//
+// Why: a request/response client (replay's workers) or relay (the proxy)
+// waits for every reply. Through the poller each wait parks the goroutine
+// and each reply wakes it through epoll and the scheduler — on a small
+// machine shared with the database, that bookkeeping is a measurable part
+// of the CPU per statement. A blocking read lets the kernel wake the
+// waiting thread directly, as a C client such as sysbench does. The cost is
+// one OS thread per connection while it waits, so use it where the number
+// of connections is bounded.
+//
+// Deadlines map to SO_RCVTIMEO and SO_SNDTIMEO (relative to when they are
+// set); Close shuts the socket down first, so a read blocked in another
+// goroutine returns.
+package blockio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Conn is a TCP connection served by blocking system calls.
+type Conn struct {
+	f             *os.File // owns fd
+	fd            int
+	local, remote net.Addr
+	closeOnce     sync.Once
+	closeErr      error
+}
+
+// Dial connects like net.Dialer.DialContext, then switches the socket to
+// blocking calls.
+func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c, nil // unix sockets and the like: leave them to the poller
+	}
+	return Wrap(tc)
+}
+
+// Wrap moves tc onto blocking calls. tc is closed (the new Conn holds a
+// duplicate of its socket); on error tc is left as it was.
+func Wrap(tc *net.TCPConn) (*Conn, error) {
+	f, err := tc.File() // a duplicate descriptor
+	if err != nil {
+		return nil, fmt.Errorf("blockio: %w", err)
+	}
+	fd := int(f.Fd()) // Fd puts the descriptor in blocking mode
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("blockio: %w", err)
+	}
+	c := &Conn{f: f, fd: fd, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+	tc.Close()
+	return c, nil
+}
+
+func (c *Conn) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := syscall.Read(c.fd, b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN: // SO_RCVTIMEO expired
+			return 0, &timeoutError{"read"}
+		case err != nil:
+			return 0, c.opErr("read", err)
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (c *Conn) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := syscall.Write(c.fd, b[done:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return done, &timeoutError{"write"}
+		case err != nil:
+			return done, c.opErr("write", err)
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// Close shuts the socket down (waking a blocked read) and releases it.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+		c.closeErr = c.f.Close()
+	})
+	return c.closeErr
+}
+
+// CloseWrite sends FIN, as net.TCPConn.CloseWrite does.
+func (c *Conn) CloseWrite() error { return syscall.Shutdown(c.fd, syscall.SHUT_WR) }
+
+func (c *Conn) LocalAddr() net.Addr  { return c.local }
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *Conn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	return c.setTimeout(syscall.SO_RCVTIMEO, t)
+}
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	return c.setTimeout(syscall.SO_SNDTIMEO, t)
+}
+
+// setTimeout sets a socket timeout from a deadline; zero clears it. A
+// deadline already past times out at once (the smallest timeout).
+func (c *Conn) setTimeout(opt int, t time.Time) error {
+	var tv syscall.Timeval
+	if !t.IsZero() {
+		d := max(time.Until(t), time.Microsecond)
+		tv = syscall.NsecToTimeval(d.Nanoseconds())
+	}
+	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv)
+}
+
+func (c *Conn) opErr(op string, err error) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: os.NewSyscallError(op, err)}
+}
+
+type timeoutError struct{ op string }
+
+func (e *timeoutError) Error() string   { return "blockio: " + e.op + " timed out" }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+func (e *timeoutError) Is(target error) bool {
+	return target == os.ErrDeadlineExceeded
+}
