@@ -55,6 +55,9 @@ type DivergenceSample struct {
 	Params    []string `json:"params,omitempty"`
 	Baseline  string   `json:"baseline"`
 	Target    string   `json:"target"`
+	// FirstDiff shows the first row that differs, from running the
+	// statement again on both sides after the replay (read statements only).
+	FirstDiff string `json:"first_differing_row,omitempty"`
 }
 
 // classify says how t diverges from b ("" when it does not) and whether
@@ -139,7 +142,7 @@ func compare(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep
 				}
 				if class != "" {
 					d.ByClass[class]++
-					if s, ok := sample(r, an, class, bo, to); ok && samples[s.Digest+class] < cfg.Samples {
+					if s, ok := sampleAgainst(r, an, class, bo.Seq, describe(bo), to); ok && samples[s.Digest+class] < cfg.Samples {
 						samples[s.Digest+class]++
 						d.Samples = append(d.Samples, s)
 					}
@@ -165,9 +168,12 @@ func cmpOr(a, b error) error {
 	return b
 }
 
-// sample builds a divergence sample from the captured record.
-func sample(r *store.Reader, an *analyzer, class string, b, t *store.Outcome) (DivergenceSample, bool) {
-	seq := b.Seq & (1<<40 - 1)
+// sampleAgainst builds a divergence sample of the statement at seq (an
+// outcome key) from the captured record; base describes the side compared
+// against (the baseline's outcome or the captured response).
+func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base string, t *store.Outcome) (DivergenceSample, bool) {
+	outcomeSeq := seq
+	seq &= 1<<40 - 1
 	rec, ok, err := r.Get(seq)
 	if err != nil || !ok {
 		return DivergenceSample{}, false
@@ -176,8 +182,8 @@ func sample(r *store.Reader, an *analyzer, class string, b, t *store.Outcome) (D
 	if rec.Kind == store.KindExecute {
 		sql = preparedSQL(r, rec)
 	}
-	s := DivergenceSample{Class: class, Seq: b.Seq, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
-		Baseline: describe(b), Target: describe(t)}
+	s := DivergenceSample{Class: class, Seq: outcomeSeq, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
+		Baseline: base, Target: describe(t)}
 	for _, p := range rec.Params {
 		s.Params = append(s.Params, valueText(p))
 	}
@@ -240,7 +246,8 @@ func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 	row("queries (r/w/o)", func(t TargetReport) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
 	row("queries/s", func(t TargetReport) string { return fmt.Sprintf("%.1f", t.QPS) })
 	row("errors (deadlocks)", func(t TargetReport) string { return fmt.Sprintf("%d (%d)", t.Errors, t.Deadlocks) })
-	row("skipped, reconnects", func(t TargetReport) string { return fmt.Sprintf("%d, %d", t.Skipped, t.Reconnects) })
+	row("skipped", func(t TargetReport) string { return fmt.Sprint(t.Skipped) })
+	row("connections (failed)", func(t TargetReport) string { return fmt.Sprintf("%d (%d)", t.Connections, t.ConnectFailures) })
 	for _, q := range []struct {
 		n string
 		f func(l LatencySummary) float64
@@ -279,6 +286,16 @@ func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 			return fmt.Sprint(divByTarget[t.Name].ByClass[c])
 		})
 	}
+	vsCap := map[string]DivergenceReport{}
+	captured := false
+	for _, d := range rep.VsCapture {
+		vsCap[d.Target] = d
+		captured = captured || d.Compared > 0
+	}
+	if captured {
+		row("compared with capture", func(t TargetReport) string { return fmt.Sprint(vsCap[t.Name].Compared) })
+		row("differs from capture", func(t TargetReport) string { return classSummary(vsCap[t.Name]) })
+	}
 	// Per-digest latency, baseline order, with ratios.
 	base := rep.Targets[0]
 	for _, t := range rep.Targets {
@@ -304,18 +321,154 @@ func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 		}
 		p("\n")
 	}
-	for _, d := range rep.Divergences {
+	printSamples := func(d DivergenceReport, from, fromLabel string) {
 		if len(d.Samples) == 0 {
-			continue
+			return
 		}
 		shown := d.Samples[:min(len(d.Samples), 8)]
-		p("\ndivergences of %s from %s (%d); %d of %d samples (all in --json and the run directory):\n", d.Target, rep.Baseline, d.Total(), len(shown), len(d.Samples))
+		p("\ndivergences of %s from %s (%d); %d of %d samples (all in --json and the run directory):\n", d.Target, from, d.Total(), len(shown), len(d.Samples))
 		for _, s := range shown {
 			p("  [%s] seq %d session %d: %s", s.Class, s.Seq, s.Session, s.Statement)
 			if len(s.Params) > 0 {
 				p("  params (%s)", strings.Join(s.Params, ", "))
 			}
-			p("\n      %s: %s\n      %s: %s\n", rep.Baseline, s.Baseline, d.Target, s.Target)
+			p("\n      %s: %s\n      %s: %s\n", fromLabel, s.Baseline, d.Target, s.Target)
+			if s.FirstDiff != "" {
+				p("      %s\n", s.FirstDiff)
+			}
 		}
 	}
+	for _, d := range rep.Divergences {
+		printSamples(d, rep.Baseline, rep.Baseline)
+	}
+	for _, d := range rep.VsCapture {
+		printSamples(d, "the captured responses", "captured")
+	}
+}
+
+// classSummary is "0", or a total with its classes: "3 (row-content 2, warnings 1)".
+func classSummary(d DivergenceReport) string {
+	total := d.Total()
+	if total == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, c := range DivergenceClasses {
+		if n := d.ByClass[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+// classifyCaptured says how a target's outcome t diverges from the response
+// the capture recorded for the same statement ("" when it does not), and
+// whether the statement was nondeterministic. Row checksums are compared
+// when the capture has them (proxy --capture-results=checksum) for a
+// single result; a multi-result statement is compared on errors and its
+// total row count. Warnings are compared for OK responses only.
+func classifyCaptured(resp *store.Response, t *store.Outcome) (string, bool) {
+	last := resp
+	rows := resp.Rows
+	for i := range resp.More {
+		last = &resp.More[i]
+		rows += last.Rows
+	}
+	ce, te := resp.Kind == store.RespError || last.Kind == store.RespError, t.Flags&store.OutcomeError != 0
+	switch {
+	case ce != te:
+		return DivErrorVsOK, false
+	case ce:
+		if last.ErrCode != t.ErrCode {
+			return DivErrorCode, false
+		}
+		return "", false
+	}
+	if t.Flags&store.OutcomeNondeterministic != 0 {
+		return "", true
+	}
+	single := len(resp.More) == 0
+	switch {
+	case single && resp.Kind == store.RespOK && t.Flags&store.OutcomeRows == 0 && resp.AffectedRows != t.Affected:
+		return DivAffected, false
+	case single && resp.Kind == store.RespOK && t.Flags&store.OutcomeRows == 0 && resp.InsertID != t.InsertID:
+		return DivInsertID, false
+	case rows != t.Rows:
+		return DivRowCount, false
+	case single && resp.HasChecksums && resp.Unordered != t.Unordered:
+		return DivContent, false
+	case single && resp.HasChecksums && t.Flags&store.OutcomeOrdered != 0 && resp.Ordered != t.Ordered:
+		return DivOrder, false
+	case single && resp.Kind == store.RespOK && t.Flags&store.OutcomeRows == 0 && resp.Warnings != t.Warnings:
+		return DivWarnings, false
+	}
+	return "", false
+}
+
+func describeResponse(p *store.Response) string {
+	switch {
+	case p.Kind == store.RespError:
+		return fmt.Sprintf("error %d", p.ErrCode)
+	case p.Kind == store.RespResultSet && p.HasChecksums:
+		return fmt.Sprintf("%d rows (checksums %016x/%016x)", p.Rows, p.Unordered, p.Ordered)
+	case p.Kind == store.RespResultSet:
+		return fmt.Sprintf("%d rows (captured without checksums)", p.Rows)
+	}
+	return fmt.Sprintf("ok, %d affected, insert id %d, %d warnings", p.AffectedRows, p.InsertID, p.Warnings)
+}
+
+// compareCaptured merge-joins each target's outcomes of the capture's first
+// pass with the responses in the capture. Only statements (queries and
+// executes) whose capture has a response are compared.
+func compareCaptured(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep *Report) error {
+	for i, t := range cfg.Targets {
+		d := DivergenceReport{Target: t.Name, ByClass: map[string]int64{}}
+		samples := map[string]int{}
+		nextR, stopR := iter.Pull2(r.Records())
+		rec, rerr, rok := nextR()
+		var err error
+		for o, oerr := range run.Outcomes(i) {
+			if oerr != nil {
+				err = oerr
+				break
+			}
+			if o.Seq >= 1<<40 {
+				break // later loops: the capture answered the first pass only
+			}
+			for rok && rerr == nil && rec.Seq < o.Seq {
+				rec, rerr, rok = nextR()
+			}
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			if !rok || rec.Seq != o.Seq || rec.Resp.Kind == store.RespNone ||
+				rec.Kind != store.KindQuery && rec.Kind != store.KindExecute {
+				continue
+			}
+			if o.Flags&store.OutcomeSkipped != 0 {
+				d.Skipped++
+				continue
+			}
+			d.Compared++
+			class, nondet := classifyCaptured(&rec.Resp, o)
+			if nondet {
+				d.Nondeterministic++
+			}
+			if class == "" {
+				continue
+			}
+			d.ByClass[class]++
+			if s, ok := sampleAgainst(r, an, class, o.Seq, describeResponse(&rec.Resp), o); ok && samples[s.Digest+class] < cfg.Samples {
+				samples[s.Digest+class]++
+				d.Samples = append(d.Samples, s)
+			}
+		}
+		stopR()
+		if err != nil {
+			return err
+		}
+		rep.VsCapture = append(rep.VsCapture, d)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -25,11 +26,16 @@ const (
 // it serves whole transactions of any session, re-applying the session
 // state each needs.
 type worker struct {
-	rn    *runner
-	conn  *client.Conn
-	stmts map[string]*client.Stmt // this connection's prepared statements, by SQL
-	// captured statement id → SQL, for session-fidelity mode
+	rn   *runner
+	conn *client.Conn
+	// stmts caches this connection's prepared statements by schema and
+	// SQL (a statement's tables are bound in the schema it was prepared
+	// in), for --concurrency.
+	stmts map[string]*client.Stmt
+	// Session-fidelity mode: captured statement id → its SQL, and the
+	// statement prepared for it here (one per captured prepare, as captured).
 	sqlOf map[uint32]string
+	byID  map[uint32]*client.Stmt
 	// schema in use on conn; session whose SET statements conn carries
 	schema   string
 	session  uint64
@@ -40,7 +46,7 @@ type worker struct {
 }
 
 func newWorker(rn *runner) *worker {
-	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}}
+	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}, byID: map[uint32]*client.Stmt{}}
 }
 
 // connect (re)opens the connection, with backoff after failures.
@@ -52,7 +58,9 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		return errDialBackoff
 	}
 	db := w.rn.schemaFor(schema)
-	c, err := client.ConnectWithContext(ctx, w.rn.addr, w.rn.user, w.rn.pass, db, 5*time.Second, func(c *client.Conn) error {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := client.ConnectWithDialer(dctx, "", w.rn.addr, w.rn.user, w.rn.pass, db, blockio.Dial, func(c *client.Conn) error {
 		c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 		c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
 		return nil
@@ -61,13 +69,54 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		w.backoff = min(max(2*w.backoff, 50*time.Millisecond), 5*time.Second)
 		w.nextDial = time.Now().Add(w.backoff)
 		w.rn.stats.mu.Lock()
-		w.rn.stats.reconnects++
+		w.rn.stats.connectFailures++
 		w.rn.stats.mu.Unlock()
 		return err
 	}
 	w.backoff, w.conn, w.schema, w.session, w.sets = 0, c, db, 0, 0
-	w.stmts = map[string]*client.Stmt{}
+	w.forgetStatements()
+	w.rn.stats.mu.Lock()
+	w.rn.stats.connections++
+	w.rn.stats.mu.Unlock()
 	return nil
+}
+
+// resetState sends COM_RESET_CONNECTION: the session variables, user
+// variables, temporary tables and prepared statements of the session the
+// connection served before are gone; the schema stays.
+func (w *worker) resetState() error {
+	w.forgetStatements()
+	w.conn.ResetSequence()
+	if err := w.conn.WritePacket([]byte{1, 0, 0, 0, mysql.COM_RESET_CONNECTION}); err != nil {
+		return err
+	}
+	_, err := w.conn.ReadOKPacket()
+	return err
+}
+
+// adopt makes the connection carry u's session state: its schema, and the
+// SET statements its session ran before u. A connection that carries
+// another session's SETs is reset first.
+func (w *worker) adopt(u *unit) {
+	from := 0
+	switch {
+	case w.session == u.session:
+		from = min(w.sets, len(u.sets))
+	case w.sets > 0:
+		if err := w.resetState(); err != nil {
+			w.drop()
+			return
+		}
+	}
+	if db := w.rn.schemaFor(u.schema); db != "" && db != w.schema {
+		if err := w.conn.UseDB(db); err == nil {
+			w.schema = db
+		}
+	}
+	for _, s := range u.sets[from:] {
+		w.conn.Execute(s)
+	}
+	w.session, w.sets = u.session, len(u.sets)
 }
 
 var errDialBackoff = errors.New("replay: waiting to reconnect")
@@ -78,7 +127,14 @@ func (w *worker) drop() {
 		w.conn.Close()
 	}
 	w.conn, w.inTrx = nil, false
-	w.stmts = map[string]*client.Stmt{}
+	w.forgetStatements()
+}
+
+// forgetStatements drops the statements of a connection that is gone or
+// reset (the server has freed them).
+func (w *worker) forgetStatements() {
+	clear(w.stmts)
+	clear(w.byID)
 }
 
 func (w *worker) close() {
@@ -88,16 +144,18 @@ func (w *worker) close() {
 	w.conn = nil
 }
 
-// prepared returns conn's statement for sql, preparing it if needed.
+// prepared returns conn's statement for sql in the current schema,
+// preparing it if needed.
 func (w *worker) prepared(sql string) (*client.Stmt, error) {
-	if st := w.stmts[sql]; st != nil {
+	key := w.schema + "\x00" + sql
+	if st := w.stmts[key]; st != nil {
 		return st, nil
 	}
 	st, err := w.conn.Prepare(sql)
 	if err != nil {
 		return nil, err
 	}
-	w.stmts[sql] = st
+	w.stmts[key] = st
 	return st, nil
 }
 
@@ -123,6 +181,9 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 		return nil, false
 	}
 	statement := rec.Kind == store.KindQuery || rec.Kind == store.KindExecute
+	if rec.Kind == store.KindExecute && execSQL == "" {
+		execSQL = w.sqlOf[rec.StmtID] // known even when the connection is not
+	}
 	schema := rec.Schema
 	if err := w.connect(ctx, schema); err != nil {
 		o.Flags |= store.OutcomeError
@@ -150,15 +211,21 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 		err = w.conn.Ping()
 	case store.KindPrepare:
 		w.sqlOf[rec.StmtID] = rec.SQL
-		_, err = w.prepared(rec.SQL)
-	case store.KindClose:
-		if sql, ok := w.sqlOf[rec.StmtID]; ok {
-			if st := w.stmts[sql]; st != nil {
-				st.Close()
-				delete(w.stmts, sql)
-			}
-			delete(w.sqlOf, rec.StmtID)
+		if old := w.byID[rec.StmtID]; old != nil {
+			old.Close()
 		}
+		var st *client.Stmt
+		if st, err = w.conn.Prepare(rec.SQL); err == nil {
+			w.byID[rec.StmtID] = st
+		} else {
+			delete(w.byID, rec.StmtID)
+		}
+	case store.KindClose:
+		if st := w.byID[rec.StmtID]; st != nil {
+			st.Close()
+		}
+		delete(w.byID, rec.StmtID)
+		delete(w.sqlOf, rec.StmtID)
 		return nil, false
 	case store.KindQuery:
 		si = w.rn.an.info(rec.SQL)
@@ -172,16 +239,23 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 			res, err = w.conn.Execute(sql)
 		}
 	case store.KindExecute:
+		st := w.byID[rec.StmtID]
 		if execSQL == "" {
 			execSQL = w.sqlOf[rec.StmtID]
+		} else {
+			st = nil // --concurrency: this connection's statement for the SQL
 		}
 		if execSQL == "" {
 			o.Flags |= store.OutcomeSkipped // prepared before the capture began
 			return nil, false
 		}
 		si = w.rn.an.info(execSQL)
-		var st *client.Stmt
-		if st, err = w.prepared(execSQL); err == nil {
+		if st == nil {
+			// Not prepared here (--concurrency, or a prepare that failed
+			// or was lost with a reconnect): prepare it now.
+			st, err = w.prepared(execSQL)
+		}
+		if err == nil {
 			res, err = st.Execute(args(rec.Params)...)
 		}
 	}

@@ -171,6 +171,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			} else {
 				errs[i] = rn.runSessions(ctx)
 			}
+			rn.end = time.Now()
 			if err := rn.flush(); err != nil && errs[i] == nil {
 				errs[i] = err
 			}
@@ -191,6 +192,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := compare(run, r, an, cfg, rep); err != nil {
 		return nil, err
 	}
+	if err := compareCaptured(run, r, an, cfg, rep); err != nil {
+		return nil, err
+	}
+	addFirstDiffs(ctx, r, an, cfg, rep)
 	b, _ := json.Marshal(rep)
 	if err := run.SetReport(b); err != nil {
 		return nil, err
@@ -239,25 +244,32 @@ type Report struct {
 	Baseline    string             `json:"baseline"`
 	Targets     []TargetReport     `json:"targets"`
 	Divergences []DivergenceReport `json:"divergences"`
+	// VsCapture compares each target with the responses the capture holds
+	// (proxy captures; a synthesized capture has none).
+	VsCapture []DivergenceReport `json:"divergences_from_capture"`
 }
 
 // TargetReport is one target's totals.
 type TargetReport struct {
 	store.RunTargetInfo
-	Transactions int64                     `json:"transactions"`
-	Reads        int64                     `json:"reads"`
-	Writes       int64                     `json:"writes"`
-	Other        int64                     `json:"other"`
-	Errors       int64                     `json:"errors"`
-	Deadlocks    int64                     `json:"deadlocks_and_lock_waits"`
-	Reconnects   int64                     `json:"reconnects"`
-	Skipped      int64                     `json:"skipped"`
-	TPS          float64                   `json:"tps"`
-	QPS          float64                   `json:"qps"`
-	Latency      LatencySummary            `json:"latency"`
-	Lag          LatencySummary            `json:"lag_from_intended"`
-	ByClass      map[string]LatencySummary `json:"latency_by_class"`
-	TopDigests   []DigestLatency           `json:"top_digests"`
+	Transactions    int64 `json:"transactions"`
+	Reads           int64 `json:"reads"`
+	Writes          int64 `json:"writes"`
+	Other           int64 `json:"other"`
+	Errors          int64 `json:"errors"`
+	Deadlocks       int64 `json:"deadlocks_and_lock_waits"`
+	ConnectFailures int64 `json:"connect_failures"`
+	// Connections is how many connections replay opened to the target.
+	Connections int64 `json:"connections"`
+	Skipped     int64 `json:"skipped"`
+	// Elapsed is this target's own replay time, which its rates divide by.
+	Elapsed    float64                   `json:"elapsed_seconds"`
+	TPS        float64                   `json:"tps"`
+	QPS        float64                   `json:"qps"`
+	Latency    LatencySummary            `json:"latency"`
+	Lag        LatencySummary            `json:"lag_from_intended"`
+	ByClass    map[string]LatencySummary `json:"latency_by_class"`
+	TopDigests []DigestLatency           `json:"top_digests"`
 }
 
 // DigestLatency is one statement shape's latency on a target.
@@ -276,13 +288,18 @@ func newReport(cfg Config, infos []store.RunTargetInfo, runners []*runner, elaps
 		s := rn.stats
 		s.mu.Lock()
 		tr := TargetReport{RunTargetInfo: infos[i], Transactions: s.transactions, Reads: s.queries[ClassRead], Writes: s.queries[ClassWrite],
-			Other: s.queries[ClassOther], Errors: s.errors, Deadlocks: s.deadlocks, Reconnects: s.reconnects, Skipped: s.skipped,
+			Other: s.queries[ClassOther], Errors: s.errors, Deadlocks: s.deadlocks, ConnectFailures: s.connectFailures, Connections: s.connections, Skipped: s.skipped,
 			Latency: summarize(s.service), Lag: summarize(s.lag), ByClass: map[string]LatencySummary{}}
 		for c := ClassOther; c <= ClassWrite; c++ {
 			tr.ByClass[c.String()] = summarize(s.byClass[c])
 		}
-		tr.TPS = float64(tr.Transactions) / elapsed.Seconds()
-		tr.QPS = float64(tr.Reads+tr.Writes+tr.Other) / elapsed.Seconds()
+		own := elapsed
+		if !rn.end.IsZero() {
+			own = rn.end.Sub(rn.start)
+		}
+		tr.Elapsed = own.Seconds()
+		tr.TPS = float64(tr.Transactions) / own.Seconds()
+		tr.QPS = float64(tr.Reads+tr.Writes+tr.Other) / own.Seconds()
 		for id, ds := range s.byDigest {
 			tr.TopDigests = append(tr.TopDigests, DigestLatency{Digest: id, Text: ds.text, Class: ds.class.String(), Latency: summarize(ds.hist)})
 		}

@@ -180,9 +180,25 @@ func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
 	if d.ByClass[DivContent] != 3 || d.ByClass[DivErrorVsOK] != 1 || d.Total() != 4 || d.Nondeterministic != 2 {
 		t.Fatalf("counts %v, nondeterministic %d; want 3 row-content, 1 error-vs-ok, 2 nondeterministic", d.ByClass, d.Nondeterministic)
 	}
+	// The first differing row, from the read statements run again after the replay.
+	wantDiff := map[uint64]string{
+		8:  "first differing row (re-run after the replay): row 1 on a (70) is not on b (1 rows vs 1)",
+		22: "first differing row (re-run after the replay): row 3 on a (7, 70) is not on b (5 rows vs 5)",
+		24: "first differing row (re-run after the replay): row 1 on a ('2100') is not on b (1 rows vs 1)", // DECIMAL comes back as text
+		25: "",
+	}
 	for _, s := range d.Samples {
 		if s.Seq == 25 && (s.Baseline != "error 1062" || !strings.HasPrefix(s.Target, "ok, 1 affected")) {
 			t.Errorf("duplicate insert sample %+v", s)
+		}
+		if s.FirstDiff != wantDiff[s.Seq] {
+			t.Errorf("seq %d first differing row %q, want %q", s.Seq, s.FirstDiff, wantDiff[s.Seq])
+		}
+	}
+	// A hand-written capture has no responses to compare with.
+	for _, c := range rep.VsCapture {
+		if c.Compared != 0 || c.Total() != 0 {
+			t.Errorf("compared with capture: %+v", c)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type runner struct {
 	outMu     sync.Mutex
 	out       *store.OutcomeBatch
 	outErr    error
+	// end is when this target finished replaying (its own elapsed time).
+	end time.Time
 	// active counts the connections replaying now (progress lines' thds).
 	active atomic.Int64
 }
@@ -163,7 +166,7 @@ func (rn *runner) runSessions(ctx context.Context) error {
 	sessions := map[uint64]chan job{}
 	var wg sync.WaitGroup
 	spawn := func() chan job {
-		ch := make(chan job, 256)
+		ch := make(chan job, 1024)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -221,7 +224,7 @@ type sessionState struct {
 // runConcurrent regroups whole transactions, in capture order, onto
 // Concurrency connections.
 func (rn *runner) runConcurrent(ctx context.Context) error {
-	units := make(chan *unit, 4*rn.cfg.Concurrency)
+	units := make(chan *unit, 64*rn.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for i := 0; i < rn.cfg.Concurrency; i++ {
 		wg.Add(1)
@@ -268,6 +271,12 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			st.sets = append(st.sets, sql)
 			return true
 		}
+		if rec.Kind == store.KindQuery && st.open == nil {
+			if db, ok := useSchema(sql); ok { // USE changes the session's schema, like COM_INIT_DB
+				st.schema = db
+				return true
+			}
+		}
 		j.rec = rec.Clone()
 		if st.open == nil {
 			st.open = &unit{session: rec.Session, schema: st.schema, sets: append([]string(nil), st.sets...)}
@@ -288,6 +297,18 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	return err
 }
 
+// useSchema returns the schema of a USE statement.
+func useSchema(sql string) (string, bool) {
+	if !strings.EqualFold(firstWord(sql), "use") {
+		return "", false
+	}
+	db := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(sql)[3:], "; \t\r\n"))
+	if len(db) >= 2 && db[0] == '`' && db[len(db)-1] == '`' {
+		db = strings.ReplaceAll(db[1:len(db)-1], "``", "`")
+	}
+	return db, db != ""
+}
+
 func isSet(sql string) bool {
 	w := firstWord(sql)
 	return len(w) == 3 && (w[0] == 'S' || w[0] == 's') && (w[1] == 'E' || w[1] == 'e') && (w[2] == 'T' || w[2] == 't')
@@ -296,16 +317,8 @@ func isSet(sql string) bool {
 // runUnit prepares w for u's session, then runs u's records.
 func (rn *runner) runUnit(ctx context.Context, w *worker, u *unit) {
 	sleepUntil(ctx, u.jobs[0].intended)
-	if w.conn != nil && (w.session != u.session || w.sets != len(u.sets)) {
-		if db := rn.schemaFor(u.schema); db != "" && db != w.schema {
-			if err := w.conn.UseDB(db); err == nil {
-				w.schema = db
-			}
-		}
-		for _, s := range u.sets {
-			w.conn.Execute(s)
-		}
-		w.session, w.sets = u.session, len(u.sets)
+	if err := w.connect(ctx, u.schema); err == nil {
+		w.adopt(u)
 	}
 	for _, j := range u.jobs {
 		o := store.Outcome{Seq: outcomeSeq(j.rec.Seq, j.loop)}

@@ -46,18 +46,19 @@ func summarize(h *hdrhistogram.Histogram) LatencySummary {
 // targetStats are one target's counters and histograms. The target's
 // outcome writer is the only writer; the reporter reads under mu.
 type targetStats struct {
-	mu           sync.Mutex
-	queries      [3]int64 // by Class
-	transactions int64
-	errors       int64
-	deadlocks    int64 // deadlocks and lock-wait timeouts: engine behaviour
-	reconnects   int64
-	skipped      int64
-	service      *hdrhistogram.Histogram
-	lag          *hdrhistogram.Histogram // from the intended send instant (paced modes)
-	byClass      [3]*hdrhistogram.Histogram
-	byDigest     map[string]*digestStats
-	interval     *hdrhistogram.Histogram
+	mu              sync.Mutex
+	queries         [3]int64 // by Class
+	transactions    int64
+	errors          int64
+	deadlocks       int64 // deadlocks and lock-wait timeouts: engine behaviour
+	connectFailures int64 // failed connection attempts
+	connections     int64 // connections opened
+	skipped         int64
+	service         *hdrhistogram.Histogram
+	lag             *hdrhistogram.Histogram // from the intended send instant (paced modes)
+	byClass         [3]*hdrhistogram.Histogram
+	byDigest        map[string]*digestStats
+	interval        *hdrhistogram.Histogram
 	// at the last interval report
 	lastQueries [3]int64
 	lastTrx     int64

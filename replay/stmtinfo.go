@@ -46,16 +46,48 @@ var nondeterministicFuncs = map[string]bool{
 	"current_user": true, "session_user": true, "system_user": true,
 }
 
-// analyzer caches StmtInfo per digest; safe for concurrent use.
+// analyzer caches StmtInfo per digest, and per exact text so that a
+// statement seen again (every execute of a prepared statement) costs a map
+// lookup, not a lexer pass; safe for concurrent use.
 type analyzer struct {
-	mu    sync.Mutex
-	cache map[string]*StmtInfo
+	mu     sync.Mutex
+	cache  map[string]*StmtInfo // by digest ID
+	textMu sync.RWMutex
+	byText map[string]*StmtInfo
 }
 
-func newAnalyzer() *analyzer { return &analyzer{cache: map[string]*StmtInfo{}} }
+// Bounds of the analyzer's caches: a capture of text queries with literals
+// has as many texts as statements.
+const (
+	maxCachedTexts = 50000
+	maxCachedText  = 4096
+)
+
+func newAnalyzer() *analyzer {
+	return &analyzer{cache: map[string]*StmtInfo{}, byText: map[string]*StmtInfo{}}
+}
 
 // info returns sql's StmtInfo, parsing once per digest.
 func (a *analyzer) info(sql string) *StmtInfo {
+	a.textMu.RLock()
+	si := a.byText[sql]
+	a.textMu.RUnlock()
+	if si != nil {
+		return si
+	}
+	si = a.byDigest(sql)
+	if len(sql) <= maxCachedText {
+		a.textMu.Lock()
+		if len(a.byText) >= maxCachedTexts {
+			clear(a.byText)
+		}
+		a.byText[sql] = si
+		a.textMu.Unlock()
+	}
+	return si
+}
+
+func (a *analyzer) byDigest(sql string) *StmtInfo {
 	d := sqldigest.Of(sql)
 	a.mu.Lock()
 	si := a.cache[d.ID]

@@ -1,0 +1,102 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/tandemdb/tandem/capture/synth"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+)
+
+func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, b := srv.FreshDB(t)
+	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
+	prepared(t, 2, 2000, ta, tb)
+	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Threads, c.Events = 8, 200 })
+	for _, k := range []int{1, 3} {
+		t.Run(fmt.Sprint("concurrency=", k), func(t *testing.T) {
+			rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = k }, ta, tb)
+			for _, tr := range rep.Targets {
+				// 8 captured sessions on k connections; every transaction and
+				// statement once: 200 x (14 reads + BEGIN + COMMIT).
+				if tr.Connections != int64(k) || tr.Transactions != 200 || tr.Reads != 200*14 || tr.Other != 400 || tr.Writes != 0 || tr.Errors != 0 {
+					t.Errorf("%s: connections %d transactions %d r/w/o %d/%d/%d errors %d", tr.Name, tr.Connections, tr.Transactions, tr.Reads, tr.Writes, tr.Other, tr.Errors)
+				}
+			}
+			// Connects and prepares are not replayed as such with
+			// --concurrency: statements are prepared where they run.
+			if d := rep.Divergences[0]; d.Compared != 200*16 || d.Total() != 0 || d.Missing != 0 || d.Extra != 0 {
+				t.Errorf("compared %d (want 3200), divergent %v, missing %d, extra %d", d.Compared, d.ByClass, d.Missing, d.Extra)
+			}
+		})
+	}
+}
+
+// Two captured sessions in different schemas, one with a SET that changes
+// what its statements return: regrouped onto fewer connections, each
+// statement still sees its own session's schema and settings. The capture's
+// responses (through the proxy, with row checksums) are the reference.
+func TestConcurrencyCarriesSessionState(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	one, oneDSN := srv.FreshDB(t)
+	two, twoDSN := srv.FreshDB(t)
+	exec(t, one, "CREATE TABLE t (v INT)", "INSERT INTO t VALUES (1)")
+	exec(t, two, "CREATE TABLE t (v INT)", "INSERT INTO t VALUES (2)")
+	via, finish := captureProxy(t)
+	conns, dbs := make([]*sql.Conn, 2), make([]*sql.DB, 2)
+	for i, dsn := range []string{oneDSN, twoDSN} {
+		var err error
+		if dbs[i], err = sql.Open("mysql", via(dsn)); err != nil {
+			t.Fatal(err)
+		}
+		if conns[i], err = dbs[i].Conn(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	q := func(c *sql.Conn, query string, args ...any) {
+		t.Helper()
+		rs, err := c.QueryContext(ctx, query, args...)
+		drain(t, rs, err)
+	}
+	// With ANSI_QUOTES "v" names the column (1); without, it is the string 'v'.
+	q(conns[0], "SET SESSION sql_mode = 'ANSI_QUOTES'")
+	for i := 0; i < 3; i++ {
+		q(conns[0], `SELECT "v" FROM t`)
+		q(conns[1], `SELECT "v" FROM t`)
+		q(conns[0], `SELECT v FROM t WHERE v = ?`, 1)
+		q(conns[1], `SELECT v FROM t WHERE v = ?`, 2)
+		q(conns[1], `SELECT "v", v + ? FROM t`, 10)
+	}
+	for i := range conns {
+		conns[i].Close()
+		dbs[i].Close()
+	}
+	capDir := finish()
+
+	// The target is the same server, without a database in its DSN, so each
+	// session's captured schema is used; the statements only read.
+	root := srv.DSN("")
+	for _, k := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint("concurrency=", k), func(t *testing.T) {
+			rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = k }, tgt(t, "same", root, ""))
+			tr, d := rep.Targets[0], rep.VsCapture[0]
+			if tr.Errors != 0 || tr.Reads != 15 {
+				t.Errorf("errors %d, reads %d; want 0, 15", tr.Errors, tr.Reads)
+			}
+			// Sessions replay their SET as a statement; --concurrency
+			// re-applies it as session state instead.
+			want := int64(15)
+			if k == 0 {
+				want = 16
+			}
+			if d.Compared != want || d.Total() != 0 {
+				t.Errorf("vs capture: compared %d (want %d), divergent %v %+v", d.Compared, want, d.ByClass, d.Samples)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/capture/synth"
+	"github.com/tandemdb/tandem/sandbox"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+)
+
+// A target whose server is killed in the middle of a replay: the other
+// targets finish with correct results, the killed one is reported with its
+// errors, and the replay ends on time.
+func TestTargetKilledMidReplay(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, b := srv.FreshDB(t)
+
+	// The victim has a server of its own, so killing it harms no other test.
+	ctx := context.Background()
+	dir := t.TempDir()
+	victims, err := sandbox.Up(ctx, sandbox.Config{Dir: dir, Profiles: []string{"innodb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sandbox.Down(context.Background(), dir, nil, true) })
+	root, err := sql.Open("mysql", victims[0].DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, root, "CREATE DATABASE victim")
+	root.Close()
+
+	ta, tb, tk := tgt(t, "a", a, ""), tgt(t, "b", b, ""), tgt(t, "killed", victims[0].DSN("victim"), "")
+	prepared(t, 2, 2000, ta, tb, tk)
+	// 4 sessions at 300 read-only transactions/s for 2 s, replayed as captured.
+	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) {
+		c.Threads, c.Events, c.Rate, c.Duration = 4, 0, 300, 2*time.Second
+	})
+	go func() {
+		time.Sleep(800 * time.Millisecond)
+		syscall.Kill(victims[0].PID, syscall.SIGKILL)
+	}()
+	start := time.Now()
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, ta, tb, tk)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("replay took %v after the kill", took)
+	}
+	ra, rb, rk := rep.Targets[0], rep.Targets[1], rep.Targets[2]
+	for _, tr := range []TargetReport{ra, rb} {
+		if tr.Errors != 0 || tr.ConnectFailures != 0 || tr.Transactions == 0 || tr.Reads != tr.Transactions*14 {
+			t.Errorf("%s: errors %d, connect failures %d, transactions %d, reads %d", tr.Name, tr.Errors, tr.ConnectFailures, tr.Transactions, tr.Reads)
+		}
+	}
+	if rb.Transactions != ra.Transactions || rep.Divergences[0].Total() != 0 || rep.Divergences[0].Missing != 0 {
+		t.Errorf("b vs a: transactions %d vs %d, divergent %v, missing %d", rb.Transactions, ra.Transactions, rep.Divergences[0].ByClass, rep.Divergences[0].Missing)
+	}
+	// Every statement was attempted on the killed target; those after the
+	// kill failed (lost connection, then refused), and the comparison counts
+	// exactly those as error-vs-ok.
+	dk := rep.Divergences[1]
+	if rk.Reads != ra.Reads || rk.Other != ra.Other {
+		t.Errorf("killed: r/o %d/%d, want %d/%d (every statement attempted)", rk.Reads, rk.Other, ra.Reads, ra.Other)
+	}
+	if rk.Errors == 0 || rk.Errors >= rk.Reads+rk.Other || rk.ConnectFailures == 0 {
+		t.Errorf("killed: errors %d of %d statements, connect failures %d", rk.Errors, rk.Reads+rk.Other, rk.ConnectFailures)
+	}
+	// Sessions connected and prepared before the kill: the divergences are
+	// exactly the failed statements.
+	if dk.ByClass[DivErrorVsOK] != rk.Errors || dk.Total() != rk.Errors || dk.Missing != 0 {
+		t.Errorf("killed vs a: %v (errors %d), missing %d", dk.ByClass, rk.Errors, dk.Missing)
+	}
+	t.Logf("killed target: %d of %d statements failed, %d failed connects; divergences %v", rk.Errors, rk.Reads+rk.Other, rk.ConnectFailures, dk.ByClass)
+}

@@ -1,0 +1,182 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+const manyTypesTable = `CREATE TABLE types (
+	id INT PRIMARY KEY AUTO_INCREMENT,
+	ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, mu MEDIUMINT UNSIGNED,
+	i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,
+	de DECIMAL(24,6), f FLOAT, d DOUBLE,
+	dt DATE, tm TIME(6), dtm DATETIME(6), ts TIMESTAMP(6) NULL, y YEAR,
+	c CHAR(10), vc VARCHAR(100), tx TEXT, bl BLOB, bn BINARY(4), vb VARBINARY(10),
+	en ENUM('a','b','c'), st SET('x','y','z'), js JSON, bt BIT(12), bo BOOL)`
+
+// captureProxy starts a capturing proxy (row checksums on) in front of the
+// sandbox's InnoDB; dsn rewrites a sandbox DSN to go through it, and
+// finish stops it and returns the capture directory.
+func captureProxy(t *testing.T) (dsn func(string) string, finish func() string) {
+	t.Helper()
+	srv := sandboxtest.Server(t, "innodb")
+	_, backend := srv.FreshDB(t)
+	bcfg, err := driver.ParseDSN(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "capture")
+	w, err := store.Create(dir, store.WriterOptions{Source: "replay test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := capture.NewRecorder(w, nil)
+	p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Backend: bcfg.Addr, Recorder: rec, CaptureResults: proxy.ResultsChecksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx) }()
+	dsn = func(s string) string {
+		cfg, err := driver.ParseDSN(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addr, cfg.InterpolateParams, cfg.ParseTime = p.Addr().String(), false, true
+		return cfg.FormatDSN()
+	}
+	finish = func() string {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	return dsn, finish
+}
+
+// captureThroughProxy runs fn with a go-sql-driver pool of one connection
+// (server-side prepared statements) through a capturing proxy, on a fresh
+// database, and returns the capture.
+func captureThroughProxy(t *testing.T, fn func(db *sql.DB)) string {
+	t.Helper()
+	via, finish := captureProxy(t)
+	_, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
+	db, err := sql.Open("mysql", via(dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // one session: its order is the replay's order
+	fn(db)
+	db.Close()
+	return finish()
+}
+
+// drain reads and closes what a Query returned; it fails t on an error.
+func drain(t *testing.T, x any, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs, ok := x.(*sql.Rows); ok {
+		for rs.Next() {
+		}
+		if err := rs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestProxyCaptureOfManyTypesReplaysIdentically(t *testing.T) {
+	when := time.Date(2026, 11, 30, 12, 34, 56, 789012000, time.UTC)
+	rows := [][]any{
+		{int64(-128), uint64(255), int64(-32768), uint64(65535), int64(-8388608), uint64(16777215),
+			int64(math.MinInt32), uint64(math.MaxUint32), int64(math.MinInt64), uint64(math.MaxUint64),
+			"-123456789012345678.123456", float32(1.5), math.Pi,
+			"2026-11-30", "-838:59:59.000000", when, when, int64(2026),
+			"char", "varchar ünïcødé", strings.Repeat("text ", 100), []byte{0, 1, 2, 0xff}, []byte("bin4"), []byte{0xde, 0xad},
+			"b", "x,z", `{"k": [1, 2, {"n": null}]}`, []byte{0x0f, 0xff}, true},
+		{int64(127), uint64(0), int64(32767), uint64(0), int64(8388607), uint64(0),
+			int64(math.MaxInt32), uint64(0), int64(math.MaxInt64), uint64(0),
+			"0.000001", float32(-0.25), -1e-300,
+			"1000-01-01", "00:00:00.000001", time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC), nil, int64(1901),
+			"", "", "", []byte{}, []byte{0, 0, 0, 0}, []byte{},
+			"a", "", `[]`, []byte{0, 0}, false},
+		make([]any, 29), // all NULL
+	}
+	capDir := captureThroughProxy(t, func(db *sql.DB) {
+		must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+		must(db.Exec(manyTypesTable))
+		for _, r := range rows {
+			must(db.Exec("INSERT INTO types VALUES (NULL"+strings.Repeat(",?", 29)+")", r...))
+		}
+		for id := 1; id <= 4; id++ { // id 4 does not exist: an empty result
+			must(db.Query("SELECT * FROM types WHERE id = ?", id))
+		}
+		// Typed parameters in WHERE: a wrongly replayed value finds no row.
+		must(db.Query("SELECT id FROM types WHERE bi = ? AND bu = ? AND dtm = ? AND tm = ? AND dt = ? AND de = ? AND vb = ?",
+			int64(math.MinInt64), uint64(math.MaxUint64), when, "-838:59:59.000000", "2026-11-30", "-123456789012345678.123456", []byte{0xde, 0xad}))
+		must(db.Query("SELECT id, f, d FROM types WHERE f = ? OR d = ? ORDER BY id", float32(-0.25), math.Pi))
+		must(db.Exec("UPDATE types SET vc = ?, y = ? WHERE iu = ?", "updated", int64(2000), uint64(math.MaxUint32)))
+		must(db.Query("SELECT * FROM types ORDER BY id"))
+		must(db.Query("SELECT COUNT(*), SUM(i), MAX(dtm) FROM types")) // text protocol: no arguments
+		must(db.Exec("DELETE FROM types WHERE id = ?", 3))
+		must(db.Query("SELECT id, en, st, js, bt FROM types ORDER BY id"))
+	})
+
+	// What the capture holds: statements with responses to compare.
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statements, withChecksums := 0, 0
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (rec.Kind == store.KindQuery || rec.Kind == store.KindExecute) && rec.Resp.Kind != store.RespNone {
+			statements++
+			if rec.Resp.HasChecksums {
+				withChecksums++
+			}
+		}
+	}
+	r.Close()
+	// CREATE, 3 inserts, 4 + 1 + 1 selects, update, 2 selects, delete, select.
+	if statements != 15 || withChecksums != 9 {
+		t.Fatalf("capture holds %d statements (%d with row checksums); want 15 (9)", statements, withChecksums)
+	}
+
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, b := srv.FreshDB(t)
+	rep := replayRun(t, capDir, nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	for _, tr := range rep.Targets {
+		if tr.Errors != 0 || tr.Skipped != 0 || tr.Reads != 9 || tr.Writes != 5 || tr.Other != 1 {
+			t.Errorf("%s: errors %d skipped %d r/w/o %d/%d/%d; want 0 0 9/5/1", tr.Name, tr.Errors, tr.Skipped, tr.Reads, tr.Writes, tr.Other)
+		}
+	}
+	if d := rep.Divergences[0]; d.Total() != 0 || d.Missing != 0 || d.Extra != 0 {
+		t.Errorf("b vs a: %v %+v", d.ByClass, d.Samples)
+	}
+	for _, d := range rep.VsCapture {
+		if d.Compared != 15 || d.Total() != 0 {
+			t.Errorf("%s vs capture: compared %d (want 15), divergent %v %+v", d.Target, d.Compared, d.ByClass, d.Samples)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/target"
+)
+
+// maxDiffRows bounds the rows read back per side when looking for the
+// first differing row.
+const maxDiffRows = 100000
+
+// addFirstDiffs runs the read statements of row-content, row-count and
+// order-only samples again on the baseline and the target, after the
+// replay, and records the first row that differs. Only outcomes are kept
+// during the replay (checksums, not rows), so this is what the tables hold
+// now; a sample whose rows now agree says so.
+func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Config, rep *Report) {
+	conns := map[string]*client.Conn{}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	conn := func(t target.Target, schema string) (*client.Conn, error) {
+		key := t.Name + "\x00" + schema
+		if c := conns[key]; c != nil {
+			return c, nil
+		}
+		dc, err := driver.ParseDSN(t.DSN)
+		if err != nil {
+			return nil, err
+		}
+		if dc.DBName != "" {
+			schema = dc.DBName
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		c, err := client.ConnectWithContext(dctx, dc.Addr, dc.User, dc.Passwd, schema, 5*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		conns[key] = c
+		return c, nil
+	}
+	base := cfg.Targets[cfg.baseline()]
+	for di := range rep.Divergences {
+		d := &rep.Divergences[di]
+		ti := -1
+		for i, t := range cfg.Targets {
+			if t.Name == d.Target {
+				ti = i
+			}
+		}
+		for si := range d.Samples {
+			s := &d.Samples[si]
+			if s.Class != DivContent && s.Class != DivRowCount && s.Class != DivOrder {
+				continue
+			}
+			info := an.info(s.Statement)
+			rec, ok, err := r.Get(s.Seq & (1<<40 - 1))
+			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || ti < 0 {
+				continue
+			}
+			schema := sessionSchema(r, rec)
+			var sides [2][]string
+			for k, t := range []target.Target{base, cfg.Targets[ti]} {
+				c, err := conn(t, schema)
+				if err == nil {
+					sides[k], err = readRows(c, s.Statement, rec)
+				}
+				if err != nil {
+					s.FirstDiff = fmt.Sprintf("re-running it on %s after the replay failed: %v", t.Name, err)
+					break
+				}
+			}
+			if s.FirstDiff == "" {
+				s.FirstDiff = firstDiff(sides[0], sides[1], base.Name, d.Target, s.Class == DivOrder)
+			}
+		}
+	}
+}
+
+// sessionSchema is the schema rec's session was in (its last connect or
+// COM_INIT_DB before rec).
+func sessionSchema(r *store.Reader, rec *store.Record) string {
+	schema := rec.Schema
+	for x, err := range r.Session(rec.Session) {
+		if err != nil || x.Seq >= rec.Seq {
+			break
+		}
+		if x.Kind == store.KindConnect || x.Kind == store.KindInitDB || x.Kind == store.KindChangeUser {
+			schema = x.Schema
+		}
+	}
+	return schema
+}
+
+// readRows runs a statement (with the record's parameters, if it was an
+// execute) and returns its rows as text, at most maxDiffRows of them.
+func readRows(c *client.Conn, sql string, rec *store.Record) ([]string, error) {
+	var res *mysql.Result
+	var err error
+	if rec.Kind == store.KindExecute {
+		var st *client.Stmt
+		if st, err = c.Prepare(sql); err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		res, err = st.Execute(args(rec.Params)...)
+	} else {
+		res, err = c.Execute(sql)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var rows []string
+	if res.Resultset == nil {
+		return nil, nil
+	}
+	for i := range res.Values {
+		if i == maxDiffRows {
+			break
+		}
+		var b strings.Builder
+		b.WriteByte('(')
+		for j := range res.Values[i] {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			v := &res.Values[i][j]
+			if v.Value() == nil {
+				b.WriteString("NULL")
+			} else {
+				b.WriteString(v.String())
+			}
+		}
+		b.WriteByte(')')
+		rows = append(rows, b.String())
+	}
+	return rows, nil
+}
+
+// firstDiff describes the first difference between two sides' rows: by
+// position when only the order may differ, else the first row one side has
+// more of than the other.
+func firstDiff(a, b []string, aName, bName string, byPosition bool) string {
+	const prefix = "first differing row (re-run after the replay): "
+	if byPosition {
+		for i := range max(len(a), len(b)) {
+			if i >= len(a) || i >= len(b) || a[i] != b[i] {
+				return fmt.Sprintf("%srow %d: %s %s, %s %s", prefix, i+1, aName, at(a, i), bName, at(b, i))
+			}
+		}
+		return "rows agree when re-run after the replay, in the same order"
+	}
+	count := map[string]int{}
+	for _, x := range b {
+		count[x]++
+	}
+	for i, x := range a {
+		if count[x] == 0 {
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, aName, x, bName, len(a), len(b))
+		}
+		count[x]--
+	}
+	for i, x := range b {
+		if count[x] > 0 {
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, bName, x, aName, len(b), len(a))
+		}
+	}
+	return "rows agree when re-run after the replay"
+}
+
+func at(rows []string, i int) string {
+	if i < len(rows) {
+		return rows[i]
+	}
+	return "(no row)"
+}
