@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-short  pure unit tests only (no server needed)"
 	@echo "make lint        gofmt check and go vet"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
+	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay; each runs alone too)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 
 build:
@@ -39,7 +40,7 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store bench-synth bench-proxy
+bench: bench-store bench-synth bench-proxy bench-replay
 
 bench-store:
 	@scripts/bench-store.sh
@@ -49,6 +50,9 @@ bench-synth: build
 
 bench-proxy: build
 	@scripts/bench-proxy.sh $(BIN)
+
+bench-replay: build
+	@scripts/bench-replay.sh $(BIN)
 
 clean:
 	rm -rf bin .tandem
