@@ -14,7 +14,9 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,34 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 
+// ioEnv, when set, is the Config.IO every test's proxy uses.
+const ioEnv = "TANDEM_PROXY_TEST_IO"
+
+// Every test of this package runs again with blocking I/O, in a child run
+// of the test binary (the default run uses the poller).
+func TestEverythingAgainWithBlockingIO(t *testing.T) {
+	if os.Getenv(ioEnv) != "" {
+		t.Skip("this is the child run")
+	}
+	if testing.Short() {
+		t.Skip("needs a MariaDB server; skipped with -short")
+	}
+	args := []string{"-test.count=1", "-test.timeout=5m"}
+	if testing.Verbose() {
+		args = append(args, "-test.v")
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), ioEnv+"="+IOBlocking)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the tests with --io blocking failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "PASS") {
+		t.Fatalf("the child run did not pass:\n%s", out)
+	}
+	t.Logf("with --io blocking:\n%s", out)
+}
+
 // testProxy is a proxy running in the test process.
 type testProxy struct {
 	*Proxy
@@ -42,7 +72,7 @@ type testProxy struct {
 func startProxy(t *testing.T, backend string, capturing bool, mod func(*Config)) *testProxy {
 	t.Helper()
 	tp := &testProxy{reg: prometheus.NewRegistry()}
-	cfg := Config{Listen: "127.0.0.1:0", Backend: backend, Metrics: NewMetrics(tp.reg), DrainTimeout: 2 * time.Second,
+	cfg := Config{Listen: "127.0.0.1:0", Backend: backend, Metrics: NewMetrics(tp.reg), DrainTimeout: 2 * time.Second, IO: os.Getenv(ioEnv),
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	if capturing {
 		tp.dir = filepath.Join(t.TempDir(), "capture")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	BackendCA       string
 	BackendInsecure bool
 	MaxConnections  int
+	// IO is how connections wait: IOPoller (Go's network poller, the
+	// default) or IOBlocking (a thread blocked in the kernel per waiting
+	// connection, woken directly; see internal/blockio).
+	IO string
 	// MaxRecordBytes bounds the SQL text or data stored per record; longer
 	// ones are truncated and marked. Default 1 MiB.
 	MaxRecordBytes   int
@@ -61,6 +66,12 @@ type Config struct {
 	Logger       *slog.Logger
 	Metrics      *Metrics
 }
+
+// Config.IO values.
+const (
+	IOBlocking = "blocking"
+	IOPoller   = "poller"
+)
 
 func (c *Config) defaults() error {
 	if c.Backend == "" {
@@ -78,6 +89,13 @@ func (c *Config) defaults() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("proxy: --tls-cert and --tls-key go together")
+	}
+	switch c.IO {
+	case "":
+		c.IO = IOPoller
+	case IOBlocking, IOPoller:
+	default:
+		return fmt.Errorf("proxy: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 1000
@@ -242,6 +260,7 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.wg.Done()
 	id := p.nextID.Add(1)
 	log := p.log.With("session", id, "client", c.RemoteAddr().String())
+	c = p.wrapIO(c, log)
 	start := time.Now()
 	client := wire.NewConn(c)
 	defer client.Close()
@@ -265,6 +284,7 @@ func (p *Proxy) handle(c net.Conn) {
 		log.Warn("backend unreachable", "backend", p.cfg.Backend, "err", err)
 		return
 	}
+	bc = p.wrapIO(bc, log)
 	s := &session{p: p, id: id, client: client, backend: wire.NewConn(bc), stmts: map[uint32]*stmt{}}
 	defer s.backend.Close()
 	p.mu.Lock()
@@ -317,6 +337,21 @@ func (p *Proxy) handle(c net.Conn) {
 		p.recorder.Record(&quit)
 	}
 	p.endWith(s, log, err)
+}
+
+// wrapIO moves a TCP connection onto blocking calls when the config asks
+// for it; if that fails the connection stays on the poller.
+func (p *Proxy) wrapIO(c net.Conn, log *slog.Logger) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if p.cfg.IO != IOBlocking || !ok {
+		return c
+	}
+	bc, err := blockio.Wrap(tc)
+	if err != nil {
+		log.Warn("cannot switch the connection to blocking I/O; it stays on the poller", "err", err)
+		return c
+	}
+	return bc
 }
 
 // endWith counts and logs how a session ended, and tells the client what

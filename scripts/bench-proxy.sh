@@ -45,12 +45,14 @@ haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pids+=($!)
 
 t_port=$(free_port)
 "$tandem" proxy --listen 127.0.0.1:$t_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy.log" 2>&1 & pids+=($!)
+p_port=$(free_port)
+"$tandem" proxy --io blocking --listen 127.0.0.1:$p_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-blocking.log" 2>&1 & pids+=($!)
 c_port=$(free_port)
 "$tandem" proxy --listen 127.0.0.1:$c_port --backend 127.0.0.1:$db_port --capture "$work/capture" --metrics-addr off --log-level warn >"$work/proxy-capture.log" 2>&1 & capture_pid=$!; pids+=($capture_pid)
 sleep 1
 
-declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem+capture]=$c_port)
-targets=(direct haproxy tandem tandem+capture)
+declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem-blocking]=$p_port [tandem+capture]=$c_port)
+targets=(direct haproxy tandem tandem-blocking tandem+capture)
 workloads=(oltp_point_select oltp_read_write)
 declare -A qps p95
 
