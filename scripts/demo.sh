@@ -38,3 +38,20 @@ echo
 echo "== tandem replay: the capture against all three at once, each session on its own connection, no waiting"
 run=.tandem/runs/demo-$(date +%Y%m%d-%H%M%S)
 "$tandem" replay "$capture" --speed 0 --run "$run" --target "$innodb" --target "$compressed" --target "$myrocks"
+
+echo
+echo "== tandem proxy: sysbench oltp_read_only (prepared statements) through a capturing proxy in front of InnoDB"
+proxy_capture=${capture}-proxy
+rm -rf "$proxy_capture"
+proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$proxy_capture" \
+  --capture-results checksum --metrics-addr off --log-level warn &
+proxy_pid=$!
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
+sysbench oltp_read_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=4 --events=500 --time=0 run | sed -n '/SQL statistics/,/Throughput/p'
+kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # flushes and closes the capture
+
+echo
+echo "== tandem replay: the proxy capture against InnoDB and MyRocks, 2 connections each, compared with each other and with the captured responses"
+"$tandem" replay "$proxy_capture" --speed 0 --concurrency 2 --run "$run-proxy" --target "$innodb" --target "$myrocks"

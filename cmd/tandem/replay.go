@@ -22,7 +22,11 @@ func newReplayCmd() *cobra.Command {
 so a slow target never slows another — measures every statement's latency per
 target, and compares every statement's outcome (error, affected rows, insert
 id, row count, row checksums, warnings) with the baseline target: the first,
-or the one marked ,baseline.
+or the one marked ,baseline — and, for a capture made by tandem proxy, with
+the response the capture holds (row checksums when the proxy ran with
+--capture-results checksum). Samples of row differences show the first
+differing row, from running the read statement again on both sides after
+the replay.
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
@@ -32,7 +36,8 @@ names a database runs every session in it.
 
 Modes: each captured session on its own connection, paced by --speed (1 as
 captured, 0 as fast as possible); or --concurrency K, whole transactions
-regrouped onto K connections per target. Latency is service time and, when
+regrouped onto K connections per target, each connection carrying the
+schema and SET statements of the session it serves. Latency is service time and, when
 paced, time from the intended send instant. Statements that cannot be
 deterministic (NOW(), RAND(), LIMIT without ORDER BY …) are counted apart.
 Results are stored in --run DIR.`,
