@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tandemdb/tandem/store"
@@ -62,6 +63,7 @@ func TestFirstDiff(t *testing.T) {
 		{[]string{"(1)", "(2)", "(3)"}, []string{"(1)", "(3)"}, false, p + "row 2 on a (2) is not on b (3 rows vs 2)"},
 		{[]string{"(1)"}, []string{"(1)", "(1)"}, false, p + "row 1 on b (1) is not on a (2 rows vs 1)"},
 		{nil, nil, true, "rows agree when re-run after the replay, in the same order"},
+		{[]string{"(" + strings.Repeat("x", 200) + ")"}, nil, false, p + "row 1 on a (" + strings.Repeat("x", 118) + "… is not on b (1 rows vs 0)"},
 	}
 	for _, c := range cases {
 		if got := firstDiff(c.a, c.b, "a", "b", c.ordered); got != c.want {

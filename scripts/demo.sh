@@ -40,6 +40,11 @@ run=.tandem/runs/demo-$(date +%Y%m%d-%H%M%S)
 "$tandem" replay "$capture" --speed 0 --run "$run" --target "$innodb" --target "$compressed" --target "$myrocks"
 
 echo
+echo "== tandem prepare again: the read-write replay changed each engine's rows in its own order; start equal"
+"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$myrocks" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$myrocks" >/dev/null
+
+echo
 echo "== tandem proxy: sysbench oltp_read_only (prepared statements) through a capturing proxy in front of InnoDB"
 proxy_capture=${capture}-proxy
 rm -rf "$proxy_capture"
