@@ -3,7 +3,6 @@ package proxy
 import (
 	"database/sql"
 	"fmt"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,42 +10,10 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/tandemdb/tandem/internal/typestest"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
-
-const typesTable = `CREATE TABLE types (
-	id INT PRIMARY KEY,
-	ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, mu MEDIUMINT UNSIGNED,
-	i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,
-	de DECIMAL(24,6), f FLOAT, d DOUBLE,
-	dt DATE, tm TIME(6), dtm DATETIME(6), ts TIMESTAMP(6) NULL, y YEAR,
-	c CHAR(10), vc VARCHAR(100), tx TEXT, bl BLOB, bn BINARY(4), vb VARBINARY(10),
-	en ENUM('a','b','c'), st SET('x','y','z'), js JSON, bt BIT(12), bo BOOL)`
-
-const typesInsert = `INSERT INTO types VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
-
-var typesTime = time.Date(2026, 11, 30, 12, 34, 56, 789012000, time.UTC)
-
-// typesRows are the rows inserted, as Go values go-sql-driver binds.
-func typesRows() [][]any {
-	return [][]any{
-		{int64(1), int64(-128), uint64(255), int64(-32768), uint64(65535), int64(-8388608), uint64(16777215),
-			int64(math.MinInt32), uint64(math.MaxUint32), int64(math.MinInt64), uint64(math.MaxUint64),
-			"-123456789012345678.123456", float32(1.5), math.Pi,
-			"2026-11-30", "-838:59:59.000000", typesTime, typesTime, int64(2026),
-			"char", "varchar ünïcødé", strings.Repeat("text ", 100), []byte{0, 1, 2, 0xff}, []byte("bin4"), []byte{0xde, 0xad},
-			"b", "x,z", `{"k": [1, 2, {"n": null}]}`, []byte{0x0f, 0xff}, true},
-		{int64(2), int64(127), uint64(0), int64(32767), uint64(0), int64(8388607), uint64(0),
-			int64(math.MaxInt32), uint64(0), int64(math.MaxInt64), uint64(0),
-			"0.000001", float32(-0.25), -1e-300,
-			"1000-01-01", "00:00:00.000001", time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC), nil, int64(1901),
-			"", "", "", []byte{}, []byte{0, 0, 0, 0}, []byte{},
-			"a", "", `[]`, []byte{0, 0}, false},
-		{int64(3), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-			nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil},
-	}
-}
 
 // readAll reads every row of q as strings (nil for NULL).
 func readAll(t *testing.T, db *sql.DB, q string, args ...any) [][]*string {
@@ -131,12 +98,12 @@ func TestGoSQLDriverEveryTypeTextAndPrepared(t *testing.T) {
 	direct, dsn := srv.FreshDB(t)
 	tp := startProxy(t, srv.Addr(), true, func(c *Config) { c.CaptureResults = ResultsChecksum })
 	via := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
-	if _, err := via.Exec(typesTable); err != nil {
+	if _, err := via.Exec(typestest.Table); err != nil {
 		t.Fatal(err)
 	}
-	rows := typesRows()
+	rows := typestest.Rows()
 	for _, r := range rows {
-		if _, err := via.Exec(typesInsert, r...); err != nil {
+		if _, err := via.Exec(typestest.Insert, r...); err != nil {
 			t.Fatalf("insert through the proxy: %v", err)
 		}
 	}

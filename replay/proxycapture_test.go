@@ -5,25 +5,15 @@ import (
 	"database/sql"
 	"math"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/typestest"
 	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
-
-const manyTypesTable = `CREATE TABLE types (
-	id INT PRIMARY KEY AUTO_INCREMENT,
-	ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, mu MEDIUMINT UNSIGNED,
-	i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,
-	de DECIMAL(24,6), f FLOAT, d DOUBLE,
-	dt DATE, tm TIME(6), dtm DATETIME(6), ts TIMESTAMP(6) NULL, y YEAR,
-	c CHAR(10), vc VARCHAR(100), tx TEXT, bl BLOB, bn BINARY(4), vb VARBINARY(10),
-	en ENUM('a','b','c'), st SET('x','y','z'), js JSON, bt BIT(12), bo BOOL)`
 
 // captureProxy starts a capturing proxy (row checksums on) in front of the
 // sandbox's InnoDB; dsn rewrites a sandbox DSN to go through it, and
@@ -103,27 +93,12 @@ func drain(t *testing.T, x any, err error) {
 }
 
 func TestProxyCaptureOfManyTypesReplaysIdentically(t *testing.T) {
-	when := time.Date(2026, 11, 30, 12, 34, 56, 789012000, time.UTC)
-	rows := [][]any{
-		{int64(-128), uint64(255), int64(-32768), uint64(65535), int64(-8388608), uint64(16777215),
-			int64(math.MinInt32), uint64(math.MaxUint32), int64(math.MinInt64), uint64(math.MaxUint64),
-			"-123456789012345678.123456", float32(1.5), math.Pi,
-			"2026-11-30", "-838:59:59.000000", when, when, int64(2026),
-			"char", "varchar ünïcødé", strings.Repeat("text ", 100), []byte{0, 1, 2, 0xff}, []byte("bin4"), []byte{0xde, 0xad},
-			"b", "x,z", `{"k": [1, 2, {"n": null}]}`, []byte{0x0f, 0xff}, true},
-		{int64(127), uint64(0), int64(32767), uint64(0), int64(8388607), uint64(0),
-			int64(math.MaxInt32), uint64(0), int64(math.MaxInt64), uint64(0),
-			"0.000001", float32(-0.25), -1e-300,
-			"1000-01-01", "00:00:00.000001", time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC), nil, int64(1901),
-			"", "", "", []byte{}, []byte{0, 0, 0, 0}, []byte{},
-			"a", "", `[]`, []byte{0, 0}, false},
-		make([]any, 29), // all NULL
-	}
+	when := typestest.Time
 	capDir := captureThroughProxy(t, func(db *sql.DB) {
 		must := func(x any, err error) { t.Helper(); drain(t, x, err) }
-		must(db.Exec(manyTypesTable))
-		for _, r := range rows {
-			must(db.Exec("INSERT INTO types VALUES (NULL"+strings.Repeat(",?", 29)+")", r...))
+		must(db.Exec(typestest.Table))
+		for _, r := range typestest.Rows() {
+			must(db.Exec(typestest.Insert, r...))
 		}
 		for id := 1; id <= 4; id++ { // id 4 does not exist: an empty result
 			must(db.Query("SELECT * FROM types WHERE id = ?", id))
