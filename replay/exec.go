@@ -36,6 +36,9 @@ type worker struct {
 	// statement prepared for it here (one per captured prepare, as captured).
 	sqlOf map[uint32]string
 	byID  map[uint32]*client.Stmt
+	// out buffers this worker's outcomes, committed every outBatch.
+	out      *store.OutcomeBatch
+	outBatch int
 	// schema in use on conn; session whose SET statements conn carries
 	schema   string
 	session  uint64
@@ -45,8 +48,9 @@ type worker struct {
 	backoff  time.Duration
 }
 
-func newWorker(rn *runner) *worker {
-	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}, byID: map[uint32]*client.Stmt{}}
+func newWorker(rn *runner, outBatch int) *worker {
+	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}, byID: map[uint32]*client.Stmt{},
+		out: rn.run.NewOutcomeBatch(rn.idx), outBatch: outBatch}
 }
 
 // connect (re)opens the connection, with backoff after failures.
@@ -137,11 +141,18 @@ func (w *worker) forgetStatements() {
 	clear(w.byID)
 }
 
-func (w *worker) close() {
+// quit ends the connection as the client did.
+func (w *worker) quit() {
 	if w.conn != nil {
 		w.conn.Quit()
 	}
 	w.conn = nil
+}
+
+// close ends the connection and writes the outcomes still buffered.
+func (w *worker) close() {
+	w.quit()
+	w.rn.commit(w)
 }
 
 // prepared returns conn's statement for sql in the current schema,
@@ -169,7 +180,7 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 	}
 	switch rec.Kind {
 	case store.KindQuit:
-		w.close()
+		w.quit()
 		return nil, false
 	case store.KindChangeUser, store.KindResetConnection:
 		// A change of user is replayed as a reset: the target's own

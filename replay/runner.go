@@ -32,8 +32,7 @@ type runner struct {
 	rewriteMu sync.Mutex
 	rewrites  map[string]string
 	outMu     sync.Mutex
-	out       *store.OutcomeBatch
-	outErr    error
+	outErr    error // the first failure to write outcomes
 	// end is when this target finished replaying (its own elapsed time).
 	end time.Time
 	// active counts the connections replaying now (progress lines' thds).
@@ -46,8 +45,7 @@ func newRunner(idx int, t target.Target, cfg *Config, r *store.Reader, an *analy
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	return &runner{idx: idx, t: t, cfg: cfg, r: r, an: an, run: run, stats: newTargetStats(),
-		addr: c.Addr, user: c.User, pass: c.Passwd, db: c.DBName, rewrites: map[string]string{},
-		out: run.NewOutcomeBatch(idx)}, nil
+		addr: c.Addr, user: c.User, pass: c.Passwd, db: c.DBName, rewrites: map[string]string{}}, nil
 }
 
 // schemaFor maps a captured schema to the target's: a target whose DSN
@@ -108,12 +106,21 @@ func (rn *runner) finish(w *worker, si *StmtInfo, o *store.Outcome, intended tim
 	if !replayed && o.Flags&store.OutcomeSkipped == 0 {
 		return // lifecycle records (close, quit) are not compared
 	}
-	rn.outMu.Lock()
-	rn.out.Add(o)
-	if rn.out.Len() >= 4096 && rn.outErr == nil {
-		rn.outErr = rn.out.Commit()
+	w.out.Add(o)
+	if w.out.Len() >= w.outBatch {
+		rn.commit(w)
 	}
-	rn.outMu.Unlock()
+}
+
+// commit writes w's buffered outcomes; the first failure is kept.
+func (rn *runner) commit(w *worker) {
+	if err := w.out.Commit(); err != nil {
+		rn.outMu.Lock()
+		if rn.outErr == nil {
+			rn.outErr = err
+		}
+		rn.outMu.Unlock()
+	}
 }
 
 // loops runs body over the capture as many times as Loop and Duration ask.
@@ -172,7 +179,7 @@ func (rn *runner) runSessions(ctx context.Context) error {
 			defer wg.Done()
 			rn.active.Add(1)
 			defer rn.active.Add(-1)
-			w := newWorker(rn)
+			w := newWorker(rn, 256) // many sessions: small outcome batches each
 			defer w.close()
 			for j := range ch {
 				sleepUntil(ctx, j.intended)
@@ -224,7 +231,13 @@ type sessionState struct {
 // runConcurrent regroups whole transactions, in capture order, onto
 // Concurrency connections.
 func (rn *runner) runConcurrent(ctx context.Context) error {
-	units := make(chan *unit, 64*rn.cfg.Concurrency)
+	// Unpaced, units go to the workers in batches: one channel operation
+	// (and at most one wake-up) per batch instead of per transaction.
+	batch := 1
+	if rn.cfg.Speed <= 0 {
+		batch = 32
+	}
+	units := make(chan []*unit, 16*rn.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for i := 0; i < rn.cfg.Concurrency; i++ {
 		wg.Add(1)
@@ -232,12 +245,27 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			defer wg.Done()
 			rn.active.Add(1)
 			defer rn.active.Add(-1)
-			w := newWorker(rn)
+			w := newWorker(rn, 4096)
 			defer w.close()
-			for u := range units {
-				rn.runUnit(ctx, w, u)
+			for us := range units {
+				for _, u := range us {
+					rn.runUnit(ctx, w, u)
+				}
 			}
 		}()
+	}
+	var pending []*unit
+	send := func() bool {
+		if len(pending) == 0 {
+			return true
+		}
+		select {
+		case units <- pending:
+			pending = make([]*unit, 0, batch)
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
 	states := map[uint64]*sessionState{}
 	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
@@ -283,15 +311,15 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		}
 		st.open.jobs = append(st.open.jobs, j)
 		if !si.Begin && (si.End || len(st.open.jobs) == 1) {
-			select {
-			case units <- st.open:
-			case <-ctx.Done():
-				return false
-			}
+			pending = append(pending, st.open)
 			st.open = nil
+			if len(pending) >= batch {
+				return send()
+			}
 		}
 		return true
 	})
+	send()
 	close(units)
 	wg.Wait()
 	return err
@@ -327,12 +355,10 @@ func (rn *runner) runUnit(ctx context.Context, w *worker, u *unit) {
 	}
 }
 
-// flush commits what is left of the outcomes.
+// flush reports a failure to write outcomes (each worker commits its own
+// when it ends).
 func (rn *runner) flush() error {
 	rn.outMu.Lock()
 	defer rn.outMu.Unlock()
-	if rn.outErr != nil {
-		return rn.outErr
-	}
-	return rn.out.Commit()
+	return rn.outErr
 }
