@@ -95,7 +95,7 @@ func (c *Config) defaults() error {
 		c.IO = IOPoller
 	case IOBlocking, IOPoller:
 	default:
-		return fmt.Errorf("proxy: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
+		return fmt.Errorf("proxy: --io %q: want %s or %s", c.IO, IOPoller, IOBlocking)
 	}
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = 1000

@@ -256,11 +256,13 @@ func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 		{"p99", func(l LatencySummary) float64 { return l.P99 }}, {"max", func(l LatencySummary) float64 { return l.Max }}} {
 		row("latency ms "+q.n, func(t TargetReport) string { return fmt.Sprintf("%.3f", q.f(t.Latency)) })
 	}
-	row("lag from intended p95 ms", func(t TargetReport) string {
+	// Paced replays: how late statements went out against the captured
+	// pacing (from the intended send instant to the last packet).
+	row("lag ms p50/p95/p99/max", func(t TargetReport) string {
 		if t.Lag.Count == 0 {
-			return "-"
+			return "- (unpaced)"
 		}
-		return fmt.Sprintf("%.3f", t.Lag.P95)
+		return fmt.Sprintf("%.2f/%.2f/%.2f/%.1f", t.Lag.P50, t.Lag.P95, t.Lag.P99, t.Lag.Max)
 	})
 	var divByTarget = map[string]DivergenceReport{}
 	for _, d := range rep.Divergences {

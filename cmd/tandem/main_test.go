@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build tandem: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := sandboxtest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -72,6 +73,12 @@ func TestCLIErrors(t *testing.T) {
 		{"prepare unreachable", nil, []string{"prepare", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
 		{"proxy needs backend", nil, []string{"proxy", "--metrics-addr", "off"}, "--backend is required"},
 		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
+		{"proxy bad io", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--io", "epoll", "--metrics-addr", "off"}, `--io "epoll": want poller or blocking`},
+		{"replay without capture", nil, []string{"replay"}, "replay takes one capture directory"},
+		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
+		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},
+		{"replay foreign directory", nil, []string{"replay", empty, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + " holds no Pebble store"},
+		{"replay negative speed", nil, []string{"replay", empty, "--speed", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed must not be negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -182,5 +189,93 @@ func TestCLIInspect(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(foreign, "LOCK")); err == nil {
 		t.Fatalf("inspect left a LOCK file in a foreign directory")
+	}
+}
+
+// The replay command as a user runs it: a paced synth capture against two
+// identical InnoDB databases, the side-by-side text and the same as JSON.
+func TestCLIReplay(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, b := srv.FreshDB(t)
+	targets := []string{"--target", "a=" + a, "--target", "b=" + b}
+	if _, stderr, code := run(t, nil, append([]string{"prepare", "--tables", "1", "--table-size", "500"}, targets...)...); code != 0 {
+		t.Fatalf("prepare: %s", stderr)
+	}
+	capDir := filepath.Join(t.TempDir(), "cap")
+	if _, stderr, code := run(t, nil, "synth", "oltp_read_only", "--out", capDir, "--tables", "1", "--table-size", "500",
+		"--threads", "2", "--rate", "100", "--duration", "1s"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	stdout, stderr, code := run(t, nil, append([]string{"replay", capDir, "--run", filepath.Join(t.TempDir(), "run"), "--report-interval", "500ms"}, targets...)...)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	// Events arrive as a Poisson process: count them from the capture.
+	inspect, _, _ := run(t, nil, "inspect", capDir, "--json")
+	var summary struct {
+		ByKind []struct {
+			Kind  string `json:"kind"`
+			Count int64  `json:"count"`
+		} `json:"by_kind"`
+	}
+	if err := json.Unmarshal([]byte(inspect), &summary); err != nil {
+		t.Fatalf("inspect --json: %v\n%s", err, inspect)
+	}
+	kinds := map[string]int64{}
+	for _, k := range summary.ByKind {
+		kinds[k.Kind] = k.Count
+	}
+	statements := kinds["execute"]
+	trx := statements / 16 // oltp_read_only: BEGIN, 14 reads, COMMIT
+	if statements == 0 || statements%16 != 0 || kinds["connect"] != 2 || kinds["prepare"] != 14 {
+		t.Fatalf("capture kinds %v", kinds)
+	}
+	for _, want := range []string{
+		"against 2 targets",
+		fmt.Sprintf("%d (", trx), // transactions (per second)
+		// Sessions replay their connects and prepares too.
+		fmt.Sprintf("compared with baseline                   baseline %22d", statements+2+14),
+		"divergent: row-content                          -                      0",
+		"lag ms p50/p95/p99/max",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "] a thds: ") || !strings.Contains(stderr, "] b thds: ") {
+		t.Errorf("no progress lines per target on stderr:\n%s", stderr)
+	}
+	if strings.Contains(stdout, "- (unpaced)") {
+		t.Errorf("a paced replay shows no lag:\n%s", stdout)
+	}
+
+	stdout, stderr, code = run(t, nil, append([]string{"replay", capDir, "--speed", "0", "--concurrency", "2", "--json", "--run", filepath.Join(t.TempDir(), "run")}, targets...)...)
+	if code != 0 {
+		t.Fatalf("replay --json: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Targets []struct {
+			Name         string `json:"name"`
+			Transactions int64  `json:"transactions"`
+			Reads        int64  `json:"reads"`
+			Connections  int64  `json:"connections"`
+			Errors       int64  `json:"errors"`
+		} `json:"targets"`
+		Divergences []struct {
+			Compared int64            `json:"compared"`
+			ByClass  map[string]int64 `json:"by_class"`
+		} `json:"divergences"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("replay --json: %v\n%s", err, stdout)
+	}
+	for _, tr := range rep.Targets {
+		if tr.Transactions != trx || tr.Reads != trx*14 || tr.Connections != 2 || tr.Errors != 0 {
+			t.Errorf("%+v; want %d transactions, %d reads, 2 connections, no errors", tr, trx, trx*14)
+		}
+	}
+	if len(rep.Divergences) != 1 || rep.Divergences[0].Compared != statements || len(rep.Divergences[0].ByClass) != 0 {
+		t.Errorf("divergences %+v; want %d compared, none divergent", rep.Divergences, statements)
 	}
 }
