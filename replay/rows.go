@@ -24,16 +24,25 @@ const maxDiffRows = 100000
 // now; a sample whose rows now agree says so.
 func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Config, rep *Report) {
 	conns := map[string]*client.Conn{}
+	failed := map[string]error{} // a target that cannot be reached is tried once
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
-	conn := func(t target.Target, schema string) (*client.Conn, error) {
+	conn := func(t target.Target, schema string) (c *client.Conn, err error) {
 		key := t.Name + "\x00" + schema
 		if c := conns[key]; c != nil {
 			return c, nil
 		}
+		if err := failed[key]; err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				failed[key] = err
+			}
+		}()
 		dc, err := driver.ParseDSN(t.DSN)
 		if err != nil {
 			return nil, err
@@ -43,7 +52,7 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		c, err := client.ConnectWithContext(dctx, dc.Addr, dc.User, dc.Passwd, schema, 5*time.Second)
+		c, err = client.ConnectWithContext(dctx, dc.Addr, dc.User, dc.Passwd, schema, 5*time.Second)
 		if err != nil {
 			return nil, err
 		}

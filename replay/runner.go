@@ -330,7 +330,7 @@ func useSchema(sql string) (string, bool) {
 	if !strings.EqualFold(firstWord(sql), "use") {
 		return "", false
 	}
-	db := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(sql)[3:], "; \t\r\n"))
+	db := strings.TrimSpace(strings.TrimRight(skipComments(sql)[3:], "; \t\r\n"))
 	if len(db) >= 2 && db[0] == '`' && db[len(db)-1] == '`' {
 		db = strings.ReplaceAll(db[1:len(db)-1], "``", "`")
 	}

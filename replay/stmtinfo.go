@@ -162,7 +162,9 @@ func analyze(sql string) *StmtInfo {
 	return si
 }
 
-func firstWord(sql string) string {
+// skipComments drops leading blanks and comments (not /*! … */, which
+// the server runs).
+func skipComments(sql string) string {
 	s := strings.TrimLeft(sql, " \t\r\n")
 	for strings.HasPrefix(s, "/*") && !strings.HasPrefix(s, "/*!") {
 		end := strings.Index(s, "*/")
@@ -171,6 +173,11 @@ func firstWord(sql string) string {
 		}
 		s = strings.TrimLeft(s[end+2:], " \t\r\n")
 	}
+	return s
+}
+
+func firstWord(sql string) string {
+	s := skipComments(sql)
 	if strings.HasPrefix(s, "(") {
 		return "("
 	}

@@ -54,3 +54,24 @@ func TestRewriteEngine(t *testing.T) {
 		t.Errorf("unparsable DDL: %q, %v", got, ok)
 	}
 }
+
+func TestUseSchema(t *testing.T) {
+	cases := []struct {
+		sql, db string
+		ok      bool
+	}{
+		{"USE shop", "shop", true},
+		{"use `my``db`;", "my`db", true},
+		{"  Use analytics ; ", "analytics", true},
+		{"/* routed */ USE shop", "shop", true},
+		{"USER()", "", false},
+		{"SELECT 1", "", false},
+		{"use", "", false},
+	}
+	for _, c := range cases {
+		db, ok := useSchema(c.sql)
+		if db != c.db || ok != c.ok {
+			t.Errorf("useSchema(%q) = %q, %v; want %q, %v", c.sql, db, ok, c.db, c.ok)
+		}
+	}
+}
