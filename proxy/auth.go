@@ -13,13 +13,14 @@ import (
 // Capabilities the proxy takes out of the server's greeting, so that clients
 // never turn on what it does not parse: compression (refused cleanly rather
 // than relayed opaquely), MySQL 8's query attributes and optional metadata,
-// and MariaDB's progress reports, COM_MULTI, bulk execute, metadata caching
-// and bulk unit results. CLIENT_DEPRECATE_EOF and MariaDB's extended type
-// metadata are parsed both ways and stay.
+// and MariaDB's progress reports, COM_MULTI, bulk execute and bulk unit
+// results. CLIENT_DEPRECATE_EOF, MariaDB's extended type metadata and its
+// metadata caching (executes without column definitions: less work for the
+// server, as clients get it without a proxy) are parsed and stay.
 const strippedCaps = uint64(mysql.CLIENT_COMPRESS|mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM|
 	mysql.CLIENT_QUERY_ATTRIBUTES|mysql.CLIENT_OPTIONAL_RESULTSET_METADATA) |
 	wire.MariaDBClientProgress | wire.MariaDBClientComMulti | wire.MariaDBClientStmtBulkOps |
-	wire.MariaDBClientCacheMetadata | wire.MariaDBClientBulkUnitResults
+	wire.MariaDBClientBulkUnitResults
 
 // Why a connection failed, as metrics and logs name it.
 const (

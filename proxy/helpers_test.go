@@ -208,7 +208,11 @@ func dialRaw(t *testing.T, addr, user, db string) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rawClient{Conn: wire.NewConn(nc), caps: rawCaps}
+	caps := rawCaps
+	if rawCapsOverride != 0 {
+		caps = rawCapsOverride
+	}
+	c := &rawClient{Conn: wire.NewConn(nc), caps: caps}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, g, err := c.ReadPacket(); err != nil || g[0] != 10 {
@@ -269,7 +273,7 @@ func (c *rawClient) query(t *testing.T, q string) ([]string, error) {
 		e, _ := wire.ParseErr(p)
 		return nil, fmt.Errorf("%d: %s", e.Code, e.Message)
 	}
-	n, _ := wire.ParseColumnCount(p)
+	n, _, _ := wire.ParseColumnCount(p, c.caps&wire.MariaDBClientCacheMetadata != 0)
 	for i := uint64(0); i < n; i++ {
 		c.ReadPacket()
 	}
@@ -286,3 +290,5 @@ func (c *rawClient) query(t *testing.T, q string) ([]string, error) {
 		rows = append(rows, string(p[1:1+l]))
 	}
 }
+
+var rawCapsOverride uint64

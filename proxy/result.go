@@ -158,13 +158,17 @@ func (s *session) relayResults(binary bool, pc pendingCmd) error {
 			}
 			status = resp.Status
 		default:
-			n, err := wire.ParseColumnCount(p)
+			n, metadata, err := wire.ParseColumnCount(p, s.caps&wire.MariaDBClientCacheMetadata != 0)
 			if err != nil {
 				return fail(reasonMalformed, fmt.Errorf("result set header: %w", err), nil)
 			}
 			resp.Kind, resp.Columns = store.RespResultSet, uint32(n)
 			resp.Bytes = uint64(len(p) + 4)
-			if status, err = s.relayResultSet(binary, int(n), resp, pc.cursor); err != nil {
+			defs := int(n)
+			if !metadata {
+				defs = 0 // MariaDB metadata caching: the client has the definitions
+			}
+			if status, err = s.relayResultSet(binary, defs, resp, pc.cursor); err != nil {
 				return err
 			}
 		}
@@ -174,9 +178,10 @@ func (s *session) relayResults(binary bool, pc pendingCmd) error {
 	}
 }
 
-// relayResultSet relays column definitions and rows after the column count.
-func (s *session) relayResultSet(binary bool, columns int, resp *store.Response, cursor bool) (uint16, error) {
-	for i := 0; i < columns; i++ {
+// relayResultSet relays the column definitions that follow the column count
+// (defs of them), the EOF after them unless CLIENT_DEPRECATE_EOF, and rows.
+func (s *session) relayResultSet(binary bool, defs int, resp *store.Response, cursor bool) (uint16, error) {
+	for i := 0; i < defs; i++ {
 		p, err := s.relayPacket()
 		if err != nil {
 			return 0, err

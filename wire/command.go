@@ -281,17 +281,31 @@ func (c *StmtCommand) Append(b []byte) []byte {
 	return b
 }
 
-// ParseColumnCount parses the first packet of a result set.
-func ParseColumnCount(b []byte) (uint64, error) {
+// ParseColumnCount parses the first packet of a result set. With
+// MariaDB's MARIADB_CLIENT_CACHE_METADATA negotiated (cacheMetadata), a
+// byte follows the count: 1 when column definitions follow, 0 when the
+// server skips them because the client has them already (an execute of a
+// statement whose metadata did not change). Without it, definitions always
+// follow.
+func ParseColumnCount(b []byte, cacheMetadata bool) (n uint64, metadata bool, err error) {
 	r := reader{b: b}
 	n, null := r.lenenc()
 	if null {
 		r.fail("NULL column count")
 	}
+	metadata = true
+	if cacheMetadata && r.err == nil {
+		switch r.u8() {
+		case 0:
+			metadata = false
+		case 1:
+		default:
+			r.pos--
+			r.fail("metadata-follows byte not 0 or 1")
+		}
+	}
 	if r.err == nil && r.left() > 0 {
-		// MariaDB with MARIADB_CLIENT_CACHE_METADATA adds a byte; we never
-		// negotiate it, so anything more is malformed.
 		r.fail("trailing bytes")
 	}
-	return n, r.err
+	return n, metadata, r.err
 }

@@ -202,6 +202,27 @@ func TestStmtCommandsAndLongDataAndChangeUser(t *testing.T) {
 	}
 }
 
+func TestColumnCount(t *testing.T) {
+	cases := []struct {
+		b             []byte
+		cacheMetadata bool
+		n             uint64
+		metadata      bool
+	}{
+		{[]byte{3}, false, 3, true},
+		{[]byte{0xfc, 0x2c, 0x01}, false, 300, true},
+		{[]byte{3, 1}, true, 3, true},  // definitions follow
+		{[]byte{3, 0}, true, 3, false}, // skipped: the client has them
+		{[]byte{0xfc, 0x2c, 0x01, 0}, true, 300, false},
+	}
+	for _, c := range cases {
+		n, metadata, err := ParseColumnCount(c.b, c.cacheMetadata)
+		if err != nil || n != c.n || metadata != c.metadata {
+			t.Errorf("ParseColumnCount(%x, %v) = %d, %v, %v; want %d, %v", c.b, c.cacheMetadata, n, metadata, err, c.n, c.metadata)
+		}
+	}
+}
+
 func TestMalformedPackets(t *testing.T) {
 	g, _ := hex.DecodeString(mariadbGreeting)
 	cases := map[string]error{}
@@ -213,8 +234,11 @@ func TestMalformedPackets(t *testing.T) {
 	_, cases["ok wrong header"] = ParseOK([]byte{0x03, 0}, 0)
 	_, cases["err empty"] = ParseErr(nil)
 	_, cases["prepare short"] = ParsePrepareOK([]byte{0, 1, 0})
-	_, cases["column count 0xff"] = ParseColumnCount([]byte{0xff})
-	_, cases["column count trailing"] = ParseColumnCount([]byte{3, 0})
+	_, _, cases["column count 0xff"] = ParseColumnCount([]byte{0xff}, false)
+	_, _, cases["column count trailing"] = ParseColumnCount([]byte{3, 0}, false)
+	_, _, cases["column count metadata byte missing"] = ParseColumnCount([]byte{3}, true)
+	_, _, cases["column count metadata byte 2"] = ParseColumnCount([]byte{3, 2}, true)
+	_, _, cases["column count metadata trailing"] = ParseColumnCount([]byte{3, 1, 0}, true)
 	_, cases["stmt command wrong"] = ParseStmtCommand([]byte{mysql.COM_QUERY, 0, 0, 0, 0})
 	_, cases["long string"] = ParseExecute([]byte{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, mysql.MYSQL_TYPE_STRING, 0, 0xfc, 0xff}, 1, nil, nil)
 	for name, err := range cases {
@@ -318,7 +342,8 @@ func FuzzParseResponses(f *testing.F) {
 				t.Fatalf("change-user round trip: %v", err)
 			}
 		}
-		ParseColumnCount(b)
+		ParseColumnCount(b, false)
+		ParseColumnCount(b, true)
 		ParseStmtCommand(b)
 		ParseLongData(b)
 	})
