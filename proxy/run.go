@@ -25,6 +25,9 @@ type RunConfig struct {
 	SyncInterval time.Duration
 	// MetricsAddr serves /metrics ("off" disables; a bare ":PORT" is loopback).
 	MetricsAddr string
+	// Procs is how many CPUs run Go code at once (GOMAXPROCS), for the
+	// startup line; the command sets it.
+	Procs int
 	// Ready, if set, is called with the listening address once accepting.
 	Ready func(addr string)
 }
@@ -76,7 +79,11 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	if maddr != "" {
 		metrics = "metrics on http://" + maddr + "/metrics"
 	}
-	fmt.Fprintf(out, "tandem proxy: listening on %s, backend %s, %s, %s\n", p.Addr(), cfg.Backend, what, metrics)
+	procs := ""
+	if cfg.Procs > 0 {
+		procs = fmt.Sprintf(", %d procs, %s I/O", cfg.Procs, p.cfg.IO)
+	}
+	fmt.Fprintf(out, "tandem proxy: listening on %s, backend %s, %s, %s%s\n", p.Addr(), cfg.Backend, what, metrics, procs)
 	if cfg.Ready != nil {
 		cfg.Ready(p.Addr().String())
 	}

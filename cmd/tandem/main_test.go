@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ func TestCLIErrors(t *testing.T) {
 		{"proxy needs backend", nil, []string{"proxy", "--metrics-addr", "off"}, "--backend is required"},
 		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
 		{"proxy bad io", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--io", "epoll", "--metrics-addr", "off"}, `--io "epoll": want poller or blocking`},
+		{"proxy bad procs", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--procs", "0", "--metrics-addr", "off"}, "--procs 0: want 1 or more"},
 		{"replay without capture", nil, []string{"replay"}, "replay takes one capture directory"},
 		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
 		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},
@@ -277,5 +279,34 @@ func TestCLIReplay(t *testing.T) {
 	}
 	if len(rep.Divergences) != 1 || rep.Divergences[0].Compared != statements || len(rep.Divergences[0].ByClass) != 0 {
 		t.Errorf("divergences %+v; want %d compared, none divergent", rep.Divergences, statements)
+	}
+}
+
+func TestProxyProcs(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	cpus := runtime.NumCPU()
+	cases := []struct {
+		flag int
+		set  bool
+		io   string
+		want int
+	}{
+		{3, true, "poller", 3},
+		{3, true, "blocking", 3},
+		{0, false, "poller", max(1, cpus/4)},
+		{0, false, "blocking", cpus},
+	}
+	for _, c := range cases {
+		if got, err := proxyProcs(c.flag, c.set, c.io); err != nil || got != c.want {
+			t.Errorf("proxyProcs(%d, %v, %s) = %d, %v; want %d", c.flag, c.set, c.io, got, err, c.want)
+		}
+	}
+	if _, err := proxyProcs(0, true, "poller"); err == nil {
+		t.Error("--procs 0 accepted")
+	}
+	t.Setenv("GOMAXPROCS", "5")
+	if got, _ := proxyProcs(0, false, "poller"); got != runtime.GOMAXPROCS(0) {
+		t.Errorf("with GOMAXPROCS set: %d, want the runtime's %d", got, runtime.GOMAXPROCS(0))
 	}
 }
