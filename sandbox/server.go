@@ -277,7 +277,7 @@ func installDB(ctx context.Context, bin, dataDir string, root bool) error {
 	}
 	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%w: %s failed: %v\n%s", ErrStartFailed, tool, err, lastLines(string(out), 12))
+		return fmt.Errorf("%w: %s failed: %v\n%s", ErrStartFailed, tool, err, installErrors(string(out)))
 	}
 	return nil
 }
@@ -331,6 +331,22 @@ func tailFrom(path string, off int64, n int) string {
 		b = b[off:]
 	}
 	return lastLines(string(b), n)
+}
+
+// installErrors picks from mariadb-install-db's output what says why it
+// failed: the server's [ERROR] lines (its last lines are a generic footer
+// about bug reports), or the last lines when there are none.
+func installErrors(out string) string {
+	var errs []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "[ERROR]") || strings.HasPrefix(strings.TrimSpace(l), "ERROR") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) == 0 {
+		return lastLines(out, 12)
+	}
+	return lastLines(strings.Join(errs, "\n"), 12)
 }
 
 func lastLines(s string, n int) string {
