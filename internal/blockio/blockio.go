@@ -29,12 +29,20 @@ import (
 )
 
 // Conn is a TCP connection served by blocking system calls.
+//
+// The descriptor is released only when no Read or Write is using it: once
+// closed, its number can be reused by the next socket the process opens, and
+// a call still holding it would read another connection's bytes.
 type Conn struct {
 	f             *os.File // owns fd
 	fd            int
 	local, remote net.Addr
-	closeOnce     sync.Once
-	closeErr      error
+
+	mu       sync.Mutex
+	inflight int  // Reads and Writes using fd now
+	closed   bool // Close was called: new calls fail with net.ErrClosed
+	released bool // f is closed
+	closeErr error
 }
 
 // Dial connects like net.Dialer.DialContext, then switches the socket to
@@ -69,10 +77,40 @@ func Wrap(tc *net.TCPConn) (*Conn, error) {
 	return c, nil
 }
 
+// acquire marks a call using fd; it fails once the Conn is closed.
+func (c *Conn) acquire(op string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: net.ErrClosed}
+	}
+	c.inflight++
+	return nil
+}
+
+// release ends a call; the last one out of a closed Conn frees fd.
+func (c *Conn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	c.releaseLocked()
+}
+
+func (c *Conn) releaseLocked() {
+	if c.closed && c.inflight == 0 && !c.released {
+		c.released = true
+		c.closeErr = c.f.Close()
+	}
+}
+
 func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if err := c.acquire("read"); err != nil {
+		return 0, err
+	}
+	defer c.release()
 	for {
 		n, err := syscall.Read(c.fd, b)
 		switch {
@@ -90,6 +128,10 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 func (c *Conn) Write(b []byte) (int, error) {
+	if err := c.acquire("write"); err != nil {
+		return 0, err
+	}
+	defer c.release()
 	done := 0
 	for done < len(b) {
 		n, err := syscall.Write(c.fd, b[done:])
@@ -106,17 +148,28 @@ func (c *Conn) Write(b []byte) (int, error) {
 	return done, nil
 }
 
-// Close shuts the socket down (waking a blocked read) and releases it.
+// Close shuts the socket down, which wakes a Read or Write blocked in
+// another goroutine, and releases it when no call uses it any more.
 func (c *Conn) Close() error {
-	c.closeOnce.Do(func() {
-		syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
-		c.closeErr = c.f.Close()
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	c.releaseLocked()
 	return c.closeErr
 }
 
 // CloseWrite sends FIN, as net.TCPConn.CloseWrite does.
-func (c *Conn) CloseWrite() error { return syscall.Shutdown(c.fd, syscall.SHUT_WR) }
+func (c *Conn) CloseWrite() error {
+	if err := c.acquire("close"); err != nil {
+		return err
+	}
+	defer c.release()
+	return syscall.Shutdown(c.fd, syscall.SHUT_WR)
+}
 
 func (c *Conn) LocalAddr() net.Addr  { return c.local }
 func (c *Conn) RemoteAddr() net.Addr { return c.remote }
@@ -134,6 +187,10 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 // setTimeout sets a socket timeout from a deadline; zero clears it. A
 // deadline already past times out at once (the smallest timeout).
 func (c *Conn) setTimeout(opt int, t time.Time) error {
+	if err := c.acquire("set"); err != nil {
+		return err
+	}
+	defer c.release()
 	var tv syscall.Timeval
 	if !t.IsZero() {
 		d := max(time.Until(t), time.Microsecond)

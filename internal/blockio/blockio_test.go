@@ -104,6 +104,46 @@ func TestCloseWakesBlockedRead(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
+	// After Close every call fails with net.ErrClosed: the descriptor number
+	// may already belong to another socket.
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read after Close = %v, want net.ErrClosed", err)
+	}
+	if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Write after Close = %v, want net.ErrClosed", err)
+	}
+	if err := c.SetReadDeadline(time.Now()); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("SetReadDeadline after Close = %v, want net.ErrClosed", err)
+	}
+}
+
+// Close while a Read is blocked: the descriptor stays open until that Read
+// has returned, so a socket opened in between cannot take its number.
+func TestCloseKeepsDescriptorWhileInUse(t *testing.T) {
+	c, _ := pair(t)
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		close(started)
+		c.Read(make([]byte, 1))
+		close(done)
+	}()
+	<-started
+	time.Sleep(20 * time.Millisecond)
+	c.mu.Lock()
+	inflight := c.inflight
+	c.mu.Unlock()
+	if inflight != 1 {
+		t.Fatalf("inflight = %d while a Read blocks, want 1", inflight)
+	}
+	c.Close()
+	<-done
+	c.mu.Lock()
+	released := c.released
+	c.mu.Unlock()
+	if !released {
+		t.Fatal("descriptor not released after the last call returned")
+	}
 }
 
 func TestWrapAccepted(t *testing.T) {
