@@ -47,8 +47,11 @@ func (d DivergenceReport) Total() int64 {
 
 // DivergenceSample shows one divergent statement.
 type DivergenceSample struct {
-	Class     string   `json:"class"`
+	Class string `json:"class"`
+	// Seq is the statement's record in the capture; Loop counts the
+	// capture's repetitions before it (--loop, --duration).
 	Seq       uint64   `json:"seq"`
+	Loop      int      `json:"loop,omitempty"`
 	Session   uint64   `json:"session"`
 	Digest    string   `json:"digest"`
 	Statement string   `json:"statement"`
@@ -172,7 +175,7 @@ func cmpOr(a, b error) error {
 // outcome key) from the captured record; base describes the side compared
 // against (the baseline's outcome or the captured response).
 func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base string, t *store.Outcome) (DivergenceSample, bool) {
-	outcomeSeq := seq
+	loop := int(seq >> 40)
 	seq &= 1<<40 - 1
 	rec, ok, err := r.Get(seq)
 	if err != nil || !ok {
@@ -182,7 +185,7 @@ func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base
 	if rec.Kind == store.KindExecute {
 		sql = preparedSQL(r, rec)
 	}
-	s := DivergenceSample{Class: class, Seq: outcomeSeq, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
+	s := DivergenceSample{Class: class, Seq: seq, Loop: loop, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
 		Baseline: base, Target: describe(t)}
 	for _, p := range rec.Params {
 		s.Params = append(s.Params, valueText(p))
@@ -330,7 +333,11 @@ func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 		shown := d.Samples[:min(len(d.Samples), 8)]
 		p("\ndivergences of %s from %s (%d); %d of %d samples (all in --json and the run directory):\n", d.Target, from, d.Total(), len(shown), len(d.Samples))
 		for _, s := range shown {
-			p("  [%s] seq %d session %d: %s", s.Class, s.Seq, s.Session, s.Statement)
+			loop := ""
+			if s.Loop > 0 {
+				loop = fmt.Sprintf(" (loop %d)", s.Loop+1)
+			}
+			p("  [%s] seq %d%s session %d: %s", s.Class, s.Seq, loop, s.Session, s.Statement)
 			if len(s.Params) > 0 {
 				p("  params (%s)", strings.Join(s.Params, ", "))
 			}

@@ -290,3 +290,24 @@ func TestPacingAchievesTheCapturedRate(t *testing.T) {
 		}
 	}
 }
+
+// With --loop, a statement diverging on every pass is reported once per
+// pass, each sample naming its record in the capture and its pass.
+func TestLoopedDivergenceSamplesNameTheirPass(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	exec(t, dba, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10)")
+	exec(t, dbb, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 11)")
+	rep := replayRun(t, writeCapture(t, []string{"SELECT v FROM t WHERE id = 1"}), func(c *Config) { c.Loop, c.Samples = 2, 5 },
+		tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	d := rep.Divergences[0]
+	var got []string
+	for _, s := range d.Samples {
+		got = append(got, fmt.Sprintf("%s seq %d loop %d", s.Class, s.Seq, s.Loop))
+	}
+	want := "[row-content seq 2 loop 0 row-content seq 2 loop 1]"
+	if d.ByClass[DivContent] != 2 || d.Total() != 2 || fmt.Sprint(got) != want {
+		t.Fatalf("divergences %v, samples %v; want 2 row-content, samples %s", d.ByClass, got, want)
+	}
+}

@@ -74,7 +74,7 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 				continue
 			}
 			info := an.info(s.Statement)
-			rec, ok, err := r.Get(s.Seq & (1<<40 - 1))
+			rec, ok, err := r.Get(s.Seq)
 			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || ti < 0 {
 				continue
 			}
