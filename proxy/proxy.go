@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/blockio"
+	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -51,9 +52,10 @@ type Config struct {
 	BackendCA       string
 	BackendInsecure bool
 	MaxConnections  int
-	// IO is how connections wait: IOPoller (Go's network poller, the
-	// default) or IOBlocking (a thread blocked in the kernel per waiting
-	// connection, woken directly; see internal/blockio).
+	// IO is how connections wait: IOPoller (Go's network poller, with raw
+	// non-blocking reads and writes, see internal/rawio; the default) or
+	// IOBlocking (a thread blocked in the kernel per waiting connection,
+	// woken directly; see internal/blockio).
 	IO string
 	// MaxRecordBytes bounds the SQL text or data stored per record; longer
 	// ones are truncated and marked. Default 1 MiB.
@@ -339,11 +341,15 @@ func (p *Proxy) handle(c net.Conn) {
 	p.endWith(s, log, err)
 }
 
-// wrapIO moves a TCP connection onto blocking calls when the config asks
-// for it; if that fails the connection stays on the poller.
+// wrapIO puts a connection on raw non-blocking calls with the poller
+// (internal/rawio), or on blocking calls with --io blocking; if the switch
+// to blocking fails the connection stays on Go's poller.
 func (p *Proxy) wrapIO(c net.Conn, log *slog.Logger) net.Conn {
+	if p.cfg.IO == IOPoller {
+		return rawio.Wrap(c)
+	}
 	tc, ok := c.(*net.TCPConn)
-	if p.cfg.IO != IOBlocking || !ok {
+	if !ok {
 		return c
 	}
 	bc, err := blockio.Wrap(tc)

@@ -65,7 +65,7 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	f.StringVar(&cfg.BackendCA, "backend-ca", "", "PEM CA to verify the backend's certificate (with --backend-tls)")
 	f.BoolVar(&cfg.BackendInsecure, "backend-insecure", false, "with --backend-tls, do not verify the backend's certificate")
 	f.IntVar(&procs, "procs", 0, "CPUs that run the proxy's Go code at once (default: with --io poller a quarter of the CPUs, at least 1; with --io blocking all; GOMAXPROCS in the environment also sets it)")
-	f.StringVar(&cfg.IO, "io", proxy.IOPoller, "how connections wait for data: poller (Go's network poller) or blocking (a thread blocked in the kernel per waiting connection; less CPU per query on large results, more on small ones; see make bench-proxy)")
+	f.StringVar(&cfg.IO, "io", proxy.IOPoller, "how connections wait for data: poller (Go's network poller, raw non-blocking reads and writes) or blocking (a thread blocked in the kernel per waiting connection; see make bench-proxy)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", 1000, "refuse clients beyond this many at once (error 1040)")
 	f.IntVar(&cfg.MaxRecordBytes, "max-record-bytes", 1<<20, "store at most this much SQL text or data per record; longer is truncated and marked not replayable")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")

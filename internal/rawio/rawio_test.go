@@ -1,0 +1,100 @@
+package rawio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// pair returns a raw client connection and the server's end.
+func pair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Wrap(nc)
+	if _, ok := c.(*Conn); !ok {
+		t.Fatalf("Wrap(%T) did not wrap", nc)
+	}
+	srv := <-accepted
+	t.Cleanup(func() { c.Close(); srv.Close() })
+	return c, srv
+}
+
+func TestLargeRoundTripWaitsForReadiness(t *testing.T) {
+	c, srv := pair(t)
+	go io.Copy(srv, srv) // echo
+	// 8 MiB: more than the socket buffers hold, so writes meet EAGAIN and
+	// park, and reads find nothing and park.
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<19)
+	go func() {
+		if n, err := c.Write(want); err != nil || n != len(want) {
+			t.Errorf("Write = %d, %v", n, err)
+		}
+	}()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("echoed bytes differ")
+	}
+}
+
+func TestEOFDeadlineAndClose(t *testing.T) {
+	c, srv := pair(t)
+	srv.Write([]byte("bye"))
+	srv.Close()
+	if b, err := io.ReadAll(c); err != nil || string(b) != "bye" {
+		t.Fatalf("ReadAll = %q, %v", b, err)
+	}
+
+	c, _ = pair(t)
+	c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline = %v, want os.ErrDeadlineExceeded", err)
+	}
+	c.SetReadDeadline(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("blocked Read after Close = %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake the parked Read")
+	}
+	if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Write after Close = %v, want net.ErrClosed", err)
+	}
+}
+
+func TestWrapLeavesOtherConnsAlone(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if Wrap(a) != a {
+		t.Fatal("a net.Pipe has no socket; Wrap must return it as it is")
+	}
+}
