@@ -2,8 +2,8 @@ package blockio
 
 import (
 	"bytes"
-	"context"
 	"errors"
+	"github.com/tandemdb/tandem/internal/loopback"
 	"io"
 	"net"
 	"os"
@@ -14,22 +14,7 @@ import (
 // pair returns a blocking client connection and the server's end.
 func pair(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c, err := Dial(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := <-accepted
-	t.Cleanup(func() { c.Close(); srv.Close() })
+	c, srv := loopback.Pair(t, Dial)
 	return c.(*Conn), srv
 }
 

@@ -3,6 +3,7 @@ package rawio
 import (
 	"bytes"
 	"errors"
+	"github.com/tandemdb/tandem/internal/loopback"
 	"io"
 	"net"
 	"os"
@@ -13,26 +14,12 @@ import (
 // pair returns a raw client connection and the server's end.
 func pair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	var d net.Dialer
+	nc, srv := loopback.Pair(t, d.DialContext)
 	c := Wrap(nc)
 	if _, ok := c.(*Conn); !ok {
 		t.Fatalf("Wrap(%T) did not wrap", nc)
 	}
-	srv := <-accepted
-	t.Cleanup(func() { c.Close(); srv.Close() })
 	return c, srv
 }
 
