@@ -1,5 +1,7 @@
 package capture
 
+import "github.com/cespare/xxhash/v2"
+
 // RowSums accumulates the two checksums of a result's rows, from each row's
 // 64-bit hash (xxhash of the row packet's payload): Ordered depends on the
 // rows' order, Unordered does not (a multiset). The proxy and replay use
@@ -13,3 +15,7 @@ func (s *RowSums) Add(rowHash uint64) {
 	s.Ordered = (s.Ordered ^ rowHash) * 0x100000001b3
 	s.Unordered += rowHash
 }
+
+// AddRow folds in one whole row packet's payload. (The proxy, which sees a
+// row of 16 MiB or more in frames, hashes them as they pass and calls Add.)
+func (s *RowSums) AddRow(payload []byte) { s.Add(xxhash.Sum64(payload)) }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
@@ -186,8 +185,9 @@ func (w *worker) prepared(sql string) (*client.Stmt, error) {
 }
 
 // run executes one record and returns its outcome. execSQL is the SQL of
-// an execute's prepared statement.
-func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *store.Outcome) (si *StmtInfo, replayed bool) {
+// an execute's prepared statement and si the statement's analysis, when
+// the caller has them already (--concurrency); nil and "" look them up.
+func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, si *StmtInfo, o *store.Outcome) (*StmtInfo, bool) {
 	o.Session = rec.Session
 	if rec.Flags&(store.FlagNotReplayable|store.FlagTruncated|store.FlagMasked) != 0 {
 		o.Flags |= store.OutcomeSkipped
@@ -210,13 +210,13 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 	if rec.Kind == store.KindExecute && execSQL == "" {
 		execSQL = w.sqlOf[rec.StmtID] // known even when the connection is not
 	}
+	if statement && si == nil {
+		si = w.rn.an.info(sqlOrKind(rec, execSQL))
+	}
 	schema := rec.Schema
 	if err := w.connect(ctx, schema); err != nil {
 		o.Flags |= store.OutcomeError
 		o.ErrCode = codeCannotConnect
-		if statement {
-			si = w.rn.an.info(sqlOrKind(rec, execSQL))
-		}
 		return si, true
 	}
 	start := time.Now()
@@ -254,7 +254,6 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 		delete(w.sqlOf, rec.StmtID)
 		return nil, false
 	case store.KindQuery:
-		si = w.rn.an.info(rec.SQL)
 		sql := rec.SQL
 		if si.TableDDL {
 			sql = w.rn.rewrite(sql)
@@ -275,7 +274,6 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, o *
 			o.Flags |= store.OutcomeSkipped // prepared before the capture began
 			return nil, false
 		}
-		si = w.rn.an.info(execSQL)
 		if st == nil {
 			// Not prepared here (--concurrency, or a prepare that failed
 			// or was lost with a reconnect): prepare it now.
@@ -305,7 +303,7 @@ func (w *worker) multi(sql string, o *store.Outcome) (*mysql.Result, error) {
 	res, err := w.conn.ExecuteMultiple(sql, func(r *mysql.Result, err error) {
 		if r != nil && r.Resultset != nil {
 			for _, row := range r.RowDatas {
-				sums.Add(xxhash.Sum64(row))
+				sums.AddRow(row)
 				rows++
 			}
 		}
@@ -346,7 +344,7 @@ func (w *worker) outcome(res *mysql.Result, err error, si *StmtInfo, o *store.Ou
 	if rs := res.Resultset; rs != nil && len(rs.Fields) > 0 { // an OK packet comes with an empty Resultset
 		var sums capture.RowSums
 		for _, row := range rs.RowDatas {
-			sums.Add(xxhash.Sum64(row))
+			sums.AddRow(row)
 		}
 		o.Flags |= store.OutcomeRows
 		o.Rows, o.Columns, o.Ordered, o.Unordered = uint64(len(rs.RowDatas)), uint32(len(rs.Fields)), sums.Ordered, sums.Unordered

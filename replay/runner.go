@@ -166,6 +166,7 @@ type job struct {
 	loop     int
 	intended time.Time
 	execSQL  string
+	si       *StmtInfo // --concurrency: analysed once, by the dispatcher
 }
 
 // runSessions replays each captured session on its own connection, in order.
@@ -184,7 +185,7 @@ func (rn *runner) runSessions(ctx context.Context) error {
 			for j := range ch {
 				sleepUntil(ctx, j.intended)
 				o := store.Outcome{Seq: outcomeSeq(j.rec.Seq, j.loop)}
-				si, replayed := w.run(ctx, j.rec, "", &o)
+				si, replayed := w.run(ctx, j.rec, "", nil, &o)
 				rn.finish(w, si, &o, j.intended, replayed)
 			}
 		}()
@@ -295,6 +296,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			sql = rec.SQL
 		}
 		si := rn.an.info(sql)
+		j.si = si
 		if rec.Kind == store.KindQuery && isSet(sql) {
 			st.sets = append(st.sets, sql)
 			return true
@@ -350,7 +352,7 @@ func (rn *runner) runUnit(ctx context.Context, w *worker, u *unit) {
 	}
 	for _, j := range u.jobs {
 		o := store.Outcome{Seq: outcomeSeq(j.rec.Seq, j.loop)}
-		si, replayed := w.run(ctx, j.rec, j.execSQL, &o)
+		si, replayed := w.run(ctx, j.rec, j.execSQL, j.si, &o)
 		rn.finish(w, si, &o, j.intended, replayed)
 	}
 }
