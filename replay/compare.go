@@ -183,7 +183,7 @@ func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base
 	}
 	sql := rec.SQL
 	if rec.Kind == store.KindExecute {
-		sql = preparedSQL(r, rec)
+		_, sql = sessionBefore(r, rec)
 	}
 	s := DivergenceSample{Class: class, Seq: seq, Loop: loop, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
 		Baseline: base, Target: describe(t)}
@@ -193,18 +193,23 @@ func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base
 	return s, true
 }
 
-// preparedSQL finds the SQL an execute's statement was prepared with.
-func preparedSQL(r *store.Reader, rec *store.Record) string {
-	sql := fmt.Sprintf("(statement %d)", rec.StmtID)
+// sessionBefore reads rec's session up to rec: the schema it was in (its
+// last connect, COM_INIT_DB or change of user) and, for an execute, the SQL
+// its statement was prepared with.
+func sessionBefore(r *store.Reader, rec *store.Record) (schema, preparedSQL string) {
+	schema, preparedSQL = rec.Schema, fmt.Sprintf("(statement %d)", rec.StmtID)
 	for x, err := range r.Session(rec.Session) {
 		if err != nil || x.Seq >= rec.Seq {
 			break
 		}
-		if x.Kind == store.KindPrepare && x.StmtID == rec.StmtID {
-			sql = x.SQL
+		switch {
+		case x.Kind == store.KindConnect || x.Kind == store.KindInitDB || x.Kind == store.KindChangeUser:
+			schema = x.Schema
+		case x.Kind == store.KindPrepare && x.StmtID == rec.StmtID:
+			preparedSQL = x.SQL
 		}
 	}
-	return sql
+	return schema, preparedSQL
 }
 
 func valueText(v store.Value) string {

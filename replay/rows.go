@@ -78,7 +78,7 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || ti < 0 {
 				continue
 			}
-			schema := sessionSchema(r, rec)
+			schema, _ := sessionBefore(r, rec)
 			var sides [2][]string
 			for k, t := range []target.Target{base, cfg.Targets[ti]} {
 				c, err := conn(t, schema)
@@ -95,21 +95,6 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 			}
 		}
 	}
-}
-
-// sessionSchema is the schema rec's session was in (its last connect or
-// COM_INIT_DB before rec).
-func sessionSchema(r *store.Reader, rec *store.Record) string {
-	schema := rec.Schema
-	for x, err := range r.Session(rec.Session) {
-		if err != nil || x.Seq >= rec.Seq {
-			break
-		}
-		if x.Kind == store.KindConnect || x.Kind == store.KindInitDB || x.Kind == store.KindChangeUser {
-			schema = x.Schema
-		}
-	}
-	return schema
 }
 
 // readRows runs a statement (with the record's parameters, if it was an
