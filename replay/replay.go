@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := compareCaptured(run, r, an, cfg, rep); err != nil {
 		return nil, err
 	}
-	addFirstDiffs(ctx, r, an, cfg, rep)
+	addFirstDiffs(ctx, r, an, cfg, runners, rep)
 	b, _ := json.Marshal(rep)
 	if err := run.SetReport(b); err != nil {
 		return nil, err

@@ -3,14 +3,13 @@ package replay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
-	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/store"
-	"github.com/tandemdb/tandem/target"
 )
 
 // maxDiffRows bounds the rows read back per side when looking for the
@@ -21,8 +20,9 @@ const maxDiffRows = 100000
 // order-only samples again on the baseline and the target, after the
 // replay, and records the first row that differs. Only outcomes are kept
 // during the replay (checksums, not rows), so this is what the tables hold
-// now; a sample whose rows now agree says so.
-func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Config, rep *Report) {
+// now; a sample whose rows now agree says so. runners are the replay's, one
+// per target in cfg order: they know each target's address and schema.
+func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Config, runners []*runner, rep *Report) {
 	conns := map[string]*client.Conn{}
 	failed := map[string]error{} // a target that cannot be reached is tried once
 	defer func() {
@@ -30,44 +30,28 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 			c.Close()
 		}
 	}()
-	conn := func(t target.Target, schema string) (c *client.Conn, err error) {
-		key := t.Name + "\x00" + schema
+	conn := func(rn *runner, schema string) (c *client.Conn, err error) {
+		db := rn.schemaFor(schema)
+		key := rn.t.Name + "\x00" + db
 		if c := conns[key]; c != nil {
 			return c, nil
 		}
 		if err := failed[key]; err != nil {
 			return nil, err
 		}
-		defer func() {
-			if err != nil {
-				failed[key] = err
-			}
-		}()
-		dc, err := driver.ParseDSN(t.DSN)
-		if err != nil {
-			return nil, err
-		}
-		if dc.DBName != "" {
-			schema = dc.DBName
-		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		c, err = client.ConnectWithContext(dctx, dc.Addr, dc.User, dc.Passwd, schema, 5*time.Second)
-		if err != nil {
+		if c, err = client.ConnectWithContext(dctx, rn.addr, rn.user, rn.pass, db, 5*time.Second); err != nil {
+			failed[key] = err
 			return nil, err
 		}
 		conns[key] = c
 		return c, nil
 	}
-	base := cfg.Targets[cfg.baseline()]
+	base := runners[cfg.baseline()]
 	for di := range rep.Divergences {
 		d := &rep.Divergences[di]
-		ti := -1
-		for i, t := range cfg.Targets {
-			if t.Name == d.Target {
-				ti = i
-			}
-		}
+		i := slices.IndexFunc(runners, func(rn *runner) bool { return rn.t.Name == d.Target })
 		for si := range d.Samples {
 			s := &d.Samples[si]
 			if s.Class != DivContent && s.Class != DivRowCount && s.Class != DivOrder {
@@ -75,23 +59,23 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 			}
 			info := an.info(s.Statement)
 			rec, ok, err := r.Get(s.Seq)
-			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || ti < 0 {
+			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || i < 0 {
 				continue
 			}
 			schema, _ := sessionBefore(r, rec)
 			var sides [2][]string
-			for k, t := range []target.Target{base, cfg.Targets[ti]} {
-				c, err := conn(t, schema)
+			for k, rn := range []*runner{base, runners[i]} {
+				c, err := conn(rn, schema)
 				if err == nil {
 					sides[k], err = readRows(c, s.Statement, rec)
 				}
 				if err != nil {
-					s.FirstDiff = fmt.Sprintf("re-running it on %s after the replay failed: %v", t.Name, err)
+					s.FirstDiff = fmt.Sprintf("re-running it on %s after the replay failed: %v", rn.t.Name, err)
 					break
 				}
 			}
 			if s.FirstDiff == "" {
-				s.FirstDiff = firstDiff(sides[0], sides[1], base.Name, d.Target, s.Class == DivOrder)
+				s.FirstDiff = firstDiff(sides[0], sides[1], base.t.Name, d.Target, s.Class == DivOrder)
 			}
 		}
 	}
