@@ -293,10 +293,7 @@ func newReport(cfg Config, infos []store.RunTargetInfo, runners []*runner, elaps
 		for c := ClassOther; c <= ClassWrite; c++ {
 			tr.ByClass[c.String()] = summarize(s.byClass[c])
 		}
-		own := elapsed
-		if !rn.end.IsZero() {
-			own = rn.end.Sub(rn.start)
-		}
+		own := rn.end.Sub(rn.start) // every runner's goroutine sets end before Run reports
 		tr.Elapsed = own.Seconds()
 		tr.TPS = float64(tr.Transactions) / own.Seconds()
 		tr.QPS = float64(tr.Reads+tr.Writes+tr.Other) / own.Seconds()
