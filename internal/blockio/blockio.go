@@ -1,14 +1,32 @@
 // Package blockio gives a TCP connection whose reads and writes are plain
 // blocking system calls on its own OS thread, bypassing Go's network
 // poller: the kernel wakes the waiting thread directly, as in a C client.
-// The proxy uses it with --io blocking, which measured better than Go's own
-// socket calls on large results and worse on small ones; the default path
-// is internal/rawio. The cost is one OS thread per connection while it
-// waits, so use it where the number of connections is bounded.
+// The proxy uses it with --io blocking (its default path is
+// internal/rawio); replay's workers use it raw (below), by default. The
+// cost is one OS thread per connection while it waits, so use it where the
+// number of connections is bounded.
 //
 // Deadlines map to SO_RCVTIMEO and SO_SNDTIMEO (relative to when they are
 // set); Close shuts the socket down first, so a read blocked in another
 // goroutine returns.
+//
+// The socket is a duplicate that Go's poller does not watch: a watched
+// socket wakes the thread waiting in epoll on every arriving packet, on top
+// of the thread the kernel wakes for the read — two wake-ups per reply.
+//
+// WrapRaw goes one step further for a client that waits for each reply
+// (replay's workers): its calls are raw, invisible to Go's scheduler, so
+// the waiting goroutine keeps its thread and its P, and the reply wakes it
+// like a C client's thread, with no scheduler work at all. Go's own calls
+// (Wrap) tell the scheduler, and while any goroutine is in one the sysmon
+// thread wakes every 20 µs to look — 8,000 wake-ups a second measured on
+// point selects over eight connections. The price of raw calls is a P per waiting
+// connection: the process needs GOMAXPROCS of at least its raw connections
+// plus what its other goroutines use. A signal ends a raw wait (the
+// runtime's preemption, a garbage collection's stack scan), and the call
+// gives the goroutine to the runtime before it waits again, so a raw wait
+// never holds up a collection; the socket timeouts bound each wait to rawSlice so that
+// even with preemption signals turned off a wait comes back to Go.
 package blockio
 
 import (
@@ -21,7 +39,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
+
+// rawSlice bounds one raw wait in the kernel (see the package comment). A
+// short one costs a kernel timer per read: 1 ms halved the throughput of
+// point selects, 10 ms cost a quarter, against 1 s.
+var rawSlice = time.Second // a variable for tests
 
 // Conn is a TCP connection served by blocking system calls.
 //
@@ -29,9 +53,13 @@ import (
 // closed, its number can be reused by the next socket the process opens, and
 // a call still holding it would read another connection's bytes.
 type Conn struct {
-	f             *os.File // owns fd
-	fd            int
+	fd            int // a duplicate the Conn owns, not watched by Go's poller
 	local, remote net.Addr
+	raw           bool
+
+	// raw: the deadlines, enforced by Read and Write (the socket timeouts
+	// bound each wait to rawSlice instead)
+	rdl, wdl time.Time
 
 	mu       sync.Mutex
 	inflight int  // Reads and Writes using fd now
@@ -43,6 +71,15 @@ type Conn struct {
 // Dial connects like net.Dialer.DialContext, then switches the socket to
 // blocking calls.
 func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dial(ctx, network, addr, false)
+}
+
+// DialRaw is Dial with raw calls (see WrapRaw).
+func DialRaw(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dial(ctx, network, addr, true)
+}
+
+func dial(ctx context.Context, network, addr string, raw bool) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
@@ -52,24 +89,65 @@ func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if !ok {
 		return c, nil // unix sockets and the like: leave them to the poller
 	}
-	return Wrap(tc)
+	bc, err := wrap(tc, raw)
+	if err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return bc, nil
 }
 
 // Wrap moves tc onto blocking calls. tc is closed (the new Conn holds a
 // duplicate of its socket); on error tc is left as it was.
-func Wrap(tc *net.TCPConn) (*Conn, error) {
-	f, err := tc.File() // a duplicate descriptor
+func Wrap(tc *net.TCPConn) (*Conn, error) { return wrap(tc, false) }
+
+// WrapRaw moves tc onto raw blocking calls that keep the goroutine's P
+// while they wait (see the package comment), for a connection whose
+// goroutine only ever waits on it. tc is closed; on error it is left as it
+// was.
+func WrapRaw(tc *net.TCPConn) (*Conn, error) { return wrap(tc, true) }
+
+func wrap(tc *net.TCPConn, raw bool) (*Conn, error) {
+	sc, err := tc.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("blockio: %w", err)
 	}
-	fd := int(f.Fd()) // Fd puts the descriptor in blocking mode
-	if err := syscall.SetNonblock(fd, false); err != nil {
-		f.Close()
+	fd := -1
+	var serr error
+	if err := sc.Control(func(s uintptr) {
+		// A duplicate Go's poller does not know; closing tc then takes the
+		// socket out of the poller's epoll set.
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			serr = os.NewSyscallError("fcntl", e)
+			return
+		}
+		fd = int(r)
+	}); err != nil {
 		return nil, fmt.Errorf("blockio: %w", err)
 	}
-	c := &Conn{f: f, fd: fd, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+	if serr != nil {
+		return nil, fmt.Errorf("blockio: %w", serr)
+	}
+	c := &Conn{fd: fd, local: tc.LocalAddr(), remote: tc.RemoteAddr(), raw: raw}
+	if err := c.setup(); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("blockio: %w", err)
+	}
 	tc.Close()
 	return c, nil
+}
+
+// setup makes the socket blocking (the flag is shared with tc's descriptor,
+// which is about to close) and, for raw calls, bounds each wait.
+func (c *Conn) setup() error {
+	if err := syscall.SetNonblock(c.fd, false); err != nil {
+		return os.NewSyscallError("fcntl", err)
+	}
+	if c.raw {
+		return errors.Join(c.sockTimeout(syscall.SO_RCVTIMEO, rawSlice), c.sockTimeout(syscall.SO_SNDTIMEO, rawSlice))
+	}
+	return nil
 }
 
 // acquire marks a call using fd; it fails once the Conn is closed.
@@ -94,7 +172,9 @@ func (c *Conn) release() {
 func (c *Conn) releaseLocked() {
 	if c.closed && c.inflight == 0 && !c.released {
 		c.released = true
-		c.closeErr = c.f.Close()
+		if err := syscall.Close(c.fd); err != nil {
+			c.closeErr = c.opErr("close", err)
+		}
 	}
 }
 
@@ -107,11 +187,14 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 	defer c.release()
 	for {
-		n, err := syscall.Read(c.fd, b)
+		n, err := c.call(syscall.SYS_READ, b)
 		switch {
-		case err == syscall.EINTR:
+		case err == syscall.EINTR && !c.raw:
 			continue
-		case err == syscall.EAGAIN: // SO_RCVTIMEO expired
+		case err == syscall.EINTR, err == syscall.EAGAIN: // a signal, or the socket timeout expired
+			if c.raw && c.waitMore(syscall.SO_RCVTIMEO, err) {
+				continue
+			}
 			return 0, &timeoutError{"read"}
 		case err != nil:
 			return 0, c.opErr("read", err)
@@ -129,11 +212,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 	defer c.release()
 	done := 0
 	for done < len(b) {
-		n, err := syscall.Write(c.fd, b[done:])
+		n, err := c.call(syscall.SYS_WRITE, b[done:])
 		switch {
-		case err == syscall.EINTR:
+		case err == syscall.EINTR && !c.raw:
 			continue
-		case err == syscall.EAGAIN:
+		case err == syscall.EINTR, err == syscall.EAGAIN:
+			if c.raw && c.waitMore(syscall.SO_SNDTIMEO, err) {
+				continue
+			}
 			return done, &timeoutError{"write"}
 		case err != nil:
 			return done, c.opErr("write", err)
@@ -142,6 +228,61 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 	return done, nil
 }
+
+// call is one read or write: raw, or through Go's syscall package, which
+// tells the scheduler.
+func (c *Conn) call(trap uintptr, b []byte) (int, error) {
+	var r uintptr
+	var e syscall.Errno
+	if c.raw {
+		r, _, e = syscall.RawSyscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	} else {
+		r, _, e = syscall.Syscall(trap, uintptr(c.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	}
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// waitMore reports whether a raw wait goes on after a signal (EINTR) or
+// the end of its slice (EAGAIN): the deadline, if any, has not passed. The
+// socket timeout restarts with every call, so the next wait is cut to the
+// time left.
+//
+// After a signal, the runtime first gets the goroutine it signalled for: a
+// preemption (sysmon's, every 10 ms of a long wait), or a stop for a
+// garbage collection's stack scan. Both take the goroutine at a function's
+// stack check, which checkpoint has (it calls, so it is not a leaf).
+// runtime.Gosched lets the goroutine go too, but ignores a stop request, so
+// the collector signals again until it catches the goroutine between two
+// waits: thousands of signals for a collection, measured, against five.
+func (c *Conn) waitMore(opt int, why error) bool {
+	if why == syscall.EINTR {
+		checkpoint()
+	}
+	c.mu.Lock()
+	deadline := c.rdl
+	if opt == syscall.SO_SNDTIMEO {
+		deadline = c.wdl
+	}
+	c.mu.Unlock()
+	if deadline.IsZero() {
+		return true
+	}
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false
+	}
+	c.sockTimeout(opt, min(max(left, time.Microsecond), rawSlice)) // (a zero timeout would be none)
+	return true
+}
+
+//go:noinline
+func checkpoint() { leaf() }
+
+//go:noinline
+func leaf() {}
 
 // Close shuts the socket down, which wakes a Read or Write blocked in
 // another goroutine, and releases it when no call uses it any more.
@@ -180,18 +321,35 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 }
 
 // setTimeout sets a socket timeout from a deadline; zero clears it. A
-// deadline already past times out at once (the smallest timeout).
+// deadline already past times out at once (the smallest timeout). With raw
+// calls the Conn keeps the deadline and the timeout is at most rawSlice.
 func (c *Conn) setTimeout(opt int, t time.Time) error {
 	if err := c.acquire("set"); err != nil {
 		return err
 	}
 	defer c.release()
-	var tv syscall.Timeval
+	var d time.Duration
 	if !t.IsZero() {
-		d := max(time.Until(t), time.Microsecond)
-		tv = syscall.NsecToTimeval(d.Nanoseconds())
+		d = max(time.Until(t), time.Microsecond)
 	}
-	return syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv)
+	if c.raw {
+		c.mu.Lock()
+		if opt == syscall.SO_RCVTIMEO {
+			c.rdl = t
+		} else {
+			c.wdl = t
+		}
+		c.mu.Unlock()
+		if d == 0 || d > rawSlice {
+			d = rawSlice
+		}
+	}
+	return c.sockTimeout(opt, d)
+}
+
+func (c *Conn) sockTimeout(opt int, d time.Duration) error {
+	tv := syscall.NsecToTimeval(d.Nanoseconds())
+	return os.NewSyscallError("setsockopt", syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv))
 }
 
 func (c *Conn) opErr(op string, err error) error {
