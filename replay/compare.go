@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/tandemdb/tandem/store"
@@ -107,7 +108,7 @@ func describe(o *store.Outcome) string {
 }
 
 // compare merge-joins each target's outcomes with the baseline's.
-func compare(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep *Report) error {
+func compare(run *store.RunStore, ss *sessions, an *analyzer, cfg Config, rep *Report) error {
 	base := cfg.baseline()
 	for i, t := range cfg.Targets {
 		if i == base {
@@ -145,7 +146,7 @@ func compare(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep
 				}
 				if class != "" {
 					d.ByClass[class]++
-					if s, ok := sampleAgainst(r, an, class, bo.Seq, describe(bo), to); ok && samples[s.Digest+class] < cfg.Samples {
+					if s, ok := sampleAgainst(ss, an, class, bo.Seq, describe(bo), to); ok && samples[s.Digest+class] < cfg.Samples {
 						samples[s.Digest+class]++
 						d.Samples = append(d.Samples, s)
 					}
@@ -174,16 +175,16 @@ func cmpOr(a, b error) error {
 // sampleAgainst builds a divergence sample of the statement at seq (an
 // outcome key) from the captured record; base describes the side compared
 // against (the baseline's outcome or the captured response).
-func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base string, t *store.Outcome) (DivergenceSample, bool) {
+func sampleAgainst(ss *sessions, an *analyzer, class string, seq uint64, base string, t *store.Outcome) (DivergenceSample, bool) {
 	loop := int(seq >> 40)
 	seq &= 1<<40 - 1
-	rec, ok, err := r.Get(seq)
+	rec, ok, err := ss.r.Get(seq)
 	if err != nil || !ok {
 		return DivergenceSample{}, false
 	}
 	sql := rec.SQL
 	if rec.Kind == store.KindExecute {
-		_, sql = sessionBefore(r, rec)
+		_, sql = ss.before(rec)
 	}
 	s := DivergenceSample{Class: class, Seq: seq, Loop: loop, Session: rec.Session, Digest: an.info(sql).Digest.ID, Statement: sql,
 		Baseline: base, Target: describe(t)}
@@ -193,20 +194,56 @@ func sampleAgainst(r *store.Reader, an *analyzer, class string, seq uint64, base
 	return s, true
 }
 
-// sessionBefore reads rec's session up to rec: the schema it was in (its
-// last connect, COM_INIT_DB or change of user) and, for an execute, the SQL
-// its statement was prepared with.
-func sessionBefore(r *store.Reader, rec *store.Record) (schema, preparedSQL string) {
-	schema, preparedSQL = rec.Schema, fmt.Sprintf("(statement %d)", rec.StmtID)
-	for x, err := range r.Session(rec.Session) {
-		if err != nil || x.Seq >= rec.Seq {
-			break
+// sessions indexes the captured sessions that samples come from: each
+// session's prepares and schema changes, read once. A sample of an execute
+// needs the SQL its statement was prepared with, and reading its session
+// from the start for every divergent execute made the comparison quadratic
+// (6,300 divergences of a target killed mid-replay took two minutes under
+// the race detector).
+type sessions struct {
+	r    *store.Reader
+	byID map[uint64][]sessionEvent
+}
+
+// sessionEvent is a prepare (its statement id and SQL) or a change of
+// schema (a connect, COM_INIT_DB or change of user).
+type sessionEvent struct {
+	seq     uint64
+	prepare bool
+	stmtID  uint32
+	text    string
+}
+
+func newSessions(r *store.Reader) *sessions {
+	return &sessions{r: r, byID: map[uint64][]sessionEvent{}}
+}
+
+// before returns what rec's session had set up before rec: the schema it
+// was in and, for an execute, the SQL its statement was prepared with.
+func (ss *sessions) before(rec *store.Record) (schema, preparedSQL string) {
+	evs, ok := ss.byID[rec.Session]
+	if !ok {
+		for x, err := range ss.r.Session(rec.Session) {
+			if err != nil {
+				break
+			}
+			switch x.Kind {
+			case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+				evs = append(evs, sessionEvent{seq: x.Seq, text: x.Schema})
+			case store.KindPrepare:
+				evs = append(evs, sessionEvent{seq: x.Seq, prepare: true, stmtID: x.StmtID, text: x.SQL})
+			}
 		}
-		switch {
-		case x.Kind == store.KindConnect || x.Kind == store.KindInitDB || x.Kind == store.KindChangeUser:
-			schema = x.Schema
-		case x.Kind == store.KindPrepare && x.StmtID == rec.StmtID:
-			preparedSQL = x.SQL
+		ss.byID[rec.Session] = evs
+	}
+	schema, preparedSQL = rec.Schema, fmt.Sprintf("(statement %d)", rec.StmtID)
+	haveSchema, haveSQL := false, false
+	for i := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= rec.Seq }) - 1; i >= 0 && !(haveSchema && haveSQL); i-- {
+		switch e := &evs[i]; {
+		case !e.prepare && !haveSchema:
+			schema, haveSchema = e.text, true
+		case e.prepare && !haveSQL && e.stmtID == rec.StmtID:
+			preparedSQL, haveSQL = e.text, true
 		}
 	}
 	return schema, preparedSQL
@@ -434,11 +471,11 @@ func describeResponse(p *store.Response) string {
 // compareCaptured merge-joins each target's outcomes of the capture's first
 // pass with the responses in the capture. Only statements (queries and
 // executes) whose capture has a response are compared.
-func compareCaptured(run *store.RunStore, r *store.Reader, an *analyzer, cfg Config, rep *Report) error {
+func compareCaptured(run *store.RunStore, ss *sessions, an *analyzer, cfg Config, rep *Report) error {
 	for i, t := range cfg.Targets {
 		d := DivergenceReport{Target: t.Name, ByClass: map[string]int64{}}
 		samples := map[string]int{}
-		nextR, stopR := iter.Pull2(r.Records())
+		nextR, stopR := iter.Pull2(ss.r.Records())
 		rec, rerr, rok := nextR()
 		var err error
 		for o, oerr := range run.Outcomes(i) {
@@ -473,7 +510,7 @@ func compareCaptured(run *store.RunStore, r *store.Reader, an *analyzer, cfg Con
 				continue
 			}
 			d.ByClass[class]++
-			if s, ok := sampleAgainst(r, an, class, o.Seq, describeResponse(&rec.Resp), o); ok && samples[s.Digest+class] < cfg.Samples {
+			if s, ok := sampleAgainst(ss, an, class, o.Seq, describeResponse(&rec.Resp), o); ok && samples[s.Digest+class] < cfg.Samples {
 				samples[s.Digest+class]++
 				d.Samples = append(d.Samples, s)
 			}

@@ -189,13 +189,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 
 	rep := newReport(cfg, infos, runners, elapsed)
-	if err := compare(run, r, an, cfg, rep); err != nil {
+	ss := newSessions(r)
+	if err := compare(run, ss, an, cfg, rep); err != nil {
 		return nil, err
 	}
-	if err := compareCaptured(run, r, an, cfg, rep); err != nil {
+	if err := compareCaptured(run, ss, an, cfg, rep); err != nil {
 		return nil, err
 	}
-	addFirstDiffs(ctx, r, an, cfg, runners, rep)
+	addFirstDiffs(ctx, ss, an, cfg, runners, rep)
 	b, _ := json.Marshal(rep)
 	if err := run.SetReport(b); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ const maxDiffRows = 100000
 // during the replay (checksums, not rows), so this is what the tables hold
 // now; a sample whose rows now agree says so. runners are the replay's, one
 // per target in cfg order: they know each target's address and schema.
-func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Config, runners []*runner, rep *Report) {
+func addFirstDiffs(ctx context.Context, ss *sessions, an *analyzer, cfg Config, runners []*runner, rep *Report) {
 	conns := map[string]*client.Conn{}
 	failed := map[string]error{} // a target that cannot be reached is tried once
 	defer func() {
@@ -58,11 +58,11 @@ func addFirstDiffs(ctx context.Context, r *store.Reader, an *analyzer, cfg Confi
 				continue
 			}
 			info := an.info(s.Statement)
-			rec, ok, err := r.Get(s.Seq)
+			rec, ok, err := ss.r.Get(s.Seq)
 			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || i < 0 {
 				continue
 			}
-			schema, _ := sessionBefore(r, rec)
+			schema, _ := ss.before(rec)
 			var sides [2][]string
 			for k, rn := range []*runner{base, runners[i]} {
 				c, err := conn(rn, schema)
