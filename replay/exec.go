@@ -2,9 +2,7 @@ package replay
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
 )
 
 // Error codes the replayer itself reports for a statement it could not send.
@@ -28,14 +27,18 @@ const (
 type worker struct {
 	rn   *runner
 	conn *client.Conn
+	// wc frames prepared-statement commands on conn's socket (stmt.go);
+	// buf is the command being sent.
+	wc  *wire.Conn
+	buf []byte
 	// stmts caches this connection's prepared statements by schema and
 	// SQL (a statement's tables are bound in the schema it was prepared
 	// in), for --concurrency.
-	stmts map[string]*client.Stmt
+	stmts map[string]*stmt
 	// Session-fidelity mode: captured statement id → its SQL, and the
 	// statement prepared for it here (one per captured prepare, as captured).
 	sqlOf map[uint32]string
-	byID  map[uint32]*client.Stmt
+	byID  map[uint32]*stmt
 	// out buffers this worker's outcomes, committed every outBatch.
 	out      *store.OutcomeBatch
 	outBatch int
@@ -49,7 +52,7 @@ type worker struct {
 }
 
 func newWorker(rn *runner, outBatch int) *worker {
-	return &worker{rn: rn, stmts: map[string]*client.Stmt{}, sqlOf: map[uint32]string{}, byID: map[uint32]*client.Stmt{},
+	return &worker{rn: rn, stmts: map[string]*stmt{}, sqlOf: map[uint32]string{}, byID: map[uint32]*stmt{},
 		out: rn.run.NewOutcomeBatch(rn.idx), outBatch: outBatch}
 }
 
@@ -67,6 +70,9 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	c, err := client.ConnectWithDialer(dctx, "", w.rn.addr, w.rn.user, w.rn.pass, db, dial, func(c *client.Conn) error {
 		c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 		c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
+		c.SetCapability(mysql.CLIENT_PS_MULTI_RESULTS) // a CALL's result sets, executed
+		// The classic COM_STMT_EXECUTE layout, which stmt.go writes.
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
 		return nil
 	})
 	if err != nil {
@@ -77,7 +83,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		w.rn.stats.mu.Unlock()
 		return err
 	}
-	w.backoff, w.conn, w.schema, w.session, w.sets = 0, c, db, 0, 0
+	w.backoff, w.conn, w.wc, w.schema, w.session, w.sets = 0, c, wire.NewConn(c.Conn.Conn), db, 0, 0
 	w.forgetStatements()
 	w.rn.stats.mu.Lock()
 	w.rn.stats.connections++
@@ -144,7 +150,7 @@ func (w *worker) drop() {
 	if w.conn != nil {
 		w.conn.Close()
 	}
-	w.conn, w.inTrx = nil, false
+	w.conn, w.wc, w.inTrx = nil, nil, false
 	w.forgetStatements()
 }
 
@@ -160,7 +166,7 @@ func (w *worker) quit() {
 	if w.conn != nil {
 		w.conn.Quit()
 	}
-	w.conn = nil
+	w.conn, w.wc = nil, nil
 }
 
 // close ends the connection and writes the outcomes still buffered.
@@ -171,12 +177,12 @@ func (w *worker) close() {
 
 // prepared returns conn's statement for sql in the current schema,
 // preparing it if needed.
-func (w *worker) prepared(sql string) (*client.Stmt, error) {
+func (w *worker) prepared(sql string) (*stmt, error) {
 	key := w.schema + "\x00" + sql
 	if st := w.stmts[key]; st != nil {
 		return st, nil
 	}
-	st, err := w.conn.Prepare(sql)
+	st, err := w.prepare(sql)
 	if err != nil {
 		return nil, err
 	}
@@ -238,17 +244,17 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, si 
 	case store.KindPrepare:
 		w.sqlOf[rec.StmtID] = rec.SQL
 		if old := w.byID[rec.StmtID]; old != nil {
-			old.Close()
+			w.closeStmt(old)
 		}
-		var st *client.Stmt
-		if st, err = w.conn.Prepare(rec.SQL); err == nil {
+		var st *stmt
+		if st, err = w.prepare(rec.SQL); err == nil {
 			w.byID[rec.StmtID] = st
 		} else {
 			delete(w.byID, rec.StmtID)
 		}
 	case store.KindClose:
 		if st := w.byID[rec.StmtID]; st != nil {
-			st.Close()
+			w.closeStmt(st)
 		}
 		delete(w.byID, rec.StmtID)
 		delete(w.sqlOf, rec.StmtID)
@@ -280,7 +286,7 @@ func (w *worker) run(ctx context.Context, rec *store.Record, execSQL string, si 
 			st, err = w.prepared(execSQL)
 		}
 		if err == nil {
-			res, err = st.Execute(args(rec.Params)...)
+			err = w.execute(st, rec.Params, o)
 		}
 	}
 	o.Service = time.Since(start)
@@ -357,77 +363,4 @@ func sqlOrKind(rec *store.Record, execSQL string) string {
 		return rec.SQL
 	}
 	return execSQL
-}
-
-// args converts captured parameters to the Go values go-mysql binds with the
-// same MySQL types: TINY…LONGLONG to int8…int64 (unsigned to uint8…uint64),
-// FLOAT and DOUBLE to float32 and float64, temporal values to their text
-// form, the rest to bytes.
-func args(ps []store.Value) []any {
-	out := make([]any, len(ps))
-	for i, p := range ps {
-		if p.Null {
-			continue
-		}
-		switch p.Type {
-		case store.TypeTiny:
-			out[i] = pick(p.Unsigned, uint8(p.Int), int8(p.Int))
-		case store.TypeShort, store.TypeYear:
-			out[i] = pick(p.Unsigned, uint16(p.Int), int16(p.Int))
-		case store.TypeLong, store.TypeInt24:
-			out[i] = pick(p.Unsigned, uint32(p.Int), int32(p.Int))
-		case store.TypeLongLong:
-			out[i] = pick(p.Unsigned, uint64(p.Int), p.Int)
-		case store.TypeFloat:
-			out[i] = float32(p.Float)
-		case store.TypeDouble:
-			out[i] = p.Float
-		case store.TypeDate, store.TypeDateTime, store.TypeTimestamp:
-			out[i] = dateTimeText(p.Bytes)
-		case store.TypeTime:
-			out[i] = timeText(p.Bytes)
-		default:
-			out[i] = p.Bytes
-		}
-	}
-	return out
-}
-
-func pick[U, S any](unsigned bool, u U, s S) any {
-	if unsigned {
-		return u
-	}
-	return s
-}
-
-// dateTimeText renders a binary-protocol DATE/DATETIME/TIMESTAMP.
-func dateTimeText(b []byte) string {
-	if len(b) < 4 {
-		return "0000-00-00 00:00:00"
-	}
-	s := fmt.Sprintf("%04d-%02d-%02d", binary.LittleEndian.Uint16(b), b[2], b[3])
-	if len(b) >= 7 {
-		s += fmt.Sprintf(" %02d:%02d:%02d", b[4], b[5], b[6])
-	}
-	if len(b) >= 11 {
-		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[7:]))
-	}
-	return s
-}
-
-// timeText renders a binary-protocol TIME.
-func timeText(b []byte) string {
-	if len(b) < 8 {
-		return "00:00:00"
-	}
-	sign := ""
-	if b[0] == 1 {
-		sign = "-"
-	}
-	h := binary.LittleEndian.Uint32(b[1:])*24 + uint32(b[5])
-	s := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, b[6], b[7])
-	if len(b) >= 12 {
-		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[8:]))
-	}
-	return s
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -172,4 +173,78 @@ func at(rows []string, i int) string {
 		return rows[i]
 	}
 	return "(no row)"
+}
+
+// args converts captured parameters, for re-running a sample's statement
+// with go-mysql (whose decoded rows give the text the sample shows), to the
+// Go values go-mysql binds with the same MySQL types: TINY…LONGLONG to int8…int64 (unsigned to uint8…uint64),
+// FLOAT and DOUBLE to float32 and float64, temporal values to their text
+// form, the rest to bytes.
+func args(ps []store.Value) []any {
+	out := make([]any, len(ps))
+	for i, p := range ps {
+		if p.Null {
+			continue
+		}
+		switch p.Type {
+		case store.TypeTiny:
+			out[i] = pick(p.Unsigned, uint8(p.Int), int8(p.Int))
+		case store.TypeShort, store.TypeYear:
+			out[i] = pick(p.Unsigned, uint16(p.Int), int16(p.Int))
+		case store.TypeLong, store.TypeInt24:
+			out[i] = pick(p.Unsigned, uint32(p.Int), int32(p.Int))
+		case store.TypeLongLong:
+			out[i] = pick(p.Unsigned, uint64(p.Int), p.Int)
+		case store.TypeFloat:
+			out[i] = float32(p.Float)
+		case store.TypeDouble:
+			out[i] = p.Float
+		case store.TypeDate, store.TypeDateTime, store.TypeTimestamp:
+			out[i] = dateTimeText(p.Bytes)
+		case store.TypeTime:
+			out[i] = timeText(p.Bytes)
+		default:
+			out[i] = p.Bytes
+		}
+	}
+	return out
+}
+
+func pick[U, S any](unsigned bool, u U, s S) any {
+	if unsigned {
+		return u
+	}
+	return s
+}
+
+// dateTimeText renders a binary-protocol DATE/DATETIME/TIMESTAMP.
+func dateTimeText(b []byte) string {
+	if len(b) < 4 {
+		return "0000-00-00 00:00:00"
+	}
+	s := fmt.Sprintf("%04d-%02d-%02d", binary.LittleEndian.Uint16(b), b[2], b[3])
+	if len(b) >= 7 {
+		s += fmt.Sprintf(" %02d:%02d:%02d", b[4], b[5], b[6])
+	}
+	if len(b) >= 11 {
+		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[7:]))
+	}
+	return s
+}
+
+// timeText renders a binary-protocol TIME.
+func timeText(b []byte) string {
+	if len(b) < 8 {
+		return "00:00:00"
+	}
+	sign := ""
+	if b[0] == 1 {
+		sign = "-"
+	}
+	h := binary.LittleEndian.Uint32(b[1:])*24 + uint32(b[5])
+	s := fmt.Sprintf("%s%02d:%02d:%02d", sign, h, b[6], b[7])
+	if len(b) >= 12 {
+		s += fmt.Sprintf(".%06d", binary.LittleEndian.Uint32(b[8:]))
+	}
+	return s
 }
