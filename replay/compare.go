@@ -272,7 +272,11 @@ func valueText(v store.Value) string {
 // divergences by class with samples.
 func (rep *Report) WriteText(w interface{ Write([]byte) (int, error) }) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("replay of %s against %d targets in %.1fs (baseline %s; run directory %s)\n\n", rep.Capture, len(rep.Targets), rep.Elapsed, rep.Baseline, rep.RunDir)
+	p("replay of %s against %d targets in %.1fs (baseline %s; --io %s; run directory %s)\n", rep.Capture, len(rep.Targets), rep.Elapsed, rep.Baseline, rep.IO, rep.RunDir)
+	if rep.IONote != "" {
+		p("note: %s\n", rep.IONote)
+	}
+	p("\n")
 	cols := make([]string, len(rep.Targets))
 	for i, t := range rep.Targets {
 		cols[i] = t.Name

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/tandemdb/tandem/capture/synth"
@@ -17,9 +18,20 @@ func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
 	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
 	prepared(t, 2, 2000, ta, tb)
 	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Threads, c.Events = 8, 200 })
-	for _, k := range []int{1, 3} {
-		t.Run(fmt.Sprint("concurrency=", k), func(t *testing.T) {
-			rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = k }, ta, tb)
+	for _, run := range []struct {
+		k  int
+		io string
+	}{{1, IOBlocking}, {3, IOBlocking}, {3, IOPoller}} {
+		k := run.k
+		t.Run(fmt.Sprintf("concurrency=%d,io=%s", k, run.io), func(t *testing.T) {
+			procs := runtime.GOMAXPROCS(0)
+			rep := replayRun(t, capDir, func(c *Config) { c.Concurrency, c.IO = k, run.io }, ta, tb)
+			if rep.IO != run.io || rep.IONote != "" {
+				t.Errorf("report says io %q (%q), want %q", rep.IO, rep.IONote, run.io)
+			}
+			if got := runtime.GOMAXPROCS(0); got != procs {
+				t.Errorf("GOMAXPROCS %d after the replay, %d before", got, procs)
+			}
 			for _, tr := range rep.Targets {
 				// 8 captured sessions on k connections; every transaction and
 				// statement once: 200 x (14 reads + BEGIN + COMMIT).

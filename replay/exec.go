@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
@@ -67,7 +68,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	db := w.rn.schemaFor(schema)
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.ConnectWithDialer(dctx, "", w.rn.addr, w.rn.user, w.rn.pass, db, dial, func(c *client.Conn) error {
+	c, err := client.ConnectWithDialer(dctx, "", w.rn.addr, w.rn.user, w.rn.pass, db, w.rn.dial, func(c *client.Conn) error {
 		c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
 		c.SetCapability(mysql.CLIENT_MULTI_RESULTS)
 		c.SetCapability(mysql.CLIENT_PS_MULTI_RESULTS) // a CALL's result sets, executed
@@ -129,12 +130,15 @@ func (w *worker) adopt(u *unit) {
 	w.session, w.sets = u.session, len(u.sets)
 }
 
-// dial opens a connection whose reads and writes are raw non-blocking
-// system calls on Go's poller (internal/rawio): replay's workers wait on
-// every reply, and Go's own socket calls cost a scheduler hand-off each.
-// Measured on point selects: 42.0k qps vs 39.9k with blocking reads and
-// 33.4k with Go's calls.
-func dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// dial opens a connection on raw system calls. With IOBlocking a worker
+// waits for each reply in the kernel, keeping its thread and P as a C
+// client does (internal/blockio, WrapRaw); with IOPoller it parks on Go's
+// poller (internal/rawio). Go's own socket calls cost a scheduler hand-off
+// each. Figures: scripts/bench-replay.sh.
+func (rn *runner) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if rn.blocking {
+		return blockio.DialRaw(ctx, network, addr)
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {

@@ -45,7 +45,10 @@ type Config struct {
 	ReportInterval time.Duration
 	// Samples kept per (digest, divergence class).
 	Samples int
-	Logger  *slog.Logger
+	// IO is how connections wait for replies: IOBlocking (the default,
+	// "" too) or IOPoller.
+	IO     string
+	Logger *slog.Logger
 }
 
 func (c *Config) check() error {
@@ -66,6 +69,13 @@ func (c *Config) check() error {
 	}
 	if c.Concurrency < 0 {
 		return errors.New("replay: --concurrency must not be negative")
+	}
+	switch c.IO {
+	case "":
+		c.IO = IOBlocking
+	case IOBlocking, IOPoller:
+	default:
+		return fmt.Errorf("replay: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
 	}
 	if c.Loop < 1 {
 		c.Loop = 1
@@ -140,6 +150,22 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 	defer run.Close()
 
+	conns := cfg.Concurrency
+	if conns == 0 {
+		conns, err = sessionCount(r)
+		if err != nil {
+			return nil, err
+		}
+	}
+	conns *= len(cfg.Targets)
+	mode, why := ioMode(cfg.IO, conns)
+	if why != "" {
+		cfg.Logger.Warn(why)
+	}
+	if mode == IOBlocking {
+		defer addProcs(conns)()
+	}
+
 	an := newAnalyzer()
 	runners := make([]*runner, len(cfg.Targets))
 	start := time.Now().Add(50 * time.Millisecond) // one instant for all targets
@@ -148,6 +174,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			return nil, err
 		}
 		runners[i].start, runners[i].capStart, runners[i].capSpan = start, capStart, capEnd-capStart
+		runners[i].blocking = mode == IOBlocking
 	}
 
 	stopReports := make(chan struct{})
@@ -189,6 +216,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 
 	rep := newReport(cfg, infos, runners, elapsed)
+	rep.IO, rep.IONote = mode, why
 	ss := newSessions(r)
 	if err := compare(run, ss, an, cfg, rep); err != nil {
 		return nil, err
@@ -248,6 +276,10 @@ type Report struct {
 	// VsCapture compares each target with the responses the capture holds
 	// (proxy captures; a synthesized capture has none).
 	VsCapture []DivergenceReport `json:"divergences_from_capture"`
+	// IO is how the connections waited for replies (Config.IO); IONote
+	// says why it is not the one asked for.
+	IO     string `json:"io"`
+	IONote string `json:"io_note,omitempty"`
 }
 
 // TargetReport is one target's totals.
@@ -323,4 +355,14 @@ func newReport(cfg Config, infos []store.RunTargetInfo, runners []*runner, elaps
 		}
 	}
 	return rep
+}
+
+// sessionCount is how many sessions the capture holds: the connections a
+// session-fidelity replay opens per target, at most.
+func sessionCount(r *store.Reader) (int, error) {
+	if s, ok := r.Summary(); ok {
+		return int(s.Sessions), nil
+	}
+	ids, err := r.Sessions()
+	return len(ids), err
 }

@@ -37,6 +37,8 @@ type runner struct {
 	end time.Time
 	// active counts the connections replaying now (progress lines' thds).
 	active atomic.Int64
+	// blocking: connections wait for replies in blocking reads (IOBlocking).
+	blocking bool
 }
 
 func newRunner(idx int, t target.Target, cfg *Config, r *store.Reader, an *analyzer, run *store.RunStore) (*runner, error) {

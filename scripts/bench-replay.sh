@@ -2,7 +2,8 @@
 # Replay benchmark, two parts, against sandboxed servers:
 #  1. Replay as a load generator: sysbench oltp_point_select at THREADS threads
 #     vs `tandem replay --speed 0 --concurrency THREADS` of a point-select
-#     capture, same server, alternating ROUNDS times; prints QPS and the ratio.
+#     capture, same server, alternating ROUNDS times; replay runs with
+#     --io blocking (the default) and --io poller; prints QPS and the ratios.
 #  2. Memory: a MEM_RECORDS-record capture replayed against two targets
 #     (InnoDB and MyRocks) as fast as they go; prints peak RSS (target < 300 MB).
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
@@ -30,21 +31,25 @@ mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 
 echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
 "$tandem" synth oltp_point_select --out "$work/ps" --tables 4 --table-size 20000 --threads "$THREADS" --events 200000 >/dev/null
-sb=() tr=()
+sb=() tr=() tp=()
+replay_qps() { # io mode
+  rm -rf "$work/run-ps"
+  "$tandem" replay "$work/ps" --speed 0 --concurrency "$THREADS" --duration "${SECS}s" --run "$work/run-ps" --json --io "$1" \
+    --target "innodb=$inno" | python3 -c 'import json,sys; print(json.load(sys.stdin)["targets"][0]["qps"])'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 for round in $(seq "$ROUNDS"); do
   out=$(sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$TANDEM_INNODB_PORT" \
     --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --time="$SECS" --report-interval=0 run)
   q=$(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' <<<"$out")
   sb+=("$q")
-  rm -rf "$work/run-ps"
-  r=$("$tandem" replay "$work/ps" --speed 0 --concurrency "$THREADS" --duration "${SECS}s" --run "$work/run-ps" --json \
-    --target "innodb=$inno" | python3 -c 'import json,sys; print(json.load(sys.stdin)["targets"][0]["qps"])')
-  tr+=("$r")
-  printf 'round %d  sysbench %10.0f qps   tandem replay %10.0f qps   ratio %.3f\n' "$round" "$q" "$r" "$(awk -v a="$r" -v b="$q" 'BEGIN{print a/b}')"
+  r=$(replay_qps blocking); tr+=("$r")
+  p=$(replay_qps poller); tp+=("$p")
+  printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)\n' "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")"
 done
 mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
-msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}")
-printf 'mean     sysbench %10.0f qps   tandem replay %10.0f qps   ratio %.3f   (target >= 0.95)\n' "$msb" "$mtr" "$(awk -v a="$mtr" -v b="$msb" 'BEGIN{print a/b}')"
+msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}")
+printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   (target >= 0.95)\n' "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")"
 
 if [ "$MEM_RECORDS" -gt 0 ]; then
   echo

@@ -80,6 +80,7 @@ func TestCLIErrors(t *testing.T) {
 		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
 		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},
 		{"replay foreign directory", nil, []string{"replay", empty, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + " holds no Pebble store"},
+		{"replay unknown io", nil, []string{"replay", empty, "--io", "epoll", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--io "epoll": want blocking or poller`},
 		{"replay negative speed", nil, []string{"replay", empty, "--speed", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed must not be negative"},
 	}
 	for _, c := range cases {
@@ -235,6 +236,7 @@ func TestCLIReplay(t *testing.T) {
 	}
 	for _, want := range []string{
 		"against 2 targets",
+		"--io blocking;",
 		fmt.Sprintf("%d (", trx), // transactions (per second)
 		// Sessions replay their connects and prepares too.
 		fmt.Sprintf("compared with baseline                   baseline %22d", statements+2+14),
@@ -252,11 +254,12 @@ func TestCLIReplay(t *testing.T) {
 		t.Errorf("a paced replay shows no lag:\n%s", stdout)
 	}
 
-	stdout, stderr, code = run(t, nil, append([]string{"replay", capDir, "--speed", "0", "--concurrency", "2", "--json", "--run", filepath.Join(t.TempDir(), "run")}, targets...)...)
+	stdout, stderr, code = run(t, nil, append([]string{"replay", capDir, "--speed", "0", "--concurrency", "2", "--io", "poller", "--json", "--run", filepath.Join(t.TempDir(), "run")}, targets...)...)
 	if code != 0 {
 		t.Fatalf("replay --json: exit %d: %s", code, stderr)
 	}
 	var rep struct {
+		IO      string `json:"io"`
 		Targets []struct {
 			Name         string `json:"name"`
 			Transactions int64  `json:"transactions"`
@@ -279,6 +282,9 @@ func TestCLIReplay(t *testing.T) {
 	}
 	if len(rep.Divergences) != 1 || rep.Divergences[0].Compared != statements || len(rep.Divergences[0].ByClass) != 0 {
 		t.Errorf("divergences %+v; want %d compared, none divergent", rep.Divergences, statements)
+	}
+	if rep.IO != "poller" {
+		t.Errorf("report io %q, want poller (--io poller)", rep.IO)
 	}
 }
 

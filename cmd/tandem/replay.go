@@ -92,5 +92,6 @@ Results are stored in --run DIR.`,
 	f.DurationVar(&cfg.ReportInterval, "report-interval", 0, "print a sysbench-style line per target this often (to stderr)")
 	f.IntVar(&cfg.Samples, "samples", 3, "divergence samples kept per statement digest and class")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&cfg.IO, "io", replay.IOBlocking, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens) or poller (Go's poller: fewer threads, more scheduler hand-offs, slower)")
 	return cmd
 }

@@ -1,0 +1,58 @@
+package replay
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/target"
+)
+
+func TestIOMode(t *testing.T) {
+	for _, c := range []struct {
+		asked      string
+		conns      int
+		want, note string
+	}{
+		{IOBlocking, 16, IOBlocking, ""},
+		{IOBlocking, maxBlockingConns, IOBlocking, ""},
+		{IOBlocking, maxBlockingConns + 1, IOPoller, "513 connections need more than the 512 Ps --io blocking allows"},
+		{IOPoller, 16, IOPoller, ""},
+	} {
+		got, why := ioMode(c.asked, c.conns)
+		if got != c.want || c.note == "" && why != "" || !strings.Contains(why, c.note) {
+			t.Errorf("ioMode(%q, %d) = %q, %q; want %q, %q…", c.asked, c.conns, got, why, c.want, c.note)
+		}
+	}
+}
+
+func TestConfigIO(t *testing.T) {
+	base := Config{Capture: "c", RunDir: "r", Targets: []target.Target{{Name: "a", DSN: "root@tcp(127.0.0.1:1)/"}}}
+	c := base
+	if err := c.check(); err != nil || c.IO != IOBlocking {
+		t.Fatalf("default: IO %q, err %v; want blocking", c.IO, err)
+	}
+	c = base
+	c.IO = "epoll"
+	if err := c.check(); err == nil || !strings.Contains(err.Error(), `--io "epoll": want blocking or poller`) {
+		t.Fatalf("--io epoll: %v", err)
+	}
+}
+
+// Runs at once add their Ps up; the last one out restores the setting.
+func TestAddProcsNests(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	undoA := addProcs(3)
+	undoB := addProcs(5)
+	if got := runtime.GOMAXPROCS(0); got != before+8 {
+		t.Fatalf("two runs: GOMAXPROCS %d, want %d", got, before+8)
+	}
+	undoA()
+	if got := runtime.GOMAXPROCS(0); got != before+5 {
+		t.Fatalf("one run left: GOMAXPROCS %d, want %d", got, before+5)
+	}
+	undoB()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("none left: GOMAXPROCS %d, want %d", got, before)
+	}
+}
