@@ -256,7 +256,7 @@ func (c *Conn) call(trap uintptr, b []byte) (int, error) {
 // stack check, which checkpoint has (it calls, so it is not a leaf).
 // runtime.Gosched lets the goroutine go too, but ignores a stop request, so
 // the collector signals again until it catches the goroutine between two
-// waits: thousands of signals for a collection, measured, against five.
+// waits: up to 2,700 signals for a collection, measured, against five.
 func (c *Conn) waitMore(opt int, why error) bool {
 	if why == syscall.EINTR {
 		checkpoint()
