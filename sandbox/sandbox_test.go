@@ -261,6 +261,36 @@ func TestServerOptionReachesServer(t *testing.T) {
 	}
 }
 
+// A MariaDB server deletes every "#sql*" file in its tmpdir when it starts;
+// sharing /tmp, a sandbox starting deleted the temporary tables of others
+// (an install running at the same time failed with "Unknown table
+// 'mysql.tmp_proxies_priv'"). Each server has its own tmpdir, and a file
+// like another server's temporary table in the system's survives.
+func TestServersKeepTheirOwnTmpdir(t *testing.T) {
+	needServer(t)
+	probe, err := os.CreateTemp("", "#sql-tandem-probe-*.MAI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Close()
+	defer os.Remove(probe.Name())
+	dir := t.TempDir()
+	srvs, err := Up(context.Background(), Config{Dir: dir, Profiles: []string{"innodb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Down(context.Background(), dir, nil, true)
+	if _, err := os.Stat(probe.Name()); err != nil {
+		t.Errorf("starting a sandbox server deleted %s: %v", probe.Name(), err)
+	}
+	db, _ := sql.Open("mysql", srvs[0].DSN(""))
+	defer db.Close()
+	var tmp string
+	if err := db.QueryRow("SELECT @@tmpdir").Scan(&tmp); err != nil || tmp != srvs[0].tmpDir() {
+		t.Fatalf("@@tmpdir = %q (%v), want the server's own %q", tmp, err, srvs[0].tmpDir())
+	}
+}
+
 func TestBadServerOptionReportsErrorLog(t *testing.T) {
 	needServer(t)
 	dir := t.TempDir()

@@ -47,7 +47,14 @@ func (s Server) DSN(db string) string {
 	return c.FormatDSN()
 }
 
-func (s Server) dataDir() string   { return filepath.Join(s.Dir, "data") }
+func (s Server) dataDir() string { return filepath.Join(s.Dir, "data") }
+
+// tmpDir is the server's own tmpdir. A MariaDB server deletes every
+// "#sql*" file in its tmpdir when it starts (leftover temporary tables, it
+// assumes), so servers sharing /tmp delete each other's temporary tables:
+// a sandbox starting while another ran mariadb-install-db made that
+// install fail ("Unknown table 'mysql.tmp_proxies_priv'").
+func (s Server) tmpDir() string    { return filepath.Join(s.Dir, "tmp") }
 func (s Server) errorLog() string  { return filepath.Join(s.Dir, "error.log") }
 func (s Server) statePath() string { return filepath.Join(s.Dir, stateFile) }
 
@@ -198,8 +205,11 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 	}
 
 	root := os.Geteuid() == 0
+	if err := os.MkdirAll(s.tmpDir(), 0o755); err != nil {
+		return s, err
+	}
 	if _, err := os.Stat(filepath.Join(s.dataDir(), "mysql")); errors.Is(err, os.ErrNotExist) {
-		if err := installDB(ctx, bin, s.dataDir(), root); err != nil {
+		if err := installDB(ctx, bin, s.dataDir(), s.tmpDir(), root); err != nil {
 			return s, err
 		}
 	}
@@ -207,6 +217,7 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + s.dataDir(),
+		"--tmpdir=" + s.tmpDir(),
 		"--port=" + strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(s.Dir, "mysqld.sock"),
@@ -266,12 +277,13 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 	return s, nil
 }
 
-func installDB(ctx context.Context, bin, dataDir string, root bool) error {
+func installDB(ctx context.Context, bin, dataDir, tmpDir string, root bool) error {
 	tool, err := findInstallDB(bin)
 	if err != nil {
 		return err
 	}
-	args := []string{"--no-defaults", "--datadir=" + dataDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
+	// --tmpdir goes through to the bootstrap server (see Server.tmpDir).
+	args := []string{"--no-defaults", "--datadir=" + dataDir, "--tmpdir=" + tmpDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
 	if root {
 		args = append(args, "--user=root")
 	}
