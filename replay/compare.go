@@ -461,6 +461,16 @@ func classifyCaptured(resp *store.Response, t *store.Outcome) (string, bool) {
 }
 
 func describeResponse(p *store.Response) string {
+	if len(p.More) > 0 { // a CALL's result sets and final OK, compared by their total rows
+		rows, last := p.Rows, p
+		for i := range p.More {
+			rows, last = rows+p.More[i].Rows, &p.More[i]
+		}
+		if last.Kind == store.RespError {
+			return fmt.Sprintf("error %d after %d results", last.ErrCode, len(p.More))
+		}
+		return fmt.Sprintf("%d rows in %d results", rows, len(p.More)+1)
+	}
 	switch {
 	case p.Kind == store.RespError:
 		return fmt.Sprintf("error %d", p.ErrCode)

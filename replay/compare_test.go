@@ -125,3 +125,17 @@ func TestSessionsBefore(t *testing.T) {
 		t.Errorf("indexed sessions %v; want session 1 only, with its 5 prepares and schema changes", ss.byID)
 	}
 }
+
+// A multi-result response (a CALL) is compared by its total rows, and its
+// sample says so rather than showing the first result set's.
+func TestDescribeMultiResultResponse(t *testing.T) {
+	call := store.Response{Kind: store.RespResultSet, Rows: 2, HasChecksums: true,
+		More: []store.Response{{Kind: store.RespResultSet, Rows: 1, HasChecksums: true}, {Kind: store.RespOK}}}
+	if got, want := describeResponse(&call), "3 rows in 3 results"; got != want {
+		t.Errorf("describeResponse = %q, want %q", got, want)
+	}
+	call.More[1] = store.Response{Kind: store.RespError, ErrCode: 1305}
+	if got, want := describeResponse(&call), "error 1305 after 2 results"; got != want {
+		t.Errorf("describeResponse = %q, want %q", got, want)
+	}
+}
