@@ -29,9 +29,10 @@ type worker struct {
 	rn   *runner
 	conn *client.Conn
 	// wc frames prepared-statement commands on conn's socket (stmt.go);
-	// buf is the command being sent.
-	wc  *wire.Conn
-	buf []byte
+	// buf is the command being sent, params an execute's parameters.
+	wc     *wire.Conn
+	buf    []byte
+	params []wire.Param
 	// stmts caches this connection's prepared statements by schema and
 	// SQL (a statement's tables are bound in the schema it was prepared
 	// in), for --concurrency.

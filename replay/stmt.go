@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
@@ -84,7 +83,7 @@ func (w *worker) execute(st *stmt, ps []store.Value, o *store.Outcome) error {
 		return &mysql.MyError{Code: mysql.ER_WRONG_ARGUMENTS, State: "HY000",
 			Message: fmt.Sprintf("the capture has %d parameters for a statement that takes %d", len(ps), st.params)}
 	}
-	w.buf = appendExecute(w.buf[:0], st.id, ps)
+	w.buf = appendExecute(w.buf[:0], st.id, ps, &w.params)
 	if err := w.send(); err != nil {
 		return err
 	}
@@ -201,55 +200,9 @@ func (w *worker) readResults(o *store.Outcome) error {
 }
 
 // appendExecute encodes COM_STMT_EXECUTE with the parameters' captured
-// types and values (types bound with every execute).
-func appendExecute(b []byte, id uint32, ps []store.Value) []byte {
-	b = append(b, mysql.COM_STMT_EXECUTE)
-	b = binary.LittleEndian.AppendUint32(b, id)
-	b = append(b, 0)                           // no cursor
-	b = binary.LittleEndian.AppendUint32(b, 1) // iterations
-	if len(ps) == 0 {
-		return b
-	}
-	at := len(b)
-	for range (len(ps) + 7) / 8 {
-		b = append(b, 0)
-	}
-	for i, p := range ps {
-		if p.Null {
-			b[at+i/8] |= 1 << (i % 8)
-		}
-	}
-	b = append(b, 1) // new parameters bound: types follow
-	for _, p := range ps {
-		var flag byte
-		if p.Unsigned {
-			flag = 0x80
-		}
-		b = append(b, p.Type, flag)
-	}
-	for _, p := range ps {
-		if p.Null {
-			continue
-		}
-		switch p.Type {
-		case store.TypeNull:
-		case store.TypeTiny:
-			b = append(b, byte(p.Int))
-		case store.TypeShort, store.TypeYear:
-			b = binary.LittleEndian.AppendUint16(b, uint16(p.Int))
-		case store.TypeLong, store.TypeInt24:
-			b = binary.LittleEndian.AppendUint32(b, uint32(p.Int))
-		case store.TypeLongLong:
-			b = binary.LittleEndian.AppendUint64(b, uint64(p.Int))
-		case store.TypeFloat:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(p.Float)))
-		case store.TypeDouble:
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Float))
-		case store.TypeDate, store.TypeDateTime, store.TypeTimestamp, store.TypeTime:
-			b = append(append(b, byte(len(p.Bytes))), p.Bytes...)
-		default:
-			b = wire.AppendLenencBytes(b, p.Bytes)
-		}
-	}
-	return b
+// types and values (types bound with every execute); params is scratch.
+func appendExecute(b []byte, id uint32, ps []store.Value, params *[]wire.Param) []byte {
+	*params = capture.WireParams((*params)[:0], ps)
+	e := wire.Execute{StmtID: id, Iterations: 1, NewParamsBound: true, Params: *params}
+	return e.Append(b)
 }

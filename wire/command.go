@@ -162,13 +162,13 @@ func (e *Execute) Append(b []byte) []byte {
 	if n == 0 {
 		return b
 	}
-	nulls := make([]byte, (n+7)/8)
+	at := len(b) // the NULL bitmap, written in place
+	b = append(b, make([]byte, (n+7)/8)...)
 	for i, p := range e.Params {
 		if p.Null {
-			nulls[i/8] |= 1 << (i % 8)
+			b[at+i/8] |= 1 << (i % 8)
 		}
 	}
-	b = append(b, nulls...)
 	if e.NewParamsBound {
 		b = append(b, 1)
 		for _, p := range e.Params {
