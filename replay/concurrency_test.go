@@ -12,10 +12,7 @@ import (
 )
 
 func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	_, a := srv.FreshDB(t)
-	_, b := srv.FreshDB(t)
-	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
+	ta, tb, _, _ := twoInnoDB(t)
 	prepared(t, 2, 2000, ta, tb)
 	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Threads, c.Events = 8, 200 })
 	for _, run := range []struct {

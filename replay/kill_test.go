@@ -9,16 +9,13 @@ import (
 
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/sandbox"
-	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 )
 
 // A target whose server is killed in the middle of a replay: the other
 // targets finish with correct results, the killed one is reported with its
 // errors, and the replay ends on time.
 func TestTargetKilledMidReplay(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	_, a := srv.FreshDB(t)
-	_, b := srv.FreshDB(t)
+	ta, tb, _, _ := twoInnoDB(t)
 
 	// The victim has a server of its own, so killing it harms no other test.
 	ctx := context.Background()
@@ -35,7 +32,7 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	exec(t, root, "CREATE DATABASE victim")
 	root.Close()
 
-	ta, tb, tk := tgt(t, "a", a, ""), tgt(t, "b", b, ""), tgt(t, "killed", victims[0].DSN("victim"), "")
+	tk := tgt(t, "killed", victims[0].DSN("victim"), "")
 	prepared(t, 2, 2000, ta, tb, tk)
 	// 4 sessions at 300 read-only transactions/s for 2 s, replayed as captured.
 	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) {

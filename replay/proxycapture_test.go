@@ -137,10 +137,8 @@ func TestProxyCaptureOfManyTypesReplaysIdentically(t *testing.T) {
 		t.Fatalf("capture holds %d statements (%d with row checksums); want 15 (9)", statements, withChecksums)
 	}
 
-	srv := sandboxtest.Server(t, "innodb")
-	_, a := srv.FreshDB(t)
-	_, b := srv.FreshDB(t)
-	rep := replayRun(t, capDir, nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	ta, tb, _, _ := twoInnoDB(t)
+	rep := replayRun(t, capDir, nil, ta, tb)
 	for _, tr := range rep.Targets {
 		if tr.Errors != 0 || tr.Skipped != 0 || tr.Reads != 9 || tr.Writes != 5 || tr.Other != 1 {
 			t.Errorf("%s: errors %d skipped %d r/w/o %d/%d/%d; want 0 0 9/5/1", tr.Name, tr.Errors, tr.Skipped, tr.Reads, tr.Writes, tr.Other)
@@ -187,10 +185,8 @@ func TestProxyCaptureOfCallReplays(t *testing.T) {
 		must(db.Exec("CALL bump(?)", 4))
 		must(db.Query("SELECT v FROM t WHERE v > ?", 3)) // after the CALLs, on the same connection
 	})
-	srv := sandboxtest.Server(t, "innodb")
-	_, a := srv.FreshDB(t)
-	_, b := srv.FreshDB(t)
-	rep := replayRun(t, capDir, nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	ta, tb, _, _ := twoInnoDB(t)
+	rep := replayRun(t, capDir, nil, ta, tb)
 	for _, tr := range rep.Targets {
 		if tr.Errors != 0 || tr.Skipped != 0 {
 			t.Errorf("%s: errors %d skipped %d", tr.Name, tr.Errors, tr.Skipped)

@@ -29,6 +29,16 @@ func tgt(t *testing.T, name, dsn, extra string) target.Target {
 	return x
 }
 
+// twoInnoDB gives two fresh databases on the shared InnoDB server, as
+// targets "a" and "b", with a handle on each.
+func twoInnoDB(t *testing.T) (ta, tb target.Target, dba, dbb *sql.DB) {
+	t.Helper()
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	return tgt(t, "a", a, ""), tgt(t, "b", b, ""), dba, dbb
+}
+
 // prepared makes identical sbtest tables (same seed) on each target.
 func prepared(t *testing.T, tables, size int, ts ...target.Target) {
 	t.Helper()
@@ -67,10 +77,7 @@ func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...target.Targ
 }
 
 func TestIdenticalInnoDBSingleSessionReadWriteNoDivergence(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	_, a := srv.FreshDB(t)
-	_, b := srv.FreshDB(t)
-	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
+	ta, tb, _, _ := twoInnoDB(t)
 	prepared(t, 2, 2000, ta, tb)
 	rep := replayRun(t, synthCapture(t, "oltp_read_write", nil), nil, ta, tb)
 	d := rep.Divergences[0]
@@ -142,9 +149,7 @@ func exec(t *testing.T, db *sql.DB, qs ...string) {
 }
 
 func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
+	ta, tb, dba, dbb := twoInnoDB(t)
 	for _, db := range []*sql.DB{dba, dbb} {
 		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, email VARCHAR(40), v INT)")
 		for i := 1; i <= 20; i++ {
@@ -167,7 +172,7 @@ func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
 		"SELECT id FROM t ORDER BY id LIMIT 3",           // 27: deterministic with ORDER BY
 		"SELECT v FROM t WHERE id = 7 AND v > 0 LIMIT 1", // 28: LIMIT without ORDER BY: nondeterministic
 	)
-	rep := replayRun(t, writeCapture(t, sqls), nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	rep := replayRun(t, writeCapture(t, sqls), nil, ta, tb)
 	d := rep.Divergences[0]
 	got := map[string][]uint64{}
 	for _, s := range d.Samples {
@@ -294,13 +299,10 @@ func TestPacingAchievesTheCapturedRate(t *testing.T) {
 // With --loop, a statement diverging on every pass is reported once per
 // pass, each sample naming its record in the capture and its pass.
 func TestLoopedDivergenceSamplesNameTheirPass(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
+	ta, tb, dba, dbb := twoInnoDB(t)
 	exec(t, dba, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10)")
 	exec(t, dbb, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 11)")
-	rep := replayRun(t, writeCapture(t, []string{"SELECT v FROM t WHERE id = 1"}), func(c *Config) { c.Loop, c.Samples = 2, 5 },
-		tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	rep := replayRun(t, writeCapture(t, []string{"SELECT v FROM t WHERE id = 1"}), func(c *Config) { c.Loop, c.Samples = 2, 5 }, ta, tb)
 	d := rep.Divergences[0]
 	var got []string
 	for _, s := range d.Samples {
