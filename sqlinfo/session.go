@@ -1,0 +1,314 @@
+package sqlinfo
+
+import (
+	"strings"
+)
+
+// UseSchema returns the schema a "USE db" statement selects.
+func UseSchema(sql string) (string, bool) {
+	s := skipBlanksAndComments(sql)
+	if len(s) < 4 || !strings.EqualFold(s[:3], "use") || isWord(s[3]) {
+		return "", false // the cheap test first: the proxy asks of every query
+	}
+	toks, err := Lex(sql)
+	if err != nil {
+		return "", false
+	}
+	if len(toks) > 0 && toks[len(toks)-1].IsPunct(sql, ";") {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) != 2 || !toks[0].Is(sql, "USE") {
+		return "", false
+	}
+	switch toks[1].Kind {
+	case TokIdent:
+		return toks[1].Text(sql), true
+	case TokQuotedIdent:
+		db := Unquote(toks[1].Text(sql))
+		return db, db != ""
+	}
+	return "", false
+}
+
+// IsLoadDataLocal reports LOAD DATA LOCAL / LOAD XML LOCAL, whose file was
+// on the client's machine and cannot be read again.
+func IsLoadDataLocal(sql string) bool {
+	s := skipBlanksAndComments(sql)
+	if len(s) < 5 || !strings.EqualFold(s[:4], "load") {
+		return false
+	}
+	toks, _ := Lex(sql[:min(len(sql), 512)])
+	w := words(sql, toks, 6)
+	if len(w) < 3 || w[0] != "LOAD" || w[1] != "DATA" && w[1] != "XML" {
+		return false
+	}
+	for _, x := range w[2:] {
+		if x == "LOCAL" {
+			return true
+		}
+	}
+	return false
+}
+
+// skipBlanksAndComments drops leading blanks and plain comments (not
+// executable ones, whose inside is code).
+func skipBlanksAndComments(s string) string {
+	for {
+		s = strings.TrimLeft(s, " \t\r\n\f\v")
+		switch {
+		case strings.HasPrefix(s, "/*") && !strings.HasPrefix(s, "/*!") && !strings.HasPrefix(s, "/*M!"):
+			end := strings.Index(s[2:], "*/")
+			if end < 0 {
+				return ""
+			}
+			s = s[2+end+2:]
+		case strings.HasPrefix(s, "#"), strings.HasPrefix(s, "--") && (len(s) == 2 || isSpace(s[2])):
+			end := strings.IndexByte(s, '\n')
+			if end < 0 {
+				return ""
+			}
+			s = s[end+1:]
+		default:
+			return s
+		}
+	}
+}
+
+// Assignment is one variable a SET statement assigns.
+type Assignment struct {
+	// Name identifies the variable: "@name" for a user variable, the
+	// lower-cased name for a session variable (its scope dropped), "names"
+	// for SET NAMES and SET CHARACTER SET.
+	Name string
+	// Value is the value expression as written.
+	Value string
+	// Text is the assignment as a statement of its own ("SET SESSION
+	// sql_mode = 'ANSI_QUOTES'").
+	Text string
+}
+
+// SetAssignments returns the session and user variables a SET statement
+// assigns, in order, and false when sql is not such a statement (SET
+// GLOBAL, SET PASSWORD, SET ROLE, SET STATEMENT … FOR, SET TRANSACTION, a
+// multi-statement text, or not a SET at all).
+func SetAssignments(sql string) ([]Assignment, bool) {
+	toks, err := Lex(sql)
+	if err != nil {
+		return nil, false
+	}
+	stmts := Statements(sql, toks)
+	if len(stmts) != 1 {
+		return nil, false
+	}
+	return setAssignments(sql, stmts[0])
+}
+
+func setAssignments(sql string, st []Token) ([]Assignment, bool) {
+	if len(st) < 2 || !st[0].Is(sql, "SET") {
+		return nil, false
+	}
+	body := st[1:]
+	switch w := strings.ToUpper(body[0].Text(sql)); {
+	case body[0].Kind != TokIdent:
+	case w == "NAMES" || w == "CHARSET" || w == "CHARACTER" && len(body) > 2 && body[1].Is(sql, "SET"):
+		v := 1
+		if w == "CHARACTER" {
+			v = 2
+		}
+		if v >= len(body) {
+			return nil, false
+		}
+		return []Assignment{{Name: "names", Value: sql[body[v].Start:body[len(body)-1].End],
+			Text: sql[st[0].Start:body[len(body)-1].End]}}, true
+	case w == "PASSWORD", w == "GLOBAL", w == "STATEMENT", w == "ROLE", w == "DEFAULT", w == "TRANSACTION":
+		return nil, false
+	case w == "SESSION" || w == "LOCAL":
+		if len(body) > 1 && body[1].Is(sql, "TRANSACTION") {
+			return []Assignment{{Name: "transaction", Value: sql[body[1].Start:body[len(body)-1].End],
+				Text: sql[st[0].Start:body[len(body)-1].End]}}, true
+		}
+	}
+	var out []Assignment
+	depth, start := 0, 0
+	for i := 0; i <= len(body); i++ {
+		if i < len(body) {
+			switch {
+			case body[i].IsPunct(sql, "("):
+				depth++
+			case body[i].IsPunct(sql, ")"):
+				depth--
+			}
+			if !(depth == 0 && body[i].IsPunct(sql, ",")) {
+				continue
+			}
+		}
+		a, ok := assignment(sql, body[start:i])
+		if !ok {
+			return nil, false
+		}
+		out = append(out, a)
+		start = i + 1
+	}
+	return out, len(out) > 0
+}
+
+// assignment reads "[SESSION|LOCAL] name = expr", "@@[session.]name = expr"
+// or "@user = expr".
+func assignment(sql string, el []Token) (Assignment, bool) {
+	if len(el) < 3 {
+		return Assignment{}, false
+	}
+	i := 0
+	var name string
+	switch t := el[0]; {
+	case t.Kind == TokVariable:
+		v := t.Text(sql)
+		if strings.HasPrefix(v, "@@") {
+			n := strings.ToLower(v[2:])
+			switch {
+			case strings.HasPrefix(n, "global."):
+				return Assignment{}, false
+			case strings.HasPrefix(n, "session."):
+				n = n[len("session."):]
+			case strings.HasPrefix(n, "local."):
+				n = n[len("local."):]
+			}
+			name = n
+		} else {
+			name = "@" + Unquote(v)
+		}
+		i = 1
+	case t.Is(sql, "GLOBAL"):
+		return Assignment{}, false
+	case t.Is(sql, "SESSION") || t.Is(sql, "LOCAL"):
+		if el[1].Kind != TokIdent && el[1].Kind != TokQuotedIdent {
+			return Assignment{}, false
+		}
+		name, i = strings.ToLower(Unquote(el[1].Text(sql))), 2
+	case t.Kind == TokIdent || t.Kind == TokQuotedIdent:
+		name, i = strings.ToLower(Unquote(t.Text(sql))), 1
+	default:
+		return Assignment{}, false
+	}
+	if i >= len(el)-1 || !el[i].IsPunct(sql, "=") && !el[i].IsPunct(sql, ":=") {
+		return Assignment{}, false
+	}
+	value := sql[el[i+1].Start:el[len(el)-1].End]
+	return Assignment{Name: name, Value: value, Text: "SET " + sql[el[0].Start:el[len(el)-1].End]}, true
+}
+
+// secretStarts are the statements that can carry a password, by their
+// first words.
+var secretStarts = [][]string{
+	{"CREATE", "USER"}, {"CREATE", "OR", "REPLACE", "USER"}, {"ALTER", "USER"}, {"SET", "PASSWORD"}, {"GRANT"},
+	{"CREATE", "ROLE"}, {"CHANGE", "MASTER"}, {"CHANGE", "REPLICATION", "SOURCE"}, {"CREATE", "SERVER"},
+	{"CREATE", "OR", "REPLACE", "SERVER"}, {"ALTER", "SERVER"}, {"START", "SLAVE"}, {"START", "REPLICA"},
+}
+
+// secretHints are words without which no statement carries a password;
+// a text with none of them is not lexed at all.
+var secretHints = []string{"user", "password", "grant", "identified", "master", "server", "slave", "replica", "role", "source"}
+
+func mayCarrySecret(sql string) bool {
+	for i := 0; i < len(sql); i++ {
+		c := sql[i] | 0x20
+		if c != 'u' && c != 'p' && c != 'g' && c != 'i' && c != 'm' && c != 's' && c != 'r' {
+			continue
+		}
+		for _, h := range secretHints {
+			if h[0] == c && len(sql)-i >= len(h) && strings.EqualFold(sql[i:i+len(h)], h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CarriesSecret reports whether sql holds a statement that can carry a
+// password: in any statement of a multi-statement text, inside an
+// executable comment, or as the text of a string (PREPARE s FROM '…',
+// EXECUTE IMMEDIATE '…', SET @q = '…').
+func CarriesSecret(sql string) bool {
+	_, secret := mask(sql, 0)
+	return secret
+}
+
+// MaskSecrets returns sql with every string literal of every statement that
+// can carry a password replaced by '***' (and every string whose text is
+// such a statement), and whether it changed anything. Other text comes back
+// as it is. A text that cannot be lexed but names such a statement is
+// masked from its first quote to its end.
+func MaskSecrets(sql string) (string, bool) {
+	return mask(sql, 0)
+}
+
+func mask(sql string, depth int) (string, bool) {
+	if !mayCarrySecret(sql) || depth > 3 {
+		return sql, false
+	}
+	toks, err := Lex(sql)
+	if err != nil {
+		if !secretWords(sql, toks) && !strings.Contains(strings.ToUpper(sql), "IDENTIFIED") {
+			return sql, false
+		}
+		q := strings.IndexAny(sql, "'\"")
+		if q < 0 {
+			return sql, false
+		}
+		return sql[:q] + "'***'", true
+	}
+	var cut []Token
+	for _, st := range Statements(sql, toks) {
+		secret := secretWords(sql, st)
+		for _, t := range st {
+			if t.Kind == TokIdent && t.Is(sql, "IDENTIFIED") {
+				secret = true
+			}
+		}
+		for _, t := range st {
+			if t.Kind != TokString {
+				continue
+			}
+			if secret {
+				cut = append(cut, t)
+			} else if _, inner := mask(Unquote(t.Text(sql)), depth+1); inner {
+				cut = append(cut, t)
+			}
+		}
+	}
+	if len(cut) == 0 {
+		return sql, false
+	}
+	var b strings.Builder
+	b.Grow(len(sql))
+	at := 0
+	for _, t := range cut {
+		b.WriteString(sql[at:t.Start])
+		b.WriteString("'***'")
+		at = t.End
+	}
+	b.WriteString(sql[at:])
+	return b.String(), true
+}
+
+// secretWords reports whether a statement's first words are those of a
+// statement that can carry a password.
+func secretWords(sql string, st []Token) bool {
+	w := words(sql, st, 4)
+	for _, s := range secretStarts {
+		if len(w) < len(s) {
+			continue
+		}
+		match := true
+		for i := range s {
+			if w[i] != s[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,586 @@
+// Package sqlinfo is Tandem's one analysis of statement texts, used by the
+// proxy, capture and replay alike: a statement's digest (its shape, with
+// literals as ?), its class (read, write, other, as sysbench counts), the
+// tables it reads and writes, transaction boundaries, whether its result
+// can be deterministic and whether ORDER BY fixes its row order, session
+// state it sets up (USE, SET, temporary tables, locks), secrets it may
+// carry (masking), and the engine of table DDL (rewriting).
+//
+// Everything starts from a lexer of MySQL/MariaDB text (lex.go) that
+// knows strings, quoted names, comments and executable comments, so no
+// question is answered by a regular expression over raw text. Where the
+// TiDB parser understands a statement, its syntax tree refines the answer
+// (tables, nondeterministic functions, ORDER BY); where it does not —
+// MariaDB's own syntax, or a statement it panics on — the lexer's answer
+// stands and Info.Unanalysable says so. Nothing here panics.
+package sqlinfo
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values for the parser
+)
+
+// Class is how sysbench counts a statement.
+type Class uint8
+
+const (
+	ClassOther Class = iota
+	ClassRead
+	ClassWrite
+)
+
+// Classes lists the classes in report order.
+var Classes = []Class{ClassRead, ClassWrite, ClassOther}
+
+func (c Class) String() string {
+	switch c {
+	case ClassRead:
+		return "read"
+	case ClassWrite:
+		return "write"
+	}
+	return "other"
+}
+
+// Table names a table; Schema is "" when the statement leaves it to the
+// session's current schema.
+type Table struct {
+	Schema, Name string
+}
+
+// In returns t with an empty schema replaced by current.
+func (t Table) In(current string) Table {
+	if t.Schema == "" {
+		t.Schema = current
+	}
+	return t
+}
+
+func (t Table) String() string {
+	if t.Schema == "" {
+		return t.Name
+	}
+	return t.Schema + "." + t.Name
+}
+
+// Info is what Tandem needs to know of a statement's shape. It is the same
+// for every text with the same digest, so it may be cached by digest; facts
+// that depend on literal values (USE's schema name is not one; SET's values
+// and secrets are) have functions of their own.
+type Info struct {
+	Digest Digest
+	Class  Class
+	// Verb is the statement's first keyword, upper-cased (SELECT, INSERT,
+	// BEGIN, CREATE …), "" when it has none.
+	Verb string
+	// Statements is the number of statements in the text (more than one
+	// for a multi-statement query).
+	Statements int
+	// Nondeterministic: NOW(), RAND(), UUID(), CONNECTION_ID(), a variable,
+	// LIMIT without ORDER BY and the like; its content is not compared.
+	Nondeterministic bool
+	// Ordered: ORDER BY fixes the row order, so order differences count.
+	Ordered bool
+	// TableDDL: CREATE TABLE or ALTER TABLE, rewritten per target engine.
+	TableDDL bool
+	// Created lists the tables a CREATE TABLE makes.
+	Created []Table
+	// Begin: BEGIN / START TRANSACTION. End: COMMIT or ROLLBACK (not
+	// ROLLBACK TO SAVEPOINT). ImplicitCommit: the statement commits an open
+	// transaction (DDL, LOCK TABLES, BEGIN itself …).
+	Begin, End, ImplicitCommit bool
+	// Use: USE db (UseSchema gives the schema). Set: a SET of session or
+	// user variables only (SetAssignments gives them); SetAutocommit
+	// holds autocommit's new value when the SET names it: '0', '1' or 0.
+	Use, Set      bool
+	SetAutocommit byte
+	// LoadLocal: LOAD DATA LOCAL / LOAD XML LOCAL, whose file was on the
+	// client's machine.
+	LoadLocal bool
+	// Reads and Writes are the tables the statement reads and writes, as
+	// written in it. WritesUnknown: it may write tables it does not name
+	// (CALL, a statement the analysis could not read).
+	Reads, Writes []Table
+	WritesUnknown bool
+	// Session state that cannot move to another connection: CREATE
+	// TEMPORARY TABLE, LOCK TABLES, GET_LOCK(), a user variable assigned
+	// outside SET (SELECT @x := …, … INTO @x), SQL-level PREPARE.
+	TempTable, LockTables, NamedLock, UserVarAssign, SQLPrepare bool
+	// Unanalysable: the TiDB parser could not read the statement (MariaDB
+	// syntax, or it failed); the lexer's answers stand.
+	Unanalysable bool
+	// LexError is set when even the lexer could not read the text.
+	LexError string
+}
+
+// PinsSession reports whether the statement creates session state that
+// only its own connection has.
+func (i *Info) PinsSession() bool {
+	return i.TempTable || i.LockTables || i.NamedLock || i.UserVarAssign || i.SQLPrepare
+}
+
+// Analyze analyzes sql. It never panics.
+func Analyze(sql string) *Info {
+	info := &Info{Digest: DigestOf(sql)}
+	toks, err := Lex(sql)
+	if err != nil {
+		info.LexError = err.Error()
+	}
+	stmts := Statements(sql, toks)
+	info.Statements = len(stmts)
+	for k, st := range stmts {
+		lexFacts(sql, st, info, k == 0)
+	}
+	if err != nil || !parse(sql, info) {
+		info.Unanalysable = true
+		for _, st := range stmts {
+			lexTables(sql, st, info)
+		}
+	}
+	if info.Class == ClassWrite && len(info.Writes) == 0 || info.Verb == "CALL" || info.Verb == "EXECUTE" {
+		info.WritesUnknown = true
+	}
+	return info
+}
+
+var nondeterministicFuncs = map[string]bool{
+	"now": true, "sysdate": true, "current_timestamp": true, "curdate": true, "current_date": true,
+	"curtime": true, "current_time": true, "localtime": true, "localtimestamp": true, "utc_timestamp": true,
+	"utc_date": true, "utc_time": true, "unix_timestamp": true, "rand": true, "uuid": true, "uuid_short": true,
+	"sys_guid": true, "connection_id": true, "last_insert_id": true, "found_rows": true, "row_count": true, "sleep": true,
+	"benchmark": true, "get_lock": true, "release_lock": true, "is_free_lock": true, "is_used_lock": true,
+	"database": true, "schema": true, "user": true, "current_user": true, "session_user": true, "system_user": true,
+	"current_role": true, "master_pos_wait": true, "nextval": true, "lastval": true,
+}
+
+// lexFacts fills what the tokens of one statement tell.
+func lexFacts(sql string, st []Token, info *Info, first bool) {
+	w := words(sql, st, 4)
+	verb := ""
+	if len(w) > 0 {
+		verb = w[0]
+	} else if len(st) > 0 && st[0].IsPunct(sql, "(") {
+		verb = "("
+	}
+	if first {
+		info.Verb = verb
+		switch verb {
+		case "SELECT", "WITH", "(", "VALUES", "TABLE":
+			info.Class = ClassRead
+		case "INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD":
+			info.Class = ClassWrite
+		}
+	}
+	at := func(i int, s string) bool { return i < len(w) && w[i] == s }
+	switch verb {
+	case "BEGIN":
+		info.Begin, info.ImplicitCommit = true, true
+	case "START":
+		if at(1, "TRANSACTION") {
+			info.Begin, info.ImplicitCommit = true, true
+		}
+	case "COMMIT":
+		info.End = true
+	case "ROLLBACK":
+		// ROLLBACK [WORK] TO [SAVEPOINT] keeps the transaction open.
+		if !at(1, "TO") && !(at(1, "WORK") && at(2, "TO")) {
+			info.End = true
+		}
+	case "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE":
+		info.ImplicitCommit = true
+		if verb == "CREATE" || verb == "ALTER" {
+			if isTableDDL(sql, st) {
+				info.TableDDL = true
+			}
+		}
+		if verb == "CREATE" && containsWord(sql, st, 4, "TEMPORARY") {
+			info.TempTable = true
+			info.ImplicitCommit = false // CREATE TEMPORARY TABLE does not commit
+		}
+	case "LOCK":
+		info.LockTables, info.ImplicitCommit = true, true
+	case "UNLOCK":
+		info.ImplicitCommit = true
+	case "USE":
+		info.Use = true
+	case "SET":
+		if as, ok := setAssignments(sql, st); ok {
+			info.Set = true
+			for _, a := range as {
+				if a.Name == "autocommit" {
+					info.SetAutocommit = autocommitValue(a.Value)
+					if info.SetAutocommit == '1' {
+						info.ImplicitCommit = true
+					}
+				}
+			}
+		}
+	case "LOAD":
+		if at(1, "DATA") || at(1, "XML") {
+			for _, x := range w[2:] {
+				if x == "LOCAL" {
+					info.LoadLocal = true
+				}
+			}
+		}
+	case "PREPARE", "EXECUTE", "DEALLOCATE":
+		info.SQLPrepare = verb != "EXECUTE" || !at(1, "IMMEDIATE")
+	case "GRANT", "REVOKE":
+		info.ImplicitCommit = true
+	}
+	for i, t := range st {
+		switch {
+		case t.Kind == TokIdent && i+1 < len(st) && st[i+1].IsPunct(sql, "("):
+			name := strings.ToLower(t.Text(sql))
+			if name == "get_lock" {
+				info.NamedLock = true
+			}
+			if nondeterministicFuncs[name] {
+				info.Nondeterministic = true
+			}
+		case t.Kind == TokVariable:
+			if verb != "SET" {
+				info.Nondeterministic = true // depends on the session
+			}
+			if i+1 < len(st) && st[i+1].IsPunct(sql, ":=") || i > 0 && st[i-1].Is(sql, "INTO") {
+				info.UserVarAssign = true
+			}
+		}
+	}
+	if first && info.Class == ClassRead {
+		// ORDER BY at the top level fixes the order; LIMIT without it
+		// picks rows the engine chooses.
+		order, limit := false, false
+		depth := 0
+		for i, t := range st {
+			switch {
+			case t.IsPunct(sql, "("):
+				depth++
+			case t.IsPunct(sql, ")"):
+				depth--
+			case depth == 0 && t.Is(sql, "ORDER") && i+1 < len(st) && st[i+1].Is(sql, "BY"):
+				order = true
+			case depth == 0 && t.Is(sql, "LIMIT"):
+				limit = true
+			case depth == 0 && t.Is(sql, "UNION"):
+				order = false // ORDER BY of a branch orders nothing
+			}
+		}
+		info.Ordered = order
+		if limit && !order {
+			info.Nondeterministic = true
+		}
+	}
+}
+
+func autocommitValue(v string) byte {
+	switch strings.ToUpper(strings.Trim(strings.TrimSpace(v), "'\"")) {
+	case "0", "OFF", "FALSE":
+		return '0'
+	case "1", "ON", "TRUE":
+		return '1'
+	}
+	return 0
+}
+
+func containsWord(sql string, st []Token, n int, w string) bool {
+	for _, x := range words(sql, st, n) {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// isTableDDL reports CREATE [OR REPLACE] [TEMPORARY] TABLE and ALTER
+// [ONLINE] [IGNORE] TABLE.
+func isTableDDL(sql string, st []Token) bool {
+	for _, t := range st[1:min(len(st), 6)] {
+		if t.Kind != TokIdent {
+			return false
+		}
+		switch strings.ToUpper(t.Text(sql)) {
+		case "TABLE":
+			return true
+		case "OR", "REPLACE", "TEMPORARY", "ONLINE", "IGNORE":
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// parsers are TiDB parsers for reuse (a parser is not safe for concurrent use).
+var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+// parse refines info with the TiDB parser's syntax tree; false when it
+// cannot read sql (or panics on it).
+func parse(sql string, info *Info) (ok bool) {
+	p := parsers.Get().(*parser.Parser)
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false // a parser bug: the lexer's answers stand; drop this parser
+			return
+		}
+		parsers.Put(p)
+	}()
+	stmts, _, err := p.ParseSQL(sql)
+	if err != nil || len(stmts) == 0 {
+		return false
+	}
+	for k, st := range stmts {
+		v := &tableVisitor{}
+		st.Accept(v)
+		if v.nondet {
+			info.Nondeterministic = true
+		}
+		info.Reads = appendTables(info.Reads, v.tables...)
+		switch x := st.(type) {
+		case *ast.SelectStmt:
+			if k == 0 {
+				info.Ordered = x.OrderBy != nil
+				if x.Limit != nil && x.OrderBy == nil {
+					info.Nondeterministic = true
+				}
+			}
+		case *ast.SetOprStmt:
+			if k == 0 {
+				info.Ordered = x.OrderBy != nil
+			}
+		case *ast.InsertStmt:
+			info.Writes = appendTables(info.Writes, tablesOf(x.Table)...)
+		case *ast.UpdateStmt:
+			info.Writes = appendTables(info.Writes, tablesOf(x.TableRefs)...)
+		case *ast.DeleteStmt:
+			if x.IsMultiTable && x.Tables != nil {
+				for _, t := range x.Tables.Tables {
+					info.Writes = appendTables(info.Writes, Table{t.Schema.O, t.Name.O})
+				}
+			} else {
+				info.Writes = appendTables(info.Writes, tablesOf(x.TableRefs)...)
+			}
+		case *ast.LoadDataStmt:
+			if x.Table != nil {
+				info.Writes = appendTables(info.Writes, Table{x.Table.Schema.O, x.Table.Name.O})
+			}
+		case *ast.CreateTableStmt:
+			t := Table{x.Table.Schema.O, x.Table.Name.O}
+			info.Writes = appendTables(info.Writes, t)
+			info.Created = appendTables(info.Created, t)
+			info.TableDDL = true
+		case *ast.AlterTableStmt, *ast.DropTableStmt, *ast.TruncateTableStmt, *ast.RenameTableStmt,
+			*ast.CreateIndexStmt, *ast.DropIndexStmt:
+			info.Writes = appendTables(info.Writes, v.tables...)
+		}
+	}
+	return true
+}
+
+func tablesOf(n ast.Node) []Table {
+	if n == nil {
+		return nil
+	}
+	v := &tableVisitor{}
+	n.Accept(v)
+	return v.tables
+}
+
+func appendTables(dst []Table, ts ...Table) []Table {
+	for _, t := range ts {
+		dup := false
+		for _, d := range dst {
+			if d == t {
+				dup = true
+				break
+			}
+		}
+		if !dup && t.Name != "" {
+			dst = append(dst, t)
+		}
+	}
+	return dst
+}
+
+// tableVisitor collects table names and notes nondeterminism.
+type tableVisitor struct {
+	tables []Table
+	nondet bool
+}
+
+func (v *tableVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.TableName:
+		v.tables = appendTables(v.tables, Table{x.Schema.O, x.Name.O})
+	case *ast.FuncCallExpr:
+		if nondeterministicFuncs[x.FnName.L] {
+			v.nondet = true
+		}
+	case *ast.VariableExpr:
+		v.nondet = true // session or user variables depend on the session
+	}
+	return n, false
+}
+
+func (v *tableVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// lexTables finds table names where the parser could not: the names after
+// FROM, JOIN, INTO, UPDATE, TABLE (and the like), as written.
+func lexTables(sql string, st []Token, info *Info) {
+	write := false
+	for i := 0; i < len(st); i++ {
+		t := st[i]
+		if t.Kind != TokIdent {
+			continue
+		}
+		kw := strings.ToUpper(t.Text(sql))
+		switch kw {
+		case "FROM", "JOIN", "INTO", "UPDATE", "TABLE", "TABLES":
+		default:
+			continue
+		}
+		write = kw == "INTO" && info.Class == ClassWrite || kw == "UPDATE" && i == 0 || info.TableDDL && kw == "TABLE" ||
+			info.Verb == "DELETE" && kw == "FROM" || info.Verb == "TRUNCATE" || info.Verb == "DROP"
+		j := i + 1
+		for j < len(st) && st[j].Kind == TokIdent && isModifier(st[j].Text(sql)) {
+			j++
+		}
+		tbl, next, ok := tableName(sql, st, j)
+		if !ok {
+			continue
+		}
+		info.Reads = appendTables(info.Reads, tbl)
+		if write {
+			info.Writes = appendTables(info.Writes, tbl)
+		}
+		if info.TableDDL && info.Verb == "CREATE" && kw == "TABLE" {
+			info.Created = appendTables(info.Created, tbl)
+		}
+		i = next - 1
+	}
+}
+
+func isModifier(w string) bool {
+	switch strings.ToUpper(w) {
+	case "IF", "NOT", "EXISTS", "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "QUICK", "ONLY", "STRAIGHT_JOIN":
+		return true
+	}
+	return false
+}
+
+// tableName reads [schema.]name at st[i]; next is the index after it.
+func tableName(sql string, st []Token, i int) (Table, int, bool) {
+	name := func(t Token) (string, bool) {
+		switch t.Kind {
+		case TokIdent:
+			return t.Text(sql), !isKeyword(t.Text(sql))
+		case TokQuotedIdent:
+			return Unquote(t.Text(sql)), true
+		}
+		return "", false
+	}
+	if i >= len(st) {
+		return Table{}, i, false
+	}
+	a, ok := name(st[i])
+	if !ok {
+		return Table{}, i, false
+	}
+	if i+2 < len(st) && st[i+1].IsPunct(sql, ".") {
+		if b, ok := name(st[i+2]); ok {
+			return Table{a, b}, i + 3, true
+		}
+	}
+	return Table{Name: a}, i + 1, true
+}
+
+var keywords = map[string]bool{"SELECT": true, "WHERE": true, "SET": true, "VALUES": true, "VALUE": true, "DUAL": true,
+	"LATERAL": true, "JSON_TABLE": true, "AS": true, "ON": true, "USING": true, "LIKE": true, "PARTITION": true, "WITH": true}
+
+func isKeyword(w string) bool { return keywords[strings.ToUpper(w)] }
+
+// Digest is a statement shape.
+type Digest struct {
+	// ID is the hex SHA-256 of Text (64 characters).
+	ID string
+	// Text is the normalized statement.
+	Text string
+}
+
+// Short is the first 16 characters of ID, enough to tell digests apart.
+func (d Digest) Short() string {
+	if len(d.ID) > 16 {
+		return d.ID[:16]
+	}
+	return d.ID
+}
+
+// DigestOf returns sql's digest: literals replaced by "?", case and spacing
+// normalized (the TiDB parser's digester), so a text query and the
+// prepared statement it came from share one digest.
+func DigestOf(sql string) (d Digest) {
+	defer func() {
+		if r := recover(); r != nil {
+			// The digester's lexer failed: the text itself names the shape.
+			d = Digest{ID: fmt.Sprintf("unlexable-%x", len(sql)), Text: sql[:min(len(sql), 200)]}
+		}
+	}()
+	norm, dg := parser.NormalizeDigest(sql)
+	return Digest{ID: dg.String(), Text: norm}
+}
+
+// Analyzer caches Info by text and by digest, so that a statement seen
+// again (every execute of a prepared statement) costs a map lookup; safe
+// for concurrent use. The caches are bounded.
+type Analyzer struct {
+	mu       sync.RWMutex
+	byText   map[string]*Info
+	byDigest map[string]*Info
+}
+
+// Bounds of the analyzer's caches: a capture of text queries with literals
+// has as many texts as statements.
+const (
+	maxCachedTexts   = 50000
+	maxCachedText    = 4096
+	maxCachedDigests = 100000
+)
+
+// NewAnalyzer returns an empty analyzer.
+func NewAnalyzer() *Analyzer {
+	return &Analyzer{byText: map[string]*Info{}, byDigest: map[string]*Info{}}
+}
+
+// Info returns sql's Info (shared: do not modify it).
+func (a *Analyzer) Info(sql string) *Info {
+	a.mu.RLock()
+	info := a.byText[sql]
+	a.mu.RUnlock()
+	if info != nil {
+		return info
+	}
+	d := DigestOf(sql)
+	a.mu.RLock()
+	info = a.byDigest[d.ID]
+	a.mu.RUnlock()
+	if info == nil {
+		info = Analyze(sql)
+	}
+	a.mu.Lock()
+	if len(a.byDigest) >= maxCachedDigests {
+		clear(a.byDigest) // a pathological capture; start over
+	}
+	a.byDigest[d.ID] = info
+	if len(sql) <= maxCachedText {
+		if len(a.byText) >= maxCachedTexts {
+			clear(a.byText)
+		}
+		a.byText[sql] = info
+	}
+	a.mu.Unlock()
+	return info
+}
