@@ -8,9 +8,12 @@ import (
 	"time"
 )
 
-// recordVersion is the first byte of every record value. Part of the
-// format, never change; a new layout gets a new number.
-const recordVersion = 1
+// recordVersion is the first byte of every record value this code writes.
+// Part of the format, never change; a new layout gets a new number.
+// Version 2 adds the optional fields 11 (client capabilities) and 12
+// (collation) and the long-data bit of a value's header; version 1 values
+// (without them) stay readable.
+const recordVersion = 2
 
 // Presence bits of a record value's optional fields. Part of the format.
 const (
@@ -25,6 +28,8 @@ const (
 	hasUser
 	hasCommand
 	hasFlags
+	hasClientCaps // version 2
+	hasCollation  // version 2
 )
 
 // Presence bits of a response's optional fields. Part of the format.
@@ -48,6 +53,7 @@ const (
 const (
 	valNull     = 1 << 0
 	valUnsigned = 1 << 1
+	valLongData = 1 << 2 // version 2
 )
 
 // Limits that keep a corrupt value from asking for absurd allocations.
@@ -95,6 +101,12 @@ func AppendRecord(dst []byte, r *Record, base int64) []byte {
 	if r.Flags != 0 {
 		mask |= hasFlags
 	}
+	if r.ClientCaps != 0 {
+		mask |= hasClientCaps
+	}
+	if r.Collation != 0 {
+		mask |= hasCollation
+	}
 	dst = append(dst, recordVersion, byte(r.Kind))
 	dst = binary.AppendUvarint(dst, mask)
 	dst = binary.AppendUvarint(dst, r.Session)
@@ -139,6 +151,12 @@ func AppendRecord(dst []byte, r *Record, base int64) []byte {
 	}
 	if mask&hasFlags != 0 {
 		dst = binary.AppendUvarint(dst, uint64(r.Flags))
+	}
+	if mask&hasClientCaps != 0 {
+		dst = binary.AppendUvarint(dst, r.ClientCaps)
+	}
+	if mask&hasCollation != 0 {
+		dst = append(dst, r.Collation)
 	}
 	return appendResponse(dst, &r.Resp, 0)
 }
@@ -222,6 +240,9 @@ func appendValue(dst []byte, v *Value) []byte {
 	if v.Unsigned {
 		h |= valUnsigned
 	}
+	if v.LongData {
+		h |= valLongData
+	}
 	dst = append(dst, h, v.Type)
 	if v.Null {
 		return dst
@@ -259,9 +280,10 @@ var (
 
 // decoder reads a value front to back; the first error sticks.
 type decoder struct {
-	b   []byte
-	pos int
-	err error
+	b       []byte
+	pos     int
+	err     error
+	version byte // of the record being decoded
 }
 
 func (d *decoder) fail(err error) {
@@ -358,14 +380,19 @@ func (d *decoder) string() string { return string(d.bytes()) }
 // ErrCorrupt.
 func DecodeRecord(b []byte, base int64, r *Record) error {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != recordVersion {
-		if v > recordVersion {
-			return fmt.Errorf("%w: record version %d is newer than this tandem reads (%d); upgrade tandem", ErrNewerFormat, v, recordVersion)
+	version := d.byte()
+	if d.err == nil && version != 1 && version != 2 {
+		if version > recordVersion {
+			return fmt.Errorf("%w: record version %d is newer than this tandem reads (%d); upgrade tandem", ErrNewerFormat, version, recordVersion)
 		}
-		return fmt.Errorf("%w: unknown record version %d", ErrCorrupt, v)
+		return fmt.Errorf("%w: unknown record version %d", ErrCorrupt, version)
 	}
+	d.version = version
 	kind := Kind(d.byte())
 	mask := d.uvarint()
+	if d.err == nil && version < 2 && mask&(hasClientCaps|hasCollation) != 0 {
+		d.fail(fmt.Errorf("version %d record with version 2 fields", version))
+	}
 	params, data := r.Params[:0], r.Data[:0]
 	*r = Record{Seq: r.Seq, Kind: kind}
 	if d.err == nil && (kind == 0 || kind > kindMax) {
@@ -424,6 +451,12 @@ func DecodeRecord(b []byte, base int64, r *Record) error {
 	}
 	if mask&hasFlags != 0 {
 		r.Flags = Flags(d.uvarintMax(math.MaxUint32, "flags"))
+	}
+	if mask&hasClientCaps != 0 {
+		r.ClientCaps = d.uvarint()
+	}
+	if mask&hasCollation != 0 {
+		r.Collation = d.byte()
 	}
 	decodeResponse(&d, &r.Resp, 0)
 	if d.err == nil && d.pos != len(b) {
@@ -509,8 +542,12 @@ func decodeValue(d *decoder, v *Value) {
 	h := d.byte()
 	typ := d.byte()
 	buf := v.Bytes[:0]
-	*v = Value{Type: typ, Null: h&valNull != 0, Unsigned: h&valUnsigned != 0}
-	if d.err == nil && h&^(valNull|valUnsigned) != 0 {
+	*v = Value{Type: typ, Null: h&valNull != 0, Unsigned: h&valUnsigned != 0, LongData: h&valLongData != 0}
+	allowed := byte(valNull | valUnsigned | valLongData)
+	if d.version < 2 {
+		allowed = valNull | valUnsigned
+	}
+	if d.err == nil && h&^allowed != 0 {
 		d.fail(fmt.Errorf("bad value header %#x", h))
 	}
 	if v.Null || d.err != nil {

@@ -73,6 +73,16 @@ func goldenCaptureRecords(base int64) []Record {
 	}
 }
 
+// goldenCaptureV2Records is what testdata/capture-v2 holds: v1's records
+// with the fields version 2 added (a connect's client capabilities and
+// collation, a parameter sent as long data).
+func goldenCaptureV2Records(base int64) []Record {
+	recs := goldenCaptureRecords(base)
+	recs[0].ClientCaps, recs[0].Collation = 0x000fa28f|1<<34, 45
+	recs[4].Params[8] = Value{Type: TypeBlob, LongData: true}
+	return recs
+}
+
 // writeGoldenCapture writes recs as a capture in dir with the current writer.
 func writeGoldenCapture(t *testing.T, dir string, recs func(base int64) []Record) {
 	t.Helper()
@@ -91,9 +101,18 @@ func writeGoldenCapture(t *testing.T, dir string, recs func(base int64) []Record
 }
 
 func TestGoldenCaptureV1(t *testing.T) {
-	dir := filepath.Join("testdata", "capture-v1")
-	if _, err := os.Stat(dir); os.IsNotExist(err) && *updateGolden && FormatVersion == 1 {
-		writeGoldenCapture(t, dir, goldenCaptureRecords)
+	checkGoldenCapture(t, "capture-v1", 1, goldenCaptureRecords)
+}
+
+func TestGoldenCaptureV2(t *testing.T) {
+	checkGoldenCapture(t, "capture-v2", 2, goldenCaptureV2Records)
+}
+
+func checkGoldenCapture(t *testing.T, name string, version int, records func(int64) []Record) {
+	dir := filepath.Join("testdata", name)
+	if _, err := os.Stat(dir); os.IsNotExist(err) && *updateGolden && FormatVersion == version {
+		writeGoldenCapture(t, dir, records)
+		os.Remove(filepath.Join(dir, "LOCK"))
 	}
 	// Pebble wants to write a LOCK file even to read: read a copy.
 	r, err := Open(copyDir(t, dir))
@@ -102,14 +121,14 @@ func TestGoldenCaptureV1(t *testing.T) {
 	}
 	defer r.Close()
 	m := r.Meta()
-	if m.Magic != "tandem-capture" || m.FormatVersion != 1 || m.Source != "golden test" || m.BaseTime == 0 {
+	if m.Magic != "tandem-capture" || m.FormatVersion != version || m.Source != "golden test" || m.BaseTime == 0 {
 		t.Fatalf("meta %+v", m)
 	}
 	sum, ok := r.Summary()
 	if !ok || sum.Records != 19 || sum.FirstSeq != 1 || sum.LastSeq != 19 || sum.Sessions != 3 || sum.Dropped != 0 {
 		t.Fatalf("summary %+v, %v", sum, ok)
 	}
-	want := goldenCaptureRecords(m.BaseTime)
+	want := records(m.BaseTime)
 	var got []Record
 	for rec, err := range r.Records() {
 		if err != nil {

@@ -148,7 +148,10 @@ func (ri *recordIter) decode() error {
 
 // seek positions at seq and decodes it; false if it is absent.
 func (ri *recordIter) seek(seq uint64) (bool, error) {
-	if !ri.it.SeekGE(recordKey(ri.key[:0], seq)) || binary.BigEndian.Uint64(ri.it.Key()[1:]) != seq {
+	if !ri.it.SeekGE(recordKey(ri.key[:0], seq)) {
+		return false, ri.err()
+	}
+	if at, ok := recordSeq(ri.it.Key()); !ok || at != seq {
 		return false, ri.err()
 	}
 	return true, ri.decode()
@@ -274,27 +277,74 @@ func (r *Reader) Session(id uint64) iter.Seq2[*Record, error] {
 }
 
 func (r *Reader) decodeSessionEntry(it *pebble.Iterator) ([]uint64, error) {
-	k := it.Key()
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, r.wrap(err)
 	}
+	_, seqs, err := decodeSessionIndex(it.Key(), v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.dir, err)
+	}
+	return seqs, nil
+}
+
+// recordSeq is the sequence of a record key.
+func recordSeq(k []byte) (uint64, bool) {
+	if len(k) != 9 || k[0] != prefixRecord {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), true
+}
+
+// decodeSessionIndex decodes a session index entry (key and value): the
+// session and the seqs it lists. An error wraps ErrCorrupt.
+func decodeSessionIndex(k, v []byte) (uint64, []uint64, error) {
+	if len(k) != 17 || k[0] != prefixSession {
+		return 0, nil, fmt.Errorf("%w: session index key of %d bytes", ErrCorrupt, len(k))
+	}
+	session, first := binary.BigEndian.Uint64(k[1:9]), binary.BigEndian.Uint64(k[9:])
 	d := decoder{b: v}
-	first := binary.BigEndian.Uint64(k[9:])
 	n := d.uvarintMax(uint64(len(v)), "session index count")
 	seqs := make([]uint64, 0, n)
 	prev := first - 1
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		prev += d.uvarint()
+		delta := d.uvarint()
+		if d.err == nil && (delta == 0 || prev+delta < prev) {
+			d.fail(errors.New("seqs not increasing"))
+		}
+		prev += delta
 		seqs = append(seqs, prev)
 	}
 	if d.err == nil && d.pos != len(v) {
 		d.fail(errors.New("trailing bytes"))
 	}
-	if d.err != nil || (len(seqs) > 0 && seqs[0] != first) {
-		return nil, fmt.Errorf("%w: %s: session index entry at seq %d: %v", ErrCorrupt, r.dir, first, d.err)
+	if d.err == nil && (len(seqs) == 0 || seqs[0] != first) {
+		d.fail(errors.New("first seq is not the key's"))
 	}
-	return seqs, nil
+	if d.err != nil {
+		return 0, nil, fmt.Errorf("%w: session index entry of session %d at seq %d: %v", ErrCorrupt, session, first, d.err)
+	}
+	return session, seqs, nil
+}
+
+// decodeTimeIndex decodes a time index entry (key and value): a commit's
+// first seq, record count and start-time range. An error wraps ErrCorrupt.
+func decodeTimeIndex(k, v []byte) (first, count uint64, minStart, maxStart int64, err error) {
+	if len(k) != 9 || k[0] != prefixTime {
+		return 0, 0, 0, 0, fmt.Errorf("%w: time index key of %d bytes", ErrCorrupt, len(k))
+	}
+	d := decoder{b: v}
+	count, minStart, maxStart = d.uvarint(), d.varint(), d.varint()
+	if d.err == nil && d.pos != len(v) {
+		d.fail(errors.New("trailing bytes"))
+	}
+	if d.err == nil && (count == 0 || minStart > maxStart) {
+		d.fail(fmt.Errorf("count %d, starts %d..%d", count, minStart, maxStart))
+	}
+	if d.err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("%w: time index entry: %v", ErrCorrupt, d.err)
+	}
+	return binary.BigEndian.Uint64(k[1:]), count, minStart, maxStart, nil
 }
 
 // Window yields, in sequence order, the records whose start lies in
@@ -311,24 +361,21 @@ func (r *Reader) Window(from, to time.Time) iter.Seq2[*Record, error] {
 		defer idx.Close()
 		defer ri.it.Close()
 		for ok := idx.First(); ok; ok = idx.Next() {
-			k := idx.Key()
 			v, err := idx.ValueAndErr()
 			if err != nil {
 				yield(nil, r.wrap(err))
 				return
 			}
-			d := decoder{b: v}
-			count, minStart, maxStart := d.uvarint(), d.varint(), d.varint()
-			if d.err != nil || len(k) != 9 {
-				yield(nil, fmt.Errorf("%w: %s: time index entry: %v", ErrCorrupt, r.dir, d.err))
+			first, count, minStart, maxStart, err := decodeTimeIndex(idx.Key(), v)
+			if err != nil {
+				yield(nil, fmt.Errorf("%s: %w", r.dir, err))
 				return
 			}
 			if maxStart < lo || minStart >= hi {
 				continue
 			}
-			first := binary.BigEndian.Uint64(k[1:])
 			for ok := ri.it.SeekGE(recordKey(ri.key[:0], first)); ok; ok = ri.it.Next() {
-				if binary.BigEndian.Uint64(ri.it.Key()[1:]) >= first+count {
+				if seq, ok := recordSeq(ri.it.Key()); !ok || seq >= first+count {
 					break
 				}
 				if err := ri.decode(); err != nil {
@@ -382,10 +429,9 @@ func (r *Reader) StartSpan() (time.Time, time.Time, bool, error) {
 		if err != nil {
 			return time.Time{}, time.Time{}, false, r.wrap(err)
 		}
-		d := decoder{b: v}
-		_, minStart, maxStart := d.uvarint(), d.varint(), d.varint()
-		if d.err != nil {
-			return time.Time{}, time.Time{}, false, fmt.Errorf("%w: %s: time index entry: %v", ErrCorrupt, r.dir, d.err)
+		_, _, minStart, maxStart, err := decodeTimeIndex(it.Key(), v)
+		if err != nil {
+			return time.Time{}, time.Time{}, false, fmt.Errorf("%s: %w", r.dir, err)
 		}
 		if !seen || minStart < lo {
 			lo = minStart

@@ -91,7 +91,13 @@ type Record struct {
 	Data    []byte
 	User    string
 	Command byte
-	Resp    Response
+	// ClientCaps are the capability flags the client asked for in its
+	// handshake (Connect; 0 when not captured): replay asks for the ones
+	// that change results (found rows, multi statements …). Collation is
+	// the handshake's collation id.
+	ClientCaps uint64
+	Collation  byte
+	Resp       Response
 }
 
 // RespKind is the kind of the server's answer. Part of the format.
@@ -158,6 +164,10 @@ type Value struct {
 	// Bytes holds strings, blobs, decimals, JSON, BIT, and the temporal
 	// types in their binary-protocol form.
 	Bytes []byte
+	// LongData: the client sent this parameter's value with
+	// COM_STMT_SEND_LONG_DATA (the session's long-data records hold it);
+	// the execute carries its type only.
+	LongData bool
 }
 
 // MySQL field types used to pick a value's encoding; the rest are byte strings.

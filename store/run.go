@@ -12,42 +12,74 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/tandemdb/tandem/internal/version"
+	"github.com/tandemdb/tandem/latency"
 )
 
-// A replay run directory is a Pebble store of its own (a capture is never
-// written to). Its keys, part of the format:
-//
-//	0x00 "header"                  JSON RunMeta (Magic "tandem-run")
-//	0x00 "report"                  JSON report written when the run ends (owned by replay)
-//	0x01 target:u8 seq:u64be       one statement's Outcome on target number target
-//
-// Outcome value (outcome format version 1): byte version (1), byte flags
-// (bit 0 error, bit 1 has rows, bit 2 nondeterministic, bit 3 skipped,
-// bit 4 ORDER BY fixes the row order),
-// uvarint session, then uvarints: service ns, lag ns, error code, affected
-// rows, insert id, warnings, rows, columns; then u64le ordered and
-// unordered row checksums.
+// RunFormatVersion is the run format this package writes and the newest it
+// reads. Part of the format: bump it for any incompatible change.
+const RunFormatVersion = 1
+
+const runMagic = "tandem-run"
+
+// Run key prefixes. Part of the run format, never change.
+const (
+	runOutcome  byte = 0x01
+	runHist     byte = 0x02
+	runResult   byte = 0x03
+	runInterval byte = 0x04
+	runDigest   byte = 0x05
+	runPoint    byte = 0x06
+)
+
+var keyRunEnd = []byte("\x00end")
+
+// Series names a histogram of a target in a run. Part of the run format.
+type Series byte
 
 const (
-	runMagic       = "tandem-run"
-	outcomeVersion = 1
+	SeriesService Series = 1 // every statement's service time
+	SeriesLag     Series = 2 // from the intended send instant (paced replays)
+	SeriesRead    Series = 3 // service time of reads
+	SeriesWrite   Series = 4 // … of writes
+	SeriesOther   Series = 5 // … of other statements
+	SeriesDigest  Series = 6 // service time of one statement digest (the key names it)
+	seriesMax     Series = 6
 )
 
-var keyReport = []byte("\x00report")
-
-// RunMeta describes a replay run. JSON names are part of the format.
+// RunMeta describes a run; written when it is created. JSON names are part
+// of the run format.
 type RunMeta struct {
-	Magic         string          `json:"magic"`
-	FormatVersion int             `json:"format_version"`
-	Capture       string          `json:"capture"`
-	Started       time.Time       `json:"started"`
-	ToolVersion   string          `json:"tool_version"`
-	Targets       []RunTargetInfo `json:"targets"`
-	Settings      json.RawMessage `json:"settings,omitempty"`
+	Magic     string `json:"magic"` // always "tandem-run"
+	RunFormat int    `json:"run_format_version"`
+	// RunID names the run; the shards of one sharded replay share it.
+	RunID string `json:"run_id"`
+	Shard *Shard `json:"shard,omitempty"`
+	// Command is what made the run: "replay" or "sweep".
+	Command       string      `json:"command"`
+	Capture       string      `json:"capture"`
+	CaptureSource string      `json:"capture_source"`
+	Started       time.Time   `json:"started"`
+	ToolVersion   string      `json:"tool_version"`
+	Targets       []RunTarget `json:"targets"`
+	Baseline      string      `json:"baseline"`
+	// Settings are the run's flags, in the order they are shown.
+	Settings []Setting `json:"settings"`
 }
 
-// RunTargetInfo is one target of a run (never its password).
-type RunTargetInfo struct {
+// Shard says which part of a sharded replay a run is.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Setting is one flag of a run.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// RunTarget is one target of a run (never its password).
+type RunTarget struct {
 	Name     string `json:"name"`
 	Addr     string `json:"addr"`
 	Engine   string `json:"engine"`
@@ -56,115 +88,272 @@ type RunTargetInfo struct {
 	Baseline bool   `json:"baseline"`
 }
 
-// Outcome flag bits. Part of the format.
-const (
-	OutcomeError            = 1 << 0
-	OutcomeRows             = 1 << 1
-	OutcomeNondeterministic = 1 << 2
-	OutcomeSkipped          = 1 << 3
-	OutcomeOrdered          = 1 << 4 // ORDER BY fixes the row order
-)
-
-// Outcome is what one statement did on one target.
-type Outcome struct {
-	Seq       uint64
-	Session   uint64
-	Flags     byte
-	Service   time.Duration // send to last packet
-	Lag       time.Duration // intended send instant to last packet (paced modes)
-	ErrCode   uint16
-	Affected  uint64
-	InsertID  uint64
-	Warnings  uint16
-	Rows      uint64
-	Columns   uint32
-	Ordered   uint64
-	Unordered uint64
+// RunEnd is written when a run ends. A run without one did not finish.
+type RunEnd struct {
+	Ended   time.Time `json:"ended"`
+	Elapsed float64   `json:"elapsed_seconds"`
+	// Interrupted: the run was stopped before the capture's end.
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
-// AppendOutcome encodes o (without Seq, which is in the key).
-func AppendOutcome(b []byte, o *Outcome) []byte {
-	b = append(b, outcomeVersion, o.Flags)
-	for _, v := range []uint64{o.Session, uint64(max(o.Service, 0)), uint64(max(o.Lag, 0)), uint64(o.ErrCode), o.Affected, o.InsertID, uint64(o.Warnings), o.Rows, uint64(o.Columns)} {
-		b = binary.AppendUvarint(b, v)
-	}
-	b = binary.LittleEndian.AppendUint64(b, o.Ordered)
-	return binary.LittleEndian.AppendUint64(b, o.Unordered)
+// Point is one replay of a run: a plain replay has point 0 only; a sweep
+// has one per thread count (and per target, when targets go one at a
+// time).
+type Point struct {
+	Point   int      `json:"point"`
+	Label   string   `json:"label"`
+	Threads int      `json:"threads,omitempty"`
+	Targets []string `json:"targets"`
+	// Order is the ordering between sessions that ran: "capture" or "none".
+	Order   string    `json:"order"`
+	IO      string    `json:"io"`
+	Started time.Time `json:"started"`
+	Elapsed float64   `json:"elapsed_seconds"`
 }
 
-// DecodeOutcome decodes a value of AppendOutcome; Seq is left as it is.
-func DecodeOutcome(b []byte, o *Outcome) error {
-	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != outcomeVersion {
-		return fmt.Errorf("%w: outcome version %d", ErrCorrupt, v)
-	}
-	seq := o.Seq
-	*o = Outcome{Seq: seq, Flags: d.byte(), Session: d.uvarint()}
-	o.Service = time.Duration(d.uvarintMax(1<<62, "service time"))
-	o.Lag = time.Duration(d.uvarintMax(1<<62, "lag"))
-	o.ErrCode = uint16(d.uvarintMax(0xffff, "error code"))
-	o.Affected, o.InsertID = d.uvarint(), d.uvarint()
-	o.Warnings = uint16(d.uvarintMax(0xffff, "warnings"))
-	o.Rows = d.uvarint()
-	o.Columns = uint32(d.uvarintMax(0xffffffff, "columns"))
-	if s := d.fixed(16); s != nil {
-		o.Ordered, o.Unordered = binary.LittleEndian.Uint64(s), binary.LittleEndian.Uint64(s[8:])
-	}
-	if d.err == nil && d.pos != len(b) {
-		d.fail(errors.New("trailing bytes"))
-	}
-	if d.err != nil {
-		return fmt.Errorf("%w: outcome: %v", ErrCorrupt, d.err)
-	}
-	return nil
+// TargetResult is what one target did in one point: counters, comparisons
+// and the state it ended in.
+type TargetResult struct {
+	Target string `json:"target"`
+	// Elapsed is this target's own replay time, which its rates divide by.
+	Elapsed      float64 `json:"elapsed_seconds"`
+	Transactions int64   `json:"transactions"`
+	Reads        int64   `json:"reads"`
+	Writes       int64   `json:"writes"`
+	Other        int64   `json:"other"`
+	Errors       int64   `json:"errors"`
+	// ErrorCodes counts errors by code: the server's ("1213"), or the
+	// replayer's with their cause ("2013 timeout").
+	ErrorCodes map[string]int64 `json:"error_codes,omitempty"`
+	// Deadlocks counts deadlocks and lock wait timeouts (1213, 1205) the
+	// target gave, retried or not: engine behaviour.
+	Deadlocks        int64 `json:"deadlocks_and_lock_waits"`
+	Retries          int64 `json:"retries"`
+	RetriesSucceeded int64 `json:"retries_succeeded"`
+	// CaptureRollbacks: statements that failed with a deadlock in the
+	// capture, where the target was rolled back to match.
+	CaptureRollbacks int64            `json:"capture_rollbacks,omitempty"`
+	Connections      int64            `json:"connections"`
+	ConnectFailures  int64            `json:"connect_failures"`
+	Skipped          int64            `json:"skipped"`
+	SkippedBy        map[string]int64 `json:"skipped_by_reason,omitempty"`
+	// Ordering: records that waited for others to complete, and those
+	// released before all had (the bound ran out: OrderReleased for a
+	// record in flight too long, OrderTimeouts for the hard bound).
+	OrderWaits     int64 `json:"order_waits"`
+	OrderReleased  int64 `json:"order_released"`
+	OrderTimeouts  int64 `json:"order_timeouts"`
+	PinnedSessions int64 `json:"pinned_sessions,omitempty"`
+	// Failed says why the target stopped before the end, if it did.
+	Failed     string           `json:"failed,omitempty"`
+	VsBaseline *Divergences     `json:"divergences_from_baseline,omitempty"`
+	VsCapture  *Divergences     `json:"divergences_from_capture,omitempty"`
+	EndState   *EndState        `json:"end_state,omitempty"`
+	Created    []CreatedTable   `json:"created_tables,omitempty"`
+	Footprint  []TableFootprint `json:"footprint,omitempty"`
 }
 
-func outcomeKey(dst []byte, target byte, seq uint64) []byte {
-	dst = append(dst, prefixRun, target)
-	return binary.BigEndian.AppendUint64(dst, seq)
+// Divergences is one target's comparison with the baseline or with the
+// responses the capture holds.
+type Divergences struct {
+	Compared int64 `json:"compared"`
+	// Nondeterministic statements are compared only for errors.
+	Nondeterministic int64 `json:"nondeterministic"`
+	// Ambiguous: outcomes that differ where the capture itself leaves the
+	// order open (a commit of another session on the same tables overlapped
+	// the statement), or where replay released a record early. Not counted
+	// in ByClass.
+	Ambiguous int64            `json:"order_ambiguous"`
+	Skipped   int64            `json:"skipped"`
+	Missing   int64            `json:"missing_on_target"`
+	Extra     int64            `json:"missing_on_baseline"`
+	ByClass   map[string]int64 `json:"by_class"`
+	Samples   []Sample         `json:"samples"`
 }
 
-// RunStore is an open run directory.
-type RunStore struct {
+// Total is the number of divergent statements (ambiguous ones apart).
+func (d *Divergences) Total() int64 {
+	if d == nil {
+		return 0
+	}
+	var n int64
+	for _, v := range d.ByClass {
+		n += v
+	}
+	return n
+}
+
+// Sample shows one divergent statement.
+type Sample struct {
+	Class string `json:"class"`
+	// Seq is the statement's record in the capture; Loop counts the
+	// capture's passes before it (--loop, --duration).
+	Seq       uint64   `json:"seq"`
+	Loop      int      `json:"loop,omitempty"`
+	Session   uint64   `json:"session"`
+	Digest    string   `json:"digest"`
+	Statement string   `json:"statement"`
+	Params    []string `json:"params,omitempty"`
+	Baseline  string   `json:"baseline"`
+	Target    string   `json:"target"`
+	// Ambiguous samples are of order-ambiguous outcomes; Why says what made
+	// them so.
+	Ambiguous bool   `json:"ambiguous,omitempty"`
+	Why       string `json:"why,omitempty"`
+	// FirstDiff shows the first row that differs, from running the
+	// statement again on both sides after the replay (reads only).
+	FirstDiff string `json:"first_differing_row,omitempty"`
+}
+
+// EndState is the state of the tables the capture touched, after the
+// replay, compared with the baseline's.
+type EndState struct {
+	Tables []TableState `json:"tables"`
+	// Same: every table has the baseline's content (the baseline's own
+	// end state says true).
+	Same bool `json:"same_as_baseline"`
+	// Error says why the state could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// TableState is one table's content, as a checksum of its rows.
+type TableState struct {
+	Table    string `json:"table"` // schema.name on the target
+	Exists   bool   `json:"exists"`
+	Rows     int64  `json:"rows"`
+	Checksum string `json:"checksum"`
+	// Differs from the baseline's table of the same name.
+	Differs bool `json:"differs_from_baseline,omitempty"`
+}
+
+// CreatedTable is a table the replay created, with its engine as the
+// server reports it.
+type CreatedTable struct {
+	Table  string `json:"table"`
+	Engine string `json:"engine"`
+	// Want is the target's engine; Engine differs when the server did not
+	// (or could not) use it.
+	Want string `json:"want"`
+}
+
+// TableFootprint is a table's size on a target.
+type TableFootprint struct {
+	Table      string `json:"table"`
+	Engine     string `json:"engine"`
+	Rows       int64  `json:"rows"`
+	DataBytes  int64  `json:"data_bytes"`
+	IndexBytes int64  `json:"index_bytes"`
+	Source     string `json:"source"`
+}
+
+// DigestInfo is a statement digest's normalized text and class.
+type DigestInfo struct {
+	Text  string `json:"text"`
+	Class string `json:"class"`
+}
+
+func runKey(prefix byte, point, target int) []byte {
+	k := append(make([]byte, 0, 24), prefix)
+	k = binary.BigEndian.AppendUint16(k, uint16(point))
+	return append(k, byte(target))
+}
+
+// RunWriter writes a new run directory.
+type RunWriter struct {
 	db  *pebble.DB
 	dir string
 }
 
 // CreateRun makes a new run directory (it must not exist or be empty).
-func CreateRun(dir string, meta RunMeta) (*RunStore, error) {
+func CreateRun(dir string, meta RunMeta) (*RunWriter, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s is not empty; choose a new directory for the run", ErrExists, dir)
+	}
+	if len(meta.Targets) > 255 {
+		return nil, errors.New("store: a run has at most 255 targets")
 	}
 	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, openErr(dir, err)
 	}
-	meta.Magic, meta.FormatVersion, meta.ToolVersion = runMagic, FormatVersion, version.String()
+	meta.Magic, meta.RunFormat, meta.ToolVersion = runMagic, RunFormatVersion, version.String()
 	b, _ := json.Marshal(meta)
 	if err := db.Set(keyHeader, b, pebble.Sync); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("store: write run header: %w", err)
 	}
-	return &RunStore{db: db, dir: dir}, nil
+	return &RunWriter{db: db, dir: dir}, nil
 }
 
-// OutcomeBatch collects outcomes of one target for one commit.
+// Dir is the run directory.
+func (w *RunWriter) Dir() string { return w.dir }
+
+func (w *RunWriter) setJSON(key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := w.db.Set(key, b, pebble.NoSync); err != nil {
+		return fmt.Errorf("store: %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+// PutPoint records a point's description.
+func (w *RunWriter) PutPoint(p Point) error {
+	k := binary.BigEndian.AppendUint16([]byte{runPoint}, uint16(p.Point))
+	return w.setJSON(k, p)
+}
+
+// PutResult records a target's result in a point.
+func (w *RunWriter) PutResult(point, target int, r *TargetResult) error {
+	return w.setJSON(runKey(runResult, point, target), r)
+}
+
+// PutDigest records a digest's text and class.
+func (w *RunWriter) PutDigest(id string, d DigestInfo) error {
+	return w.setJSON(append([]byte{runDigest}, id...), d)
+}
+
+// PutHistogram records a histogram of a target in a point; name is the
+// digest ID for SeriesDigest, "" otherwise.
+func (w *RunWriter) PutHistogram(point, target int, s Series, name string, h *latency.Histogram) error {
+	k := append(runKey(runHist, point, target), byte(s))
+	k = append(k, name...)
+	if err := w.db.Set(k, AppendHistogram(nil, h), pebble.NoSync); err != nil {
+		return fmt.Errorf("store: %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+// PutInterval records interval number n of a target in a point.
+func (w *RunWriter) PutInterval(point, target, n int, iv *Interval) error {
+	k := binary.BigEndian.AppendUint32(runKey(runInterval, point, target), uint32(n))
+	if err := w.db.Set(k, AppendInterval(nil, iv), pebble.NoSync); err != nil {
+		return fmt.Errorf("store: %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+// OutcomeBatch collects outcomes of one target in one point for one commit.
+// It belongs to one goroutine.
 type OutcomeBatch struct {
-	b      *pebble.Batch
-	target byte
-	key    []byte
-	val    []byte
-	n      int
+	b   *pebble.Batch
+	pre []byte
+	key []byte
+	val []byte
+	n   int
 }
 
-// NewOutcomeBatch starts a batch for target number target.
-func (r *RunStore) NewOutcomeBatch(target int) *OutcomeBatch {
-	return &OutcomeBatch{b: r.db.NewBatch(), target: byte(target)}
+// NewOutcomeBatch starts a batch for a target in a point.
+func (w *RunWriter) NewOutcomeBatch(point, target int) *OutcomeBatch {
+	return &OutcomeBatch{b: w.db.NewBatch(), pre: runKey(runOutcome, point, target)}
 }
 
-// Add buffers o.
+// Add buffers o; a later Add of the same Seq replaces it (a retry's outcome).
 func (ob *OutcomeBatch) Add(o *Outcome) {
-	ob.key = outcomeKey(ob.key[:0], ob.target, o.Seq)
+	ob.key = binary.BigEndian.AppendUint64(append(ob.key[:0], ob.pre...), o.Seq)
 	ob.val = AppendOutcome(ob.val[:0], o)
 	ob.b.Set(ob.key, ob.val, nil)
 	ob.n++
@@ -173,7 +362,8 @@ func (ob *OutcomeBatch) Add(o *Outcome) {
 // Len is the number of outcomes buffered.
 func (ob *OutcomeBatch) Len() int { return ob.n }
 
-// Commit writes the batch (without fsync: a run can be re-run) and resets it.
+// Commit writes the batch (without fsync: a run can be replayed again) and
+// resets it.
 func (ob *OutcomeBatch) Commit() error {
 	if ob.n == 0 {
 		return nil
@@ -184,10 +374,265 @@ func (ob *OutcomeBatch) Commit() error {
 	return err
 }
 
-// Outcomes yields target's outcomes in seq order; the *Outcome is reused.
-func (r *RunStore) Outcomes(target int) iter.Seq2[*Outcome, error] {
+// Outcomes reads back outcomes written so far (for comparison before the
+// run ends).
+func (w *RunWriter) Outcomes(point, target int) iter.Seq2[*Outcome, error] {
+	return outcomes(w.db, w.dir, point, target)
+}
+
+// End writes the run's end record and closes it.
+func (w *RunWriter) End(e RunEnd) error {
+	err := w.setJSON(keyRunEnd, e)
+	return errors.Join(err, w.Close())
+}
+
+// Close flushes and closes the run directory (without an end record if End
+// was not called: the run did not finish).
+func (w *RunWriter) Close() error {
+	if w.db == nil {
+		return nil
+	}
+	err := errors.Join(w.db.Flush(), w.db.Close())
+	w.db = nil
+	if err != nil {
+		return err
+	}
+	// Everything is in tables now; the write-ahead logs Pebble keeps for
+	// reuse only hold disk space (preallocated, tens of MB each).
+	return removeWALs(w.dir)
+}
+
+// RunReader reads a run directory.
+type RunReader struct {
+	db   *pebble.DB
+	dir  string
+	meta RunMeta
+	end  *RunEnd
+}
+
+// ErrNotRun: the directory is not a run.
+var ErrNotRun = errors.New("store: not a tandem run")
+
+// OpenRun opens the run in dir for reading.
+func OpenRun(dir string) (*RunReader, error) {
+	if err := checkCaptureDir(dir); err != nil {
+		if errors.Is(err, ErrNotCapture) {
+			return nil, fmt.Errorf("%w: %v", ErrNotRun, errors.Unwrap(err))
+		}
+		return nil, err
+	}
+	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, openErr(dir, err)
+	}
+	r := &RunReader{db: db, dir: dir}
+	if err := r.readHeader(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func getCopy(db *pebble.DB, key []byte) ([]byte, error) {
+	v, closer, err := db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+func (r *RunReader) readHeader() error {
+	hdr, err := getCopy(r.db, keyHeader)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", r.dir, err)
+	}
+	if hdr == nil {
+		return fmt.Errorf("%w: %s is a Pebble store without a tandem header", ErrNotRun, r.dir)
+	}
+	var probe struct {
+		Magic     string `json:"magic"`
+		RunFormat int    `json:"run_format_version"`
+	}
+	if err := json.Unmarshal(hdr, &probe); err != nil {
+		return fmt.Errorf("%w: %s: unreadable run header: %v", ErrCorrupt, r.dir, err)
+	}
+	switch {
+	case probe.Magic == magic:
+		return fmt.Errorf("%w: %s is a capture; 'tandem report' reads the run directories that 'tandem replay --run' writes", ErrNotRun, r.dir)
+	case probe.Magic != runMagic:
+		return fmt.Errorf("%w: %s holds %q", ErrNotRun, r.dir, probe.Magic)
+	case probe.RunFormat == 0:
+		return fmt.Errorf("%w: %s was written by a tandem from before runs could be read back; replay the capture again", ErrNotRun, r.dir)
+	case probe.RunFormat > RunFormatVersion:
+		return fmt.Errorf("%w: %s is run format version %d; this tandem reads up to version %d; upgrade tandem to read it",
+			ErrNewerFormat, r.dir, probe.RunFormat, RunFormatVersion)
+	}
+	if err := json.Unmarshal(hdr, &r.meta); err != nil {
+		return fmt.Errorf("%w: %s: unreadable run header: %v", ErrCorrupt, r.dir, err)
+	}
+	end, err := getCopy(r.db, keyRunEnd)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", r.dir, err)
+	}
+	if end != nil {
+		var e RunEnd
+		if err := json.Unmarshal(end, &e); err != nil {
+			return fmt.Errorf("%w: %s: unreadable run end: %v", ErrCorrupt, r.dir, err)
+		}
+		r.end = &e
+	}
+	return nil
+}
+
+// Dir is the run directory.
+func (r *RunReader) Dir() string { return r.dir }
+
+// Meta is the run's description.
+func (r *RunReader) Meta() RunMeta { return r.meta }
+
+// End is the run's end record; false for a run that did not finish.
+func (r *RunReader) End() (RunEnd, bool) {
+	if r.end == nil {
+		return RunEnd{}, false
+	}
+	return *r.end, true
+}
+
+// Close releases the reader.
+func (r *RunReader) Close() error { return r.db.Close() }
+
+// Points lists the run's points in order.
+func (r *RunReader) Points() ([]Point, error) {
+	var out []Point
+	err := r.each([]byte{runPoint}, []byte{runPoint + 1}, func(k, v []byte) error {
+		if len(k) != 3 {
+			return fmt.Errorf("point key of %d bytes", len(k))
+		}
+		var p Point
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	return out, err
+}
+
+// each calls f for every key in [lo, hi); an error of f is wrapped as
+// corruption.
+func (r *RunReader) each(lo, hi []byte, f func(k, v []byte) error) error {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", r.dir, err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", r.dir, err)
+		}
+		if err := f(it.Key(), v); err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("%s: %w", r.dir, err)
+			}
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, r.dir, err)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("store: %s: %w", r.dir, err)
+	}
+	return nil
+}
+
+// Result returns a target's result in a point; false when there is none.
+func (r *RunReader) Result(point, target int) (*TargetResult, bool, error) {
+	v, err := getCopy(r.db, runKey(runResult, point, target))
+	if err != nil || v == nil {
+		return nil, false, err
+	}
+	var t TargetResult
+	if err := json.Unmarshal(v, &t); err != nil {
+		return nil, false, fmt.Errorf("%w: %s: target result: %v", ErrCorrupt, r.dir, err)
+	}
+	return &t, true, nil
+}
+
+// Digests returns every digest's text and class.
+func (r *RunReader) Digests() (map[string]DigestInfo, error) {
+	out := map[string]DigestInfo{}
+	err := r.each([]byte{runDigest}, []byte{runDigest + 1}, func(k, v []byte) error {
+		var d DigestInfo
+		if err := json.Unmarshal(v, &d); err != nil {
+			return err
+		}
+		out[string(k[1:])] = d
+		return nil
+	})
+	return out, err
+}
+
+// Histogram returns one histogram; false when the run has none.
+func (r *RunReader) Histogram(point, target int, s Series, name string) (*latency.Histogram, bool, error) {
+	k := append(runKey(runHist, point, target), byte(s))
+	v, err := getCopy(r.db, append(k, name...))
+	if err != nil || v == nil {
+		return nil, false, err
+	}
+	h := &latency.Histogram{}
+	if err := DecodeHistogram(v, h); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", r.dir, err)
+	}
+	return h, true, nil
+}
+
+// DigestHistograms returns a target's per-digest histograms in a point, by
+// digest ID.
+func (r *RunReader) DigestHistograms(point, target int) (map[string]*latency.Histogram, error) {
+	pre := append(runKey(runHist, point, target), byte(SeriesDigest))
+	hi := append(runKey(runHist, point, target), byte(SeriesDigest)+1)
+	out := map[string]*latency.Histogram{}
+	err := r.each(pre, hi, func(k, v []byte) error {
+		h := &latency.Histogram{}
+		if err := DecodeHistogram(v, h); err != nil {
+			return err
+		}
+		out[string(k[len(pre):])] = h
+		return nil
+	})
+	return out, err
+}
+
+// Intervals returns a target's interval series in a point, in order.
+func (r *RunReader) Intervals(point, target int) ([]Interval, error) {
+	var out []Interval
+	err := r.each(runKey(runInterval, point, target), runKey(runInterval, point, target+1), func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("interval key of %d bytes", len(k))
+		}
+		var iv Interval
+		if err := DecodeInterval(v, &iv); err != nil {
+			return err
+		}
+		out = append(out, iv)
+		return nil
+	})
+	return out, err
+}
+
+// Outcomes yields a target's outcomes in a point, in key order; the
+// *Outcome is reused.
+func (r *RunReader) Outcomes(point, target int) iter.Seq2[*Outcome, error] {
+	return outcomes(r.db, r.dir, point, target)
+}
+
+func outcomes(db *pebble.DB, dir string, point, target int) iter.Seq2[*Outcome, error] {
 	return func(yield func(*Outcome, error) bool) {
-		it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRun, byte(target)}, UpperBound: []byte{prefixRun, byte(target) + 1}})
+		lo, hi := runKey(runOutcome, point, target), runKey(runOutcome, point, target+1)
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
 			yield(nil, err)
 			return
@@ -196,17 +641,17 @@ func (r *RunStore) Outcomes(target int) iter.Seq2[*Outcome, error] {
 		var o Outcome
 		for ok := it.First(); ok; ok = it.Next() {
 			k := it.Key()
-			if len(k) != 10 {
-				yield(nil, fmt.Errorf("%w: outcome key of %d bytes", ErrCorrupt, len(k)))
+			if len(k) != 12 {
+				yield(nil, fmt.Errorf("%w: %s: outcome key of %d bytes", ErrCorrupt, dir, len(k)))
 				return
 			}
-			o.Seq = binary.BigEndian.Uint64(k[2:])
+			o.Seq = binary.BigEndian.Uint64(k[4:])
 			v, err := it.ValueAndErr()
 			if err == nil {
 				err = DecodeOutcome(v, &o)
 			}
 			if err != nil {
-				yield(nil, err)
+				yield(nil, fmt.Errorf("%s: seq %d: %w", dir, o.Seq, err))
 				return
 			}
 			if !yield(&o, nil) {
@@ -217,13 +662,4 @@ func (r *RunStore) Outcomes(target int) iter.Seq2[*Outcome, error] {
 			yield(nil, err)
 		}
 	}
-}
-
-// SetReport stores the run's final report (JSON).
-func (r *RunStore) SetReport(b []byte) error { return r.db.Set(keyReport, b, pebble.Sync) }
-
-// Close flushes and closes the run directory.
-func (r *RunStore) Close() error {
-	err := r.db.Flush()
-	return errors.Join(err, r.db.Close())
 }

@@ -11,7 +11,7 @@
 //
 //	0x00 "header"                         JSON Meta; written when the capture is created
 //	0x00 "summary"                        JSON Summary; written by a clean Close
-//	0x01 ...                              reserved for replay-run results (owned by this package)
+//	0x01 ...                              reserved (never written to a capture; see Runs)
 //	0x02 seq:u64be                        one record, value as below
 //	0x03 session:u64be firstSeq:u64be     session index: the seqs of session's records in one commit
 //	0x04 firstSeq:u64be                   time index: one commit's seq range and start-time range
@@ -37,9 +37,9 @@
 // Index entries are written in the same Pebble batch as the records they
 // describe, so they are exactly as durable as the records.
 //
-// # Record value (record format version 1)
+// # Record value (record format version 2)
 //
-//	byte     record version (1)
+//	byte     record version (2; version 1 lacks fields 11 and 12 and the long-data bit)
 //	byte     Kind
 //	uvarint  presence mask of the optional fields (bit i set: field i follows)
 //	uvarint  session id
@@ -48,7 +48,8 @@
 //	optional fields in bit order: 0 schema (string), 1 SQL (string),
 //	  2 statement id (uvarint), 3 params (uvarint count, then values),
 //	  4 cursor type (byte), 5 param index (uvarint), 6 fetch rows (uvarint),
-//	  7 data (bytes), 8 user (string), 9 command (byte), 10 flags (uvarint)
+//	  7 data (bytes), 8 user (string), 9 command (byte), 10 flags (uvarint),
+//	  11 client capabilities (uvarint), 12 collation (byte)
 //	response:
 //	  byte RespKind; for RespNone nothing follows; otherwise
 //	  uvarint presence mask, then in bit order: 0 affected rows, 1 insert id,
@@ -58,7 +59,8 @@
 //	  (uvarint count, then that many responses without more results).
 //
 // A string or bytes field is a uvarint length and the bytes. A value
-// (parameter) is a header byte (bit 0 NULL, bit 1 unsigned), the MySQL type
+// (parameter) is a header byte (bit 0 NULL, bit 1 unsigned, bit 2 sent as
+// long data: its value is in the session's long-data records), the MySQL type
 // byte, then nothing for NULL; for integer types (TINY, SHORT, LONG,
 // LONGLONG, INT24, YEAR) a varint, or a uvarint when unsigned; FLOAT four
 // bytes and DOUBLE eight (IEEE 754, little endian); anything else as bytes
@@ -74,6 +76,48 @@
 // code writes and the newest it reads. Each record value starts with its own
 // version byte. Both are part of the format and never change meaning: a new
 // layout gets a new number, and older numbers stay readable.
+// testdata/capture-v1 is a capture written by the version 1 writer; a test
+// decodes it to spelled-out values.
+//
+// # Runs
+//
+// A run directory is what `tandem replay --run DIR` (and sweep) writes and
+// `tandem report` reads: a Pebble store of its own, run format version
+// RunFormatVersion (RunMeta.RunFormat), never written to a capture. Keys,
+// part of the run format:
+//
+//	0x00 "header"                                   JSON RunMeta, written when the run is created
+//	0x00 "end"                                      JSON RunEnd, written when it ends (absent: it did not finish)
+//	0x01 point:u16be target:u8 seq:u64be            one record's Outcome on a target
+//	0x02 point:u16be target:u8 series:u8 name       a latency histogram (Series; name is the digest ID for SeriesDigest, else empty)
+//	0x03 point:u16be target:u8                      JSON TargetResult: counters, divergences with samples, end state
+//	0x04 point:u16be target:u8 n:u32be              Interval n of the target's series
+//	0x05 digest-id                                  JSON DigestInfo: a digest's normalized text and class
+//	0x06 point:u16be                                JSON Point: one replay of the run (a sweep has one per thread count)
+//
+// target is the index of the target in RunMeta.Targets. An outcome's seq is
+// the record's sequence in the capture with the pass over it (--loop) in the
+// top 24 bits (OutcomeSeq). JSON field names are part of the format.
+//
+// Outcome value (outcome version 1): byte version (1), uvarint flags (the
+// Outcome* bits), then uvarints session, service ns, lag ns, error code,
+// results, affected rows, insert id, warnings, rows, columns; then u64le
+// ordered and unordered row checksums; then a cause byte if the flags have
+// OutcomeClientError, then a skip reason byte if they have OutcomeSkipped.
+//
+// Histogram value (histogram version 1): byte version (1), uvarints count,
+// sum (ns), min (ns), max (ns), n (non-empty buckets), then n pairs of
+// uvarints: the bucket index's distance from the previous index plus one
+// (the first from -1), and the bucket's count. Bucket indexes are
+// latency.Index's (HdrHistogram's layout at two significant digits,
+// nanoseconds); the counts add up to count.
+//
+// Interval value (interval version 1): byte version (1), uvarints start and
+// length (ns from the run's start), transactions, reads, writes, other,
+// errors, deadlocks, retries, threads; then a histogram value.
+//
+// testdata/run-v1 is a run written by the version 1 writer; a test decodes
+// it to spelled-out values.
 //
 // # Concurrency
 //
@@ -90,7 +134,7 @@ import (
 
 // FormatVersion is the capture format this package writes and the newest
 // it reads. Part of the format: bump it for any incompatible change.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Key prefixes. Part of the format, never change.
 const (
