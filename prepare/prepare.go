@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/capture/synth"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 // ErrTableExists: a table to create is already there.
@@ -24,7 +24,7 @@ var ErrTableExists = errors.New("prepare: table exists")
 
 // Config says what to create where.
 type Config struct {
-	Targets   []target.Target
+	Targets   []targets.Target
 	Tables    int
 	TableSize int
 	// Threads loading each target at once.
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) ([]TargetReport, error) {
 		db.SetMaxOpenConns(cfg.Threads + 1)
 		dbs[i] = db
 		info, err := t.Check(ctx, db)
-		if err != nil && !(cfg.Cleanup && errors.Is(err, target.ErrEngineMissing)) {
+		if err != nil && !(cfg.Cleanup && errors.Is(err, targets.ErrEngineMissing)) {
 			return nil, err
 		}
 		reports[i] = TargetReport{Target: t.Name, Version: info.Version, Engine: t.Engine, Options: t.Options, Database: t.Database()}
@@ -168,7 +168,7 @@ func cleanup(ctx context.Context, db *sql.DB, cfg Config, schema string) error {
 }
 
 // createSQL is sysbench 1.0's CREATE TABLE, with the target's engine and options.
-func createSQL(cfg Config, t target.Target, n int) string {
+func createSQL(cfg Config, t targets.Target, n int) string {
 	idDef, key := "INTEGER NOT NULL", "PRIMARY KEY"
 	if cfg.AutoInc {
 		idDef += " AUTO_INCREMENT"
@@ -186,7 +186,7 @@ type chunk struct{ table, from, to int }
 // connections: a table's rows are cut into chunks loaded in parallel (ids
 // are explicit, so chunks never collide), and its k index is built once
 // its chunks are in.
-func load(ctx context.Context, db *sql.DB, cfg Config, t target.Target) ([]TableReport, error) {
+func load(ctx context.Context, db *sql.DB, cfg Config, t targets.Target) ([]TableReport, error) {
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+t.Database()+"`"); err != nil {
 		return nil, err
 	}
@@ -259,7 +259,7 @@ func load(ctx context.Context, db *sql.DB, cfg Config, t target.Target) ([]Table
 	return sizes(ctx, db, cfg, t, loaded)
 }
 
-func insertChunk(ctx context.Context, db *sql.DB, cfg Config, t target.Target, c chunk, rows *atomic.Int64) error {
+func insertChunk(ctx context.Context, db *sql.DB, cfg Config, t targets.Target, c chunk, rows *atomic.Int64) error {
 	g := synth.NewRand(cfg.Dist, cfg.Seed, uint64(c.table)<<32|uint64(c.from))
 	prefix := fmt.Sprintf("INSERT INTO `%s`.%s (id, k, c, pad) VALUES ", t.Database(), table(c.table))
 	b := make([]byte, 0, cfg.BatchRows*200)
@@ -292,7 +292,7 @@ func insertChunk(ctx context.Context, db *sql.DB, cfg Config, t target.Target, c
 // sizes reports rows (as inserted) and bytes per table, analyzing the
 // tables concurrently. MyRocks keeps fresh rows in its memtable, which
 // information_schema does not count: it is flushed first.
-func sizes(ctx context.Context, db *sql.DB, cfg Config, t target.Target, loaded []atomic.Int64) ([]TableReport, error) {
+func sizes(ctx context.Context, db *sql.DB, cfg Config, t targets.Target, loaded []atomic.Int64) ([]TableReport, error) {
 	if t.Engine == "ROCKSDB" {
 		if _, err := db.ExecContext(ctx, "SET GLOBAL rocksdb_force_flush_memtable_now = 1"); err != nil {
 			return nil, fmt.Errorf("flush MyRocks memtable for sizes: %w", err)

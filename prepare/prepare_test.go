@@ -11,14 +11,14 @@ import (
 
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 
-func spec(t *testing.T, name, dsn, extra string) target.Target {
+func spec(t *testing.T, name, dsn, extra string) targets.Target {
 	t.Helper()
-	tg, err := target.Parse(name + "=" + dsn + extra)
+	tg, err := targets.Parse(name + "=" + dsn + extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPrepareInnoDBCompressedAndMyRocks(t *testing.T) {
 	cdb, cdsn := inno.FreshDB(t)
 	rdb, rdsn := rocks.FreshDB(t)
 	cfg := Config{Tables: 2, TableSize: 3000, Threads: 3, AutoInc: true, CreateSecondary: true, Dist: synth.DefaultDist(), BatchRows: 700,
-		Targets: []target.Target{
+		Targets: []targets.Target{
 			spec(t, "innodb", idsn, ""),
 			spec(t, "compressed", cdsn, ",engine=innodb,options=ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"),
 			spec(t, "myrocks", rdsn, ",engine=myrocks"),
@@ -123,9 +123,9 @@ func TestMissingEngineFailsBeforeCreatingAnything(t *testing.T) {
 	idb, idsn := inno.FreshDB(t)
 	_, rdsn := rocks.FreshDB(t)
 	cfg := Config{Tables: 1, TableSize: 10, Threads: 1, CreateSecondary: true,
-		Targets: []target.Target{spec(t, "myrocks", rdsn, ",engine=rocksdb"), spec(t, "tokudb", idsn, ",engine=tokudb")}}
+		Targets: []targets.Target{spec(t, "myrocks", rdsn, ",engine=rocksdb"), spec(t, "tokudb", idsn, ",engine=tokudb")}}
 	_, err := Run(context.Background(), cfg)
-	if !errors.Is(err, target.ErrEngineMissing) {
+	if !errors.Is(err, targets.ErrEngineMissing) {
 		t.Fatalf("err = %v, want ErrEngineMissing", err)
 	}
 	msg := err.Error()

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/prepare"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func newPrepareCmd() *cobra.Command {
@@ -34,7 +34,7 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			for _, s := range specs {
-				t, err := target.Parse(s)
+				t, err := targets.Parse(s)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,190 @@
+// Package targets describes a server Tandem works against — a name, a DSN
+// (credentials come from here, never from a capture), a storage engine and
+// its create options — and checks one before anything runs on it.
+package targets
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/sqlinfo"
+)
+
+// Sentinel errors.
+var (
+	ErrBadSpec       = errors.New("target: bad target")
+	ErrUnreachable   = errors.New("target: unreachable")
+	ErrEngineMissing = errors.New("target: engine not available")
+)
+
+// Target is one server to work against.
+type Target struct {
+	Name string
+	DSN  string
+	// Engine is the storage engine tables get (canonical, as SHOW ENGINES
+	// names it when known: InnoDB, ROCKSDB, TokuDB, Aria, MyISAM …).
+	Engine string
+	// Options are extra table options, e.g. "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8".
+	Options  string
+	Baseline bool
+}
+
+// Known engine spellings, mapped to what SHOW ENGINES says.
+var engineNames = map[string]string{
+	"innodb": "InnoDB", "rocksdb": "ROCKSDB", "myrocks": "ROCKSDB", "tokudb": "TokuDB",
+	"aria": "Aria", "myisam": "MyISAM", "memory": "MEMORY",
+}
+
+// CanonicalEngine returns the SHOW ENGINES spelling of an engine name.
+func CanonicalEngine(name string) string {
+	if c, ok := engineNames[strings.ToLower(name)]; ok {
+		return c
+	}
+	return name
+}
+
+// Parse reads "name=DSN[,engine=X][,options=…][,baseline]". An options
+// value may hold commas (options=COMMENT='a, b'): a comma starts a new key
+// only when a known key follows it.
+func Parse(spec string) (Target, error) {
+	name, rest, ok := strings.Cut(spec, "=")
+	if !ok || name == "" || rest == "" {
+		return Target{}, fmt.Errorf("%w %q: want name=DSN[,engine=X][,options=…][,baseline], e.g. innodb=root@tcp(127.0.0.1:3306)/sbtest,engine=innodb", ErrBadSpec, spec)
+	}
+	parts := strings.Split(rest, ",")
+	t := Target{Name: name, DSN: parts[0], Engine: "InnoDB"}
+	last := ""
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		switch key := strings.ToLower(strings.TrimSpace(k)); {
+		case key == "engine":
+			t.Engine = CanonicalEngine(strings.TrimSpace(v))
+		case key == "options":
+			t.Options = strings.TrimSpace(v)
+		case key == "baseline" && v == "":
+			t.Baseline = true
+		case last == "options":
+			t.Options += "," + p // a comma inside the options
+			continue
+		default:
+			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, baseline)", ErrBadSpec, spec, k)
+		}
+		last = strings.ToLower(strings.TrimSpace(k))
+	}
+	if err := t.validate(); err != nil {
+		return Target{}, err
+	}
+	return t, nil
+}
+
+// validate checks the DSN and the options.
+func (t Target) validate() error {
+	if t.DSN == "" {
+		return fmt.Errorf("%w %s: no DSN", ErrBadSpec, t.Name)
+	}
+	if _, err := mysql.ParseDSN(t.DSN); err != nil {
+		return fmt.Errorf("%w %s: DSN %q: %v", ErrBadSpec, t.Name, t.DSN, err)
+	}
+	if _, err := sqlinfo.ParseOptions(t.Options); err != nil {
+		return fmt.Errorf("%w %s: %v", ErrBadSpec, t.Name, err)
+	}
+	return nil
+}
+
+// Database is the schema the DSN names ("" if none).
+func (t Target) Database() string {
+	c, err := mysql.ParseDSN(t.DSN)
+	if err != nil {
+		return ""
+	}
+	return c.DBName
+}
+
+// Addr is the DSN's address, for messages.
+func (t Target) Addr() string {
+	c, err := mysql.ParseDSN(t.DSN)
+	if err != nil {
+		return "?"
+	}
+	return c.Addr
+}
+
+// Engine is one row of SHOW ENGINES.
+type Engine struct {
+	Name    string
+	Support string // YES, DEFAULT, NO, DISABLED
+}
+
+// Info is what Check found out.
+type Info struct {
+	Version string
+	Engines []Engine
+}
+
+// Available lists the engines the server can use.
+func (i Info) Available() []string {
+	var out []string
+	for _, e := range i.Engines {
+		if e.Support == "YES" || e.Support == "DEFAULT" {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// Open opens the target's database handle (the DSN's schema need not exist).
+func (t Target) Open() (*sql.DB, error) {
+	c, err := mysql.ParseDSN(t.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrBadSpec, t.Name, err)
+	}
+	c.DBName = ""
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	return sql.Open("mysql", c.FormatDSN())
+}
+
+// Check connects, records the version, and verifies the engine is there.
+func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
+	var info Info
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&info.Version); err != nil {
+		return info, fmt.Errorf("%w: target %s: cannot query %s: %v", ErrUnreachable, t.Name, t.Addr(), err)
+	}
+	rows, err := db.QueryContext(ctx, "SHOW ENGINES")
+	if err != nil {
+		return info, fmt.Errorf("target %s: SHOW ENGINES: %w", t.Name, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return info, err
+		}
+		info.Engines = append(info.Engines, Engine{Name: string(vals[0]), Support: strings.ToUpper(string(vals[1]))})
+	}
+	if err := rows.Err(); err != nil {
+		return info, err
+	}
+	sort.SliceStable(info.Engines, func(i, j int) bool {
+		return info.Engines[i].Support == "DEFAULT" && info.Engines[j].Support != "DEFAULT"
+	})
+	for _, e := range info.Engines {
+		if strings.EqualFold(e.Name, t.Engine) && (e.Support == "YES" || e.Support == "DEFAULT") {
+			return info, nil
+		}
+	}
+	return info, fmt.Errorf("%w: target %s: engine %s is not available on %s (available: %s)",
+		ErrEngineMissing, t.Name, t.Engine, info.Version, strings.Join(info.Available(), ", "))
+}
