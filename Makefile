@@ -15,7 +15,7 @@ help:
 	@echo "make build       build $(BIN)"
 	@echo "make test        all tests, including those against sandboxed MariaDB servers"
 	@echo "make test-short  pure unit tests only (no server needed)"
-	@echo "make lint        gofmt check and go vet"
+	@echo "make lint        gofmt check, go vet, and go mod tidy -diff (go.mod/go.sum as tidy leaves them)"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
 	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay; each runs alone too)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
@@ -33,6 +33,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 deps:
 	@scripts/deps.sh $(DEB_PACKAGES)

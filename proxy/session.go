@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -144,7 +144,7 @@ func (s *session) parseCommand(p []byte) (pendingCmd, error) {
 	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
 		sql := string(p[1:])
 		pc.sql = sql
-		if masked, ok := capture.MaskSecrets(sql); ok {
+		if masked, ok := sqlinfo.MaskSecrets(sql); ok {
 			sql = masked
 			r.Flags |= store.FlagMasked
 		}
@@ -153,8 +153,8 @@ func (s *session) parseCommand(p []byte) (pendingCmd, error) {
 			r.Flags |= store.FlagNotReplayable
 		}
 		if p[0] == mysql.COM_QUERY {
-			pc.useDB = useSchema(pc.sql)
-			if isLoadDataLocal(pc.sql) {
+			pc.useDB, _ = sqlinfo.UseSchema(pc.sql)
+			if sqlinfo.IsLoadDataLocal(pc.sql) {
 				r.Flags |= store.FlagNotReplayable
 			}
 		}
@@ -289,32 +289,4 @@ func commandName(c byte) string {
 		return k.String()
 	}
 	return fmt.Sprintf("command 0x%02x", c)
-}
-
-// useSchema returns the schema of a "USE db" statement, or "".
-func useSchema(sql string) string {
-	s := strings.TrimSpace(sql)
-	if len(s) < 4 || !strings.EqualFold(s[:3], "use") || (s[3] != ' ' && s[3] != '\t' && s[3] != '\n' && s[3] != '`') {
-		return ""
-	}
-	db := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s[3:]), ";"))
-	if len(db) >= 2 && db[0] == '`' && db[len(db)-1] == '`' {
-		db = strings.ReplaceAll(db[1:len(db)-1], "``", "`")
-	}
-	return db
-}
-
-// isLoadDataLocal reports LOAD DATA LOCAL INFILE / LOAD XML LOCAL, which
-// replay cannot repeat: the file was on the client's machine.
-func isLoadDataLocal(sql string) bool {
-	f := strings.Fields(strings.ToUpper(sql[:min(len(sql), 200)]))
-	if len(f) < 3 || f[0] != "LOAD" {
-		return false
-	}
-	for _, w := range f[2:min(len(f), 6)] {
-		if w == "LOCAL" {
-			return true
-		}
-	}
-	return false
 }

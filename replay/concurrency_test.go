@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tandemdb/tandem/capture/synth"
@@ -23,8 +24,8 @@ func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
 		t.Run(fmt.Sprintf("concurrency=%d,io=%s", k, run.io), func(t *testing.T) {
 			procs := runtime.GOMAXPROCS(0)
 			rep := replayRun(t, capDir, func(c *Config) { c.Concurrency, c.IO = k, run.io }, ta, tb)
-			if rep.IO != run.io || rep.IONote != "" {
-				t.Errorf("report says io %q (%q), want %q", rep.IO, rep.IONote, run.io)
+			if rep.IO != run.io || strings.Contains(strings.Join(rep.Notes, " "), "--io") {
+				t.Errorf("report says io %q (%q), want %q", rep.IO, rep.Notes, run.io)
 			}
 			if got := runtime.GOMAXPROCS(0); got != procs {
 				t.Errorf("GOMAXPROCS %d after the replay, %d before", got, procs)

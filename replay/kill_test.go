@@ -3,6 +3,8 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/report"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func TestTargetKilledMidReplay(t *testing.T) {
 		t.Errorf("replay took %v after the kill", took)
 	}
 	ra, rb, rk := rep.Targets[0], rep.Targets[1], rep.Targets[2]
-	for _, tr := range []TargetReport{ra, rb} {
+	for _, tr := range []report.Target{ra, rb} {
 		if tr.Errors != 0 || tr.ConnectFailures != 0 || tr.Transactions == 0 || tr.Reads != tr.Transactions*14 {
 			t.Errorf("%s: errors %d, connect failures %d, transactions %d, reads %d", tr.Name, tr.Errors, tr.ConnectFailures, tr.Transactions, tr.Reads)
 		}
@@ -68,7 +70,7 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	}
 	// Sessions connected and prepared before the kill: the divergences are
 	// exactly the failed statements.
-	if dk.ByClass[DivErrorVsOK] != rk.Errors || dk.Total() != rk.Errors || dk.Missing != 0 {
+	if dk.ByClass[compare.ErrorVsOK] != rk.Errors || dk.Total() != rk.Errors || dk.Missing != 0 {
 		t.Errorf("killed vs a: %v (errors %d), missing %d", dk.ByClass, rk.Errors, dk.Missing)
 	}
 	t.Logf("killed target: %d of %d statements failed, %d failed connects; divergences %v", rk.Errors, rk.Reads+rk.Other, rk.ConnectFailures, dk.ByClass)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func TestIOMode(t *testing.T) {
@@ -27,7 +27,7 @@ func TestIOMode(t *testing.T) {
 }
 
 func TestConfigIO(t *testing.T) {
-	base := Config{Capture: "c", RunDir: "r", Targets: []target.Target{{Name: "a", DSN: "root@tcp(127.0.0.1:1)/"}}}
+	base := Config{Capture: "c", RunDir: "r", Targets: []targets.Target{{Name: "a", DSN: "root@tcp(127.0.0.1:1)/"}}}
 	c := base
 	if err := c.check(); err != nil || c.IO != IOBlocking {
 		t.Fatalf("default: IO %q, err %v; want blocking", c.IO, err)

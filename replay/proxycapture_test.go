@@ -149,7 +149,7 @@ func TestProxyCaptureOfManyTypesReplaysIdentically(t *testing.T) {
 	}
 	for _, d := range rep.VsCapture {
 		if d.Compared != 15 || d.Total() != 0 {
-			t.Errorf("%s vs capture: compared %d (want 15), divergent %v %+v", d.Target, d.Compared, d.ByClass, d.Samples)
+			t.Errorf("vs capture: compared %d (want 15), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
 		}
 	}
 }
@@ -200,7 +200,7 @@ func TestProxyCaptureOfCallReplays(t *testing.T) {
 	// would diverge by row count.
 	for _, d := range rep.VsCapture {
 		if d.Compared != 8 || d.Total() != 0 {
-			t.Errorf("%s vs capture: compared %d (want 8), divergent %v %+v", d.Target, d.Compared, d.ByClass, d.Samples)
+			t.Errorf("vs capture: compared %d (want 8), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
 		}
 	}
 }

@@ -1,55 +1,96 @@
 // Package replay replays a capture against several targets at once and
 // compares them: every statement's latency per target, and every
-// statement's outcome against the baseline target's.
+// statement's outcome against the baseline target's and against the
+// response the capture holds.
 //
-// Each target has its own reader of the capture, its own connections and
-// its own outcome writer, so targets run independently: a slow or failing
-// target never slows another. Outcomes go to the run directory (store's
-// run format), and divergences are found afterwards by a merge join of the
-// targets' outcomes in sequence order, so memory does not grow with the
-// capture.
+// Each target has its own reader of the capture, its own connections, its
+// own order gate and its own outcome batches, so targets run independently:
+// a slow or failing target never slows another. On each target, sessions
+// keep the capture's order between them (--order capture): a record starts
+// only after every record that ended, in the capture, before it started
+// has completed there. Outcomes go to the run directory (store's run
+// format); divergences are found afterwards by a merge join of the
+// targets' outcomes in sequence order (package compare), so memory does not
+// grow with the capture. The run directory is a document: package report
+// renders it, here at the end of the run and later with `tandem report`.
+//
+// Files: scan.go reads the capture once before anything runs; schedule.go
+// dispatches records (sessions, regrouping, pacing, loops, ordering) per
+// target; order.go is the ordering gate; units.go regroups transactions for
+// --concurrency; worker.go runs records on one connection (package conn);
+// stats.go keeps per-worker statistics; results.go turns them, the
+// comparison and the end state into the run's results.
 package replay
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 // Config is what `tandem replay` runs.
 type Config struct {
 	Capture string
 	RunDir  string
-	Targets []target.Target
+	// RunID names the run (shards of one run share it); default: made up.
+	RunID   string
+	Targets []targets.Target
 	// Speed scales the captured pacing: 1 as captured, 2 twice as fast, 0
-	// as fast as possible.
+	// as fast as possible (no clock waits; order still holds).
 	Speed float64
 	// Concurrency > 0 regroups whole transactions onto that many connections
 	// per target; 0 replays each captured session on its own connection.
 	Concurrency int
+	// Order is OrderCapture (default) or OrderNone. OrderInflight and
+	// OrderTimeout bound the gate (see gate); defaults 50ms and 2s.
+	Order                       string
+	OrderInflight, OrderTimeout time.Duration
+	// Retries is how often a transaction that fails with a deadlock or lock
+	// wait timeout the capture did not have is retried: 0 means the
+	// default (3), negative none.
+	Retries int
+	// TargetTimeout fails a target whose call gets no answer this long;
+	// default 30s, negative never.
+	TargetTimeout time.Duration
+	// OnUnrewritable: UnrewritableFail (default) or UnrewritableSkip.
+	OnUnrewritable string
 	// Loop replays the capture this many times (at least once); Duration,
 	// if set, loops until it has passed.
 	Loop     int
 	Duration time.Duration
 	// ReportInterval prints a progress line per target; 0 disables.
-	ReportInterval time.Duration
+	// SeriesInterval is the run's stored interval series; default 1s.
+	ReportInterval, SeriesInterval time.Duration
 	// Samples kept per (digest, divergence class).
 	Samples int
 	// IO is how connections wait for replies: IOBlocking (the default,
 	// "" too) or IOPoller.
-	IO     string
-	Logger *slog.Logger
+	IO string
+	// Shard replays the sessions of one shard: Index of Count (Count ≤ 1:
+	// all).
+	Shard store.Shard
+	// StartAt, if set, is the wall-clock instant replay begins.
+	StartAt time.Time
+	Logger  *slog.Logger
 }
+
+// OnUnrewritable values.
+const (
+	UnrewritableFail = "fail"
+	UnrewritableSkip = "skip"
+)
 
 func (c *Config) check() error {
 	if c.Capture == "" {
@@ -77,14 +118,60 @@ func (c *Config) check() error {
 	default:
 		return fmt.Errorf("replay: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
 	}
+	switch c.Order {
+	case "":
+		c.Order = OrderCapture
+	case OrderCapture, OrderNone:
+	default:
+		return fmt.Errorf("replay: --order %q: want %s or %s", c.Order, OrderCapture, OrderNone)
+	}
+	switch c.OnUnrewritable {
+	case "":
+		c.OnUnrewritable = UnrewritableFail
+	case UnrewritableFail, UnrewritableSkip:
+	default:
+		return fmt.Errorf("replay: --on-unrewritable %q: want %s or %s", c.OnUnrewritable, UnrewritableFail, UnrewritableSkip)
+	}
+	if c.Shard.Count > 1 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count) {
+		return fmt.Errorf("replay: shard %d/%d: the index must be 0 to %d", c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
+	}
+	if c.OrderInflight <= 0 {
+		c.OrderInflight = 50 * time.Millisecond
+	}
+	if c.OrderTimeout <= 0 {
+		c.OrderTimeout = 2 * time.Second
+	}
+	switch {
+	case c.Retries == 0:
+		c.Retries = 3
+	case c.Retries < 0:
+		c.Retries = 0
+	}
+	switch {
+	case c.TargetTimeout == 0:
+		c.TargetTimeout = 30 * time.Second
+	case c.TargetTimeout < 0:
+		c.TargetTimeout = 0
+	}
 	if c.Loop < 1 {
 		c.Loop = 1
 	}
 	if c.Samples <= 0 {
 		c.Samples = 3
 	}
+	if c.SeriesInterval <= 0 {
+		c.SeriesInterval = time.Second
+	}
+	if c.ReportInterval > 0 && c.ReportInterval < c.SeriesInterval {
+		c.SeriesInterval = c.ReportInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RunID == "" {
+		var b [4]byte
+		rand.Read(b[:])
+		c.RunID = time.Now().UTC().Format("20060102-150405") + fmt.Sprintf("-%x", b)
 	}
 	seen := map[string]bool{}
 	baselines := 0
@@ -112,10 +199,32 @@ func (c *Config) baseline() int {
 	return 0
 }
 
+// settings lists the run's flags for its metadata.
+func (c *Config) settings() []store.Setting {
+	s := []store.Setting{{Name: "speed", Value: strconv.FormatFloat(c.Speed, 'g', -1, 64)},
+		{Name: "concurrency", Value: strconv.Itoa(c.Concurrency)}, {Name: "order", Value: c.Order},
+		{Name: "retries", Value: strconv.Itoa(c.Retries)}, {Name: "loop", Value: strconv.Itoa(c.Loop)}}
+	if c.Duration > 0 {
+		s = append(s, store.Setting{Name: "duration", Value: c.Duration.String()})
+	}
+	s = append(s, store.Setting{Name: "target-timeout", Value: c.TargetTimeout.String()}, store.Setting{Name: "on-unrewritable", Value: c.OnUnrewritable})
+	return s
+}
+
+func shardOf(session uint64, n int) int {
+	h := fnv.New64a()
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(session >> (8 * i))
+	}
+	h.Write(b[:])
+	return int(h.Sum64() % uint64(n))
+}
+
 // Run checks every target, replays the capture against all of them at
-// once, compares their outcomes and returns the report (also stored in
-// the run directory). Progress lines go to progress.
-func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
+// once, compares their outcomes and returns the report, read back from the
+// run directory. Progress lines go to progress.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -126,7 +235,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	defer r.Close()
 
 	// Every target must be usable before any statement runs anywhere.
-	infos := make([]store.RunTargetInfo, len(cfg.Targets))
+	infos := make([]store.RunTarget, len(cfg.Targets))
 	for i, t := range cfg.Targets {
 		db, err := t.Open()
 		if err != nil {
@@ -137,232 +246,138 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		infos[i] = store.RunTargetInfo{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline()}
+		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline()}
 	}
-	capStart, capEnd, err := span(r)
+	an := sqlinfo.NewAnalyzer()
+	x, err := scanCapture(ctx, r, an)
 	if err != nil {
 		return nil, err
 	}
-	settings, _ := json.Marshal(map[string]any{"speed": cfg.Speed, "concurrency": cfg.Concurrency, "loop": cfg.Loop, "duration": cfg.Duration.String()})
-	run, err := store.CreateRun(cfg.RunDir, store.RunMeta{Capture: cfg.Capture, Started: time.Now().UTC(), Targets: infos, Settings: settings})
+	meta := store.RunMeta{RunID: cfg.RunID, Command: "replay", Capture: cfg.Capture, CaptureSource: r.Meta().Source,
+		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
+	if cfg.Shard.Count > 1 {
+		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
+	}
+	run, err := store.CreateRun(cfg.RunDir, meta)
 	if err != nil {
 		return nil, err
 	}
 	defer run.Close()
+	var notes []string
+	if x.synthetic && cfg.Order == OrderCapture {
+		notes = append(notes, "the capture was synthesized: its sessions have no real order between them, so conflicting writes of concurrent sessions are order-ambiguous and end states may differ for that reason alone")
+	}
+	p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
+	if err != nil {
+		return nil, err
+	}
+	notes = append(notes, p.notes...)
+	end := store.RunEnd{Ended: time.Now().UTC(), Elapsed: p.elapsed.Seconds(), Interrupted: ctx.Err() != nil, Notes: notes}
+	if err := run.End(end); err != nil {
+		return nil, err
+	}
+	return report.Load(cfg.RunDir)
+}
 
-	conns := cfg.Concurrency
-	if conns == 0 {
-		conns, err = sessionCount(r)
-		if err != nil {
-			return nil, err
+// pointResult is what one replay point produced beyond what it stored.
+type pointResult struct {
+	elapsed time.Duration
+	notes   []string
+}
+
+// replayPoint replays the capture once (with its loops) against the
+// targets numbered in only (nil: all) with the given concurrency, and
+// stores everything as point number point of the run.
+func replayPoint(ctx context.Context, cfg *Config, point int, label string, concurrency int, only []int, r *store.Reader,
+	an *sqlinfo.Analyzer, x *captureIndex, run *store.RunWriter, progress io.Writer) (*pointResult, error) {
+	pcfg := *cfg
+	pcfg.Concurrency = concurrency
+	idxs := only
+	if idxs == nil {
+		for i := range cfg.Targets {
+			idxs = append(idxs, i)
 		}
 	}
-	conns *= len(cfg.Targets)
-	mode, why := ioMode(cfg.IO, conns)
+	conns := concurrency
+	if conns == 0 {
+		conns = len(x.sessions)
+		if pcfg.Shard.Count > 1 {
+			conns = conns/pcfg.Shard.Count + 1
+		}
+	}
+	conns *= len(idxs)
+	mode, why := ioMode(pcfg.IO, conns)
+	var notes []string
 	if why != "" {
-		cfg.Logger.Warn(why)
+		pcfg.Logger.Warn(why)
+		notes = append(notes, why)
 	}
 	if mode == IOBlocking {
 		defer addProcs(conns)()
 	}
-
-	an := newAnalyzer()
-	runners := make([]*runner, len(cfg.Targets))
+	reg := newDigestRegistry()
 	start := time.Now().Add(50 * time.Millisecond) // one instant for all targets
-	for i, t := range cfg.Targets {
-		if runners[i], err = newRunner(i, t, &cfg, r, an, run); err != nil {
+	if !pcfg.StartAt.IsZero() {
+		start = pcfg.StartAt
+	}
+	runners := make([]*runner, 0, len(idxs))
+	for _, i := range idxs {
+		rn, err := newRunner(ctx, i, pcfg.Targets[i], &pcfg, x, an, r, run, reg)
+		if err != nil {
 			return nil, err
 		}
-		runners[i].start, runners[i].capStart, runners[i].capSpan = start, capStart, capEnd-capStart
-		runners[i].blocking = mode == IOBlocking
+		rn.point = point
+		rn.start, rn.capStart, rn.capSpan = start, x.first, x.last-x.first
+		rn.blocking = mode == IOBlocking
+		runners = append(runners, rn)
 	}
-
-	stopReports := make(chan struct{})
-	var reports sync.WaitGroup
-	if cfg.ReportInterval > 0 && progress != nil {
-		reports.Add(1)
-		go func() {
-			defer reports.Done()
-			progressLines(progress, runners, start, cfg.ReportInterval, stopReports)
-		}()
-	}
+	prog := &progressLines{w: progress, every: pcfg.ReportInterval, acc: map[string]*store.Interval{}}
 	errs := make([]error, len(runners))
 	var wg sync.WaitGroup
-	for i, rn := range runners {
+	for k, rn := range runners {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			stop := make(chan struct{})
+			var bg sync.WaitGroup
+			bg.Add(2)
+			go func() { defer bg.Done(); rn.watchdog(stop) }()
+			go func() { defer bg.Done(); rn.collect(pcfg.SeriesInterval, prog, stop) }()
 			sleepUntil(ctx, start)
-			if cfg.Concurrency > 0 {
-				errs[i] = rn.runConcurrent(ctx)
+			if pcfg.Concurrency > 0 {
+				errs[k] = rn.runConcurrent(ctx)
 			} else {
-				errs[i] = rn.runSessions(ctx)
+				errs[k] = rn.runSessions(ctx)
 			}
 			rn.end = time.Now()
-			if err := rn.flush(); err != nil && errs[i] == nil {
-				errs[i] = err
+			close(stop)
+			bg.Wait()
+			rn.mu.Lock()
+			if errs[k] == nil {
+				errs[k] = rn.mu.outErr
 			}
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("target %s: %w", rn.t.Name, errs[i])
+			rn.mu.Unlock()
+			if errs[k] != nil {
+				errs[k] = fmt.Errorf("target %s: %w", rn.t.Name, errs[k])
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stopReports)
-	reports.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-
-	rep := newReport(cfg, infos, runners, elapsed)
-	rep.IO, rep.IONote = mode, why
-	ss := newSessions(r)
-	if err := compare(run, ss, an, cfg, rep); err != nil {
+	names := make([]string, len(runners))
+	for k, rn := range runners {
+		names[k] = rn.t.Name
+	}
+	order := pcfg.Order
+	if err := run.PutPoint(store.Point{Point: point, Label: label, Threads: concurrency, Targets: names, Order: order, IO: mode,
+		Started: start.UTC(), Elapsed: elapsed.Seconds()}); err != nil {
 		return nil, err
 	}
-	if err := compareCaptured(run, ss, an, cfg, rep); err != nil {
+	if err := storeResults(ctx, &pcfg, point, runners, r, an, x, run, reg); err != nil {
 		return nil, err
 	}
-	addFirstDiffs(ctx, ss, an, cfg, runners, rep)
-	b, _ := json.Marshal(rep)
-	if err := run.SetReport(b); err != nil {
-		return nil, err
-	}
-	return rep, nil
-}
-
-// span returns the first and last start in the capture, in ns, from the
-// store's time index (no pass over the records).
-func span(r *store.Reader) (int64, int64, error) {
-	first, last, ok, err := r.StartSpan()
-	if err != nil {
-		return 0, 0, err
-	}
-	if !ok {
-		return 0, 0, errors.New("replay: the capture holds no records")
-	}
-	return first.UnixNano(), last.UnixNano(), nil
-}
-
-// progressLines prints, per target and interval, a line in sysbench's form.
-func progressLines(w io.Writer, runners []*runner, start time.Time, every time.Duration, stop chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			secs := every.Seconds()
-			for _, rn := range runners {
-				l := rn.stats.takeInterval(secs)
-				fmt.Fprintf(w, "[ %ds ] %s thds: %d tps: %.2f qps: %.2f (r/w/o: %.2f/%.2f/%.2f) lat (ms,95%%): %.2f err/s: %.2f\n",
-					int(now.Sub(start).Round(time.Second).Seconds()), rn.t.Name, rn.active.Load(), l.tps, l.qps,
-					l.rwo[ClassRead], l.rwo[ClassWrite], l.rwo[ClassOther], l.p95ms, l.errs)
-			}
-		}
-	}
-}
-
-// Report is the replay's result: per target side by side, and divergences.
-type Report struct {
-	Capture     string             `json:"capture"`
-	RunDir      string             `json:"run_dir"`
-	Elapsed     float64            `json:"elapsed_seconds"`
-	Baseline    string             `json:"baseline"`
-	Targets     []TargetReport     `json:"targets"`
-	Divergences []DivergenceReport `json:"divergences"`
-	// VsCapture compares each target with the responses the capture holds
-	// (proxy captures; a synthesized capture has none).
-	VsCapture []DivergenceReport `json:"divergences_from_capture"`
-	// IO is how the connections waited for replies (Config.IO); IONote
-	// says why it is not the one asked for.
-	IO     string `json:"io"`
-	IONote string `json:"io_note,omitempty"`
-}
-
-// TargetReport is one target's totals.
-type TargetReport struct {
-	store.RunTargetInfo
-	Transactions    int64 `json:"transactions"`
-	Reads           int64 `json:"reads"`
-	Writes          int64 `json:"writes"`
-	Other           int64 `json:"other"`
-	Errors          int64 `json:"errors"`
-	Deadlocks       int64 `json:"deadlocks_and_lock_waits"`
-	ConnectFailures int64 `json:"connect_failures"`
-	// Connections is how many connections replay opened to the target.
-	Connections int64 `json:"connections"`
-	Skipped     int64 `json:"skipped"`
-	// Elapsed is this target's own replay time, which its rates divide by.
-	Elapsed    float64                   `json:"elapsed_seconds"`
-	TPS        float64                   `json:"tps"`
-	QPS        float64                   `json:"qps"`
-	Latency    LatencySummary            `json:"latency"`
-	Lag        LatencySummary            `json:"lag_from_intended"`
-	ByClass    map[string]LatencySummary `json:"latency_by_class"`
-	TopDigests []DigestLatency           `json:"top_digests"`
-}
-
-// DigestLatency is one statement shape's latency on a target.
-type DigestLatency struct {
-	Digest  string         `json:"digest"`
-	Text    string         `json:"text"`
-	Class   string         `json:"class"`
-	Latency LatencySummary `json:"latency"`
-	// RatioP95 is this p95 over the baseline's p95 for the same digest.
-	RatioP95 float64 `json:"p95_ratio_to_baseline,omitempty"`
-}
-
-func newReport(cfg Config, infos []store.RunTargetInfo, runners []*runner, elapsed time.Duration) *Report {
-	rep := &Report{Capture: cfg.Capture, RunDir: cfg.RunDir, Elapsed: elapsed.Seconds(), Baseline: cfg.Targets[cfg.baseline()].Name}
-	for i, rn := range runners {
-		s := rn.stats
-		s.mu.Lock()
-		tr := TargetReport{RunTargetInfo: infos[i], Transactions: s.transactions, Reads: s.queries[ClassRead], Writes: s.queries[ClassWrite],
-			Other: s.queries[ClassOther], Errors: s.errors, Deadlocks: s.deadlocks, ConnectFailures: s.connectFailures, Connections: s.connections, Skipped: s.skipped,
-			Latency: summarize(s.service), Lag: summarize(s.lag), ByClass: map[string]LatencySummary{}}
-		for c := ClassOther; c <= ClassWrite; c++ {
-			tr.ByClass[c.String()] = summarize(s.byClass[c])
-		}
-		own := rn.end.Sub(rn.start) // every runner's goroutine sets end before Run reports
-		tr.Elapsed = own.Seconds()
-		tr.TPS = float64(tr.Transactions) / own.Seconds()
-		tr.QPS = float64(tr.Reads+tr.Writes+tr.Other) / own.Seconds()
-		for id, ds := range s.byDigest {
-			tr.TopDigests = append(tr.TopDigests, DigestLatency{Digest: id, Text: ds.text, Class: ds.class.String(), Latency: summarize(ds.hist)})
-		}
-		s.mu.Unlock()
-		slices.SortFunc(tr.TopDigests, func(a, b DigestLatency) int {
-			return cmp.Or(cmp.Compare(b.Latency.Count, a.Latency.Count), cmp.Compare(a.Digest, b.Digest))
-		})
-		if len(tr.TopDigests) > 20 {
-			tr.TopDigests = tr.TopDigests[:20]
-		}
-		rep.Targets = append(rep.Targets, tr)
-	}
-	base := rep.Targets[cfg.baseline()]
-	p95 := map[string]float64{}
-	for _, d := range base.TopDigests {
-		p95[d.Digest] = d.Latency.P95
-	}
-	for i := range rep.Targets {
-		for j, d := range rep.Targets[i].TopDigests {
-			if b := p95[d.Digest]; b > 0 {
-				rep.Targets[i].TopDigests[j].RatioP95 = d.Latency.P95 / b
-			}
-		}
-	}
-	return rep
-}
-
-// sessionCount is how many sessions the capture holds: the connections a
-// session-fidelity replay opens per target, at most.
-func sessionCount(r *store.Reader) (int, error) {
-	if s, ok := r.Summary(); ok {
-		return int(s.Sessions), nil
-	}
-	ids, err := r.Sessions()
-	return len(ids), err
+	return &pointResult{elapsed: elapsed, notes: notes}, nil
 }

@@ -12,17 +12,19 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/capture/synth"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/prepare"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 
-func tgt(t *testing.T, name, dsn, extra string) target.Target {
+func tgt(t *testing.T, name, dsn, extra string) targets.Target {
 	t.Helper()
-	x, err := target.Parse(name + "=" + dsn + extra)
+	x, err := targets.Parse(name + "=" + dsn + extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func tgt(t *testing.T, name, dsn, extra string) target.Target {
 
 // twoInnoDB gives two fresh databases on the shared InnoDB server, as
 // targets "a" and "b", with a handle on each.
-func twoInnoDB(t *testing.T) (ta, tb target.Target, dba, dbb *sql.DB) {
+func twoInnoDB(t *testing.T) (ta, tb targets.Target, dba, dbb *sql.DB) {
 	t.Helper()
 	srv := sandboxtest.Server(t, "innodb")
 	dba, a := srv.FreshDB(t)
@@ -40,7 +42,7 @@ func twoInnoDB(t *testing.T) (ta, tb target.Target, dba, dbb *sql.DB) {
 }
 
 // prepared makes identical sbtest tables (same seed) on each target.
-func prepared(t *testing.T, tables, size int, ts ...target.Target) {
+func prepared(t *testing.T, tables, size int, ts ...targets.Target) {
 	t.Helper()
 	_, err := prepare.Run(context.Background(), prepare.Config{Targets: ts, Tables: tables, TableSize: size, Threads: 2,
 		AutoInc: true, CreateSecondary: true, Seed: 9})
@@ -63,7 +65,30 @@ func synthCapture(t *testing.T, workload string, mod func(*synth.Config)) string
 	return cfg.Dir
 }
 
-func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...target.Target) *Report {
+// testReport is a report's one point seen as the tests read it: targets
+// in order, each non-baseline target's divergences from the baseline, and
+// every target's from the capture.
+type testReport struct {
+	*report.Report
+	Targets     []report.Target
+	Divergences []*store.Divergences
+	VsCapture   []*store.Divergences
+	IO          string
+}
+
+func wrapReport(r *report.Report) *testReport {
+	pt := r.Points[0]
+	tr := &testReport{Report: r, Targets: pt.Targets, IO: pt.IO}
+	for _, x := range pt.Targets {
+		if x.Name != r.Baseline {
+			tr.Divergences = append(tr.Divergences, x.VsBaseline)
+		}
+		tr.VsCapture = append(tr.VsCapture, x.VsCapture)
+	}
+	return tr
+}
+
+func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...targets.Target) *testReport {
 	t.Helper()
 	cfg := Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: ts, Speed: 0}
 	if mod != nil {
@@ -73,7 +98,7 @@ func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...target.Targ
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep
+	return wrapReport(rep)
 }
 
 func TestIdenticalInnoDBSingleSessionReadWriteNoDivergence(t *testing.T) {
@@ -106,7 +131,7 @@ func TestInnoDBVsMyRocksReadOnlyEightSessions(t *testing.T) {
 	if d.Compared != 200*16+8*13 {
 		t.Fatalf("compared %d, want 3304", d.Compared)
 	}
-	for _, c := range []string{DivContent, DivRowCount, DivOrder, DivErrorVsOK} {
+	for _, c := range []string{compare.Content, compare.RowCount, compare.Order, compare.ErrorVsOK} {
 		if d.ByClass[c] != 0 {
 			t.Errorf("%s divergences: %d (%+v)", c, d.ByClass[c], d.Samples)
 		}
@@ -178,11 +203,11 @@ func TestInjectedDifferencesAreFoundExactly(t *testing.T) {
 	for _, s := range d.Samples {
 		got[s.Class] = append(got[s.Class], s.Seq)
 	}
-	want := map[string][]uint64{DivContent: {8, 22, 24}, DivErrorVsOK: {25}}
+	want := map[string][]uint64{compare.Content: {8, 22, 24}, compare.ErrorVsOK: {25}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("divergent seqs by class %v, want %v (counts %v)", got, want, d.ByClass)
 	}
-	if d.ByClass[DivContent] != 3 || d.ByClass[DivErrorVsOK] != 1 || d.Total() != 4 || d.Nondeterministic != 2 {
+	if d.ByClass[compare.Content] != 3 || d.ByClass[compare.ErrorVsOK] != 1 || d.Total() != 4 || d.Nondeterministic != 2 {
 		t.Fatalf("counts %v, nondeterministic %d; want 3 row-content, 1 error-vs-ok, 2 nondeterministic", d.ByClass, d.Nondeterministic)
 	}
 	// The first differing row, from the read statements run again after the replay.
@@ -234,7 +259,7 @@ func TestMissingEngineStopsBeforeAnyStatement(t *testing.T) {
 	dba, a := srv.FreshDB(t)
 	capDir := writeCapture(t, []string{"CREATE TABLE should_not_exist (id INT)"})
 	_, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"),
-		Targets: []target.Target{tgt(t, "inno", a, ""), tgt(t, "tokudb", a, ",engine=tokudb")}}, nil)
+		Targets: []targets.Target{tgt(t, "inno", a, ""), tgt(t, "tokudb", a, ",engine=tokudb")}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "target tokudb: engine TokuDB is not available on 10.11") {
 		t.Fatalf("err = %v", err)
 	}
@@ -290,7 +315,7 @@ func TestPacingAchievesTheCapturedRate(t *testing.T) {
 		if math.Abs(achieved-want)/want > 0.02 || tr.Transactions != int64(events) {
 			t.Errorf("speed %v: achieved %.1f/s over %d events, want %.1f/s within 2%% over %d", speed, achieved, tr.Transactions, want, events)
 		}
-		if tr.Lag.Count != tr.Transactions {
+		if tr.Lag == nil || tr.Lag.Count != tr.Transactions {
 			t.Errorf("lag measured for %d of %d statements", tr.Lag.Count, tr.Transactions)
 		}
 	}
@@ -309,7 +334,7 @@ func TestLoopedDivergenceSamplesNameTheirPass(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s seq %d loop %d", s.Class, s.Seq, s.Loop))
 	}
 	want := "[row-content seq 2 loop 0 row-content seq 2 loop 1]"
-	if d.ByClass[DivContent] != 2 || d.Total() != 2 || fmt.Sprint(got) != want {
+	if d.ByClass[compare.Content] != 2 || d.Total() != 2 || fmt.Sprint(got) != want {
 		t.Fatalf("divergences %v, samples %v; want 2 row-content, samples %s", d.ByClass, got, want)
 	}
 }

@@ -1,143 +1,275 @@
 package replay
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tandemdb/tandem/latency"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
 )
 
-// maxDigests bounds the per-digest histograms of a target; later digests
-// are counted under "other".
+// Statistics are kept per worker, each under its worker's own lock (taken
+// by the worker per statement, uncontended, and by the collector once per
+// interval), and merged per target when an interval ends, when metrics
+// are scraped and when the run ends. No lock is shared between workers.
+//
+// Memory: a latency.Histogram takes about 0.5 KiB plus 1 KiB per power of
+// two its values span (4 to 8 for statement latencies). A worker keeps 5
+// histograms, an interval histogram, and one per statement digest it runs,
+// up to maxDigests digests per run (the rest share "other"): about 40 KiB
+// per worker for a sysbench workload, at most ~5 MiB per worker for a
+// capture of 500 shapes or more.
+
+// maxDigests bounds the digests a run keeps histograms for; later ones are
+// counted under "other".
 const maxDigests = 500
 
-func newHist() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3) // microseconds, 3 significant digits
+// digestRegistry numbers the digests of a run, shared by every target.
+type digestRegistry struct {
+	mu   sync.RWMutex
+	byID map[string]int
+	list []store.DigestInfo // by index; 0 is "other"
+	ids  []string
 }
 
-func record(h *hdrhistogram.Histogram, d time.Duration) {
-	us := d.Microseconds()
-	if us < 1 {
-		us = 1
+func newDigestRegistry() *digestRegistry {
+	return &digestRegistry{byID: map[string]int{"other": 0}, list: []store.DigestInfo{{Text: "(other statements)", Class: "other"}}, ids: []string{"other"}}
+}
+
+// index returns the digest's number (0 once maxDigests are taken).
+func (d *digestRegistry) index(info *sqlinfo.Info) int {
+	d.mu.RLock()
+	i, ok := d.byID[info.Digest.ID]
+	d.mu.RUnlock()
+	if ok {
+		return i
 	}
-	_ = h.RecordValue(min(us, h.HighestTrackableValue()))
-}
-
-// LatencySummary is a histogram's summary in milliseconds.
-type LatencySummary struct {
-	Count int64   `json:"count"`
-	Min   float64 `json:"min_ms"`
-	Avg   float64 `json:"avg_ms"`
-	P50   float64 `json:"p50_ms"`
-	P95   float64 `json:"p95_ms"`
-	P99   float64 `json:"p99_ms"`
-	Max   float64 `json:"max_ms"`
-}
-
-func summarize(h *hdrhistogram.Histogram) LatencySummary {
-	if h.TotalCount() == 0 {
-		return LatencySummary{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i, ok := d.byID[info.Digest.ID]; ok {
+		return i
 	}
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return LatencySummary{Count: h.TotalCount(), Min: ms(h.Min()), Avg: h.Mean() / 1000, P50: ms(h.ValueAtQuantile(50)),
-		P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99)), Max: ms(h.Max())}
-}
-
-// targetStats are one target's counters and histograms. The target's
-// outcome writer is the only writer; the reporter reads under mu.
-type targetStats struct {
-	mu              sync.Mutex
-	queries         [3]int64 // by Class
-	transactions    int64
-	errors          int64
-	deadlocks       int64 // deadlocks and lock-wait timeouts: engine behaviour
-	connectFailures int64 // failed connection attempts
-	connections     int64 // connections opened
-	skipped         int64
-	service         *hdrhistogram.Histogram
-	lag             *hdrhistogram.Histogram // from the intended send instant (paced modes)
-	byClass         [3]*hdrhistogram.Histogram
-	byDigest        map[string]*digestStats
-	interval        *hdrhistogram.Histogram
-	// at the last interval report
-	lastQueries [3]int64
-	lastTrx     int64
-	lastErrors  int64
-}
-
-type digestStats struct {
-	text  string
-	class Class
-	hist  *hdrhistogram.Histogram
-}
-
-func newTargetStats() *targetStats {
-	s := &targetStats{service: newHist(), lag: newHist(), interval: newHist(), byDigest: map[string]*digestStats{}}
-	for i := range s.byClass {
-		s.byClass[i] = newHist()
+	if len(d.list) > maxDigests {
+		return 0
 	}
-	return s
+	i = len(d.list)
+	d.byID[info.Digest.ID] = i
+	d.list = append(d.list, store.DigestInfo{Text: info.Digest.Text, Class: info.Class.String()})
+	d.ids = append(d.ids, info.Digest.ID)
+	return i
 }
 
-// add records one executed statement.
-func (s *targetStats) add(si *StmtInfo, service, lag time.Duration, paced bool, errCode uint16, trxEnd bool) {
+// counters are what a worker counts.
+type counters struct {
+	trx, errors, deadlocks, retries, retriesOK, captureRollbacks int64
+	queries                                                      [3]int64 // by sqlinfo.Class
+	connections, connectFailures, skipped                        int64
+	orderWaits, orderReleased, orderTimeouts                     int64
+}
+
+func (c *counters) add(o *counters) {
+	c.trx += o.trx
+	c.errors += o.errors
+	c.deadlocks += o.deadlocks
+	c.retries += o.retries
+	c.retriesOK += o.retriesOK
+	c.captureRollbacks += o.captureRollbacks
+	for i := range c.queries {
+		c.queries[i] += o.queries[i]
+	}
+	c.connections += o.connections
+	c.connectFailures += o.connectFailures
+	c.skipped += o.skipped
+	c.orderWaits += o.orderWaits
+	c.orderReleased += o.orderReleased
+	c.orderTimeouts += o.orderTimeouts
+}
+
+// wstats are one worker's statistics.
+type wstats struct {
+	mu        sync.Mutex
+	c         counters
+	errCodes  map[string]int64
+	skippedBy map[string]int64
+	service   latency.Histogram
+	lag       latency.Histogram
+	byClass   [3]latency.Histogram
+	digests   []*latency.Histogram
+	// since the last interval
+	iv       counters
+	ivLat    latency.Histogram
+	digestOf map[*sqlinfo.Info]int // cache of the registry's numbers
+}
+
+func newWStats() *wstats {
+	return &wstats{errCodes: map[string]int64{}, skippedBy: map[string]int64{}, digestOf: map[*sqlinfo.Info]int{}}
+}
+
+// statement records one executed statement.
+func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Outcome, paced, trxEnd bool) {
+	di, ok := s.digestOf[info]
+	if !ok {
+		di = reg.index(info)
+		s.digestOf[info] = di
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queries[si.Class]++
-	if trxEnd {
-		s.transactions++
+	for _, c := range []*counters{&s.c, &s.iv} {
+		c.queries[info.Class]++
+		if trxEnd {
+			c.trx++
+		}
+		if o.Flags&store.OutcomeError != 0 {
+			c.errors++
+			if o.ErrCode == 1213 || o.ErrCode == 1205 {
+				c.deadlocks++
+			}
+		}
 	}
-	switch errCode {
-	case 0:
-	case 1213, 1205: // deadlock, lock wait timeout
-		s.deadlocks++
-		s.errors++
-	default:
-		s.errors++
+	if o.Flags&store.OutcomeError != 0 {
+		s.errCodes[errorKey(o)]++
 	}
-	record(s.service, service)
-	record(s.interval, service)
-	record(s.byClass[si.Class], service)
+	s.service.Record(o.Service)
+	s.ivLat.Record(o.Service)
+	s.byClass[info.Class].Record(o.Service)
 	if paced {
-		record(s.lag, lag)
+		s.lag.Record(o.Lag)
 	}
-	key, text := si.Digest.ID, si.Digest.Text
-	ds := s.byDigest[key]
-	if ds == nil {
-		if len(s.byDigest) >= maxDigests {
-			key, text = "other", "(other statements)"
-			ds = s.byDigest[key]
-		}
-		if ds == nil {
-			ds = &digestStats{text: text, class: si.Class, hist: newHist()}
-			s.byDigest[key] = ds
-		}
+	for len(s.digests) <= di {
+		s.digests = append(s.digests, nil)
 	}
-	record(ds.hist, service)
+	if s.digests[di] == nil {
+		s.digests[di] = &latency.Histogram{}
+	}
+	s.digests[di].Record(o.Service)
 }
 
-// intervalLine takes the counts since the last call, in sysbench's form.
-type intervalLine struct {
-	tps, qps, errs float64
-	rwo            [3]float64
-	p95ms          float64
+// errorKey names an error for TargetResult.ErrorCodes.
+func errorKey(o *store.Outcome) string {
+	if o.Flags&store.OutcomeClientError != 0 {
+		return strconv.Itoa(int(o.ErrCode)) + " " + store.CauseText(o.Cause)
+	}
+	return strconv.Itoa(int(o.ErrCode))
 }
 
-func (s *targetStats) takeInterval(secs float64) intervalLine {
+// count applies f to both counter sets under the lock.
+func (s *wstats) count(f func(c *counters)) {
+	s.mu.Lock()
+	f(&s.c)
+	f(&s.iv)
+	s.mu.Unlock()
+}
+
+// skip records a skipped record.
+func (s *wstats) skip(reason byte) {
+	s.mu.Lock()
+	s.c.skipped++
+	s.iv.skipped++
+	s.skippedBy[store.SkipReasonText(reason)]++
+	s.mu.Unlock()
+}
+
+// lifecycleError records a failed non-statement command (a connect, a
+// prepare) in the error codes, not in the statement counts.
+func (s *wstats) lifecycleError(o *store.Outcome) {
+	s.mu.Lock()
+	s.errCodes[errorKey(o)]++
+	s.mu.Unlock()
+}
+
+// takeInterval returns and resets the interval's counters and histogram.
+func (s *wstats) takeInterval(into *store.Interval) {
+	s.mu.Lock()
+	into.Transactions += uint64(s.iv.trx)
+	into.Reads += uint64(s.iv.queries[sqlinfo.ClassRead])
+	into.Writes += uint64(s.iv.queries[sqlinfo.ClassWrite])
+	into.Other += uint64(s.iv.queries[sqlinfo.ClassOther])
+	into.Errors += uint64(s.iv.errors)
+	into.Deadlocks += uint64(s.iv.deadlocks)
+	into.Retries += uint64(s.iv.retries)
+	into.Latency.Merge(&s.ivLat)
+	s.iv = counters{}
+	s.ivLat.Reset()
+	s.mu.Unlock()
+}
+
+// totals are a target's merged statistics.
+type totals struct {
+	c         counters
+	errCodes  map[string]int64
+	skippedBy map[string]int64
+	service   latency.Histogram
+	lag       latency.Histogram
+	byClass   [3]latency.Histogram
+	digests   map[int]*latency.Histogram
+}
+
+func (t *totals) merge(s *wstats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var l intervalLine
-	var total int64
-	for i := range s.queries {
-		d := s.queries[i] - s.lastQueries[i]
-		l.rwo[i] = float64(d) / secs
-		total += d
+	t.c.add(&s.c)
+	if t.errCodes == nil {
+		t.errCodes, t.skippedBy, t.digests = map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
 	}
-	l.qps = float64(total) / secs
-	l.tps = float64(s.transactions-s.lastTrx) / secs
-	l.errs = float64(s.errors-s.lastErrors) / secs
-	l.p95ms = float64(s.interval.ValueAtQuantile(95)) / 1000
-	s.lastQueries, s.lastTrx, s.lastErrors = s.queries, s.transactions, s.errors
-	s.interval.Reset()
-	return l
+	for k, v := range s.errCodes {
+		t.errCodes[k] += v
+	}
+	for k, v := range s.skippedBy {
+		t.skippedBy[k] += v
+	}
+	t.service.Merge(&s.service)
+	t.lag.Merge(&s.lag)
+	for i := range t.byClass {
+		t.byClass[i].Merge(&s.byClass[i])
+	}
+	for i, h := range s.digests {
+		if h == nil {
+			continue
+		}
+		if t.digests[i] == nil {
+			t.digests[i] = &latency.Histogram{}
+		}
+		t.digests[i].Merge(h)
+	}
+}
+
+// progressLines prints sysbench-style interval lines per target.
+type progressLines struct {
+	w     io.Writer
+	every time.Duration
+	mu    sync.Mutex
+	acc   map[string]*store.Interval
+}
+
+func (p *progressLines) add(name string, iv *store.Interval, at time.Duration) {
+	if p == nil || p.w == nil || p.every <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.acc[name]
+	if a == nil {
+		a = &store.Interval{Start: iv.Start}
+		p.acc[name] = a
+	}
+	a.Transactions += iv.Transactions
+	a.Reads += iv.Reads
+	a.Writes += iv.Writes
+	a.Other += iv.Other
+	a.Errors += iv.Errors
+	a.Length += iv.Length
+	a.Threads = iv.Threads
+	a.Latency.Merge(&iv.Latency)
+	if a.Length < p.every-time.Millisecond {
+		return
+	}
+	secs := a.Length.Seconds()
+	fmt.Fprintf(p.w, "[ %ds ] %s thds: %d tps: %.2f qps: %.2f (r/w/o: %.2f/%.2f/%.2f) lat (ms,95%%): %.2f err/s: %.2f\n",
+		int(at.Round(time.Second).Seconds()), name, a.Threads, float64(a.Transactions)/secs, float64(a.Reads+a.Writes+a.Other)/secs,
+		float64(a.Reads)/secs, float64(a.Writes)/secs, float64(a.Other)/secs, float64(a.Latency.Quantile(0.95))/1e6, float64(a.Errors)/secs)
+	delete(p.acc, name)
 }

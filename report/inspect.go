@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tandemdb/tandem/sqldigest"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -104,7 +104,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	kinds := map[store.Kind]uint64{}
 	errs := map[uint16]*ErrorCount{}
 	digests := map[string]*DigestSummary{}
-	prepared := map[stmtKey]sqldigest.Digest{} // live prepared statements
+	prepared := map[stmtKey]sqlinfo.Digest{} // live prepared statements
 	sessions := map[uint64]struct{}{}
 	var first, last int64
 	countResp := func(p *store.Response) {
@@ -151,21 +151,21 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 			countResp(&rec.Resp.More[i])
 		}
 
-		var d sqldigest.Digest
+		var d sqlinfo.Digest
 		switch rec.Kind {
 		case store.KindQuery:
-			d = sqldigest.Of(rec.SQL)
+			d = sqlinfo.DigestOf(rec.SQL)
 		case store.KindPrepare:
 			// A synthetic capture records no response; only an error means
 			// the statement does not exist.
 			if rec.Resp.Kind != store.RespError {
-				prepared[stmtKey{rec.Session, rec.StmtID}] = sqldigest.Of(rec.SQL)
+				prepared[stmtKey{rec.Session, rec.StmtID}] = sqlinfo.DigestOf(rec.SQL)
 			}
 			continue
 		case store.KindExecute:
 			var ok bool
 			if d, ok = prepared[stmtKey{rec.Session, rec.StmtID}]; !ok {
-				d = sqldigest.Digest{ID: "unknown", Text: fmt.Sprintf("(statement %d prepared before the capture began)", rec.StmtID)}
+				d = sqlinfo.Digest{ID: "unknown", Text: fmt.Sprintf("(statement %d prepared before the capture began)", rec.StmtID)}
 			}
 		case store.KindClose:
 			delete(prepared, stmtKey{rec.Session, rec.StmtID})
@@ -271,7 +271,7 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "\ntop %d statements by count (of %d digests)\n", len(rep.TopDigests), rep.Digests)
 		fmt.Fprintln(tw, "  COUNT\tEXECUTES\tERRORS\tAVG MS\tDIGEST\tSTATEMENT")
 		for _, d := range rep.TopDigests {
-			short := sqldigest.Digest{ID: d.Digest}.Short()
+			short := sqlinfo.Digest{ID: d.Digest}.Short()
 			fmt.Fprintf(tw, "  %d\t%d\t%d\t%.3f\t%s\t%s\n", d.Count, d.Executes, d.Errors, d.AvgSeconds*1000, short, truncate(d.Text, 100))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
-	"github.com/tandemdb/tandem/sqldigest"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -40,12 +40,12 @@ func digestShares(t *testing.T, dir string) (map[string]float64, int) {
 		}
 		switch rec.Kind {
 		case store.KindPrepare:
-			prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}] = sqldigest.Of(rec.SQL).Text
+			prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}] = sqlinfo.DigestOf(rec.SQL).Text
 		case store.KindExecute:
 			counts[prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}]]++
 			total++
 		case store.KindQuery:
-			counts[sqldigest.Of(rec.SQL).Text]++
+			counts[sqlinfo.DigestOf(rec.SQL).Text]++
 			total++
 		}
 	}

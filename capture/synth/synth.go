@@ -454,6 +454,13 @@ func generate(ctx context.Context, cfg Config, w *store.Writer) (Stats, error) {
 		if p.kind == store.KindConnect {
 			rec.User = cfg.User
 		}
+		if p.kind == store.KindQuery || p.kind == store.KindExecute {
+			// A statement occupies its slot of the session's loop: sessions'
+			// statements overlap as concurrent threads' do, so replay's
+			// ordering holds a session back only for what truly came
+			// before it.
+			rec.Duration = time.Duration(interval)
+		}
 		if _, err := w.Append(&rec); err != nil {
 			return st, err
 		}

@@ -44,7 +44,7 @@ you, per statement, which engine is faster and where results differ.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v; see 'tandem %s --help'", err, commandPath(c))
 	})
-	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newInspectCmd())
+	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd())
 	return root
 }
 

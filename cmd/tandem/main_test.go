@@ -97,7 +97,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)
@@ -259,32 +259,35 @@ func TestCLIReplay(t *testing.T) {
 		t.Fatalf("replay --json: exit %d: %s", code, stderr)
 	}
 	var rep struct {
-		IO      string `json:"io"`
-		Targets []struct {
-			Name         string `json:"name"`
-			Transactions int64  `json:"transactions"`
-			Reads        int64  `json:"reads"`
-			Connections  int64  `json:"connections"`
-			Errors       int64  `json:"errors"`
-		} `json:"targets"`
-		Divergences []struct {
-			Compared int64            `json:"compared"`
-			ByClass  map[string]int64 `json:"by_class"`
-		} `json:"divergences"`
+		Points []struct {
+			IO      string `json:"io"`
+			Targets []struct {
+				Name         string `json:"name"`
+				Transactions int64  `json:"transactions"`
+				Reads        int64  `json:"reads"`
+				Connections  int64  `json:"connections"`
+				Errors       int64  `json:"errors"`
+				VsBaseline   *struct {
+					Compared int64            `json:"compared"`
+					ByClass  map[string]int64 `json:"by_class"`
+				} `json:"divergences_from_baseline"`
+			} `json:"targets"`
+		} `json:"points"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Points) != 1 || len(rep.Points[0].Targets) != 2 {
 		t.Fatalf("replay --json: %v\n%s", err, stdout)
 	}
-	for _, tr := range rep.Targets {
+	pt := rep.Points[0]
+	for _, tr := range pt.Targets {
 		if tr.Transactions != trx || tr.Reads != trx*14 || tr.Connections != 2 || tr.Errors != 0 {
 			t.Errorf("%+v; want %d transactions, %d reads, 2 connections, no errors", tr, trx, trx*14)
 		}
 	}
-	if len(rep.Divergences) != 1 || rep.Divergences[0].Compared != statements || len(rep.Divergences[0].ByClass) != 0 {
-		t.Errorf("divergences %+v; want %d compared, none divergent", rep.Divergences, statements)
+	if d := pt.Targets[1].VsBaseline; pt.Targets[0].VsBaseline != nil || d == nil || d.Compared != statements || len(d.ByClass) != 0 {
+		t.Errorf("divergences %+v; want %d compared, none divergent", d, statements)
 	}
-	if rep.IO != "poller" {
-		t.Errorf("report io %q, want poller (--io poller)", rep.IO)
+	if pt.IO != "poller" {
+		t.Errorf("report io %q, want poller (--io poller)", pt.IO)
 	}
 }
 
@@ -314,5 +317,69 @@ func TestProxyProcs(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "5")
 	if got, _ := proxyProcs(0, false, "poller"); got != runtime.GOMAXPROCS(0) {
 		t.Errorf("with GOMAXPROCS set: %d, want the runtime's %d", got, runtime.GOMAXPROCS(0))
+	}
+}
+
+// A run is a document: `tandem report RUN` prints exactly what `tandem
+// replay` printed when the run ended, as JSON and as text, here for two
+// targets that diverge (one row differs on b).
+func TestCLIReportEqualsReplay(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	targets := []string{"--target", "a=" + a, "--target", "b=" + b}
+	if _, stderr, code := run(t, nil, append([]string{"prepare", "--tables", "1", "--table-size", "200"}, targets...)...); code != 0 {
+		t.Fatalf("prepare: %s", stderr)
+	}
+	if _, err := dbb.Exec("UPDATE sbtest1 SET c = 'changed' WHERE id % 2 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	capDir := filepath.Join(t.TempDir(), "cap")
+	if _, stderr, code := run(t, nil, "synth", "oltp_read_only", "--out", capDir, "--tables", "1", "--table-size", "200",
+		"--threads", "1", "--events", "40", "--seed", "3"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	runDir := filepath.Join(t.TempDir(), "run")
+	replayJSON, stderr, code := run(t, nil, append([]string{"replay", capDir, "--speed", "0", "--json", "--run", runDir}, targets...)...)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	reportJSON, stderr, code := run(t, nil, "report", runDir, "--format", "json")
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if replayJSON != reportJSON {
+		t.Fatalf("report --format json differs from replay --json:\n--- replay\n%s\n--- report\n%s", replayJSON, reportJSON)
+	}
+	var rep struct {
+		Points []struct {
+			Targets []struct {
+				VsBaseline *struct {
+					ByClass map[string]int64 `json:"by_class"`
+				} `json:"divergences_from_baseline"`
+			} `json:"targets"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(reportJSON), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if d := rep.Points[0].Targets[1].VsBaseline; d == nil || d.ByClass["row-content"] == 0 {
+		t.Fatalf("no row-content divergences to compare: %+v", d)
+	}
+	// Text too: a second replay's text and its report's text agree.
+	runDir2 := filepath.Join(t.TempDir(), "run")
+	replayText, _, code := run(t, nil, append([]string{"replay", capDir, "--speed", "0", "--run", runDir2}, targets...)...)
+	reportText, _, code2 := run(t, nil, "report", runDir2)
+	if code != 0 || code2 != 0 || replayText != reportText {
+		t.Fatalf("report text differs from replay text:\n--- replay\n%s\n--- report\n%s", replayText, reportText)
+	}
+	for _, bad := range [][]string{{"report"}, {"report", capDir}, {"report", runDir, "--format", "yaml"}} {
+		_, stderr, code := run(t, nil, bad...)
+		if code != 1 || !strings.HasPrefix(stderr, "tandem: ") {
+			t.Errorf("tandem %v: exit %d, %q", bad, code, stderr)
+		}
+	}
+	if _, stderr, _ := run(t, nil, "report", capDir); !strings.Contains(stderr, "is a capture; 'tandem report' reads the run directories") {
+		t.Errorf("report of a capture: %q", stderr)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/replay"
-	"github.com/tandemdb/tandem/target"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func newReplayCmd() *cobra.Command {
@@ -15,6 +15,7 @@ func newReplayCmd() *cobra.Command {
 	var specs []string
 	var configFile string
 	var asJSON bool
+	var retries int
 	cmd := &cobra.Command{
 		Use:   "replay CAPTURE_DIR --target name=DSN[,engine=X] --target …",
 		Short: "Replay a capture against several targets at once and compare them",
@@ -30,17 +31,47 @@ the replay.
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
-ALTER TABLE in the traffic are rewritten to each target's engine and options.
-Credentials come from the targets, never from the capture; a target whose DSN
-names a database runs every session in it.
+ALTER TABLE in the traffic get each target's engine and options: only the
+ENGINE clause and the options change in the statement's text; one that
+cannot be edited stops that target (--on-unrewritable skip runs the rest
+without it). Credentials come from the targets, never from the capture; a
+target whose DSN names a database runs every session in it.
+
+Order. With --order capture (the default), on each target a record starts
+only after every record that ended, in the capture, before it started has
+completed there, at every --speed: concurrent read-write traffic then does
+to identical targets the same thing in the same order. Records that
+overlapped in the capture run concurrently, as they did. A record that
+waits for one held up on the server (a lock held by a transaction that
+itself waits) goes ahead after --order-inflight (at least 50ms) or at most
+--order-timeout; such records are counted. A statement whose outcome
+differs but whose captured interval (from its transaction's start)
+overlapped a commit of another session on one of its tables is counted as
+order-ambiguous, apart from the divergences: the capture itself does not
+say whether it saw that commit. --order none replays sessions freely (a
+load generator; divergences of concurrent writes then mean little).
+
+Client error handling. A deadlock or lock wait timeout (1213, 1205) that the
+capture did not have is counted as the target's behaviour, then the
+transaction is rolled back and retried from its first statement, as the
+client would have, up to --retries times; only the retried outcome is
+compared. Where the capture holds a deadlock and the target succeeded, the
+target is rolled back there too.
 
 Modes: each captured session on its own connection, paced by --speed (1 as
-captured, 0 as fast as possible); or --concurrency K, whole transactions
-regrouped onto K connections per target, each connection carrying the
-schema and SET statements of the session it serves. Latency is service time and, when
-paced, time from the intended send instant. Statements that cannot be
-deterministic (NOW(), RAND(), LIMIT without ORDER BY …) are counted apart.
-Results are stored in --run DIR.`,
+captured, 0 no clock waits); or --concurrency K, whole transactions
+regrouped onto K connections per target, each carrying the schema,
+variables (the latest value of each) and client flags of the session it
+serves; sessions with state that cannot move (temporary tables, LOCK
+TABLES, GET_LOCK, user variables set by queries, cursors) keep a
+connection of their own. Latency is service time and, when paced, time
+from the intended send instant. Statements that cannot be deterministic
+(NOW(), RAND(), LIMIT without ORDER BY …) are compared for errors only.
+
+At the end every table the capture touched is checksummed on every target
+("end state: same as baseline", or which tables differ), and the engines
+of the tables the replay created are read from information_schema.
+Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 		Example: `  tandem replay ./capture --speed 0 \
       --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
       --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb'
@@ -54,14 +85,14 @@ Results are stored in --run DIR.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			cfg.Capture = args[0]
 			if configFile != "" {
-				ts, err := target.Load(configFile)
+				ts, err := targets.Load(configFile)
 				if err != nil {
 					return err
 				}
 				cfg.Targets = append(cfg.Targets, ts...)
 			}
 			for _, s := range specs {
-				t, err := target.Parse(s)
+				t, err := targets.Parse(s)
 				if err != nil {
 					return err
 				}
@@ -70,22 +101,32 @@ Results are stored in --run DIR.`,
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", time.Now().UTC().Format("20060102-150405"))
 			}
+			cfg.Retries = retries
+			if retries == 0 {
+				cfg.Retries = -1
+			}
+			if cfg.TargetTimeout == 0 {
+				cfg.TargetTimeout = -1
+			}
 			rep, err := replay.Run(c.Context(), cfg, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(c.OutOrStdout(), rep)
-			}
-			rep.WriteText(c.OutOrStdout())
-			return nil
+			return writeReport(c.OutOrStdout(), rep, asJSON)
 		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,options=TABLE OPTIONS][,baseline], repeatable")
 	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
-	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no waiting")
+	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
+	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
+	f.StringVar(&cfg.Order, "order", replay.OrderCapture, "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely")
+	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record in flight on the server this long (or 20x its captured time) stops holding others back")
+	f.DurationVar(&cfg.OrderTimeout, "order-timeout", 2*time.Second, "with --order capture, the longest a record waits for those before it")
+	f.IntVar(&retries, "retries", 3, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never)")
+	f.DurationVar(&cfg.TargetTimeout, "target-timeout", 30*time.Second, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
+	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "regroup transactions onto this many connections per target (0: one per captured session)")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times")
 	f.DurationVar(&cfg.Duration, "duration", 0, "keep looping the capture until this much time has passed")

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -21,11 +22,11 @@ const maxDiffRows = 100000
 // order-only samples again on the baseline and the target, after the
 // replay, and records the first row that differs. Only outcomes are kept
 // during the replay (checksums, not rows), so this is what the tables hold
-// now; a sample whose rows now agree says so. runners are the replay's, one
-// per target in cfg order: they know each target's address and schema.
-func addFirstDiffs(ctx context.Context, ss *sessions, an *analyzer, cfg Config, runners []*runner, rep *Report) {
+// now; a sample whose rows now agree says so. A target that cannot be
+// reached is tried once.
+func addFirstDiffs(ctx context.Context, h *histories, an *sqlinfo.Analyzer, base, rn *runner, d *store.Divergences) {
 	conns := map[string]*client.Conn{}
-	failed := map[string]error{} // a target that cannot be reached is tried once
+	failed := map[string]error{}
 	defer func() {
 		for _, c := range conns {
 			c.Close()
@@ -42,42 +43,37 @@ func addFirstDiffs(ctx context.Context, ss *sessions, an *analyzer, cfg Config, 
 		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if c, err = client.ConnectWithContext(dctx, rn.addr, rn.user, rn.pass, db, 5*time.Second); err != nil {
+		if c, err = client.ConnectWithContext(dctx, rn.connCfg.Addr, rn.connCfg.User, rn.connCfg.Password, db, 5*time.Second); err != nil {
 			failed[key] = err
 			return nil, err
 		}
 		conns[key] = c
 		return c, nil
 	}
-	base := runners[cfg.baseline()]
-	for di := range rep.Divergences {
-		d := &rep.Divergences[di]
-		i := slices.IndexFunc(runners, func(rn *runner) bool { return rn.t.Name == d.Target })
-		for si := range d.Samples {
-			s := &d.Samples[si]
-			if s.Class != DivContent && s.Class != DivRowCount && s.Class != DivOrder {
-				continue
+	for si := range d.Samples {
+		s := &d.Samples[si]
+		if s.Class != compare.Content && s.Class != compare.RowCount && s.Class != compare.Order {
+			continue
+		}
+		info := an.Info(s.Statement)
+		rec, ok, err := h.r.Get(s.Seq)
+		if !ok || err != nil || info.Class != sqlinfo.ClassRead || info.Nondeterministic {
+			continue
+		}
+		schema, _, _ := h.before(rec)
+		var sides [2][]string
+		for k, x := range []*runner{base, rn} {
+			c, err := conn(x, schema)
+			if err == nil {
+				sides[k], err = readRows(c, s.Statement, rec)
 			}
-			info := an.info(s.Statement)
-			rec, ok, err := ss.r.Get(s.Seq)
-			if !ok || err != nil || info.Class != ClassRead || info.Nondeterministic || i < 0 {
-				continue
+			if err != nil {
+				s.FirstDiff = fmt.Sprintf("re-running it on %s after the replay failed: %v", x.t.Name, err)
+				break
 			}
-			schema, _ := ss.before(rec)
-			var sides [2][]string
-			for k, rn := range []*runner{base, runners[i]} {
-				c, err := conn(rn, schema)
-				if err == nil {
-					sides[k], err = readRows(c, s.Statement, rec)
-				}
-				if err != nil {
-					s.FirstDiff = fmt.Sprintf("re-running it on %s after the replay failed: %v", rn.t.Name, err)
-					break
-				}
-			}
-			if s.FirstDiff == "" {
-				s.FirstDiff = firstDiff(sides[0], sides[1], base.t.Name, d.Target, s.Class == DivOrder)
-			}
+		}
+		if s.FirstDiff == "" {
+			s.FirstDiff = compare.FirstDiff(sides[0], sides[1], base.t.Name, rn.t.Name, s.Class == compare.Order)
 		}
 	}
 }
@@ -126,53 +122,6 @@ func readRows(c *client.Conn, sql string, rec *store.Record) ([]string, error) {
 		rows = append(rows, b.String())
 	}
 	return rows, nil
-}
-
-// firstDiff describes the first difference between two sides' rows: by
-// position when only the order may differ, else the first row one side has
-// more of than the other.
-func firstDiff(a, b []string, aName, bName string, byPosition bool) string {
-	const prefix = "first differing row (re-run after the replay): "
-	if byPosition {
-		for i := range max(len(a), len(b)) {
-			if i >= len(a) || i >= len(b) || a[i] != b[i] {
-				return fmt.Sprintf("%srow %d: %s %s, %s %s", prefix, i+1, aName, shorten(at(a, i)), bName, shorten(at(b, i)))
-			}
-		}
-		return "rows agree when re-run after the replay, in the same order"
-	}
-	count := map[string]int{}
-	for _, x := range b {
-		count[x]++
-	}
-	for i, x := range a {
-		if count[x] == 0 {
-			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, aName, shorten(x), bName, len(a), len(b))
-		}
-		count[x]--
-	}
-	for i, x := range b {
-		if count[x] > 0 {
-			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, bName, shorten(x), aName, len(b), len(a))
-		}
-	}
-	return "rows agree when re-run after the replay"
-}
-
-// shorten keeps a row readable in a report line (rows are compared whole).
-func shorten(row string) string {
-	const max = 120
-	if r := []rune(row); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return row
-}
-
-func at(rows []string, i int) string {
-	if i < len(rows) {
-		return rows[i]
-	}
-	return "(no row)"
 }
 
 // args converts captured parameters, for re-running a sample's statement

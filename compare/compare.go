@@ -1,0 +1,365 @@
+// Package compare decides, statement by statement, whether a target's
+// outcome differs from the baseline's or from the response the capture
+// holds, classifies the difference, keeps samples, and tells real
+// differences from those the capture's own order leaves open. It is pure:
+// it reads outcomes and captured responses, never a server.
+//
+// Comparison is semantic: rows are compared as a multiset unless the
+// statement's ORDER BY fixes their order; a statement whose result cannot
+// be deterministic (NOW(), RAND(), LIMIT without ORDER BY …) is compared
+// for errors only and counted apart. A difference on a statement whose
+// captured interval overlapped a commit of another session touching one of
+// its tables — or that replay had to start before all it waits for had
+// completed — is counted as order-ambiguous, never as an engine difference.
+package compare
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// Divergence classes.
+const (
+	ErrorVsOK = "error-vs-ok"
+	ErrorCode = "error-code"
+	Affected  = "affected-rows"
+	InsertID  = "insert-id"
+	RowCount  = "row-count"
+	Content   = "row-content"
+	Order     = "order-only"
+	Warnings  = "warnings"
+	// Ambiguous names order-ambiguous samples (counted apart, not a class).
+	Ambiguous = "order-ambiguous"
+)
+
+// Classes lists the divergence classes in report order.
+var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Content, Order, Warnings}
+
+func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
+
+// Classify says how t diverges from b ("" when it does not) and whether the
+// statement was nondeterministic (compared for errors only).
+func Classify(b, t *store.Outcome) (class string, nondeterministic bool) {
+	be, te := isErr(b), isErr(t)
+	switch {
+	case be != te:
+		return ErrorVsOK, false
+	case be:
+		switch {
+		case b.ErrCode != t.ErrCode:
+			return ErrorCode, false
+		case b.Results != t.Results:
+			return ErrorVsOK, false // one side failed at a later result than the other
+		}
+		return "", false
+	}
+	if (b.Flags|t.Flags)&store.OutcomeNondeterministic != 0 {
+		return "", true
+	}
+	switch {
+	case b.Affected != t.Affected:
+		return Affected, false
+	case b.InsertID != t.InsertID:
+		return InsertID, false
+	case b.Rows != t.Rows:
+		return RowCount, false
+	case b.Unordered != t.Unordered:
+		return Content, false
+	case b.Flags&store.OutcomeOrdered != 0 && b.Ordered != t.Ordered:
+		return Order, false
+	case b.Warnings != t.Warnings:
+		return Warnings, false
+	}
+	return "", false
+}
+
+// ClassifyCaptured says how a target's outcome t diverges from the response
+// the capture recorded ("" when it does not), and whether the statement was
+// nondeterministic. Row checksums are compared when the capture has them
+// (proxy --capture-results checksum); a response of several results (a
+// CALL, a multi-statement text) is compared on its results' count, the
+// error that ended it, its total rows and checksums; warnings for OK
+// responses.
+func ClassifyCaptured(resp *store.Response, t *store.Outcome) (string, bool) {
+	last := resp
+	rows := resp.Rows
+	results := 1 + len(resp.More)
+	allSums := resp.HasChecksums || resp.Kind != store.RespResultSet
+	for i := range resp.More {
+		last = &resp.More[i]
+		rows += last.Rows
+		if last.Kind == store.RespResultSet && !last.HasChecksums {
+			allSums = false
+		}
+	}
+	ce, te := last.Kind == store.RespError, isErr(t)
+	switch {
+	case ce != te:
+		return ErrorVsOK, false
+	case ce:
+		switch {
+		case last.ErrCode != t.ErrCode:
+			return ErrorCode, false
+		case t.Results != 0 && int(t.Results) != results:
+			return ErrorVsOK, false
+		}
+		return "", false
+	}
+	if t.Flags&store.OutcomeNondeterministic != 0 {
+		return "", true
+	}
+	single := len(resp.More) == 0
+	ok := single && resp.Kind == store.RespOK && t.Flags&store.OutcomeRows == 0
+	switch {
+	case ok && resp.AffectedRows != t.Affected:
+		return Affected, false
+	case ok && resp.InsertID != t.InsertID:
+		return InsertID, false
+	case rows != t.Rows:
+		return RowCount, false
+	case allSums && resp.HasChecksums && sumUnordered(resp) != t.Unordered:
+		return Content, false
+	case single && resp.HasChecksums && t.Flags&store.OutcomeOrdered != 0 && resp.Ordered != t.Ordered:
+		return Order, false
+	case ok && resp.Warnings != t.Warnings:
+		return Warnings, false
+	}
+	return "", false
+}
+
+// sumUnordered adds the unordered checksums of every result: a multiset of
+// all rows, as replay folds several result sets.
+func sumUnordered(p *store.Response) uint64 {
+	s := p.Unordered
+	for i := range p.More {
+		s += p.More[i].Unordered
+	}
+	return s
+}
+
+// Describe says what an outcome was, for a sample.
+func Describe(o *store.Outcome) string {
+	switch {
+	case o.Flags&store.OutcomeClientError != 0:
+		return fmt.Sprintf("error %d (%s)", o.ErrCode, store.CauseText(o.Cause))
+	case isErr(o) && o.Results > 1:
+		return fmt.Sprintf("error %d after %d results", o.ErrCode, o.Results-1)
+	case isErr(o):
+		return fmt.Sprintf("error %d", o.ErrCode)
+	case o.Flags&store.OutcomeRows != 0 && o.Results > 1:
+		return fmt.Sprintf("%d rows in %d results (checksums %016x/%016x)", o.Rows, o.Results, o.Unordered, o.Ordered)
+	case o.Flags&store.OutcomeRows != 0:
+		return fmt.Sprintf("%d rows (checksums %016x/%016x), %d warnings", o.Rows, o.Unordered, o.Ordered, o.Warnings)
+	}
+	return fmt.Sprintf("ok, %d affected, insert id %d, %d warnings", o.Affected, o.InsertID, o.Warnings)
+}
+
+// DescribeResponse says what a captured response was, for a sample.
+func DescribeResponse(p *store.Response) string {
+	if len(p.More) > 0 { // a CALL's result sets and final OK, compared by their total rows
+		rows, last := p.Rows, p
+		for i := range p.More {
+			rows, last = rows+p.More[i].Rows, &p.More[i]
+		}
+		if last.Kind == store.RespError {
+			return fmt.Sprintf("error %d after %d results", last.ErrCode, len(p.More))
+		}
+		return fmt.Sprintf("%d rows in %d results", rows, len(p.More)+1)
+	}
+	switch {
+	case p.Kind == store.RespError:
+		return fmt.Sprintf("error %d", p.ErrCode)
+	case p.Kind == store.RespResultSet && p.HasChecksums:
+		return fmt.Sprintf("%d rows (checksums %016x/%016x)", p.Rows, p.Unordered, p.Ordered)
+	case p.Kind == store.RespResultSet:
+		return fmt.Sprintf("%d rows (captured without checksums)", p.Rows)
+	}
+	return fmt.Sprintf("ok, %d affected, insert id %d, %d warnings", p.AffectedRows, p.InsertID, p.Warnings)
+}
+
+// Statement is what a sample shows of a captured statement, and what the
+// ambiguity check needs: its session, its captured window and its tables.
+type Statement struct {
+	Session uint64
+	SQL     string
+	Params  []string
+	Digest  string
+	// From and To bound the captured interval that decides the statement's
+	// result (ns, the capture's clock): from the start of its transaction's
+	// first statement, which fixes a repeatable-read snapshot, to its end.
+	From, To int64
+	// Tables it reads and writes, schema-qualified.
+	Tables []string
+}
+
+// Source describes captured statements by their outcome key.
+type Source interface {
+	Statement(key uint64) (Statement, bool)
+}
+
+// Tally accumulates one target's comparison.
+type Tally struct {
+	D       store.Divergences
+	commits *Commits
+	src     Source
+	per     int
+	seen    map[string]int
+}
+
+// NewTally starts a comparison that keeps up to samples samples per
+// (digest, class); commits (may be nil) decides ambiguity, src describes
+// statements.
+func NewTally(samples int, commits *Commits, src Source) *Tally {
+	return &Tally{D: store.Divergences{ByClass: map[string]int64{}}, commits: commits, src: src, per: samples, seen: map[string]int{}}
+}
+
+// Note records one comparison: class from Classify (or ClassifyCaptured),
+// the outcome key, what each side did, and whether either side was
+// released early by ordering.
+func (t *Tally) Note(key uint64, class string, nondet, released bool, base, target string) {
+	t.D.Compared++
+	if nondet {
+		t.D.Nondeterministic++
+	}
+	if class == "" {
+		return
+	}
+	st, ok := t.src.Statement(key)
+	why := ""
+	switch {
+	case released:
+		why = "replay started it before every statement it waits for had completed (bounded wait)"
+	case ok && t.commits != nil:
+		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
+			why = fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table)
+		}
+	}
+	if why != "" {
+		t.D.Ambiguous++
+		t.sample(key, Ambiguous, st, ok, base, target, why)
+		return
+	}
+	t.D.ByClass[class]++
+	t.sample(key, class, st, ok, base, target, "")
+}
+
+func (t *Tally) sample(key uint64, class string, st Statement, ok bool, base, target, why string) {
+	if !ok || t.seen[st.Digest+"\x00"+class] >= t.per {
+		return
+	}
+	t.seen[st.Digest+"\x00"+class]++
+	seq, loop := store.SplitOutcomeSeq(key)
+	t.D.Samples = append(t.D.Samples, store.Sample{Class: class, Seq: seq, Loop: loop, Session: st.Session, Digest: st.Digest,
+		Statement: st.SQL, Params: st.Params, Baseline: base, Target: target, Ambiguous: why != "", Why: why})
+}
+
+// Join merge-joins two outcome streams in key order, calling pair for keys
+// both have; keys only one has are counted as missing or extra.
+func Join(base, target iter.Seq2[*store.Outcome, error], d *store.Divergences, pair func(b, t *store.Outcome)) error {
+	nextB, stopB := iter.Pull2(base)
+	defer stopB()
+	nextT, stopT := iter.Pull2(target)
+	defer stopT()
+	bo, berr, bok := nextB()
+	to, terr, tok := nextT()
+	for bok || tok {
+		if berr != nil {
+			return berr
+		}
+		if terr != nil {
+			return terr
+		}
+		switch {
+		case tok && (!bok || to.Seq < bo.Seq):
+			d.Extra++
+			to, terr, tok = nextT()
+			continue
+		case bok && (!tok || bo.Seq < to.Seq):
+			d.Missing++
+			bo, berr, bok = nextB()
+			continue
+		}
+		pair(bo, to)
+		bo, berr, bok = nextB()
+		to, terr, tok = nextT()
+	}
+	return nil
+}
+
+// Skipped reports whether either side did not run the record.
+func Skipped(b, t *store.Outcome) bool { return (b.Flags|t.Flags)&store.OutcomeSkipped != 0 }
+
+// Released reports whether either side was started before all it waits for.
+func Released(os ...*store.Outcome) bool {
+	for _, o := range os {
+		if o.Flags&store.OutcomeOrderReleased != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// FirstDiff describes the first difference between two sides' rows (each
+// row rendered as text): by position when only the order may differ, else
+// the first row one side has more of than the other.
+func FirstDiff(a, b []string, aName, bName string, byPosition bool) string {
+	const prefix = "first differing row (re-run after the replay): "
+	if byPosition {
+		for i := range max(len(a), len(b)) {
+			if i >= len(a) || i >= len(b) || a[i] != b[i] {
+				return fmt.Sprintf("%srow %d: %s %s, %s %s", prefix, i+1, aName, shorten(at(a, i)), bName, shorten(at(b, i)))
+			}
+		}
+		return "rows agree when re-run after the replay, in the same order"
+	}
+	count := map[string]int{}
+	for _, x := range b {
+		count[x]++
+	}
+	for i, x := range a {
+		if count[x] == 0 {
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, aName, shorten(x), bName, len(a), len(b))
+		}
+		count[x]--
+	}
+	for i, x := range b {
+		if count[x] > 0 {
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, bName, shorten(x), aName, len(b), len(a))
+		}
+	}
+	return "rows agree when re-run after the replay"
+}
+
+// shorten keeps a row readable in a report line (rows are compared whole).
+func shorten(row string) string {
+	const max = 120
+	if r := []rune(row); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return row
+}
+
+func at(rows []string, i int) string {
+	if i < len(rows) {
+		return rows[i]
+	}
+	return "(no row)"
+}
+
+// Summary is "0", or a total with its classes: "3 (row-content 2, warnings 1)".
+func Summary(d *store.Divergences) string {
+	total := d.Total()
+	if total == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, c := range Classes {
+		if n := d.ByClass[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}

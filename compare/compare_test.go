@@ -1,0 +1,205 @@
+package compare
+
+import (
+	"fmt"
+	"iter"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+func TestClassify(t *testing.T) {
+	rows := store.Outcome{Flags: store.OutcomeRows, Rows: 3, Ordered: 11, Unordered: 22, Results: 1}
+	ok := store.Outcome{Affected: 2, InsertID: 7, Warnings: 1, Results: 1}
+	with := func(o store.Outcome, f func(*store.Outcome)) *store.Outcome { f(&o); return &o }
+	cases := []struct {
+		name   string
+		b, t   *store.Outcome
+		class  string
+		nondet bool
+	}{
+		{"same rows", &rows, &rows, "", false},
+		{"error vs ok", with(ok, func(o *store.Outcome) { o.Flags, o.ErrCode = store.OutcomeError, 1062 }), &ok, ErrorVsOK, false},
+		{"error codes", with(ok, func(o *store.Outcome) { o.Flags, o.ErrCode = store.OutcomeError, 1062 }),
+			with(ok, func(o *store.Outcome) { o.Flags, o.ErrCode = store.OutcomeError, 1213 }), ErrorCode, false},
+		{"same error at a later result", with(ok, func(o *store.Outcome) { o.Flags, o.ErrCode, o.Results = store.OutcomeError, 1644, 2 }),
+			with(ok, func(o *store.Outcome) { o.Flags, o.ErrCode, o.Results = store.OutcomeError, 1644, 3 }), ErrorVsOK, false},
+		{"affected", &ok, with(ok, func(o *store.Outcome) { o.Affected = 3 }), Affected, false},
+		{"insert id", &ok, with(ok, func(o *store.Outcome) { o.InsertID = 8 }), InsertID, false},
+		{"warnings", &ok, with(ok, func(o *store.Outcome) { o.Warnings = 0 }), Warnings, false},
+		{"row count", &rows, with(rows, func(o *store.Outcome) { o.Rows = 4 }), RowCount, false},
+		{"content", &rows, with(rows, func(o *store.Outcome) { o.Unordered = 23 }), Content, false},
+		{"order without ORDER BY", &rows, with(rows, func(o *store.Outcome) { o.Ordered = 12 }), "", false},
+		{"order with ORDER BY", with(rows, func(o *store.Outcome) { o.Flags |= store.OutcomeOrdered }),
+			with(rows, func(o *store.Outcome) { o.Flags |= store.OutcomeOrdered; o.Ordered = 12 }), Order, false},
+		{"nondeterministic content", &rows, with(rows, func(o *store.Outcome) { o.Flags |= store.OutcomeNondeterministic; o.Unordered = 1 }), "", true},
+		{"nondeterministic still compares errors", &rows, with(rows, func(o *store.Outcome) {
+			o.Flags |= store.OutcomeNondeterministic | store.OutcomeError
+		}), ErrorVsOK, false},
+	}
+	for _, c := range cases {
+		class, nondet := Classify(c.b, c.t)
+		if class != c.class || nondet != c.nondet {
+			t.Errorf("%s: Classify = %q, %v; want %q, %v", c.name, class, nondet, c.class, c.nondet)
+		}
+	}
+}
+
+func TestClassifyCaptured(t *testing.T) {
+	rowsResp := store.Response{Kind: store.RespResultSet, Rows: 3, HasChecksums: true, Ordered: 11, Unordered: 22}
+	rowsOut := store.Outcome{Flags: store.OutcomeRows, Rows: 3, Ordered: 11, Unordered: 22, Results: 1}
+	okResp := store.Response{Kind: store.RespOK, AffectedRows: 2, InsertID: 7, Warnings: 1}
+	okOut := store.Outcome{Affected: 2, InsertID: 7, Warnings: 1, Results: 1}
+	with := func(o store.Outcome, f func(*store.Outcome)) *store.Outcome { f(&o); return &o }
+	withResp := func(p store.Response, f func(*store.Response)) *store.Response { f(&p); return &p }
+	cases := []struct {
+		name   string
+		resp   *store.Response
+		out    *store.Outcome
+		class  string
+		nondet bool
+	}{
+		{"same rows", &rowsResp, &rowsOut, "", false},
+		{"same ok", &okResp, &okOut, "", false},
+		{"error vs ok", &store.Response{Kind: store.RespError, ErrCode: 1062}, &okOut, ErrorVsOK, false},
+		{"ok vs error", &okResp, &store.Outcome{Flags: store.OutcomeError, ErrCode: 2013}, ErrorVsOK, false},
+		{"other error code", &store.Response{Kind: store.RespError, ErrCode: 1062}, &store.Outcome{Flags: store.OutcomeError, ErrCode: 1213}, ErrorCode, false},
+		{"same error", &store.Response{Kind: store.RespError, ErrCode: 1062}, &store.Outcome{Flags: store.OutcomeError, ErrCode: 1062, Results: 1}, "", false},
+		{"affected", &okResp, with(okOut, func(o *store.Outcome) { o.Affected = 3 }), Affected, false},
+		{"insert id", &okResp, with(okOut, func(o *store.Outcome) { o.InsertID = 8 }), InsertID, false},
+		{"warnings", &okResp, with(okOut, func(o *store.Outcome) { o.Warnings = 0 }), Warnings, false},
+		{"row count", &rowsResp, with(rowsOut, func(o *store.Outcome) { o.Rows = 4 }), RowCount, false},
+		{"content", &rowsResp, with(rowsOut, func(o *store.Outcome) { o.Unordered = 23 }), Content, false},
+		{"order ignored without ORDER BY", &rowsResp, with(rowsOut, func(o *store.Outcome) { o.Ordered = 12 }), "", false},
+		{"order with ORDER BY", &rowsResp, with(rowsOut, func(o *store.Outcome) { o.Ordered, o.Flags = 12, o.Flags|store.OutcomeOrdered }), Order, false},
+		{"no checksums captured: counts only", withResp(rowsResp, func(p *store.Response) { p.HasChecksums = false }),
+			with(rowsOut, func(o *store.Outcome) { o.Unordered = 99 }), "", false},
+		{"nondeterministic", &rowsResp, with(rowsOut, func(o *store.Outcome) { o.Unordered, o.Flags = 99, o.Flags|store.OutcomeNondeterministic }), "", true},
+		{"multi-result: total rows and checksums", withResp(rowsResp, func(p *store.Response) {
+			p.More = []store.Response{{Kind: store.RespResultSet, Rows: 2, HasChecksums: true, Unordered: 5}, {Kind: store.RespOK}}
+		}), with(rowsOut, func(o *store.Outcome) { o.Rows, o.Unordered, o.Results = 5, 27, 3 }), "", false},
+		{"multi-result: content differs", withResp(rowsResp, func(p *store.Response) {
+			p.More = []store.Response{{Kind: store.RespResultSet, Rows: 2, HasChecksums: true, Unordered: 5}}
+		}), with(rowsOut, func(o *store.Outcome) { o.Rows, o.Unordered, o.Results = 5, 28, 2 }), Content, false},
+		{"multi-result: error in a later result", withResp(rowsResp, func(p *store.Response) { p.More = []store.Response{{Kind: store.RespError, ErrCode: 1146}} }),
+			&store.Outcome{Flags: store.OutcomeError, ErrCode: 1146, Results: 2}, "", false},
+		// Issue 13: a CALL that SIGNALs after one SELECT on one side only.
+		{"multi-result: error vs ok after a result set", withResp(rowsResp, func(p *store.Response) {
+			p.More = []store.Response{{Kind: store.RespError, ErrCode: 1644}}
+		}), with(rowsOut, func(o *store.Outcome) { o.Results = 2 }), ErrorVsOK, false},
+	}
+	for _, c := range cases {
+		class, nondet := ClassifyCaptured(c.resp, c.out)
+		if class != c.class || nondet != c.nondet {
+			t.Errorf("%s: ClassifyCaptured = %q, %v; want %q, %v", c.name, class, nondet, c.class, c.nondet)
+		}
+	}
+}
+
+func TestFirstDiff(t *testing.T) {
+	const p = "first differing row (re-run after the replay): "
+	cases := []struct {
+		a, b    []string
+		ordered bool
+		want    string
+	}{
+		{[]string{"(1)", "(2)"}, []string{"(2)", "(1)"}, false, "rows agree when re-run after the replay"},
+		{[]string{"(1)", "(2)"}, []string{"(2)", "(1)"}, true, p + "row 1: a (1), b (2)"},
+		{[]string{"(1)", "(2)"}, []string{"(1)"}, true, p + "row 2: a (2), b (no row)"},
+		{[]string{"(1)", "(2)", "(3)"}, []string{"(1)", "(3)"}, false, p + "row 2 on a (2) is not on b (3 rows vs 2)"},
+		{[]string{"(1)"}, []string{"(1)", "(1)"}, false, p + "row 1 on b (1) is not on a (2 rows vs 1)"},
+		{nil, nil, true, "rows agree when re-run after the replay, in the same order"},
+		{[]string{"(" + strings.Repeat("x", 200) + ")"}, nil, false, p + "row 1 on a (" + strings.Repeat("x", 118) + "… is not on b (1 rows vs 0)"},
+	}
+	for _, c := range cases {
+		if got := FirstDiff(c.a, c.b, "a", "b", c.ordered); got != c.want {
+			t.Errorf("FirstDiff(%v, %v, ordered=%v) = %q, want %q", c.a, c.b, c.ordered, got, c.want)
+		}
+	}
+}
+
+func outcomes(os ...store.Outcome) iter.Seq2[*store.Outcome, error] {
+	return func(yield func(*store.Outcome, error) bool) {
+		for i := range os {
+			if !yield(&os[i], nil) {
+				return
+			}
+		}
+	}
+}
+
+type fakeSource map[uint64]Statement
+
+func (f fakeSource) Statement(key uint64) (Statement, bool) { s, ok := f[key]; return s, ok }
+
+// The merge join pairs outcomes by key, counts what one side lacks, and
+// the tally counts each divergence once, in its class or as ambiguous.
+func TestJoinAndTally(t *testing.T) {
+	rows := func(seq uint64, sum uint64) store.Outcome {
+		return store.Outcome{Seq: seq, Flags: store.OutcomeRows, Rows: 1, Unordered: sum, Results: 1}
+	}
+	base := outcomes(rows(1, 1), rows(2, 2), rows(3, 3), rows(5, 5), rows(store.OutcomeSeq(2, 1), 2))
+	tgt := outcomes(rows(1, 1), rows(2, 9), rows(4, 4), rows(5, 7), rows(store.OutcomeSeq(2, 1), 8))
+	commits := NewCommits()
+	commits.Add(2, 4950, 5050, []string{"db.t"}, false) // overlaps seq 5's window only
+	commits.Add(1, 4950, 5050, []string{"db.t"}, false) // its own session: never ambiguous
+	src := fakeSource{
+		2: {Session: 1, SQL: "SELECT v FROM t WHERE id = 2", Digest: "d2", From: 2000, To: 2100, Tables: []string{"db.t"}},
+		5: {Session: 1, SQL: "SELECT v FROM t WHERE id = 5", Digest: "d5", From: 5000, To: 5100, Tables: []string{"db.t"}},
+		store.OutcomeSeq(2, 1): {Session: 1, SQL: "SELECT v FROM t WHERE id = 2", Digest: "d2", From: 2000, To: 2100, Tables: []string{"db.t"}},
+	}
+	tl := NewTally(1, commits, src)
+	err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
+		class, nondet := Classify(b, o)
+		tl.Note(b.Seq, class, nondet, Released(b, o), Describe(b), Describe(o))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tl.D
+	if d.Compared != 4 || d.Missing != 1 || d.Extra != 1 || d.ByClass[Content] != 2 || d.Ambiguous != 1 || d.Total() != 2 {
+		t.Fatalf("tally %+v", d)
+	}
+	var got []string
+	for _, s := range d.Samples {
+		got = append(got, fmt.Sprintf("%s seq %d loop %d", s.Class, s.Seq, s.Loop))
+	}
+	// One sample per (digest, class): the second pass's divergence of seq 2
+	// is counted but not sampled again.
+	if want := "[row-content seq 2 loop 0 order-ambiguous seq 5 loop 0]"; fmt.Sprint(got) != want {
+		t.Errorf("samples %v, want %s", got, want)
+	}
+	if !strings.Contains(d.Samples[1].Why, "session 2 on db.t") {
+		t.Errorf("ambiguous sample says %q", d.Samples[1].Why)
+	}
+}
+
+func TestCommitsOverlap(t *testing.T) {
+	cs := NewCommits()
+	cs.Add(1, 100, 200, []string{"a"}, false)
+	cs.Add(2, 5000, 9000, []string{"a"}, false) // long: found from windows after its start
+	cs.Add(3, 300, 310, nil, true)              // may have written anything
+	cases := []struct {
+		session  uint64
+		from, to int64
+		tables   []string
+		hit      bool
+	}{
+		{9, 150, 160, []string{"a"}, true},
+		{1, 150, 160, []string{"a"}, false}, // own session
+		{9, 201, 250, []string{"a"}, false},
+		{9, 8000, 8100, []string{"a"}, true},
+		{9, 150, 160, []string{"b"}, false},
+		{9, 305, 306, []string{"b"}, true}, // the unknown writer
+		{9, 305, 306, nil, false},
+	}
+	for _, c := range cases {
+		if _, hit := cs.Overlapping(c.session, c.from, c.to, c.tables); hit != c.hit {
+			t.Errorf("session %d [%d, %d] %v: hit %v, want %v", c.session, c.from, c.to, c.tables, hit, c.hit)
+		}
+	}
+	if cs.Len() != 3 {
+		t.Errorf("Len %d", cs.Len())
+	}
+}

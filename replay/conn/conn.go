@@ -1,0 +1,624 @@
+// Package conn is one connection to one target server, for replay and
+// live shadows: it dials and authenticates (go-mysql's client does the
+// handshake, with its authentication plugins), then owns the socket alone
+// and sends every command on Tandem's own wire codec — text queries,
+// prepared statements with their captured types, long data, cursor
+// fetches, schema changes — and reads each response to its end, folding it
+// into a Result (rows, row checksums, the final OK's counts, or the error,
+// even one after several result sets). It knows nothing of scheduling.
+//
+// Every call honours its context: a deadline bounds the call, and a
+// context that ends closes the connection, so a hung server never holds a
+// caller. A connection is used by one goroutine at a time; BusyFor may be
+// read from any.
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+// Capabilities a captured session's client may have asked for that change
+// what the server answers; the rest are the connection's own business.
+const ResultCaps = mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_IGNORE_SPACE | mysql.CLIENT_MULTI_STATEMENTS |
+	mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_LOCAL_FILES
+
+// DefaultCaps are asked for when the capture did not record the client's:
+// multi-statement texts and CALLs answer as most clients want.
+const DefaultCaps = mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS
+
+// Config says how to reach and log in to a server.
+type Config struct {
+	Addr, User, Password string
+	// DB is the schema to start in ("" for none).
+	DB string
+	// Caps are the result-relevant capabilities (ResultCaps) to ask for.
+	Caps uint32
+	// Interactive makes the session's wait_timeout the server's
+	// interactive_timeout, as CLIENT_INTERACTIVE does.
+	Interactive bool
+	// Collation is the handshake's collation id (0: go-mysql's default,
+	// utf8mb4_general_ci).
+	Collation byte
+	TLS       *tls.Config
+	// Dial opens the TCP connection (internal/blockio or rawio); nil uses
+	// net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Timeout bounds the dial and the handshake. Default 10s.
+	Timeout time.Duration
+}
+
+// Cause says what went wrong when an error is not the server's.
+type Cause = byte
+
+// Error is a failure that is not the server's answer: the connection is
+// broken after it.
+type Error struct {
+	Cause Cause // store.Cause*
+	Op    string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s: %v", e.Op, store.CauseText(e.Cause), e.Err)
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+// ServerError is an ERR packet.
+type ServerError struct {
+	Code    uint16
+	State   string
+	Message string
+}
+
+func (e *ServerError) Error() string { return fmt.Sprintf("error %d (%s): %s", e.Code, e.State, e.Message) }
+
+// Result is a response folded for comparison.
+type Result struct {
+	// Results counts the results read: one, or several for a CALL or a
+	// multi-statement text (an error ends the response and counts too).
+	Results int
+	// Sets counts the result sets among them; Columns is the last one's.
+	Sets    int
+	Columns uint32
+	// Rows and Sums are over every result set.
+	Rows uint64
+	Sums capture.RowSums
+	// Affected, InsertID and Warnings are the last OK's (or EOF's warnings).
+	Affected, InsertID uint64
+	Warnings           uint16
+	Status             uint16
+}
+
+// Stmt is a statement prepared on a connection.
+type Stmt struct {
+	ID      uint32
+	Params  int
+	Columns int
+}
+
+// Conn is an authenticated connection.
+type Conn struct {
+	nc     net.Conn
+	wc     *wire.Conn
+	life   context.Context
+	stop   func() bool
+	broken error
+	dl     time.Time
+	buf    []byte
+	params []wire.Param
+	busy   atomic.Int64 // when the call in progress began (unix ns), 0 when idle
+	seq    byte         // the sequence id of the last packet read
+	// ID is the server's connection id.
+	ID uint32
+}
+
+// Dial connects and logs in. The connection lives until Close or until
+// ctx ends.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	deadline := time.Now().Add(cfg.Timeout)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var raw net.Conn
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			c.SetDeadline(deadline) // the handshake is bounded too
+			raw = c
+		}
+		return c, err
+	}
+	caps := cfg.Caps & ResultCaps
+	gc, err := client.ConnectWithDialer(dctx, "tcp", cfg.Addr, cfg.User, cfg.Password, cfg.DB, dialer, func(c *client.Conn) error {
+		for _, f := range []uint32{mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_IGNORE_SPACE, mysql.CLIENT_MULTI_STATEMENTS,
+			mysql.CLIENT_MULTI_RESULTS, mysql.CLIENT_PS_MULTI_RESULTS, mysql.CLIENT_LOCAL_FILES} {
+			if caps&f != 0 {
+				c.SetCapability(f)
+			} else {
+				c.UnsetCapability(f)
+			}
+		}
+		// The classic COM_STMT_EXECUTE layout, which the wire codec writes.
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		if cfg.TLS != nil {
+			c.SetTLSConfig(cfg.TLS)
+		}
+		if cfg.Collation != 0 {
+			if col, err := collationName(cfg.Collation); err == nil {
+				return c.SetCollation(col)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if raw != nil {
+			raw.Close()
+		}
+		return nil, dialError(err)
+	}
+	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID()}
+	c.wc = wire.NewConn(c.nc)
+	c.nc.SetDeadline(time.Time{})
+	c.stop = context.AfterFunc(ctx, func() { c.nc.Close() })
+	if cfg.Interactive {
+		var r Result
+		if err := c.Query(ctx, "SET SESSION wait_timeout = @@global.interactive_timeout", &r); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// collationName names a handshake collation id.
+func collationName(id byte) (string, error) {
+	c, err := charset.GetCollationByID(int(id))
+	if err != nil {
+		return "", err
+	}
+	return c.Name, nil
+}
+
+// dialError classifies a failure to connect or log in.
+func dialError(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) {
+		if me.Code == mysql.ER_CON_COUNT_ERROR {
+			return &Error{Cause: store.CauseTooMany, Op: "connect", Err: &ServerError{Code: me.Code, State: me.State, Message: me.Message}}
+		}
+		return &ServerError{Code: me.Code, State: me.State, Message: me.Message}
+	}
+	cause := store.CauseRefused
+	if isTimeout(err) {
+		cause = store.CauseTimeout
+	} else if errors.Is(err, context.Canceled) {
+		cause = store.CauseCancelled
+	}
+	return &Error{Cause: cause, Op: "connect", Err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// BusyFor is how long the call in progress has run (0 when idle).
+func (c *Conn) BusyFor() time.Duration {
+	if b := c.busy.Load(); b != 0 {
+		return time.Duration(time.Now().UnixNano() - b)
+	}
+	return 0
+}
+
+// Broken reports the failure that broke the connection, or nil.
+func (c *Conn) Broken() error { return c.broken }
+
+// begin starts a call: it applies ctx's deadline and, for a context other
+// than the connection's own, closes the connection if ctx ends first.
+func (c *Conn) begin(ctx context.Context, op string) (func(), error) {
+	if c.broken != nil {
+		return nil, c.broken
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, c.fail(op, err, ctx)
+	}
+	dl, _ := ctx.Deadline()
+	if !dl.Equal(c.dl) {
+		c.nc.SetDeadline(dl)
+		c.dl = dl
+	}
+	c.busy.Store(time.Now().UnixNano())
+	if ctx == c.life || ctx.Done() == nil {
+		return func() { c.busy.Store(0) }, nil
+	}
+	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
+	return func() { stop(); c.busy.Store(0) }, nil
+}
+
+// fail classifies a client-side failure; the connection is broken after it.
+func (c *Conn) fail(op string, err error, ctx context.Context) error {
+	var se *ServerError
+	if errors.As(err, &se) {
+		return err
+	}
+	cause := store.CauseReset
+	switch {
+	case ctx != nil && ctx.Err() != nil || c.life.Err() != nil:
+		cause = store.CauseCancelled
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			cause = store.CauseTimeout
+		}
+	case isTimeout(err):
+		cause = store.CauseTimeout
+	case errors.Is(err, wire.ErrMalformed):
+		cause = store.CauseProtocol
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		cause = store.CauseReset
+	}
+	e := &Error{Cause: cause, Op: op, Err: err}
+	if c.broken == nil {
+		c.broken = e
+		c.nc.Close()
+	}
+	return e
+}
+
+// Close closes the connection without a word to the server.
+func (c *Conn) Close() error {
+	if c.stop != nil {
+		c.stop()
+	}
+	if c.broken == nil {
+		c.broken = &Error{Cause: store.CauseReset, Op: "use", Err: net.ErrClosed}
+	}
+	return c.nc.Close()
+}
+
+// Quit sends COM_QUIT and closes the connection.
+func (c *Conn) Quit() {
+	if c.broken == nil {
+		c.buf = append(c.buf[:0], mysql.COM_QUIT)
+		c.send()
+	}
+	c.Close()
+}
+
+// send writes c.buf as a command (sequence 0).
+func (c *Conn) send() error {
+	if _, err := c.wc.WritePacket(0, c.buf); err != nil {
+		return err
+	}
+	return c.wc.Flush()
+}
+
+// readPacket reads one payload, joining the frames of a payload of 16 MiB
+// or more. Valid until the next read.
+func (c *Conn) readPacket() ([]byte, error) {
+	seq, p, err := c.wc.ReadFrame()
+	c.seq = seq
+	if err != nil || len(p) < wire.MaxPayload {
+		return p, err
+	}
+	big := append([]byte(nil), p...)
+	for {
+		seq, p, err := c.wc.ReadFrame()
+		c.seq = seq
+		if err != nil {
+			return nil, err
+		}
+		big = append(big, p...)
+		if len(p) < wire.MaxPayload {
+			return big, nil
+		}
+	}
+}
+
+func serverError(p []byte) error {
+	e, err := wire.ParseErr(p)
+	if err != nil {
+		return err
+	}
+	return &ServerError{Code: e.Code, State: e.State, Message: e.Message}
+}
+
+// simple sends a command answered by one OK or ERR.
+func (c *Conn) simple(ctx context.Context, op string, payload []byte) error {
+	end, err := c.begin(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer end()
+	c.buf = append(c.buf[:0], payload...)
+	if err := c.send(); err != nil {
+		return c.fail(op, err, ctx)
+	}
+	p, err := c.readPacket()
+	if err != nil {
+		return c.fail(op, err, ctx)
+	}
+	if len(p) > 0 && p[0] == wire.HeaderErr {
+		return serverError(p)
+	}
+	if len(p) == 0 || p[0] != wire.HeaderOK {
+		return c.fail(op, fmt.Errorf("%w: expected OK, got %d bytes starting %#x", wire.ErrMalformed, len(p), first(p)), ctx)
+	}
+	return nil
+}
+
+func first(p []byte) byte {
+	if len(p) == 0 {
+		return 0
+	}
+	return p[0]
+}
+
+// InitDB sends COM_INIT_DB: always, whatever schema the connection is in
+// (a schema dropped and created again must be selected again).
+func (c *Conn) InitDB(ctx context.Context, db string) error {
+	return c.simple(ctx, "init-db", append([]byte{mysql.COM_INIT_DB}, db...))
+}
+
+// Ping sends COM_PING.
+func (c *Conn) Ping(ctx context.Context) error { return c.simple(ctx, "ping", []byte{mysql.COM_PING}) }
+
+// ResetConnection sends COM_RESET_CONNECTION: session variables, user
+// variables, temporary tables and prepared statements are gone; the schema
+// stays.
+func (c *Conn) ResetConnection(ctx context.Context) error {
+	return c.simple(ctx, "reset-connection", []byte{mysql.COM_RESET_CONNECTION})
+}
+
+// Query sends COM_QUERY and reads every result into r.
+func (c *Conn) Query(ctx context.Context, sql string, r *Result) error {
+	end, err := c.begin(ctx, "query")
+	if err != nil {
+		return err
+	}
+	defer end()
+	c.buf = append(append(c.buf[:0], mysql.COM_QUERY), sql...)
+	if err := c.send(); err != nil {
+		return c.fail("query", err, ctx)
+	}
+	return c.readResults(ctx, "query", false, r)
+}
+
+// Prepare sends COM_STMT_PREPARE and reads its definitions.
+func (c *Conn) Prepare(ctx context.Context, sql string) (*Stmt, error) {
+	end, err := c.begin(ctx, "prepare")
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	c.buf = append(append(c.buf[:0], mysql.COM_STMT_PREPARE), sql...)
+	if err := c.send(); err != nil {
+		return nil, c.fail("prepare", err, ctx)
+	}
+	p, err := c.readPacket()
+	if err != nil {
+		return nil, c.fail("prepare", err, ctx)
+	}
+	if len(p) > 0 && p[0] == wire.HeaderErr {
+		return nil, serverError(p)
+	}
+	ok, err := wire.ParsePrepareOK(p)
+	if err != nil {
+		return nil, c.fail("prepare", err, ctx)
+	}
+	for _, n := range []uint16{ok.Params, ok.Columns} {
+		if n == 0 {
+			continue
+		}
+		if err := c.skip(int(n) + 1); err != nil { // definitions, then EOF
+			return nil, c.fail("prepare", err, ctx)
+		}
+	}
+	return &Stmt{ID: ok.StmtID, Params: int(ok.Params), Columns: int(ok.Columns)}, nil
+}
+
+func (c *Conn) skip(n int) error {
+	for range n {
+		if _, err := c.readPacket(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CloseStmt sends COM_STMT_CLOSE, which has no response.
+func (c *Conn) CloseStmt(st *Stmt) {
+	if c.broken != nil {
+		return
+	}
+	c.buf = append(c.buf[:0], mysql.COM_STMT_CLOSE, byte(st.ID), byte(st.ID>>8), byte(st.ID>>16), byte(st.ID>>24))
+	if err := c.send(); err != nil {
+		c.fail("close", err, nil)
+	}
+}
+
+// ResetStmt sends COM_STMT_RESET (its long data and cursor are dropped).
+func (c *Conn) ResetStmt(ctx context.Context, st *Stmt) error {
+	return c.simple(ctx, "reset", []byte{mysql.COM_STMT_RESET, byte(st.ID), byte(st.ID >> 8), byte(st.ID >> 16), byte(st.ID >> 24)})
+}
+
+// SendLongData sends one COM_STMT_SEND_LONG_DATA chunk, which has no response.
+func (c *Conn) SendLongData(ctx context.Context, st *Stmt, param uint16, data []byte) error {
+	end, err := c.begin(ctx, "long-data")
+	if err != nil {
+		return err
+	}
+	defer end()
+	l := wire.LongData{StmtID: st.ID, Param: param, Data: data}
+	c.buf = l.Append(c.buf[:0])
+	if err := c.send(); err != nil {
+		return c.fail("long-data", err, ctx)
+	}
+	return nil
+}
+
+// Execute runs st with the captured parameters (their types as the client
+// sent them; long-data parameters are not sent, the server has them) and
+// reads the response into r. With a cursor type, the server keeps the rows
+// for Fetch.
+func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor byte, r *Result) error {
+	if len(ps) != st.Params {
+		// What the server answers to an execute with the wrong count; not
+		// sent, since the packet cannot be framed for it.
+		return &ServerError{Code: mysql.ER_WRONG_ARGUMENTS, State: "HY000",
+			Message: fmt.Sprintf("the capture has %d parameters for a statement that takes %d", len(ps), st.Params)}
+	}
+	end, err := c.begin(ctx, "execute")
+	if err != nil {
+		return err
+	}
+	defer end()
+	c.params = capture.WireParams(c.params[:0], ps)
+	e := wire.Execute{StmtID: st.ID, CursorType: cursor, Iterations: 1, NewParamsBound: true, Params: c.params}
+	c.buf = e.Append(c.buf[:0])
+	if err := c.send(); err != nil {
+		return c.fail("execute", err, ctx)
+	}
+	return c.readResults(ctx, "execute", true, r)
+}
+
+// Fetch sends COM_STMT_FETCH for rows of st's open cursor into r.
+func (c *Conn) Fetch(ctx context.Context, st *Stmt, rows uint32, r *Result) error {
+	end, err := c.begin(ctx, "fetch")
+	if err != nil {
+		return err
+	}
+	defer end()
+	cmd := wire.StmtCommand{Command: mysql.COM_STMT_FETCH, StmtID: st.ID, Rows: rows}
+	c.buf = cmd.Append(c.buf[:0])
+	if err := c.send(); err != nil {
+		return c.fail("fetch", err, ctx)
+	}
+	r.Results = 1
+	if err := c.readRows(true, r); err != nil {
+		return c.rowsErr("fetch", err, ctx)
+	}
+	return nil
+}
+
+func (c *Conn) rowsErr(op string, err error, ctx context.Context) error {
+	var se *ServerError
+	if errors.As(err, &se) {
+		return err
+	}
+	return c.fail(op, err, ctx)
+}
+
+// readResults reads a response of one or more results: OK, ERR, result
+// set, or a LOCAL INFILE request (answered with an empty file: its
+// contents were on the client's machine).
+func (c *Conn) readResults(ctx context.Context, op string, binary bool, r *Result) error {
+	for {
+		p, err := c.readPacket()
+		if err != nil {
+			return c.fail(op, err, ctx)
+		}
+		if len(p) == 0 {
+			return c.fail(op, fmt.Errorf("%w: empty response packet", wire.ErrMalformed), ctx)
+		}
+		r.Results++
+		var status uint16
+		switch p[0] {
+		case wire.HeaderErr:
+			return serverError(p) // ends the response, even after result sets
+		case wire.HeaderOK:
+			ok, err := wire.ParseOK(p, uint64(mysql.CLIENT_PROTOCOL_41|mysql.CLIENT_TRANSACTIONS))
+			if err != nil {
+				return c.fail(op, err, ctx)
+			}
+			r.Affected, r.InsertID, r.Warnings, status = ok.AffectedRows, ok.InsertID, ok.Warnings, ok.Status
+		case wire.HeaderLocalInfile:
+			if binary {
+				return c.fail(op, fmt.Errorf("%w: LOCAL INFILE request answering an execute", wire.ErrMalformed), ctx)
+			}
+			if _, err := c.wc.WritePacket(c.seq+1, nil); err != nil { // an empty file
+				return c.fail(op, err, ctx)
+			}
+			if err := c.wc.Flush(); err != nil {
+				return c.fail(op, err, ctx)
+			}
+			r.Results--
+			continue
+		default:
+			n, _, err := wire.ParseColumnCount(p, false)
+			if err != nil {
+				return c.fail(op, err, ctx)
+			}
+			r.Sets++
+			r.Columns = uint32(n)
+			if err := c.skip(int(n)); err != nil { // column definitions
+				return c.fail(op, err, ctx)
+			}
+			p, err := c.readPacket() // the EOF after them
+			if err != nil {
+				return c.fail(op, err, ctx)
+			}
+			eof, err := wire.ParseEOF(p)
+			if err != nil {
+				return c.fail(op, err, ctx)
+			}
+			if binary && eof.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+				r.Status = eof.Status // rows come with COM_STMT_FETCH
+				return nil
+			}
+			if err := c.readRows(binary, r); err != nil {
+				return c.rowsErr(op, err, ctx)
+			}
+			status = r.Status
+		}
+		r.Status = status
+		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+			return nil
+		}
+	}
+}
+
+// readRows reads rows to the result set's end into r.
+func (c *Conn) readRows(binary bool, r *Result) error {
+	for {
+		p, err := c.readPacket()
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(p) > 0 && p[0] == wire.HeaderErr:
+			return serverError(p) // the statement failed while sending rows
+		case wire.IsResultEnd(p, false):
+			eof, err := wire.ParseEOF(p)
+			if err != nil {
+				return err
+			}
+			r.Affected, r.InsertID, r.Warnings, r.Status = 0, 0, eof.Warnings, eof.Status
+			return nil
+		}
+		r.Sums.AddRow(p)
+		r.Rows++
+	}
+}

@@ -1,0 +1,171 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// histories index the captured sessions that divergence samples come from:
+// each session's prepares, schema changes and transaction boundaries, read
+// once, on first need. A sample of an execute needs the SQL its statement
+// was prepared with, and reading its session from the start for every
+// divergent execute made comparison quadratic (6,300 divergences of a
+// target killed mid-replay took two minutes under the race detector).
+type histories struct {
+	r  *store.Reader
+	an *sqlinfo.Analyzer
+	mu sync.Mutex
+	by map[uint64][]event
+}
+
+// event is a prepare (statement id and SQL), a change of schema, or a
+// transaction opening (at its first statement's start) or closing.
+type event struct {
+	seq    uint64
+	kind   byte
+	stmtID uint32
+	text   string
+	start  int64
+}
+
+const (
+	evSchema byte = iota + 1
+	evPrepare
+	evTrxOpen
+	evTrxClose
+)
+
+func newHistories(r *store.Reader, an *sqlinfo.Analyzer) *histories {
+	return &histories{r: r, an: an, by: map[uint64][]event{}}
+}
+
+func (h *histories) session(id uint64) []event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if evs, ok := h.by[id]; ok {
+		return evs
+	}
+	var evs []event
+	sqlOf := map[uint32]string{}
+	inTrx, autocommit := false, true
+	for x, err := range h.r.Session(id) {
+		if err != nil {
+			break
+		}
+		var sql string
+		switch x.Kind {
+		case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+			evs = append(evs, event{seq: x.Seq, kind: evSchema, text: x.Schema})
+			continue
+		case store.KindPrepare:
+			sqlOf[x.StmtID] = x.SQL
+			evs = append(evs, event{seq: x.Seq, kind: evPrepare, stmtID: x.StmtID, text: x.SQL})
+			continue
+		case store.KindQuery:
+			sql = x.SQL
+		case store.KindExecute:
+			sql = sqlOf[x.StmtID]
+		default:
+			continue
+		}
+		info := h.an.Info(sql)
+		if info.Use {
+			if db, ok := sqlinfo.UseSchema(sql); ok {
+				evs = append(evs, event{seq: x.Seq, kind: evSchema, text: db})
+			}
+		}
+		if info.Set && info.SetAutocommit != 0 {
+			autocommit = info.SetAutocommit == '1'
+		}
+		switch {
+		case info.Begin:
+			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
+			inTrx = true
+		case info.End || info.ImplicitCommit:
+			evs = append(evs, event{seq: x.Seq, kind: evTrxClose})
+			inTrx = false
+		case !inTrx && !autocommit:
+			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
+			inTrx = true
+		}
+	}
+	h.by[id] = evs
+	return evs
+}
+
+// before returns what rec's session had set up before rec: the schema, the
+// SQL an execute's statement was prepared with, and the start of rec's
+// transaction (rec's own start outside one).
+func (h *histories) before(rec *store.Record) (schema, preparedSQL string, trxStart int64) {
+	evs := h.session(rec.Session)
+	schema, preparedSQL, trxStart = rec.Schema, fmt.Sprintf("(statement %d)", rec.StmtID), rec.Start.UnixNano()
+	haveSchema, haveSQL, haveTrx := false, rec.Kind != store.KindExecute, false
+	for i := sort.Search(len(evs), func(i int) bool { return evs[i].seq > rec.Seq }) - 1; i >= 0 && !(haveSchema && haveSQL && haveTrx); i-- {
+		switch e := &evs[i]; {
+		case e.kind == evSchema && !haveSchema:
+			schema, haveSchema = e.text, true
+		case e.kind == evPrepare && !haveSQL && e.stmtID == rec.StmtID && e.seq < rec.Seq:
+			preparedSQL, haveSQL = e.text, true
+		case e.kind == evTrxOpen && !haveTrx:
+			trxStart, haveTrx = e.start, true
+		case e.kind == evTrxClose && !haveTrx:
+			haveTrx = true // rec opens no transaction: its own start
+			if e.seq == rec.Seq {
+				haveTrx = false // rec itself closes the transaction: it belongs to it
+			}
+		}
+	}
+	return schema, preparedSQL, trxStart
+}
+
+// Statement describes the captured statement of an outcome key, for a
+// sample and the ambiguity check (compare.Source).
+func (h *histories) Statement(key uint64) (compare.Statement, bool) {
+	seq, _ := store.SplitOutcomeSeq(key)
+	rec, ok, err := h.r.Get(seq)
+	if err != nil || !ok {
+		return compare.Statement{}, false
+	}
+	schema, prepared, from := h.before(rec)
+	sql := rec.SQL
+	switch rec.Kind {
+	case store.KindExecute, store.KindFetch, store.KindReset:
+		sql = prepared
+	case store.KindQuery, store.KindPrepare:
+	default:
+		sql = "(" + rec.Kind.String() + ")"
+	}
+	info := h.an.Info(sql)
+	st := compare.Statement{Session: rec.Session, SQL: sql, Digest: info.Digest.ID, From: from, To: rec.Start.UnixNano() + int64(rec.Duration)}
+	st.Tables = qualify(info.Reads, schema, nil)
+	st.Tables = qualify(info.Writes, schema, st.Tables)
+	for _, p := range rec.Params {
+		st.Params = append(st.Params, valueText(p))
+	}
+	return st, true
+}
+
+func valueText(v store.Value) string {
+	switch {
+	case v.Null:
+		return "NULL"
+	case v.Type == store.TypeFloat || v.Type == store.TypeDouble:
+		return fmt.Sprint(v.Float)
+	case v.Type == store.TypeTiny || v.Type == store.TypeShort || v.Type == store.TypeLong || v.Type == store.TypeLongLong || v.Type == store.TypeInt24 || v.Type == store.TypeYear:
+		if v.Unsigned {
+			return fmt.Sprint(uint64(v.Int))
+		}
+		return fmt.Sprint(v.Int)
+	}
+	s := string(v.Bytes)
+	if len(s) > 64 {
+		s = s[:61] + "…"
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

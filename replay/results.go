@@ -1,0 +1,314 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"sort"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// storeResults writes a point's results: each target's histograms and
+// counters, its comparison with the baseline and with the capture, the end
+// state of the tables the capture touched, and the engines of the tables
+// it created.
+func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner, r *store.Reader, an *sqlinfo.Analyzer,
+	x *captureIndex, run *store.RunWriter, reg *digestRegistry) error {
+	results := make([]*store.TargetResult, len(runners))
+	for k, rn := range runners {
+		t := rn.totals()
+		if err := putHistograms(run, point, rn.idx, t, reg); err != nil {
+			return err
+		}
+		res := &store.TargetResult{Target: rn.t.Name, Elapsed: rn.end.Sub(rn.start).Seconds(), Transactions: t.c.trx,
+			Reads: t.c.queries[sqlinfo.ClassRead], Writes: t.c.queries[sqlinfo.ClassWrite], Other: t.c.queries[sqlinfo.ClassOther],
+			Errors: t.c.errors, Deadlocks: t.c.deadlocks, Retries: t.c.retries, RetriesSucceeded: t.c.retriesOK,
+			CaptureRollbacks: t.c.captureRollbacks, Connections: t.c.connections, ConnectFailures: t.c.connectFailures,
+			Skipped: t.c.skipped, OrderWaits: t.c.orderWaits, OrderReleased: t.c.orderReleased, OrderTimeouts: t.c.orderTimeouts,
+			PinnedSessions: rn.pinned.Load(), Failed: rn.failed()}
+		if len(t.errCodes) > 0 {
+			res.ErrorCodes = t.errCodes
+		}
+		if len(t.skippedBy) > 0 {
+			res.SkippedBy = t.skippedBy
+		}
+		results[k] = res
+	}
+	reg.mu.RLock()
+	for i, id := range reg.ids {
+		if err := run.PutDigest(id, reg.list[i]); err != nil {
+			reg.mu.RUnlock()
+			return err
+		}
+	}
+	reg.mu.RUnlock()
+
+	h := newHistories(r, an)
+	baseK := -1
+	for k, rn := range runners {
+		if rn.idx == cfg.baseline() {
+			baseK = k
+		}
+	}
+	if baseK >= 0 && len(runners) > 1 {
+		base := runners[baseK]
+		for k, rn := range runners {
+			if k == baseK {
+				continue
+			}
+			tl := compare.NewTally(cfg.Samples, x.commits, h)
+			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
+				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
+					tl.D.Skipped++
+					return
+				}
+				class, nondet := compare.Classify(b, t)
+				tl.Note(b.Seq, class, nondet, compare.Released(b, t), compare.Describe(b), compare.Describe(t))
+			})
+			if err != nil {
+				return err
+			}
+			addFirstDiffs(ctx, h, an, base, rn, &tl.D)
+			results[k].VsBaseline = &tl.D
+		}
+	}
+	for k, rn := range runners {
+		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h)
+		if err != nil {
+			return err
+		}
+		results[k].VsCapture = d
+	}
+	endStates(ctx, runners, baseK, x, results)
+	for k, rn := range runners {
+		if len(x.created) > 0 && rn.failed() == "" {
+			results[k].Created = createdTables(ctx, rn, x.created)
+		}
+		if err := run.PutResult(point, rn.idx, results[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *digestRegistry) error {
+	if err := run.PutHistogram(point, target, store.SeriesService, "", &t.service); err != nil {
+		return err
+	}
+	if t.lag.Count() > 0 {
+		if err := run.PutHistogram(point, target, store.SeriesLag, "", &t.lag); err != nil {
+			return err
+		}
+	}
+	for c, s := range map[sqlinfo.Class]store.Series{sqlinfo.ClassRead: store.SeriesRead, sqlinfo.ClassWrite: store.SeriesWrite, sqlinfo.ClassOther: store.SeriesOther} {
+		if err := run.PutHistogram(point, target, s, "", &t.byClass[c]); err != nil {
+			return err
+		}
+	}
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	for i, dh := range t.digests {
+		if err := run.PutHistogram(point, target, store.SeriesDigest, reg.ids[i], dh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareCaptured merge-joins a target's outcomes of the capture's first
+// pass with the responses the capture holds. Only statements (queries and
+// executes) and fetches whose capture has a response are compared.
+func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories) (*store.Divergences, error) {
+	tl := compare.NewTally(samples, x.commits, h)
+	nextR, stopR := iter.Pull2(r.Records())
+	defer stopR()
+	rec, rerr, rok := nextR()
+	for o, oerr := range outcomes {
+		if oerr != nil {
+			return nil, oerr
+		}
+		if o.Seq >= 1<<40 {
+			break // later passes: the capture answered the first only
+		}
+		for rok && rerr == nil && rec.Seq < o.Seq {
+			rec, rerr, rok = nextR()
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		if !rok || rec.Seq != o.Seq || rec.Resp.Kind == store.RespNone ||
+			rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch {
+			continue
+		}
+		if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
+			tl.D.Skipped++
+			continue
+		}
+		class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
+		tl.Note(o.Seq, class, nondet, compare.Released(o), compare.DescribeResponse(&rec.Resp), compare.Describe(o))
+	}
+	return &tl.D, nil
+}
+
+// openDB opens a database/sql handle on a runner's target (no schema).
+func openDB(rn *runner) (*sql.DB, error) {
+	db, err := rn.t.Open()
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(2)
+	return db, nil
+}
+
+// targetTable maps a captured table ("schema.name") to the target's.
+func (rn *runner) targetTable(t string) (schema, name string) {
+	schema, name, _ = strings.Cut(t, ".")
+	return rn.schemaFor(schema), name
+}
+
+func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// endStates checksums every table the capture touched on every target and
+// compares each with the baseline's.
+func endStates(ctx context.Context, runners []*runner, baseK int, x *captureIndex, results []*store.TargetResult) {
+	if len(x.tables) == 0 {
+		return
+	}
+	states := make([][]store.TableState, len(runners))
+	for k, rn := range runners {
+		if rn.failed() != "" {
+			results[k].EndState = &store.EndState{Error: "the target failed during the replay"}
+			continue
+		}
+		st, err := tableStates(ctx, rn, x.tables)
+		if err != nil {
+			results[k].EndState = &store.EndState{Error: err.Error()}
+			continue
+		}
+		states[k] = st
+	}
+	// Tables that exist on no target (a CTE's name, a table the capture
+	// dropped) say nothing.
+	keep := make([]bool, len(x.tables))
+	for i := range x.tables {
+		for k := range runners {
+			if states[k] != nil && states[k][i].Exists {
+				keep[i] = true
+			}
+		}
+	}
+	for k := range runners {
+		if states[k] == nil {
+			continue
+		}
+		es := &store.EndState{Same: true}
+		for i, ts := range states[k] {
+			if !keep[i] {
+				continue
+			}
+			if baseK >= 0 && states[baseK] != nil && k != baseK {
+				b := states[baseK][i]
+				ts.Differs = b.Exists != ts.Exists || b.Rows != ts.Rows || b.Checksum != ts.Checksum
+			}
+			if ts.Differs {
+				es.Same = false
+			}
+			es.Tables = append(es.Tables, ts)
+		}
+		if baseK < 0 || states[baseK] == nil {
+			es.Same = false
+		}
+		results[k].EndState = es
+	}
+}
+
+// tableStates reads a checksum of each table's rows (a multiset of the
+// rows' text form, so the engine's row order does not matter).
+func tableStates(ctx context.Context, rn *runner, tables []string) ([]store.TableState, error) {
+	db, err := openDB(rn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	out := make([]store.TableState, len(tables))
+	for i, t := range tables {
+		schema, name := rn.targetTable(t)
+		ts := store.TableState{Table: schema + "." + name}
+		rows, err := db.QueryContext(ctx, "SELECT * FROM "+quoteName(schema)+"."+quoteName(name))
+		if err != nil {
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && (me.Number == 1146 || me.Number == 1049) {
+				out[i] = ts // no such table (or schema) here
+				continue
+			}
+			return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for j := range vals {
+			ptrs[j] = &vals[j]
+		}
+		var sum uint64
+		var h xxhash.Digest
+		var lb [binary.MaxVarintLen64]byte
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			h.Reset()
+			for _, v := range vals {
+				if v == nil {
+					h.Write([]byte{0xff})
+					continue
+				}
+				h.Write(lb[:binary.PutUvarint(lb[:], uint64(len(v)))])
+				h.Write(v)
+			}
+			sum += h.Sum64()
+			ts.Rows++
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
+		}
+		rows.Close()
+		ts.Exists, ts.Checksum = true, fmt.Sprintf("%016x", sum)
+		out[i] = ts
+	}
+	return out, nil
+}
+
+// createdTables asks the server which engine each table the capture
+// created ended up in.
+func createdTables(ctx context.Context, rn *runner, created []string) []store.CreatedTable {
+	db, err := openDB(rn)
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	var out []store.CreatedTable
+	for _, t := range created {
+		schema, name := rn.targetTable(t)
+		ct := store.CreatedTable{Table: schema + "." + name, Want: rn.t.Engine}
+		err := db.QueryRowContext(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", schema, name).Scan(&ct.Engine)
+		if errors.Is(err, sql.ErrNoRows) {
+			ct.Engine = "(not there)"
+		} else if err != nil {
+			ct.Engine = "(unknown: " + err.Error() + ")"
+		}
+		out = append(out, ct)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
+}

@@ -1,0 +1,242 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// captureIndex is what replay learns of a capture in one pass before any
+// statement runs: its sessions, statement digests by count, the tables it
+// touches and creates, the sessions whose state cannot move between
+// connections, and the commits that decide whether a difference is
+// order-ambiguous.
+type captureIndex struct {
+	records  uint64
+	sessions []uint64
+	// first and last record start (ns, the capture's clock).
+	first, last int64
+	digests     map[string]*digestCount
+	// tables the capture touches, "schema.name" with the captured schema
+	// (or as qualified in the statement).
+	tables  []string
+	created []string
+	pinned  map[uint64]bool
+	commits *compare.Commits
+	// synthetic: written by tandem synth (its timings are made up).
+	synthetic bool
+}
+
+type digestCount struct {
+	text  string
+	class sqlinfo.Class
+	n     uint64
+}
+
+// scanSession is the scan's view of one captured session.
+type scanSession struct {
+	schema     string
+	sqlOf      map[uint32]string
+	inTrx      bool
+	autocommit bool
+	writes     map[string]bool
+	unknown    bool
+	trxStart   int64
+}
+
+// qualify names tables as "schema.name", unqualified ones in schema.
+func qualify(ts []sqlinfo.Table, schema string, dst []string) []string {
+	for _, t := range ts {
+		q := t.In(schema).String()
+		if !slices.Contains(dst, q) {
+			dst = append(dst, q)
+		}
+	}
+	return dst
+}
+
+// scanCapture reads the capture once.
+func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*captureIndex, error) {
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits()}
+	x.synthetic = strings.HasPrefix(r.Meta().Source, "synth ")
+	first, last, ok, err := r.StartSpan()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("replay: the capture holds no records")
+	}
+	x.first, x.last = first.UnixNano(), last.UnixNano()
+	sessions := map[uint64]*scanSession{}
+	tables, created := map[string]bool{}, map[string]bool{}
+	var scratch []string
+	for rec, err := range r.Records() {
+		if err != nil {
+			return nil, err
+		}
+		x.records++
+		if x.records%65536 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		s := sessions[rec.Session]
+		if s == nil {
+			s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}}
+			sessions[rec.Session] = s
+		}
+		start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
+		var sql string
+		switch rec.Kind {
+		case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+			if rec.Resp.Kind != store.RespError {
+				s.schema = rec.Schema
+			}
+			if rec.Kind == store.KindChangeUser {
+				s.sqlOf = map[uint32]string{}
+				s.rollback()
+			}
+			continue
+		case store.KindPrepare:
+			if rec.Resp.Kind != store.RespError {
+				s.sqlOf[rec.StmtID] = rec.SQL
+			}
+			if info := an.Info(rec.SQL); info.PinsSession() {
+				x.pinned[rec.Session] = true
+			}
+			continue
+		case store.KindClose:
+			delete(s.sqlOf, rec.StmtID)
+			continue
+		case store.KindResetConnection:
+			s.sqlOf = map[uint32]string{}
+			s.rollback()
+			continue
+		case store.KindQuit:
+			s.rollback()
+			delete(sessions, rec.Session)
+			continue
+		case store.KindQuery:
+			sql = rec.SQL
+		case store.KindExecute:
+			sql = s.sqlOf[rec.StmtID]
+			if rec.CursorType != 0 {
+				x.pinned[rec.Session] = true // an open cursor lives on its connection
+			}
+		default:
+			continue
+		}
+		if sql == "" {
+			continue
+		}
+		info := an.Info(sql)
+		d := x.digests[info.Digest.ID]
+		if d == nil {
+			d = &digestCount{text: info.Digest.Text, class: info.Class}
+			x.digests[info.Digest.ID] = d
+		}
+		d.n++
+		if info.PinsSession() {
+			x.pinned[rec.Session] = true
+		}
+		if info.Use {
+			if db, ok := sqlinfo.UseSchema(sql); ok && rec.Resp.Kind != store.RespError {
+				s.schema = db
+			}
+		}
+		scratch = qualify(info.Reads, s.schema, scratch[:0])
+		scratch = qualify(info.Writes, s.schema, scratch)
+		for _, t := range scratch {
+			tables[t] = true
+		}
+		for _, t := range qualify(info.Created, s.schema, nil) {
+			created[t] = true
+		}
+		failed := rec.Resp.Kind == store.RespError
+		// When writes become visible to other sessions.
+		if info.Begin || info.ImplicitCommit && !info.Begin {
+			s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
+		}
+		if info.Set && info.SetAutocommit != 0 {
+			s.autocommit = info.SetAutocommit == '1'
+		}
+		if !failed {
+			writes := qualify(info.Writes, s.schema, nil)
+			if s.inTrx || !s.autocommit {
+				for _, w := range writes {
+					s.writes[w] = true
+				}
+				s.unknown = s.unknown || info.WritesUnknown
+				if !s.inTrx {
+					s.inTrx, s.trxStart = true, start
+				}
+			} else if len(writes) > 0 || info.WritesUnknown {
+				x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown)
+			}
+		}
+		switch {
+		case info.Begin:
+			s.inTrx, s.trxStart = true, start
+		case info.End && info.Verb == "COMMIT" && !failed:
+			s.commit(x.commits, rec.Session, start, end)
+		case info.End:
+			s.rollback()
+		case info.ImplicitCommit:
+			s.commit(x.commits, rec.Session, start, end)
+		}
+	}
+	x.sessions, err = r.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	for t := range tables {
+		x.tables = append(x.tables, t)
+	}
+	for t := range created {
+		x.created = append(x.created, t)
+	}
+	slices.Sort(x.tables)
+	slices.Sort(x.created)
+	return x, nil
+}
+
+// commit ends the session's open transaction: its writes become visible
+// over [start, end].
+func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int64) {
+	if len(s.writes) > 0 || s.unknown {
+		ws := make([]string, 0, len(s.writes))
+		for w := range s.writes {
+			ws = append(ws, w)
+		}
+		slices.Sort(ws)
+		cs.Add(session, start, end, ws, s.unknown)
+	}
+	s.rollback()
+}
+
+// rollback forgets the session's open transaction.
+func (s *scanSession) rollback() {
+	s.inTrx, s.unknown = false, false
+	clear(s.writes)
+}
+
+// topDigests returns the k digests with the most statements.
+func (x *captureIndex) topDigests(k int) []string {
+	ids := make([]string, 0, len(x.digests))
+	for id := range x.digests {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if na, nb := x.digests[a].n, x.digests[b].n; na != nb {
+			if na > nb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ids[:min(k, len(ids))]
+}

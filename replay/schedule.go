@@ -1,0 +1,497 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/internal/blockio"
+	"github.com/tandemdb/tandem/internal/rawio"
+	"github.com/tandemdb/tandem/latency"
+	"github.com/tandemdb/tandem/replay/conn"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
+)
+
+// runner replays the capture against one target. It reads the capture on
+// its own, so a slow target never holds back another, and keeps the
+// capture's order between sessions on its own gate.
+type runner struct {
+	idx, point int
+	t          targets.Target
+	cfg        *Config
+	x          *captureIndex
+	an         *sqlinfo.Analyzer
+	r          *store.Reader
+	run        *store.RunWriter
+	reg        *digestRegistry
+	gate       *gate
+	connCfg    conn.Config
+	db         string // the DSN's schema: every session runs in it
+
+	start    time.Time // the shared wall-clock instant replay begins
+	capStart int64     // start of the capture's first record, ns
+	capSpan  int64     // from first start to last start, ns
+	end      time.Time // when this target finished (its own elapsed time)
+
+	ctx    context.Context // ends when the target fails
+	cancel context.CancelFunc
+
+	mu struct {
+		sync.Mutex
+		workers  []*worker
+		conns    map[*conn.Conn]struct{}
+		failed   string
+		outErr   error
+		rewrites map[string]rewritten
+	}
+	// active counts the connections replaying now (progress lines' thds).
+	active   atomic.Int64
+	blocking bool
+	pinned   atomic.Int64
+}
+
+type rewritten struct {
+	sql string
+	err error
+}
+
+func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *captureIndex, an *sqlinfo.Analyzer, r *store.Reader,
+	run *store.RunWriter, reg *digestRegistry) (*runner, error) {
+	c, err := mysql.ParseDSN(t.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: c.DBName,
+		gate: newGate(cfg.OrderInflight, cfg.OrderTimeout)}
+	rn.connCfg = conn.Config{Addr: c.Addr, User: c.User, Password: c.Passwd, Dial: rn.dial, Timeout: 10 * time.Second}
+	rn.ctx, rn.cancel = context.WithCancel(ctx)
+	rn.mu.conns = map[*conn.Conn]struct{}{}
+	rn.mu.rewrites = map[string]rewritten{}
+	return rn, nil
+}
+
+// dial opens a connection on raw system calls. With IOBlocking a worker
+// waits for each reply in the kernel, keeping its thread and P as a C
+// client does (internal/blockio, WrapRaw); with IOPoller it parks on Go's
+// poller (internal/rawio). Go's own socket calls cost a scheduler hand-off
+// each. Figures: scripts/bench-replay.sh.
+func (rn *runner) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if rn.blocking {
+		return blockio.DialRaw(ctx, network, addr)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return rawio.Wrap(c), nil
+}
+
+// schemaFor maps a captured schema to the target's: a target whose DSN
+// names a database uses it for every session.
+func (rn *runner) schemaFor(captured string) string {
+	if rn.db != "" {
+		return rn.db
+	}
+	return captured
+}
+
+// rewrite applies the target's engine and options to table DDL, once per
+// text. A statement that cannot be rewritten stops the target (the
+// default) or is skipped (--on-unrewritable skip).
+func (rn *runner) rewrite(sql string) (string, error) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if r, ok := rn.mu.rewrites[sql]; ok {
+		return r.sql, r.err
+	}
+	out, err := sqlinfo.RewriteEngine(sql, rn.t.Engine, rn.t.Options)
+	rn.mu.rewrites[sql] = rewritten{out, err}
+	if err != nil && rn.cfg.OnUnrewritable != UnrewritableSkip {
+		rn.failLocked(fmt.Sprintf("cannot set engine %s in %q: %v; the target stopped there (--on-unrewritable skip runs the rest without such statements)",
+			rn.t.Engine, clipText(sql, 120), err))
+	}
+	return out, err
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}
+
+// fail stops the target: every record after this is skipped, its
+// connections close, and the report says why.
+func (rn *runner) fail(reason string) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.failLocked(reason)
+}
+
+func (rn *runner) failLocked(reason string) {
+	if rn.mu.failed != "" {
+		return
+	}
+	rn.mu.failed = reason
+	rn.cfg.Logger.Warn("target failed", "target", rn.t.Name, "reason", reason)
+	rn.cancel()
+}
+
+func (rn *runner) failed() string {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.mu.failed
+}
+
+func (rn *runner) addWorker(w *worker) {
+	rn.mu.Lock()
+	rn.mu.workers = append(rn.mu.workers, w)
+	rn.mu.Unlock()
+}
+
+func (rn *runner) track(c *conn.Conn) {
+	rn.mu.Lock()
+	rn.mu.conns[c] = struct{}{}
+	rn.mu.Unlock()
+}
+
+func (rn *runner) untrack(c *conn.Conn) {
+	rn.mu.Lock()
+	delete(rn.mu.conns, c)
+	rn.mu.Unlock()
+}
+
+// commit writes w's buffered outcomes; the first failure is kept.
+func (rn *runner) commit(w *worker) {
+	if err := w.out.Commit(); err != nil {
+		rn.mu.Lock()
+		if rn.mu.outErr == nil {
+			rn.mu.outErr = err
+		}
+		rn.mu.Unlock()
+	}
+}
+
+// watchdog fails the target when a call runs longer than --target-timeout
+// (a hung or stopped server): its connections close, the others go on.
+func (rn *runner) watchdog(stop <-chan struct{}) {
+	if rn.cfg.TargetTimeout <= 0 {
+		return
+	}
+	t := time.NewTicker(min(rn.cfg.TargetTimeout/4, 500*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-rn.ctx.Done():
+			return
+		case <-t.C:
+		}
+		rn.mu.Lock()
+		var stuck time.Duration
+		for c := range rn.mu.conns {
+			stuck = max(stuck, c.BusyFor())
+		}
+		rn.mu.Unlock()
+		if stuck > rn.cfg.TargetTimeout {
+			rn.fail(fmt.Sprintf("a call got no answer for %s (--target-timeout %s): the server is hung, stopped or unreachable",
+				stuck.Round(time.Millisecond), rn.cfg.TargetTimeout))
+			return
+		}
+	}
+}
+
+// offset is a record's start on the capture's clock, shifted by whole
+// capture spans for later passes (--loop), so passes keep their order.
+func (rn *runner) offset(rec *store.Record, loop int) int64 {
+	return rec.Start.UnixNano() + int64(loop)*(rn.capSpan+int64(time.Millisecond))
+}
+
+// intended is when a record should be sent: the capture's pacing scaled by
+// Speed, from the shared start.
+func (rn *runner) intended(rec *store.Record, loop int) time.Time {
+	if rn.cfg.Speed <= 0 {
+		return time.Time{}
+	}
+	off := float64(rn.offset(rec, loop)-rn.capStart) / rn.cfg.Speed
+	return rn.start.Add(time.Duration(off))
+}
+
+// ticket registers a record's (or unit's) place in the order.
+func (rn *runner) ticket(start, end int64) *ticket {
+	if rn.cfg.Order != OrderCapture {
+		return nil
+	}
+	return rn.gate.register(start, end)
+}
+
+// wait holds w's next record until what it waits for has completed, and
+// counts how it went.
+func (rn *runner) wait(w *worker, t *ticket) {
+	switch rn.gate.wait(rn.ctx, t) {
+	case waitNone:
+		w.released = false
+	case waitOrdered:
+		w.released = false
+		w.st.count(func(c *counters) { c.orderWaits++ })
+	case waitReleased:
+		w.released = true
+		w.st.count(func(c *counters) { c.orderWaits++; c.orderReleased++ })
+	case waitTimeout:
+		w.released = true
+		w.st.count(func(c *counters) { c.orderWaits++; c.orderTimeouts++ })
+	}
+	rn.gate.markSent(t)
+}
+
+// loops runs body over the capture as many times as Loop and Duration ask.
+func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
+	deadline := time.Time{}
+	if rn.cfg.Duration > 0 {
+		deadline = rn.start.Add(rn.cfg.Duration)
+	}
+	for loop := 0; ; loop++ {
+		for rec, err := range rn.r.Records() {
+			if err != nil {
+				return err
+			}
+			if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
+				return nil
+			}
+			if !body(rec, loop) {
+				return nil
+			}
+		}
+		if loop+1 >= rn.cfg.Loop && (deadline.IsZero() || time.Now().After(deadline)) {
+			return nil
+		}
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) {
+	if d := time.Until(t); d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+		}
+	}
+}
+
+// sessionRunner feeds one captured session's records to a worker of its own.
+type sessionRunner struct {
+	wg       sync.WaitGroup
+	sessions map[uint64]chan job
+}
+
+func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
+	ch := make(chan job, 1024)
+	sr.wg.Add(1)
+	go func() {
+		defer sr.wg.Done()
+		rn.active.Add(1)
+		defer rn.active.Add(-1)
+		w := newWorker(rn, 256) // many sessions: small outcome batches each
+		defer w.close()
+		for j := range ch {
+			if rn.failed() == "" {
+				sleepUntil(ctx, j.intended)
+				rn.wait(w, j.t)
+			}
+			w.run(rn.ctx, &j)
+			rn.gate.finish(j.t)
+		}
+	}()
+	return ch
+}
+
+// dispatchSession sends rec to its session's worker.
+func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *store.Record, loop int) {
+	key := rec.Session<<8 | uint64(loop&0xff)
+	ch := sr.sessions[key]
+	if ch == nil {
+		ch = rn.spawn(ctx, sr)
+		sr.sessions[key] = ch
+	}
+	start := rn.offset(rec, loop)
+	ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: rn.ticket(start, start+int64(rec.Duration))}
+	if rec.Kind == store.KindQuit {
+		close(ch)
+		delete(sr.sessions, key)
+	}
+}
+
+func (sr *sessionRunner) closeAll() {
+	for _, ch := range sr.sessions {
+		close(ch)
+	}
+	sr.wg.Wait()
+}
+
+// runSessions replays each captured session on its own connection, in order.
+func (rn *runner) runSessions(ctx context.Context) error {
+	sr := &sessionRunner{sessions: map[uint64]chan job{}}
+	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+		if rn.inShard(rec.Session) {
+			rn.dispatchSession(ctx, sr, rec, loop)
+		}
+		return true
+	})
+	sr.closeAll()
+	return err
+}
+
+// inShard reports whether a session is replayed by this run.
+func (rn *runner) inShard(session uint64) bool {
+	return rn.cfg.Shard.Count <= 1 || shardOf(session, rn.cfg.Shard.Count) == rn.cfg.Shard.Index
+}
+
+// runConcurrent regroups whole transactions onto Concurrency connections:
+// each unit goes to the connection with the fewest units waiting, starts
+// only after every unit that ended before it began (in the capture) has
+// completed, and carries its session's state. Sessions whose state cannot
+// move (temporary tables, locks, user variables, cursors) keep a
+// connection of their own.
+func (rn *runner) runConcurrent(ctx context.Context) error {
+	type queue struct {
+		ch  chan *unit
+		len atomic.Int64
+	}
+	qs := make([]*queue, rn.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range qs {
+		q := &queue{ch: make(chan *unit, 4096)}
+		qs[i] = q
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rn.active.Add(1)
+			defer rn.active.Add(-1)
+			w := newWorker(rn, 4096)
+			w.regrouped = true
+			defer w.close()
+			for u := range q.ch {
+				q.len.Add(-1)
+				if rn.failed() == "" {
+					sleepUntil(ctx, u.jobs[0].intended)
+					rn.wait(w, u.t)
+				}
+				w.runUnit(rn.ctx, u)
+				rn.gate.finish(u.t)
+			}
+		}()
+	}
+	next := 0
+	send := func(u *unit) bool {
+		if len(u.jobs) == 0 {
+			return true
+		}
+		best := next % len(qs)
+		for i := range qs {
+			k := (next + i) % len(qs)
+			if qs[k].len.Load() < qs[best].len.Load() {
+				best = k
+			}
+		}
+		next++
+		u.t = rn.ticket(u.start, u.end)
+		qs[best].len.Add(1)
+		select {
+		case qs[best].ch <- u:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	sr := &sessionRunner{sessions: map[uint64]chan job{}}
+	pinned := map[uint64]bool{}
+	g := newRegrouper(rn.an, rn.offset)
+	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+		if !rn.inShard(rec.Session) {
+			return true
+		}
+		if rn.x.pinned[rec.Session] {
+			if !pinned[rec.Session] {
+				pinned[rec.Session] = true
+				rn.pinned.Add(1)
+			}
+			rn.dispatchSession(ctx, sr, rec, loop)
+			return true
+		}
+		for _, u := range g.add(rec, loop, rn.intended(rec, loop)) {
+			if !send(u) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, u := range g.flush() {
+		send(u)
+	}
+	for _, q := range qs {
+		close(q.ch)
+	}
+	wg.Wait()
+	sr.closeAll()
+	return err
+}
+
+// collect merges the workers' interval statistics every interval, stores
+// them as the target's series and feeds the progress lines, until stop.
+func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	n := 0
+	last := rn.start
+	take := func(now time.Time) {
+		iv := store.Interval{Start: last.Sub(rn.start), Length: now.Sub(last), Threads: uint64(rn.active.Load())}
+		rn.mu.Lock()
+		ws := append([]*worker(nil), rn.mu.workers...)
+		rn.mu.Unlock()
+		for _, w := range ws {
+			w.st.takeInterval(&iv)
+		}
+		if iv.Length > 0 {
+			rn.run.PutInterval(rn.point, rn.idx, n, &iv)
+			n++
+			prog.add(rn.t.Name, &iv, now.Sub(rn.start))
+		}
+		last = now
+	}
+	for {
+		select {
+		case <-stop:
+			take(time.Now())
+			return
+		case now := <-t.C:
+			if now.Before(rn.start) {
+				last = rn.start
+				continue
+			}
+			take(now)
+		}
+	}
+}
+
+// totals merges the workers' statistics (after they have stopped).
+func (rn *runner) totals() *totals {
+	var t totals
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	for _, w := range rn.mu.workers {
+		t.merge(w.st)
+	}
+	if t.errCodes == nil {
+		t.errCodes, t.skippedBy, t.digests = map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
+	}
+	return &t
+}

@@ -1,0 +1,249 @@
+package replay
+
+import (
+	"time"
+
+	"github.com/tandemdb/tandem/replay/conn"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// job is one record to run.
+type job struct {
+	rec      *store.Record
+	loop     int
+	intended time.Time
+	// sql is a query's text or an execute's prepared SQL; info its analysis.
+	sql  string
+	info *sqlinfo.Info
+	t    *ticket // session mode: the record's place in the order
+}
+
+// setVar is one variable of a session's state: its latest assignment.
+type setVar struct {
+	name, text string
+	version    int
+}
+
+// unit is what --concurrency runs on one connection at once: a
+// transaction (BEGIN … COMMIT, or statements up to COMMIT with autocommit
+// off), or one statement outside a transaction, with the session state it
+// needs: schema, variables (the latest value of each), client flags.
+type unit struct {
+	session uint64
+	schema  string
+	sets    []setVar
+	version int
+	client  clientFlags
+	jobs    []job
+	// start and end bound the unit in the capture (ns, loop-adjusted).
+	start, end int64
+	// open: the capture ended (or the session quit) with the transaction
+	// open; the server rolled it back.
+	open bool
+	t    *ticket
+}
+
+// clientFlags are the captured client's result-relevant flags.
+type clientFlags struct {
+	caps        uint32
+	interactive bool
+	collation   byte
+}
+
+// regroupSession is what regrouping tracks of a captured session.
+type regroupSession struct {
+	schema     string
+	sqlOf      map[uint32]string
+	sets       []setVar
+	version    int
+	autocommit bool
+	inTrx      bool
+	client     clientFlags
+	open       *unit
+}
+
+// regrouper turns records, in capture order, into units.
+type regrouper struct {
+	an       *sqlinfo.Analyzer
+	sessions map[uint64]*regroupSession
+	offset   func(rec *store.Record, loop int) int64
+}
+
+func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *regrouper {
+	return &regrouper{an: an, sessions: map[uint64]*regroupSession{}, offset: offset}
+}
+
+func (g *regrouper) session(rec *store.Record) *regroupSession {
+	s := g.sessions[rec.Session]
+	if s == nil {
+		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, autocommit: true, client: defaultClient}
+		g.sessions[rec.Session] = s
+	}
+	return s
+}
+
+var defaultClient = clientFlags{caps: defaultCaps}
+
+// add takes the next record (rec is not kept: jobs hold clones) and returns
+// the units it completes, in order.
+func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit {
+	s := g.session(rec)
+	var done []*unit
+	closeOpen := func() {
+		if s.open != nil {
+			done = append(done, s.open)
+			s.open = nil
+		}
+	}
+	switch rec.Kind {
+	case store.KindConnect:
+		s.schema, s.client = rec.Schema, clientOf(rec)
+		return nil
+	case store.KindInitDB:
+		if rec.Resp.Kind != store.RespError {
+			s.schema = rec.Schema
+		}
+		return nil
+	case store.KindChangeUser, store.KindResetConnection:
+		if rec.Kind == store.KindChangeUser {
+			s.schema = rec.Schema
+		}
+		s.sets, s.sqlOf, s.inTrx, s.autocommit = nil, map[uint32]string{}, false, true
+		s.version++
+		if s.open != nil {
+			s.open.open = true
+			closeOpen()
+		}
+		return done
+	case store.KindPrepare:
+		if rec.Resp.Kind != store.RespError {
+			s.sqlOf[rec.StmtID] = rec.SQL
+		}
+		return nil
+	case store.KindClose, store.KindPing, store.KindReset, store.KindFetch, store.KindOther:
+		return nil
+	case store.KindQuit:
+		if s.open != nil {
+			s.open.open = true
+			closeOpen()
+		}
+		delete(g.sessions, rec.Session)
+		return done
+	}
+	j := job{rec: rec.Clone(), loop: loop, intended: intended}
+	switch rec.Kind {
+	case store.KindLongData:
+		// Long data goes with the execute that follows it.
+		j.sql = s.sqlOf[rec.StmtID]
+		if s.open == nil {
+			s.open = g.newUnit(rec, loop, s)
+		}
+		s.open.jobs = append(s.open.jobs, j)
+		return nil
+	case store.KindQuery:
+		j.sql = rec.SQL
+	case store.KindExecute:
+		j.sql = s.sqlOf[rec.StmtID]
+	}
+	j.info = g.an.Info(j.sql)
+	info := j.info
+	if info.Set {
+		if as, ok := sqlinfo.SetAssignments(j.sql); ok {
+			s.version++
+			for _, a := range as {
+				s.setVar(a, s.version)
+				if a.Name == "autocommit" {
+					switch info.SetAutocommit {
+					case '0':
+						s.autocommit = false
+					case '1':
+						s.autocommit = true
+						if s.open != nil {
+							closeOpen() // SET autocommit=1 commits
+							s.inTrx = false
+						}
+					}
+				}
+			}
+			if s.open == nil {
+				return done // state, applied before the session's next unit
+			}
+		}
+	}
+	if info.Use && s.open == nil {
+		if db, ok := sqlinfo.UseSchema(j.sql); ok {
+			s.schema = db // USE changes the session's schema, like COM_INIT_DB
+			return done
+		}
+	}
+	if info.Begin && s.open != nil && s.inTrx {
+		closeOpen() // BEGIN commits the transaction before it
+	}
+	if s.open == nil {
+		s.open = g.newUnit(rec, loop, s)
+	}
+	u := s.open
+	u.jobs = append(u.jobs, j)
+	u.end = g.offset(rec, loop) + int64(rec.Duration)
+	if info.Use {
+		if db, ok := sqlinfo.UseSchema(j.sql); ok {
+			s.schema = db
+		}
+	}
+	switch {
+	case info.Begin:
+		s.inTrx = true
+	case info.End, info.ImplicitCommit:
+		s.inTrx = false
+		closeOpen()
+	case !s.inTrx && s.autocommit:
+		closeOpen() // a statement on its own
+	}
+	return done
+}
+
+func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
+	start := g.offset(rec, loop)
+	return &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
+		client: s.client, start: start, end: start + int64(rec.Duration)}
+}
+
+// setVar records a's value as the session's latest for its variable.
+func (s *regroupSession) setVar(a sqlinfo.Assignment, version int) {
+	for i := range s.sets {
+		if s.sets[i].name == a.Name {
+			s.sets[i].text, s.sets[i].version = a.Text, version
+			return
+		}
+	}
+	s.sets = append(s.sets, setVar{name: a.Name, text: a.Text, version: version})
+}
+
+// flush returns the units still open when the capture ends: transactions
+// never committed (the server rolled them back when the client left).
+func (g *regrouper) flush() []*unit {
+	var out []*unit
+	for _, s := range g.sessions {
+		if s.open != nil {
+			s.open.open = true
+			out = append(out, s.open)
+			s.open = nil
+		}
+	}
+	return out
+}
+
+// clientOf reads a connect record's client flags.
+func clientOf(rec *store.Record) clientFlags {
+	if rec.ClientCaps == 0 {
+		return defaultClient
+	}
+	return clientFlags{caps: uint32(rec.ClientCaps), interactive: rec.ClientCaps&clientInteractive != 0, collation: rec.Collation}
+}
+
+// Client flags replay reads from a captured connect.
+const (
+	defaultCaps       = conn.DefaultCaps
+	clientInteractive = 0x400 // CLIENT_INTERACTIVE
+)

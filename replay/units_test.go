@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// units renders units as "session:statements|…" with the unit's SET
+// state, for comparison.
+func unitsText(us []*unit) string {
+	var parts []string
+	for _, u := range us {
+		var stmts []string
+		for _, j := range u.jobs {
+			s := j.sql
+			if j.rec.Kind == store.KindLongData {
+				s = "long-data"
+			}
+			stmts = append(stmts, s)
+		}
+		var sets []string
+		for _, s := range u.sets {
+			sets = append(sets, s.text)
+		}
+		open := ""
+		if u.open {
+			open = " (open)"
+		}
+		parts = append(parts, fmt.Sprintf("%d@%s[%s]{%s}%s", u.session, u.schema, strings.Join(sets, ";"), strings.Join(stmts, ","), open))
+	}
+	return strings.Join(parts, " | ")
+}
+
+// Regrouping keeps each session's transactions whole and in order, ends a
+// unit at COMMIT, ROLLBACK, an implicit commit or a statement outside a
+// transaction, keeps autocommit=0 statements together up to COMMIT, and
+// carries the latest value of each variable, the schema and long data.
+func TestRegroup(t *testing.T) {
+	at := time.Unix(0, 0)
+	var seq uint64
+	rec := func(session uint64, kind store.Kind, sql string) *store.Record {
+		seq++
+		return &store.Record{Seq: seq, Session: session, Kind: kind, SQL: sql, Start: at.Add(time.Duration(seq) * time.Millisecond),
+			Duration: time.Microsecond, Schema: "s0"}
+	}
+	g := newRegrouper(sqlinfo.NewAnalyzer(), func(r *store.Record, loop int) int64 { return r.Start.UnixNano() })
+	var got []*unit
+	add := func(r *store.Record) { got = append(got, g.add(r, 0, time.Time{})...) }
+	add(rec(1, store.KindConnect, ""))
+	add(rec(2, store.KindConnect, ""))
+	add(rec(1, store.KindQuery, "SET sql_mode = 'A'"))
+	add(rec(1, store.KindQuery, "BEGIN"))
+	add(rec(2, store.KindQuery, "SELECT 1")) // session 2's unit ends first
+	add(rec(1, store.KindQuery, "UPDATE t SET v = 1"))
+	add(rec(1, store.KindQuery, "SET sql_mode = 'B'")) // inside: a statement of the unit, and the new state
+	add(rec(1, store.KindQuery, "COMMIT"))
+	add(rec(1, store.KindQuery, "USE other"))
+	add(rec(1, store.KindQuery, "SET @x = 5"))
+	add(rec(1, store.KindQuery, "SELECT @x"))
+	add(rec(2, store.KindQuery, "SET autocommit = 0"))
+	add(rec(2, store.KindQuery, "INSERT INTO t VALUES (1)"))
+	add(rec(2, store.KindQuery, "INSERT INTO t VALUES (2)"))
+	add(rec(2, store.KindQuery, "CREATE TABLE u (a INT)")) // implicit commit ends the unit
+	add(rec(2, store.KindQuery, "DELETE FROM t"))
+	p := rec(1, store.KindPrepare, "INSERT INTO b VALUES (?)")
+	p.StmtID = 7
+	add(p)
+	ld := rec(1, store.KindLongData, "")
+	ld.StmtID = 7
+	add(ld)
+	ex := rec(1, store.KindExecute, "")
+	ex.StmtID = 7
+	add(ex)
+	add(rec(1, store.KindQuery, "BEGIN"))
+	add(rec(1, store.KindQuery, "SELECT 2"))
+	add(rec(1, store.KindQuery, "BEGIN")) // implicitly commits the one before
+	add(rec(1, store.KindQuery, "SELECT 3"))
+	add(rec(1, store.KindQuit, ""))
+	got = append(got, g.flush()...)
+	want := strings.Join([]string{
+		"2@s0[]{SELECT 1}",
+		"1@s0[SET sql_mode = 'A']{BEGIN,UPDATE t SET v = 1,SET sql_mode = 'B',COMMIT}",
+		"1@other[SET sql_mode = 'B';SET @x = 5]{SELECT @x}",
+		"2@s0[SET autocommit = 0]{INSERT INTO t VALUES (1),INSERT INTO t VALUES (2),CREATE TABLE u (a INT)}",
+		"1@other[SET sql_mode = 'B';SET @x = 5]{long-data,INSERT INTO b VALUES (?)}",
+		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 2}",
+		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 3} (open)",
+		"2@s0[SET autocommit = 0]{DELETE FROM t} (open)",
+	}, " | ")
+	if g := unitsText(got); g != want {
+		t.Fatalf("units\n got %s\nwant %s", strings.ReplaceAll(g, " | ", "\n     "), strings.ReplaceAll(want, " | ", "\n     "))
+	}
+	// A unit's interval runs from its first statement's start to its last's end.
+	if u := got[1]; u.start != int64(4*time.Millisecond) || u.end != int64(8*time.Millisecond)+int64(time.Microsecond) {
+		t.Errorf("unit interval [%d, %d]", u.start, u.end)
+	}
+	// The state version grows with each SET, so a connection that carries
+	// a session's older state applies only what changed.
+	if got[2].version <= got[1].version {
+		t.Errorf("versions %d then %d", got[1].version, got[2].version)
+	}
+}

@@ -1,0 +1,286 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/store"
+)
+
+// WriteText writes the report for people: per target side by side, then
+// statement digests with ratios to the baseline, then divergence samples.
+func (rep *Report) WriteText(w io.Writer) error {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	for i := range rep.Points {
+		if i > 0 {
+			p("\n")
+		}
+		rep.writePoint(w, &rep.Points[i], len(rep.Points) > 1)
+	}
+	for _, n := range rep.Notes {
+		p("note: %s\n", n)
+	}
+	return nil
+}
+
+func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	label := "replay"
+	if many {
+		label = pt.Label
+	}
+	dirs := strings.Join(rep.RunDirs, ", ")
+	p("%s of %s against %d targets in %.1fs (baseline %s; --order %s; --io %s; run directory %s)\n",
+		label, rep.Capture, len(pt.Targets), pt.Elapsed, rep.Baseline, pt.Order, pt.IO, dirs)
+	if len(rep.Shards) > 0 {
+		var sh []string
+		for _, s := range rep.Shards {
+			sh = append(sh, fmt.Sprintf("%d/%d", s.Index, s.Count))
+		}
+		p("shards %s of run %s merged\n", strings.Join(sh, ", "), rep.RunID)
+	}
+	p("\n")
+	row := func(label string, f func(t *Target) string) {
+		p("  %-26s", label)
+		for i := range pt.Targets {
+			p(" %22s", f(&pt.Targets[i]))
+		}
+		p("\n")
+	}
+	isBase := func(t *Target) bool { return t.Name == rep.Baseline }
+	any := func(f func(t *Target) bool) bool { return slices.ContainsFunc(pt.Targets, func(t Target) bool { return f(&t) }) }
+	row("", func(t *Target) string { return t.Name })
+	row("engine", func(t *Target) string { return clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
+	row("version", func(t *Target) string { return strings.SplitN(t.Version, "-", 3)[0] })
+	row("transactions", func(t *Target) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
+	row("queries (r/w/o)", func(t *Target) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
+	row("queries/s", func(t *Target) string { return fmt.Sprintf("%.1f", t.QPS) })
+	row("errors (deadlocks)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Errors, t.Deadlocks) })
+	if any(func(t *Target) bool { return t.Retries > 0 }) {
+		row("retries (succeeded)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Retries, t.RetriesSucceeded) })
+	}
+	row("skipped", func(t *Target) string { return fmt.Sprint(t.Skipped) })
+	row("connections (failed)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Connections, t.ConnectFailures) })
+	for _, q := range []struct {
+		n string
+		f func(l Summary) float64
+	}{{"min", func(l Summary) float64 { return l.Min }}, {"avg", func(l Summary) float64 { return l.Avg }},
+		{"p50", func(l Summary) float64 { return l.P50 }}, {"p95", func(l Summary) float64 { return l.P95 }},
+		{"p99", func(l Summary) float64 { return l.P99 }}, {"max", func(l Summary) float64 { return l.Max }}} {
+		row("latency ms "+q.n, func(t *Target) string { return fmt.Sprintf("%.3f", q.f(t.Latency)) })
+	}
+	// Paced replays: how late statements went out against the captured
+	// pacing (from the intended send instant to the last packet).
+	row("lag ms p50/p95/p99/max", func(t *Target) string {
+		if t.Lag == nil {
+			return "- (unpaced)"
+		}
+		return fmt.Sprintf("%.2f/%.2f/%.2f/%.1f", t.Lag.P50, t.Lag.P95, t.Lag.P99, t.Lag.Max)
+	})
+	if pt.Order == "capture" {
+		row("order: waits (released)", func(t *Target) string {
+			return fmt.Sprintf("%d (%d)", t.OrderWaits, t.OrderReleased+t.OrderTimeouts)
+		})
+	}
+	if any(func(t *Target) bool { return t.PinnedSessions > 0 }) {
+		row("sessions kept on 1 conn", func(t *Target) string { return fmt.Sprint(t.PinnedSessions) })
+	}
+	vs := func(f func(d *store.Divergences) string) func(t *Target) string {
+		return func(t *Target) string {
+			if isBase(t) {
+				return "-"
+			}
+			if t.VsBaseline == nil {
+				return "-"
+			}
+			return f(t.VsBaseline)
+		}
+	}
+	row("compared with baseline", func(t *Target) string {
+		if isBase(t) {
+			return "baseline"
+		}
+		return vs(func(d *store.Divergences) string { return fmt.Sprint(d.Compared) })(t)
+	})
+	row("nondeterministic", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Nondeterministic) }))
+	row("order-ambiguous", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Ambiguous) }))
+	for _, c := range compare.Classes {
+		row("divergent: "+c, vs(func(d *store.Divergences) string { return fmt.Sprint(d.ByClass[c]) }))
+	}
+	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.Compared > 0 }) {
+		row("compared with capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.Compared) })
+		row("  order-ambiguous", func(t *Target) string { return fmt.Sprint(t.VsCapture.Ambiguous) })
+		row("  differs from capture", func(t *Target) string { return clip(compare.Summary(t.VsCapture), 22) })
+	}
+	if any(func(t *Target) bool { return t.EndState != nil }) {
+		row("end state", func(t *Target) string {
+			switch {
+			case t.EndState == nil:
+				return "-"
+			case t.EndState.Error != "":
+				return "not read"
+			case isBase(t):
+				return fmt.Sprintf("%d tables", len(t.EndState.Tables))
+			case t.EndState.Same:
+				return "same as baseline"
+			}
+			n := 0
+			for _, ts := range t.EndState.Tables {
+				if ts.Differs {
+					n++
+				}
+			}
+			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
+		})
+	}
+	for i := range pt.Targets {
+		if t := &pt.Targets[i]; t.Failed != "" {
+			p("\n%s failed: %s\n", t.Name, t.Failed)
+		}
+	}
+	rep.writeDetails(w, pt)
+}
+
+func (rep *Report) writeDetails(w io.Writer, pt *Point) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	var base *Target
+	for i := range pt.Targets {
+		if pt.Targets[i].Name == rep.Baseline {
+			base = &pt.Targets[i]
+		}
+	}
+	if base == nil && len(pt.Targets) > 0 {
+		base = &pt.Targets[0]
+	}
+	// What each target's errors and skips were.
+	for i := range pt.Targets {
+		t := &pt.Targets[i]
+		if len(t.ErrorCodes) > 0 {
+			p("\nerrors on %s: %s\n", t.Name, counts(t.ErrorCodes))
+		}
+		if len(t.SkippedBy) > 0 {
+			p("skipped on %s: %s\n", t.Name, counts(t.SkippedBy))
+		}
+	}
+	// End state: which tables differ.
+	for i := range pt.Targets {
+		t := &pt.Targets[i]
+		if t.EndState == nil {
+			continue
+		}
+		if t.EndState.Error != "" {
+			p("\nend state of %s could not be read: %s\n", t.Name, t.EndState.Error)
+			continue
+		}
+		var differ []string
+		for _, ts := range t.EndState.Tables {
+			if ts.Differs {
+				s := ts.Table
+				if !ts.Exists {
+					s += " (missing)"
+				}
+				differ = append(differ, s)
+			}
+		}
+		if len(differ) > 0 {
+			p("\nend state of %s differs from %s in: %s\n", t.Name, rep.Baseline, strings.Join(differ, ", "))
+		}
+	}
+	// Created tables and their engines, as the servers report them.
+	for i := range pt.Targets {
+		t := &pt.Targets[i]
+		if len(t.Created) == 0 {
+			continue
+		}
+		var parts []string
+		for _, c := range t.Created {
+			s := c.Table + " " + c.Engine
+			if !strings.EqualFold(c.Engine, c.Want) {
+				s += " (not " + c.Want + "!)"
+			}
+			parts = append(parts, s)
+		}
+		p("\ntables the replay created on %s: %s\n", t.Name, strings.Join(parts, ", "))
+	}
+	if base != nil && len(base.TopDigests) > 0 {
+		p("\nstatements by total time on %s: p95 latency ms (ratio to %s)\n", base.Name, base.Name)
+		for _, d := range base.TopDigests[:min(10, len(base.TopDigests))] {
+			p("  %-62s", clip(d.Text, 60))
+			for i := range pt.Targets {
+				t := &pt.Targets[i]
+				j := slices.IndexFunc(t.TopDigests, func(x DigestLatency) bool { return x.Digest == d.Digest })
+				if j < 0 {
+					p(" %16s", "-")
+					continue
+				}
+				x := t.TopDigests[j]
+				p(" %8.3f (%4.2fx)", x.Latency.P95, x.RatioP95)
+			}
+			p("\n")
+		}
+	}
+	printSamples := func(name string, d *store.Divergences, from, fromLabel string) {
+		if d == nil || len(d.Samples) == 0 {
+			return
+		}
+		shown := d.Samples[:min(len(d.Samples), 8)]
+		p("\ndivergences of %s from %s (%d, and %d order-ambiguous); %d of %d samples (all in --json and the run directory):\n",
+			name, from, d.Total(), d.Ambiguous, len(shown), len(d.Samples))
+		for _, s := range shown {
+			loop := ""
+			if s.Loop > 0 {
+				loop = fmt.Sprintf(" (loop %d)", s.Loop+1)
+			}
+			p("  [%s] seq %d%s session %d: %s", s.Class, s.Seq, loop, s.Session, clip(s.Statement, 200))
+			if len(s.Params) > 0 {
+				p("  params (%s)", strings.Join(s.Params, ", "))
+			}
+			p("\n      %s: %s\n      %s: %s\n", fromLabel, s.Baseline, name, s.Target)
+			if s.Why != "" {
+				p("      ambiguous: %s\n", s.Why)
+			}
+			if s.FirstDiff != "" {
+				p("      %s\n", s.FirstDiff)
+			}
+		}
+	}
+	for i := range pt.Targets {
+		printSamples(pt.Targets[i].Name, pt.Targets[i].VsBaseline, rep.Baseline, rep.Baseline)
+	}
+	for i := range pt.Targets {
+		printSamples(pt.Targets[i].Name, pt.Targets[i].VsCapture, "the captured responses", "captured")
+	}
+}
+
+// counts renders a count map, largest first: "1213 4, 1062 1".
+func counts(m map[string]int64) string {
+	type kv struct {
+		k string
+		v int64
+	}
+	var kvs []kv
+	for k, v := range m {
+		kvs = append(kvs, kv{k, v})
+	}
+	slices.SortFunc(kvs, func(a, b kv) int {
+		if a.v != b.v {
+			return int(b.v - a.v)
+		}
+		return strings.Compare(a.k, b.k)
+	})
+	var parts []string
+	for _, x := range kvs {
+		parts = append(parts, fmt.Sprintf("%s ×%d", x.k, x.v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
