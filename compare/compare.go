@@ -35,6 +35,15 @@ const (
 	Ambiguous = "order-ambiguous"
 )
 
+// Reasons a divergence is order-ambiguous (Divergences.AmbiguousBy).
+const (
+	ReasonCommitOverlap = "commit-overlap"
+	ReasonReplayOrder   = "replay-order"
+	// ReasonRetried: the statement ran again after its transaction hit a
+	// deadlock on one side; the retry sees the data as it is then.
+	ReasonRetried = "retried"
+)
+
 // Classes lists the divergence classes in report order.
 var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Content, Order, Warnings}
 
@@ -217,9 +226,8 @@ func NewTally(samples int, commits *Commits, src Source) *Tally {
 }
 
 // Note records one comparison: class from Classify (or ClassifyCaptured),
-// the outcome key, what each side did, and whether either side was
-// released early by ordering.
-func (t *Tally) Note(key uint64, class string, nondet, released bool, base, target string) {
+// the outcome key, what each side did, and how ordering went for it (Why).
+func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base, target string) {
 	t.D.Compared++
 	if nondet {
 		t.D.Nondeterministic++
@@ -228,17 +236,23 @@ func (t *Tally) Note(key uint64, class string, nondet, released bool, base, targ
 		return
 	}
 	st, ok := t.src.Statement(key)
-	why := ""
+	why, reason := "", ""
 	switch {
-	case released:
-		why = "replay started it before every statement it waits for had completed (bounded wait)"
+	case order == OrderReleased:
+		why, reason = "replay could not keep its order exactly (it went ahead after --order-timeout, or its transaction ran again to let a blocked statement through)", ReasonReplayOrder
+	case order == OrderRetried:
+		why, reason = "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
 	case ok && t.commits != nil:
 		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
-			why = fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table)
+			why, reason = fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table), ReasonCommitOverlap
 		}
 	}
 	if why != "" {
 		t.D.Ambiguous++
+		if t.D.AmbiguousBy == nil {
+			t.D.AmbiguousBy = map[string]int64{}
+		}
+		t.D.AmbiguousBy[reason]++
 		t.sample(key, Ambiguous, st, ok, base, target, why)
 		return
 	}
@@ -292,14 +306,30 @@ func Join(base, target iter.Seq2[*store.Outcome, error], d *store.Divergences, p
 // Skipped reports whether either side did not run the record.
 func Skipped(b, t *store.Outcome) bool { return (b.Flags|t.Flags)&store.OutcomeSkipped != 0 }
 
-// Released reports whether either side was started before all it waits for.
-func Released(os ...*store.Outcome) bool {
+// OrderWhy says whether the outcomes compared ran in the capture's order.
+type OrderWhy uint8
+
+const (
+	OrderKept     OrderWhy = iota
+	OrderReleased          // replay could not keep the capture's order exactly for one side
+	OrderRetried           // one side ran it again after a deadlock in its transaction
+)
+
+// OrderOf tells how ordering went for the outcomes compared: replay could
+// not keep the capture's order exactly for either side (it started before
+// all it waits for had completed, or its transaction was run again), or
+// one side's outcome is a retry's.
+func OrderOf(os ...*store.Outcome) OrderWhy {
+	why := OrderKept
 	for _, o := range os {
-		if o.Flags&store.OutcomeOrderReleased != 0 {
-			return true
+		switch {
+		case o.Flags&(store.OutcomeOrderReleased|store.OutcomeOrderRerun) != 0:
+			return OrderReleased
+		case o.Flags&store.OutcomeRetried != 0:
+			why = OrderRetried
 		}
 	}
-	return false
+	return why
 }
 
 // FirstDiff describes the first difference between two sides' rows (each

@@ -145,14 +145,14 @@ func TestJoinAndTally(t *testing.T) {
 	commits.Add(2, 4950, 5050, []string{"db.t"}, false) // overlaps seq 5's window only
 	commits.Add(1, 4950, 5050, []string{"db.t"}, false) // its own session: never ambiguous
 	src := fakeSource{
-		2: {Session: 1, SQL: "SELECT v FROM t WHERE id = 2", Digest: "d2", From: 2000, To: 2100, Tables: []string{"db.t"}},
-		5: {Session: 1, SQL: "SELECT v FROM t WHERE id = 5", Digest: "d5", From: 5000, To: 5100, Tables: []string{"db.t"}},
+		2:                      {Session: 1, SQL: "SELECT v FROM t WHERE id = 2", Digest: "d2", From: 2000, To: 2100, Tables: []string{"db.t"}},
+		5:                      {Session: 1, SQL: "SELECT v FROM t WHERE id = 5", Digest: "d5", From: 5000, To: 5100, Tables: []string{"db.t"}},
 		store.OutcomeSeq(2, 1): {Session: 1, SQL: "SELECT v FROM t WHERE id = 2", Digest: "d2", From: 2000, To: 2100, Tables: []string{"db.t"}},
 	}
 	tl := NewTally(1, commits, src)
 	err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
 		class, nondet := Classify(b, o)
-		tl.Note(b.Seq, class, nondet, Released(b, o), Describe(b), Describe(o))
+		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
 	})
 	if err != nil {
 		t.Fatal(err)

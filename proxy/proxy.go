@@ -382,5 +382,10 @@ func (p *Proxy) endWith(s *session, log *slog.Logger, err error) {
 		log.Info("login refused by the server", "err", ce.err)
 		return
 	}
+	if ce.reason == reasonClientGone && s.user == "" {
+		// Gone before it said who it is: a port probe or health check.
+		log.Debug("client left before the handshake", "err", ce.err)
+		return
+	}
 	log.Warn("connection closed", "reason", ce.reason, "err", ce.err)
 }

@@ -20,8 +20,12 @@ import (
 type histories struct {
 	r  *store.Reader
 	an *sqlinfo.Analyzer
-	mu sync.Mutex
-	by map[uint64][]event
+	// regrouped: the replay ran whole transactions on shared connections
+	// (--concurrency), so a statement's result may reflect any commit
+	// during its transaction's life, not only before the statement ended.
+	regrouped bool
+	mu        sync.Mutex
+	by        map[uint64][]event
 }
 
 // event is a prepare (statement id and SQL), a change of schema, or a
@@ -88,7 +92,7 @@ func (h *histories) session(id uint64) []event {
 			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
 			inTrx = true
 		case info.End || info.ImplicitCommit:
-			evs = append(evs, event{seq: x.Seq, kind: evTrxClose})
+			evs = append(evs, event{seq: x.Seq, kind: evTrxClose, start: x.Start.UnixNano() + int64(x.Duration)})
 			inTrx = false
 		case !inTrx && !autocommit:
 			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
@@ -124,6 +128,18 @@ func (h *histories) before(rec *store.Record) (schema, preparedSQL string, trxSt
 	return schema, preparedSQL, trxStart
 }
 
+// trxEnd is the end of the statement that closes rec's transaction (0 if
+// the capture has none after rec).
+func (h *histories) trxEnd(rec *store.Record) int64 {
+	evs := h.session(rec.Session)
+	for i := sort.Search(len(evs), func(i int) bool { return evs[i].seq >= rec.Seq }); i < len(evs); i++ {
+		if evs[i].kind == evTrxClose {
+			return evs[i].start
+		}
+	}
+	return 0
+}
+
 // Statement describes the captured statement of an outcome key, for a
 // sample and the ambiguity check (compare.Source).
 func (h *histories) Statement(key uint64) (compare.Statement, bool) {
@@ -143,6 +159,9 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 	}
 	info := h.an.Info(sql)
 	st := compare.Statement{Session: rec.Session, SQL: sql, Digest: info.Digest.ID, From: from, To: rec.Start.UnixNano() + int64(rec.Duration)}
+	if h.regrouped && from != rec.Start.UnixNano() {
+		st.To = max(st.To, h.trxEnd(rec))
+	}
 	st.Tables = qualify(info.Reads, schema, nil)
 	st.Tables = qualify(info.Writes, schema, st.Tables)
 	for _, p := range rec.Params {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,13 +27,20 @@ const (
 // capture never wait for each other, so the server's own locks decide
 // between them as they did in the capture.
 //
-// Two bounds keep the gate from deadlocking against the server's row
-// locks (a statement blocked on a lock held by a transaction whose next
-// statement waits here): a ticket in flight on the server for longer than
-// inflightBound (at least 50 ms, and 20 times its captured duration) no
-// longer holds others back, and no wait lasts longer than hardBound. A
-// record released either way is marked (OutcomeOrderReleased) and its
-// divergences counted as order-ambiguous.
+// The gate can deadlock against the server's row locks: a statement in
+// flight, blocked on a lock held by a transaction whose next statement
+// waits here for it. Statements that overlapped in the capture can take a
+// lock in the other order in replay, so this happens. wait reports such a
+// stall — a ticket it waits for has been in flight longer than
+// inflightBound (at least 50 ms, and 20 times its captured duration), or
+// is queued behind one of its own session's that has — and the waiter,
+// if it holds a transaction, rolls it back, waits for the stalled ticket
+// and runs its transaction again (wound-wait, in the capture's order): the
+// lock then goes as it went in the capture. A waiter that holds no
+// transaction waits on. No wait lasts longer than hardBound; a record
+// released by it is marked (OutcomeOrderReleased), as are the records of a
+// transaction run again (OutcomeOrderRerun), and their divergences are
+// counted as order-ambiguous.
 type gate struct {
 	mu      sync.Mutex
 	pending []*ticket // not yet popped, sorted by end; done ones leave from the front
@@ -48,9 +56,18 @@ type gate struct {
 // ticket is one record's (or transaction's) place in the order.
 type ticket struct {
 	start, end int64
-	span       time.Duration // captured duration (for the in-flight bound)
 	done       bool
-	sent       atomic.Int64 // unix ns when sent to the server, 0 before
+	// sent is when the ticket's statement went to the server (unix ns), 0
+	// while it is not executing one; span is that statement's captured
+	// duration (for the in-flight bound). A unit's ticket is sent again
+	// for each of its statements and idle while it waits here.
+	sent atomic.Int64
+	span atomic.Int64
+	// prev is the ticket before this one of the same session: a ticket not
+	// yet sent waits behind it. waiting is the ticket its owner waits for
+	// here, if it does.
+	prev    *ticket
+	waiting atomic.Pointer[ticket]
 }
 
 type waiter struct {
@@ -82,8 +99,9 @@ func newGate(inflightMin, hardBound time.Duration) *gate {
 // register adds a ticket for [start, end]. Tickets are registered in the
 // capture's order (by sequence, which for a proxy capture is nearly end
 // order), so insertion is at or near the back.
-func (g *gate) register(start, end int64) *ticket {
-	t := &ticket{start: start, end: end, span: time.Duration(end - start)}
+func (g *gate) register(start, end int64, prev *ticket) *ticket {
+	t := &ticket{start: start, end: end, prev: prev}
+	t.span.Store(end - start)
 	g.mu.Lock()
 	i := len(g.pending)
 	for i > 0 && g.pending[i-1].end > end {
@@ -99,10 +117,21 @@ func (g *gate) register(start, end int64) *ticket {
 	return t
 }
 
-// markSent notes that t's record went to the server.
-func (g *gate) markSent(t *ticket) {
+// markSent notes that t's record (or its unit's next statement, of
+// captured duration span; 0 keeps t's own) went to the server.
+func (g *gate) markSent(t *ticket, span time.Duration) {
 	if t != nil {
+		if span > 0 {
+			t.span.Store(int64(span))
+		}
 		t.sent.Store(g.now().UnixNano())
+	}
+}
+
+// markIdle notes that t is not executing a statement (a unit waiting here).
+func (g *gate) markIdle(t *ticket) {
+	if t != nil {
+		t.sent.Store(0)
 	}
 }
 
@@ -140,53 +169,70 @@ type waitResult uint8
 const (
 	waitNone     waitResult = iota // nothing to wait for
 	waitOrdered                    // waited until all before it were done
-	waitReleased                   // went while a record before it was still in flight (inflight bound)
+	waitStalled                    // a ticket it waits for is stuck on the server (see gate)
 	waitTimeout                    // went after hardBound
+	waitReleased                   // went without a ticket that waits for it (it could never come)
 )
 
-// wait blocks until every ticket that ended before t started is done, a
-// bound releases t, or ctx ends.
-func (g *gate) wait(ctx context.Context, t *ticket) waitResult {
-	if t == nil || g.minEnd.Load() >= t.start {
-		return waitNone
+// wait blocks until every ticket that ended before threshold (t's start,
+// or a later instant of t's own, such as its COMMIT's start) is done, for
+// at most limit (0: the gate's hard bound), or until ctx ends. With stalls
+// it returns waitStalled, and the ticket stuck on the server, as soon as it
+// waits for a stalled ticket; without, it waits on.
+func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool, limit time.Duration) (waitResult, []*ticket) {
+	if t == nil || g.minEnd.Load() >= threshold {
+		return waitNone, nil
+	}
+	if limit <= 0 {
+		limit = g.hardBound
 	}
 	began := g.now()
+	released := false
 	for {
 		g.mu.Lock()
-		blocker, released := g.blockerLocked(t)
+		blocker, stuck, cyclic := g.blockerLocked(t, threshold, stalls)
+		released = released || cyclic
 		if blocker == nil {
 			g.mu.Unlock()
 			if released {
-				return waitReleased
+				return waitReleased, nil
 			}
-			return waitOrdered
+			return waitOrdered, nil
 		}
-		w := &waiter{start: t.start, ch: make(chan struct{})}
+		if len(stuck) > 0 && stalls {
+			g.mu.Unlock()
+			return waitStalled, stuck
+		}
+		w := &waiter{start: threshold, ch: make(chan struct{})}
 		heap.Push(&g.waiters, w)
 		g.mu.Unlock()
+		t.waiting.Store(blocker)
 
 		// Wake when the earliest blocker may pass the in-flight bound, or at
-		// the hard bound.
-		left := g.hardBound - g.now().Sub(began)
-		if s := blocker.sent.Load(); s != 0 {
-			left = min(left, g.inflightBound(blocker)-g.now().Sub(time.Unix(0, s)))
+		// the limit.
+		left := limit - g.now().Sub(began)
+		if in := g.inflight(blocker); in != nil {
+			left = min(left, g.inflightBound(in)-g.now().Sub(time.Unix(0, in.sent.Load())))
 		} else {
-			left = min(left, g.inflightBound(blocker))
+			left = min(left, g.inflightMin)
 		}
 		timer := time.NewTimer(max(left, time.Millisecond))
 		select {
 		case <-w.ch:
 			timer.Stop()
+			t.waiting.Store(nil)
 			continue
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
 			g.drop(w)
-			return waitTimeout
+			t.waiting.Store(nil)
+			return waitTimeout, nil
 		}
 		g.drop(w)
-		if g.now().Sub(began) >= g.hardBound {
-			return waitTimeout
+		t.waiting.Store(nil)
+		if g.now().Sub(began) >= limit {
+			return waitTimeout, nil
 		}
 	}
 }
@@ -201,27 +247,95 @@ func (g *gate) drop(w *waiter) {
 }
 
 func (g *gate) inflightBound(t *ticket) time.Duration {
-	return max(g.inflightMin, 20*t.span)
+	return max(g.inflightMin, 20*time.Duration(t.span.Load()))
 }
 
-// blockerLocked returns the earliest ticket t must still wait for (nil if
-// none), and whether a ticket before t was passed over as in flight too
-// long.
-func (g *gate) blockerLocked(t *ticket) (*ticket, bool) {
+// inflight returns the ticket in flight on the server that p waits
+// behind: p itself once sent, else the nearest sent and unfinished ticket
+// before it in its session (nil if none).
+func (g *gate) inflight(p *ticket) *ticket {
+	for i := 0; p != nil && i < 64; i, p = i+1, p.prev {
+		if p.done {
+			return nil
+		}
+		if p.sent.Load() != 0 {
+			return p
+		}
+	}
+	return nil
+}
+
+// stalled returns the ticket on the server that keeps p from completing
+// on its own, if there is one stuck there: p's statement once it has been
+// executing longer than the in-flight bound, or the stalled ticket p waits
+// for here, or (p not started) its session's previous ticket's.
+func (g *gate) stalled(p *ticket, now int64, depth int) *ticket {
+	if p == nil || p.done || depth > 10 {
+		return nil
+	}
+	if s := p.sent.Load(); s != 0 {
+		if time.Duration(now-s) >= g.inflightBound(p) {
+			return p
+		}
+		return nil
+	}
+	if w := p.waiting.Load(); w != nil {
+		return g.stalled(w, now, depth+1)
+	}
+	return g.stalled(p.prev, now, depth+1)
+}
+
+// dependsOn reports whether p cannot start or finish before t does: p is
+// t, or waits here for a ticket that depends on t, or has not started and
+// its session's previous ticket depends on t.
+func dependsOn(p, t *ticket, depth int) bool {
+	switch {
+	case p == nil || depth > 10 || p.done:
+		return false
+	case p == t:
+		return true
+	case p.sent.Load() != 0:
+		return false
+	}
+	if w := p.waiting.Load(); w != nil {
+		return dependsOn(w, t, depth+1)
+	}
+	return dependsOn(p.prev, t, depth+1)
+}
+
+// blockerLocked returns the earliest ticket that ended before threshold
+// and is not done (nil if none); with stalls, the tickets stuck on the
+// server behind any such ticket; and whether one was passed over because
+// it depends on t itself.
+func (g *gate) blockerLocked(t *ticket, threshold int64, stalls bool) (*ticket, []*ticket, bool) {
 	now := g.now().UnixNano()
-	released := false
+	var first *ticket
+	var stuck []*ticket
+	cyclic := false
 	for _, p := range g.pending {
-		if p.end >= t.start {
+		if p.end >= threshold {
 			break
 		}
 		if p.done || p == t {
 			continue
 		}
-		if s := p.sent.Load(); s != 0 && time.Duration(now-s) >= g.inflightBound(p) {
-			released = true
+		if dependsOn(p, t, 0) {
+			cyclic = true
 			continue
 		}
-		return p, released
+		if first == nil {
+			first = p
+		}
+		if !stalls {
+			if g.stalled(p, now, 0) != nil {
+				stuck = append(stuck, p) // (only whether there is one matters)
+				break
+			}
+			continue
+		}
+		if s := g.stalled(p, now, 0); s != nil && !slices.Contains(stuck, s) {
+			stuck = append(stuck, s)
+		}
 	}
-	return nil, released
+	return first, stuck, cyclic
 }

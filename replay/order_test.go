@@ -11,18 +11,18 @@ import (
 // never for one it overlapped in the capture.
 func TestGateWaitsForWhatEndedBefore(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
-	a := g.register(0, 10)  // ended before c started
-	b := g.register(5, 30)  // overlaps c
-	c := g.register(20, 40) // waits for a only
+	a := g.register(0, 10, nil)  // ended before c started
+	b := g.register(5, 30, nil)  // overlaps c
+	c := g.register(20, 40, nil) // waits for a only
 	ctx := context.Background()
-	if r := g.wait(ctx, a); r != waitNone {
+	if r := first(g.wait(ctx, a, a.start, true, 0)); r != waitNone {
 		t.Fatalf("a waited: %v", r)
 	}
-	if r := g.wait(ctx, b); r != waitNone {
+	if r := first(g.wait(ctx, b, b.start, true, 0)); r != waitNone {
 		t.Fatalf("b waited for a although they overlapped: %v", r)
 	}
 	done := make(chan waitResult)
-	go func() { done <- g.wait(ctx, c) }()
+	go func() { done <- first(g.wait(ctx, c, c.start, true, 0)) }()
 	select {
 	case r := <-done:
 		t.Fatalf("c went before a finished: %v", r)
@@ -48,16 +48,16 @@ func TestGateWaitsForWhatEndedBefore(t *testing.T) {
 // is done; registration out of end order is sorted.
 func TestGateOutOfOrderFinish(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
-	x := g.register(0, 50)
-	y := g.register(0, 10) // registered later, ends earlier
-	z := g.register(60, 70)
+	x := g.register(0, 50, nil)
+	y := g.register(0, 10, nil) // registered later, ends earlier
+	z := g.register(60, 70, nil)
 	if g.pending[0] != y || g.minEnd.Load() != 10 {
 		t.Fatalf("registration not sorted by end")
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var got waitResult
-	go func() { defer wg.Done(); got = g.wait(context.Background(), z) }()
+	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, true, 0)) }()
 	g.finish(x) // y still pending: z keeps waiting
 	time.Sleep(30 * time.Millisecond)
 	if g.minEnd.Load() != 10 {
@@ -70,49 +70,74 @@ func TestGateOutOfOrderFinish(t *testing.T) {
 	}
 }
 
-// A record in flight longer than the bound stops holding others back (it
-// may be blocked on a lock held by the very transaction that waits), and
-// the released record is told so; a record never sent is waited for up to
-// the hard bound.
-func TestGateBounds(t *testing.T) {
+// A record in flight longer than the bound is reported as stalled (it may
+// be blocked on a lock held by the very transaction that waits), and so is
+// one queued behind its own session's stalled record; without reporting
+// stalls a waiter waits on, up to the hard bound.
+func TestGateStallsAndBounds(t *testing.T) {
 	g := newGate(40*time.Millisecond, 300*time.Millisecond)
-	a := g.register(0, 1)
-	b := g.register(10, 20)
-	g.markSent(a)
+	ctx := context.Background()
+	a := g.register(0, 1, nil)
+	b := g.register(10, 20, nil)
+	g.markSent(a, 0)
 	start := time.Now()
-	if r := g.wait(context.Background(), b); r != waitReleased {
-		t.Fatalf("b: %v, want waitReleased", r)
+	if r := first(g.wait(ctx, b, b.start, true, 0)); r != waitStalled {
+		t.Fatalf("b: %v, want waitStalled", r)
 	}
 	if took := time.Since(start); took < 35*time.Millisecond || took > 250*time.Millisecond {
-		t.Fatalf("released after %v, want about the 40ms bound", took)
+		t.Fatalf("stalled after %v, want about the 40ms bound", took)
 	}
-	c := g.register(5, 6) // never sent
-	d := g.register(30, 40)
+	// Queued behind its session's record in flight: stalled too.
+	a2 := g.register(2, 3, a) // a's session, not yet sent
+	c := g.register(30, 40, nil)
+	if r := first(g.wait(ctx, c, c.start, true, 0)); r != waitStalled {
+		t.Fatalf("c (waiting for a2 behind a): %v, want waitStalled", r)
+	}
+	// Not reporting stalls: the waiter waits for them to finish.
+	g.finish(b)
+	go func() { time.Sleep(60 * time.Millisecond); g.finish(a); g.finish(a2) }()
+	if r := first(g.wait(ctx, c, c.start, false, 0)); r != waitOrdered {
+		t.Fatalf("c after a finished: %v, want waitOrdered", r)
+	}
+	g.finish(c)
+	// A record never sent is waited for up to the hard bound.
+	d := g.register(5, 6, nil)
+	e := g.register(50, 60, nil)
 	start = time.Now()
-	if r := g.wait(context.Background(), d); r != waitTimeout {
-		t.Fatalf("d: %v, want waitTimeout", r)
+	if r := first(g.wait(ctx, e, e.start, true, 0)); r != waitTimeout {
+		t.Fatalf("e: %v, want waitTimeout", r)
 	}
 	if took := time.Since(start); took < 290*time.Millisecond {
 		t.Fatalf("timed out after %v, before the 300ms bound", took)
 	}
-	g.finish(a)
-	g.finish(b)
-	g.finish(c)
+	// A threshold later than the ticket's start (a unit's COMMIT) waits for
+	// what ended before it.
+	f := g.register(55, 100, nil)
+	g.finish(e)
+	if r := first(g.wait(ctx, f, f.start, true, 0)); r != waitTimeout {
+		t.Fatalf("f waits for d (never sent) up to the bound: %v", r)
+	}
 	g.finish(d)
+	if r := first(g.wait(ctx, f, 99, true, 0)); r != waitNone && r != waitOrdered {
+		t.Fatalf("f's commit: %v", r)
+	}
 	// A cancelled context ends a wait at once.
-	e := g.register(50, 51)
-	f := g.register(60, 61)
-	ctx, cancel := context.WithCancel(context.Background())
+	h := g.register(200, 201, nil)
+	k := g.register(300, 301, nil)
+	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if r := g.wait(ctx, f); r != waitTimeout {
+	if r := first(g.wait(cctx, k, k.start, true, 0)); r != waitTimeout {
 		t.Fatalf("cancelled wait: %v", r)
 	}
-	g.finish(e)
 	g.finish(f)
-	if len(g.waiters) != 0 {
-		t.Fatalf("%d waiters left behind", len(g.waiters))
+	g.finish(h)
+	g.finish(k)
+	if len(g.waiters) != 0 || len(g.pending) != 0 {
+		t.Fatalf("%d waiters and %d tickets left behind", len(g.waiters), len(g.pending))
 	}
 }
+
+func first(r waitResult, _ []*ticket) waitResult { return r }
 
 func BenchmarkGateNoConflict(b *testing.B) {
 	// Every record overlaps the next (a point-select capture): the fast
@@ -120,8 +145,8 @@ func BenchmarkGateNoConflict(b *testing.B) {
 	g := newGate(50*time.Millisecond, time.Second)
 	ctx := context.Background()
 	for i := range b.N {
-		t := g.register(int64(i), int64(i)+10)
-		g.wait(ctx, t)
+		t := g.register(int64(i), int64(i)+10, nil)
+		first(g.wait(ctx, t, t.start, true, 0))
 		g.finish(t)
 	}
 }

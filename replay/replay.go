@@ -53,8 +53,10 @@ type Config struct {
 	// Concurrency > 0 regroups whole transactions onto that many connections
 	// per target; 0 replays each captured session on its own connection.
 	Concurrency int
-	// Order is OrderCapture (default) or OrderNone. OrderInflight and
-	// OrderTimeout bound the gate (see gate); defaults 50ms and 2s.
+	// Order is OrderCapture or OrderNone; "" picks OrderCapture for a
+	// recorded capture and OrderNone for a synthesized one, whose sessions
+	// have no real order between them. OrderInflight and OrderTimeout
+	// bound the gate (see gate); defaults 50ms and 2s.
 	Order                       string
 	OrderInflight, OrderTimeout time.Duration
 	// Retries is how often a transaction that fails with a deadlock or lock
@@ -119,9 +121,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("replay: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
 	}
 	switch c.Order {
-	case "":
-		c.Order = OrderCapture
-	case OrderCapture, OrderNone:
+	case "", OrderCapture, OrderNone: // "": capture, or none for a synthesized capture
 	default:
 		return fmt.Errorf("replay: --order %q: want %s or %s", c.Order, OrderCapture, OrderNone)
 	}
@@ -136,7 +136,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("replay: shard %d/%d: the index must be 0 to %d", c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
 	}
 	if c.OrderInflight <= 0 {
-		c.OrderInflight = 50 * time.Millisecond
+		c.OrderInflight = 100 * time.Millisecond
 	}
 	if c.OrderTimeout <= 0 {
 		c.OrderTimeout = 2 * time.Second
@@ -253,6 +253,16 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, e
 	if err != nil {
 		return nil, err
 	}
+	var notes []string
+	switch {
+	case cfg.Order == "" && x.synthetic:
+		cfg.Order = OrderNone
+		notes = append(notes, "the capture was synthesized: its sessions have no real order between them, so they replayed freely (--order none), as sysbench threads run; differences between concurrent writes are order-ambiguous, and end states can differ for that reason alone")
+	case cfg.Order == "":
+		cfg.Order = OrderCapture
+	case cfg.Order == OrderCapture && x.synthetic:
+		notes = append(notes, "the capture was synthesized: its timeline is made up, so --order capture keeps an order that never happened; conflicting writes of concurrent sessions are order-ambiguous")
+	}
 	meta := store.RunMeta{RunID: cfg.RunID, Command: "replay", Capture: cfg.Capture, CaptureSource: r.Meta().Source,
 		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
 	if cfg.Shard.Count > 1 {
@@ -263,10 +273,6 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, e
 		return nil, err
 	}
 	defer run.Close()
-	var notes []string
-	if x.synthetic && cfg.Order == OrderCapture {
-		notes = append(notes, "the capture was synthesized: its sessions have no real order between them, so conflicting writes of concurrent sessions are order-ambiguous and end states may differ for that reason alone")
-	}
 	p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,13 @@ import (
 	"github.com/tandemdb/tandem/targets"
 )
 
-func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := sandboxtest.Main(m)
+	if truthCaptures.root != "" {
+		os.RemoveAll(truthCaptures.root)
+	}
+	os.Exit(code)
+}
 
 func tgt(t *testing.T, name, dsn, extra string) targets.Target {
 	t.Helper()

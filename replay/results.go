@@ -33,7 +33,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 			Reads: t.c.queries[sqlinfo.ClassRead], Writes: t.c.queries[sqlinfo.ClassWrite], Other: t.c.queries[sqlinfo.ClassOther],
 			Errors: t.c.errors, Deadlocks: t.c.deadlocks, Retries: t.c.retries, RetriesSucceeded: t.c.retriesOK,
 			CaptureRollbacks: t.c.captureRollbacks, Connections: t.c.connections, ConnectFailures: t.c.connectFailures,
-			Skipped: t.c.skipped, OrderWaits: t.c.orderWaits, OrderReleased: t.c.orderReleased, OrderTimeouts: t.c.orderTimeouts,
+			Skipped: t.c.skipped, OrderWaits: t.c.orderWaits, OrderReruns: t.c.orderReruns, OrderReleased: t.c.orderReleased,
 			PinnedSessions: rn.pinned.Load(), Failed: rn.failed()}
 		if len(t.errCodes) > 0 {
 			res.ErrorCodes = t.errCodes
@@ -53,6 +53,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	reg.mu.RUnlock()
 
 	h := newHistories(r, an)
+	h.regrouped = cfg.Concurrency > 0
 	baseK := -1
 	for k, rn := range runners {
 		if rn.idx == cfg.baseline() {
@@ -72,7 +73,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 					return
 				}
 				class, nondet := compare.Classify(b, t)
-				tl.Note(b.Seq, class, nondet, compare.Released(b, t), compare.Describe(b), compare.Describe(t))
+				tl.Note(b.Seq, class, nondet, compare.OrderOf(b, t), compare.Describe(b), compare.Describe(t))
 			})
 			if err != nil {
 				return err
@@ -154,7 +155,7 @@ func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error],
 			continue
 		}
 		class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
-		tl.Note(o.Seq, class, nondet, compare.Released(o), compare.DescribeResponse(&rec.Resp), compare.Describe(o))
+		tl.Note(o.Seq, class, nondet, compare.OrderOf(o), compare.DescribeResponse(&rec.Resp), compare.Describe(o))
 	}
 	return &tl.D, nil
 }

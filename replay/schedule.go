@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,8 @@ type runner struct {
 		outErr   error
 		rewrites map[string]rewritten
 	}
+	// board orders the statements of regrouped units running at once.
+	board *board
 	// active counts the connections replaying now (progress lines' thds).
 	active   atomic.Int64
 	blocking bool
@@ -225,31 +229,45 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 	return rn.start.Add(time.Duration(off))
 }
 
-// ticket registers a record's (or unit's) place in the order.
-func (rn *runner) ticket(start, end int64) *ticket {
+// ticket registers a record's (or unit's) place in the order, after prev
+// of the same session.
+func (rn *runner) ticket(start, end int64, prev *ticket) *ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
-	return rn.gate.register(start, end)
+	return rn.gate.register(start, end, prev)
 }
 
-// wait holds w's next record until what it waits for has completed, and
-// counts how it went.
-func (rn *runner) wait(w *worker, t *ticket) {
-	switch rn.gate.wait(rn.ctx, t) {
-	case waitNone:
-		w.released = false
-	case waitOrdered:
-		w.released = false
+// waitTurn holds w until every record (or unit) that ended, in the
+// capture, before threshold has completed; it counts how that went. When
+// what it waits for is stuck on the server while w holds a transaction —
+// most likely behind w's own locks — the transaction is rolled back so the
+// other goes first, as it did in the capture, and waitTurn reports that
+// the caller must run it again. (The servers' lock tables cannot settle
+// whose lock it is: InnoDB was seen listing no wait for an UPDATE stuck
+// for seconds behind a transaction waiting here.)
+func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, holdsTrx bool) (rerun bool) {
+	w.released = false
+	rn.gate.markIdle(t)
+	if rn.board != nil {
+		rn.board.set(w, -1)
+	}
+	began := time.Now()
+	res, _ := rn.gate.wait(rn.ctx, t, threshold, holdsTrx, rn.cfg.OrderTimeout)
+	if res == waitStalled {
+		w.rollback(rn.ctx)
+		rerun = true
+		w.st.count(func(c *counters) { c.orderReruns++ })
+		res, _ = rn.gate.wait(rn.ctx, t, threshold, false, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond))
+	}
+	switch res {
+	case waitOrdered, waitStalled:
 		w.st.count(func(c *counters) { c.orderWaits++ })
-	case waitReleased:
+	case waitTimeout, waitReleased:
 		w.released = true
 		w.st.count(func(c *counters) { c.orderWaits++; c.orderReleased++ })
-	case waitTimeout:
-		w.released = true
-		w.st.count(func(c *counters) { c.orderWaits++; c.orderTimeouts++ })
 	}
-	rn.gate.markSent(t)
+	return rerun
 }
 
 // loops runs body over the capture as many times as Loop and Duration ask.
@@ -291,6 +309,7 @@ func sleepUntil(ctx context.Context, t time.Time) {
 type sessionRunner struct {
 	wg       sync.WaitGroup
 	sessions map[uint64]chan job
+	last     map[uint64]*ticket // each session's latest ticket
 }
 
 func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
@@ -303,11 +322,18 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 		w := newWorker(rn, 256) // many sessions: small outcome batches each
 		defer w.close()
 		for j := range ch {
+			rerun := false
+			w.cur = j.t
 			if rn.failed() == "" {
 				sleepUntil(ctx, j.intended)
-				rn.wait(w, j.t)
+				if j.t != nil {
+					rerun = rn.waitTurn(w, j.t, j.t.start, w.inTrx && w.c != nil && len(w.trx) > 0)
+				}
 			}
-			w.run(rn.ctx, &j)
+			if rerun {
+				w.rerunTrx(rn.ctx, store.OutcomeOrderRerun)
+			}
+			w.run(rn.ctx, &j, rerun)
 			rn.gate.finish(j.t)
 		}
 	}()
@@ -323,10 +349,13 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		sr.sessions[key] = ch
 	}
 	start := rn.offset(rec, loop)
-	ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: rn.ticket(start, start+int64(rec.Duration))}
+	t := rn.ticket(start, start+int64(rec.Duration), sr.last[key])
+	sr.last[key] = t
+	ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
 	if rec.Kind == store.KindQuit {
 		close(ch)
 		delete(sr.sessions, key)
+		delete(sr.last, key)
 	}
 }
 
@@ -339,7 +368,7 @@ func (sr *sessionRunner) closeAll() {
 
 // runSessions replays each captured session on its own connection, in order.
 func (rn *runner) runSessions(ctx context.Context) error {
-	sr := &sessionRunner{sessions: map[uint64]chan job{}}
+	sr := &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}}
 	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
 		if rn.inShard(rec.Session) {
 			rn.dispatchSession(ctx, sr, rec, loop)
@@ -356,21 +385,23 @@ func (rn *runner) inShard(session uint64) bool {
 }
 
 // runConcurrent regroups whole transactions onto Concurrency connections:
-// each unit goes to the connection with the fewest units waiting, starts
-// only after every unit that ended before it began (in the capture) has
-// completed, and carries its session's state. Sessions whose state cannot
-// move (temporary tables, locks, user variables, cursors) keep a
-// connection of their own.
+// each unit goes to the first free connection, starts
+// only after every unit that committed before it began (in the capture)
+// has completed, commits only after every unit that committed before its
+// COMMIT began has, and carries its session's state. Units are handed out
+// in commit order, so a unit only ever waits for units handed out before
+// it: whatever the number of connections, there is no deadlock between
+// them, and transactions that wrote the same rows commit in the capture's
+// order (a unit stuck behind another's locks is rolled back and run
+// again). Sessions whose state cannot move (temporary tables, locks, user
+// variables, cursors) keep a connection of their own.
 func (rn *runner) runConcurrent(ctx context.Context) error {
-	type queue struct {
-		ch  chan *unit
-		len atomic.Int64
-	}
-	qs := make([]*queue, rn.cfg.Concurrency)
+	// One queue, in commit-start order, that every connection takes from:
+	// a unit waits for a free connection, never behind a given unit.
+	units := make(chan *unit, 2*rn.cfg.Concurrency)
+	rn.board = newBoard()
 	var wg sync.WaitGroup
-	for i := range qs {
-		q := &queue{ch: make(chan *unit, 4096)}
-		qs[i] = q
+	for range rn.cfg.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -379,42 +410,56 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			w := newWorker(rn, 4096)
 			w.regrouped = true
 			defer w.close()
-			for u := range q.ch {
-				q.len.Add(-1)
+			for u := range units {
+				w.cur = u.t
 				if rn.failed() == "" {
 					sleepUntil(ctx, u.jobs[0].intended)
-					rn.wait(w, u.t)
+					if u.t != nil {
+						rn.waitTurn(w, u.t, u.t.start, false)
+					}
 				}
 				w.runUnit(rn.ctx, u)
 				rn.gate.finish(u.t)
 			}
 		}()
 	}
-	next := 0
+	lastUnit := map[uint64]*ticket{}
 	send := func(u *unit) bool {
 		if len(u.jobs) == 0 {
 			return true
 		}
-		best := next % len(qs)
-		for i := range qs {
-			k := (next + i) % len(qs)
-			if qs[k].len.Load() < qs[best].len.Load() {
-				best = k
-			}
-		}
-		next++
-		u.t = rn.ticket(u.start, u.end)
-		qs[best].len.Add(1)
+		// A unit's ticket ends where its COMMIT starts: units wait for those
+		// whose COMMIT began before they did (to start) and before their own
+		// COMMIT began (to commit). Commit starts, not ends, because a
+		// transaction blocked on another's locks is released inside the
+		// other's COMMIT, before the proxy saw that COMMIT end: their commit
+		// intervals can overlap, their commit starts cannot.
+		u.t = rn.ticket(u.start, u.commitStart, lastUnit[u.session])
+		lastUnit[u.session] = u.t
 		select {
-		case qs[best].ch <- u:
+		case units <- u:
 			return true
 		case <-ctx.Done():
 			return false
 		}
 	}
-	sr := &sessionRunner{sessions: map[uint64]chan job{}}
+	sr := &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}}
 	pinned := map[uint64]bool{}
 	g := newRegrouper(rn.an, rn.offset)
+	// Units close in the order their COMMITs end (the capture's order);
+	// they go out in the order their COMMITs started, once no record still
+	// to come can hold a COMMIT that started earlier (none lasted longer
+	// than the longest seen so far).
+	var held unitHeap
+	var longest int64
+	release := func(upTo int64) bool {
+		for held.Len() > 0 && held[0].commitStart < upTo {
+			if !send(heap.Pop(&held).(*unit)) {
+				return false
+			}
+		}
+		return true
+	}
 	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
 		if !rn.inShard(rec.Session) {
 			return true
@@ -428,21 +473,35 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			return true
 		}
 		for _, u := range g.add(rec, loop, rn.intended(rec, loop)) {
-			if !send(u) {
-				return false
-			}
+			heap.Push(&held, u)
+			longest = max(longest, u.end-u.commitStart)
 		}
-		return true
+		// Records arrive about in the order they ended: hold units back by
+		// twice the longest COMMIT seen, and at least half a second.
+		return release(rn.offset(rec, loop) - max(2*longest, int64(500*time.Millisecond)))
 	})
 	for _, u := range g.flush() {
-		send(u)
+		heap.Push(&held, u)
 	}
-	for _, q := range qs {
-		close(q.ch)
-	}
+	release(math.MaxInt64)
+	close(units)
 	wg.Wait()
 	sr.closeAll()
 	return err
+}
+
+// unitHeap orders units by the start of their COMMIT.
+type unitHeap []*unit
+
+func (h unitHeap) Len() int           { return len(h) }
+func (h unitHeap) Less(i, j int) bool { return h[i].commitStart < h[j].commitStart }
+func (h unitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *unitHeap) Push(x any)        { *h = append(*h, x.(*unit)) }
+func (h *unitHeap) Pop() any {
+	old := *h
+	u := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return u
 }
 
 // collect merges the workers' interval statistics every interval, stores

@@ -68,7 +68,7 @@ type counters struct {
 	trx, errors, deadlocks, retries, retriesOK, captureRollbacks int64
 	queries                                                      [3]int64 // by sqlinfo.Class
 	connections, connectFailures, skipped                        int64
-	orderWaits, orderReleased, orderTimeouts                     int64
+	orderWaits, orderReruns, orderReleased                       int64
 }
 
 func (c *counters) add(o *counters) {
@@ -85,8 +85,8 @@ func (c *counters) add(o *counters) {
 	c.connectFailures += o.connectFailures
 	c.skipped += o.skipped
 	c.orderWaits += o.orderWaits
+	c.orderReruns += o.orderReruns
 	c.orderReleased += o.orderReleased
-	c.orderTimeouts += o.orderTimeouts
 }
 
 // wstats are one worker's statistics.

@@ -36,8 +36,9 @@ type unit struct {
 	version int
 	client  clientFlags
 	jobs    []job
-	// start and end bound the unit in the capture (ns, loop-adjusted).
-	start, end int64
+	// start and end bound the unit in the capture (ns, loop-adjusted);
+	// commitStart is when its last statement (the COMMIT) started.
+	start, end, commitStart int64
 	// open: the capture ended (or the session quit) with the transaction
 	// open; the server rolled it back.
 	open bool
@@ -185,7 +186,8 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 	}
 	u := s.open
 	u.jobs = append(u.jobs, j)
-	u.end = g.offset(rec, loop) + int64(rec.Duration)
+	u.commitStart = g.offset(rec, loop)
+	u.end = u.commitStart + int64(rec.Duration)
 	if info.Use {
 		if db, ok := sqlinfo.UseSchema(j.sql); ok {
 			s.schema = db
@@ -206,7 +208,7 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
 	return &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
-		client: s.client, start: start, end: start + int64(rec.Duration)}
+		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start}
 }
 
 // setVar records a's value as the session's latest for its variable.

@@ -55,6 +55,9 @@ type worker struct {
 
 	nextDial time.Time
 	backoff  time.Duration
+	// cur is the ticket the worker runs records for: every statement it
+	// sends marks it executing (for the gate's stall detection).
+	cur *ticket
 }
 
 func newWorker(rn *runner, outBatch int) *worker {
@@ -222,6 +225,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	}
 	w.res = conn.Result{}
+	w.rn.gate.markSent(w.cur, max(rec.Duration, 1))
 	start := time.Now()
 	var err error
 	switch rec.Kind {
@@ -408,15 +412,20 @@ func capturedError(rec *store.Record) uint16 {
 }
 
 // run executes a record in session mode: once, and again as the client
-// would have after a deadlock the capture did not have.
-func (w *worker) run(ctx context.Context, j *job) {
+// would have after a deadlock the capture did not have. rerun: its
+// transaction was just run again to keep the capture's order (the
+// outcome is flagged).
+func (w *worker) run(ctx context.Context, j *job, rerun bool) {
 	var o store.Outcome
 	kind := w.exec(ctx, j, &o)
+	if rerun {
+		o.Flags |= store.OutcomeOrderRerun
+	}
 	if kind == statement {
 		switch {
 		case retryable(&o) && capturedError(j.rec) != o.ErrCode && w.rn.cfg.Retries > 0:
 			w.finish(j, &o, kind) // the first failure is the engine's behaviour: counted
-			o = w.retry(ctx, w.trx, j)
+			o = w.retry(ctx, j)
 			w.track(j)
 			w.record(j, &o)
 			return
@@ -449,26 +458,34 @@ func (w *worker) track(j *job) {
 	}
 }
 
+// rerunTrx rolls back the open transaction and runs its records again,
+// their outcomes flagged with flag (replacing the first ones). It reports
+// false when one of them hit a deadlock or lock wait timeout again.
+func (w *worker) rerunTrx(ctx context.Context, flag uint32) bool {
+	trx := append([]*job(nil), w.trx...)
+	w.rollback(ctx)
+	for _, p := range trx {
+		var po store.Outcome
+		kind := w.exec(ctx, p, &po)
+		po.Flags |= flag
+		if kind != notCompared {
+			w.record(p, &po)
+		}
+		if kind == statement && retryable(&po) {
+			return false
+		}
+	}
+	w.trx, w.inTrx = trx, len(trx) > 0
+	return true
+}
+
 // retry rolls back and runs the open transaction's records again, then j,
 // up to --retries times; it returns j's last outcome.
-func (w *worker) retry(ctx context.Context, trx []*job, j *job) store.Outcome {
+func (w *worker) retry(ctx context.Context, j *job) store.Outcome {
 	var o store.Outcome
-	prev := append([]*job(nil), trx...)
 	for attempt := 0; attempt < w.rn.cfg.Retries; attempt++ {
 		w.st.count(func(c *counters) { c.retries++ })
-		w.rollback(ctx)
-		ok := true
-		for _, p := range prev {
-			var po store.Outcome
-			kind := w.exec(ctx, p, &po)
-			po.Flags |= store.OutcomeRetried
-			w.record(p, &po)
-			if kind == statement && retryable(&po) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		if !w.rerunTrx(ctx, store.OutcomeRetried) {
 			continue
 		}
 		w.exec(ctx, j, &o)
@@ -582,15 +599,17 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 	return nil
 }
 
-// runUnit runs a unit (--concurrency): its records in order, and the whole
-// transaction again after a deadlock the capture did not have.
+// runUnit runs a unit (--concurrency): its records in order; before its
+// COMMIT, it waits for every unit that committed earlier in the capture
+// (rolling back and running again if that one is stuck behind this unit's
+// locks); and the whole transaction runs again after a deadlock the
+// capture did not have.
 func (w *worker) runUnit(ctx context.Context, u *unit) {
 	if err := w.adopt(ctx, u); err != nil && w.c == nil {
 		// Every record fails as the connection did.
 		for i := range u.jobs {
 			j := &u.jobs[i]
-			var o store.Outcome
-			o = store.Outcome{Seq: store.OutcomeSeq(j.rec.Seq, j.loop), Session: j.rec.Session}
+			o := store.Outcome{Seq: store.OutcomeSeq(j.rec.Seq, j.loop), Session: j.rec.Session}
 			kind := statement
 			if j.info == nil {
 				kind = notCompared
@@ -600,14 +619,32 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		}
 		return
 	}
-	w.trx = w.trx[:0]
+	w.trx, w.inTrx = w.trx[:0], false
+	rerun := false
 	for i := range u.jobs {
 		j := &u.jobs[i]
+		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
+			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), true) {
+				rerun = true
+				w.trx, w.inTrx = append(w.trx[:0], jobPtrs(u.jobs[:i])...), true
+				w.rerunTrx(ctx, store.OutcomeOrderRerun)
+			}
+		}
+		if b := w.rn.board; b != nil && u.t != nil {
+			at := w.rn.offset(j.rec, j.loop)
+			b.set(w, at+int64(j.rec.Duration))
+			if i > 0 {
+				b.wait(ctx, w, at)
+			}
+		}
 		var o store.Outcome
 		kind := w.exec(ctx, j, &o)
+		if rerun {
+			o.Flags |= store.OutcomeOrderRerun
+		}
 		if kind == statement && retryable(&o) && capturedError(j.rec) != o.ErrCode && w.rn.cfg.Retries > 0 {
 			w.finish(j, &o, kind)
-			o = w.retry(ctx, w.trx, j)
+			o = w.retry(ctx, j)
 			w.trx = append(w.trx, j)
 			w.record(j, &o)
 			continue
@@ -617,10 +654,25 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			o.Flags |= store.OutcomeCaptureRollback
 			w.st.count(func(c *counters) { c.captureRollbacks++ })
 		}
-		w.trx = append(w.trx, j)
+		if kind != notCompared || j.rec.Kind == store.KindLongData {
+			w.trx = append(w.trx, j)
+			w.inTrx = true
+		}
 		w.finish(j, &o, kind)
 	}
 	if u.open && w.c != nil {
 		w.rollback(ctx) // the client left with the transaction open
 	}
+	w.inTrx = false
+	if b := w.rn.board; b != nil {
+		b.set(w, -1)
+	}
+}
+
+func jobPtrs(js []job) []*job {
+	out := make([]*job, len(js))
+	for i := range js {
+		out[i] = &js[i]
+	}
+	return out
 }

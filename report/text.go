@@ -51,7 +51,9 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		p("\n")
 	}
 	isBase := func(t *Target) bool { return t.Name == rep.Baseline }
-	any := func(f func(t *Target) bool) bool { return slices.ContainsFunc(pt.Targets, func(t Target) bool { return f(&t) }) }
+	any := func(f func(t *Target) bool) bool {
+		return slices.ContainsFunc(pt.Targets, func(t Target) bool { return f(&t) })
+	}
 	row("", func(t *Target) string { return t.Name })
 	row("engine", func(t *Target) string { return clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
 	row("version", func(t *Target) string { return strings.SplitN(t.Version, "-", 3)[0] })
@@ -81,8 +83,8 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		return fmt.Sprintf("%.2f/%.2f/%.2f/%.1f", t.Lag.P50, t.Lag.P95, t.Lag.P99, t.Lag.Max)
 	})
 	if pt.Order == "capture" {
-		row("order: waits (released)", func(t *Target) string {
-			return fmt.Sprintf("%d (%d)", t.OrderWaits, t.OrderReleased+t.OrderTimeouts)
+		row("order: waits/reruns/released", func(t *Target) string {
+			return fmt.Sprintf("%d/%d/%d", t.OrderWaits, t.OrderReruns, t.OrderReleased)
 		})
 	}
 	if any(func(t *Target) bool { return t.PinnedSessions > 0 }) {

@@ -3,7 +3,9 @@
 #  1. Replay as a load generator: sysbench oltp_point_select at THREADS threads
 #     vs `tandem replay --speed 0 --concurrency THREADS` of a point-select
 #     capture, same server, alternating ROUNDS times; replay runs with
-#     --io blocking (the default) and --io poller; prints QPS and the ratios.
+#     --io blocking (the default), with --io poller, and with --order capture
+#     (the order gate on: a synthesized capture replays with --order none by
+#     default); prints QPS and the ratios.
 #  2. Memory: a MEM_RECORDS-record capture replayed against two targets
 #     (InnoDB and MyRocks) as fast as they go; prints peak RSS (target < 300 MB).
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
@@ -31,11 +33,11 @@ mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 
 echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
 "$tandem" synth oltp_point_select --out "$work/ps" --tables 4 --table-size 20000 --threads "$THREADS" --events 200000 >/dev/null
-sb=() tr=() tp=()
-replay_qps() { # io mode
+sb=() tr=() tp=() to=()
+replay_qps() { # io mode, order
   rm -rf "$work/run-ps"
   "$tandem" replay "$work/ps" --speed 0 --concurrency "$THREADS" --duration "${SECS}s" --run "$work/run-ps" --json --io "$1" \
-    --target "innodb=$inno" | python3 -c 'import json,sys; print(json.load(sys.stdin)["targets"][0]["qps"])'
+    --order "$2" --target "innodb=$inno" | python3 -c 'import json,sys; print(json.load(sys.stdin)["points"][0]["targets"][0]["qps"])'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 for round in $(seq "$ROUNDS"); do
@@ -43,13 +45,16 @@ for round in $(seq "$ROUNDS"); do
     --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --time="$SECS" --report-interval=0 run)
   q=$(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' <<<"$out")
   sb+=("$q")
-  r=$(replay_qps blocking); tr+=("$r")
-  p=$(replay_qps poller); tp+=("$p")
-  printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)\n' "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")"
+  r=$(replay_qps blocking none); tr+=("$r")
+  p=$(replay_qps poller none); tp+=("$p")
+  o=$(replay_qps blocking capture); to+=("$o")
+  printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)\n' \
+    "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")" "$o" "$(ratio "$o" "$q")"
 done
 mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
-msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}")
-printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   (target >= 0.95)\n' "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")"
+msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}"); mto=$(mean "${to[@]}")
+printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   (target >= 0.95)\n' \
+  "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")" "$mto" "$(ratio "$mto" "$msb")"
 
 if [ "$MEM_RECORDS" -gt 0 ]; then
   echo

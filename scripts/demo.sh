@@ -35,17 +35,18 @@ echo "== tandem inspect"
 "$tandem" inspect "$capture" --top 6
 
 echo
-echo "== tandem replay: the capture against all three at once, each session on its own connection, no waiting"
+echo "== tandem replay: the synthesized capture against all three at once, as fast as they go"
+echo "   (a synthesized capture has no real order between its sessions: they run freely, as sysbench's threads do)"
 run=.tandem/runs/demo-$(date +%Y%m%d-%H%M%S)
-"$tandem" replay "$capture" --speed 0 --run "$run" --target "$innodb" --target "$compressed" --target "$myrocks"
+"$tandem" replay "$capture" --speed 0 --run "$run-synth" --target "$innodb" --target "$compressed" --target "$myrocks"
 
 echo
-echo "== tandem prepare again: the read-write replay changed each engine's rows in its own order; start equal"
-"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$myrocks" >/dev/null
-"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$myrocks" >/dev/null
+echo "== tandem prepare again: the same starting rows (prepare is seeded) on all three"
+"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
 
 echo
-echo "== tandem proxy: sysbench oltp_read_only (prepared statements) through a capturing proxy in front of InnoDB"
+echo "== tandem proxy: sysbench oltp_read_write, 8 threads for 5 s, through a capturing proxy in front of InnoDB"
 proxy_capture=${capture}-proxy
 rm -rf "$proxy_capture"
 proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -53,10 +54,19 @@ proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
   --capture-results checksum --metrics-addr off --log-level warn &
 proxy_pid=$!
 for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
-sysbench oltp_read_only --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
-  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=4 --events=500 --time=0 run | sed -n '/SQL statistics/,/Throughput/p'
+sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --report-interval=0 run | sed -n '/SQL statistics/,/Throughput/p'
 kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # flushes and closes the capture
+"$tandem" inspect "$proxy_capture" --top 3 | sed -n '1,8p'
 
 echo
-echo "== tandem replay: the proxy capture against InnoDB and MyRocks, 2 connections each, compared with each other and with the captured responses"
-"$tandem" replay "$proxy_capture" --speed 0 --concurrency 2 --run "$run-proxy" --target "$innodb" --target "$myrocks"
+echo "== tandem prepare again: the capture's starting rows on all three (InnoDB's changed while sysbench ran)"
+"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+
+echo
+echo "== tandem replay: the recorded read-write traffic against InnoDB, compressed InnoDB and MyRocks,"
+echo "   in the capture's order between sessions, compared with each other and with the captured responses"
+"$tandem" replay "$proxy_capture" --speed 0 --run "$run-proxy" --target "$innodb" --target "$compressed" --target "$myrocks"
+echo
+echo "   The same run again, from its run directory: tandem report $run-proxy"

@@ -138,12 +138,14 @@ type TargetResult struct {
 	ConnectFailures  int64            `json:"connect_failures"`
 	Skipped          int64            `json:"skipped"`
 	SkippedBy        map[string]int64 `json:"skipped_by_reason,omitempty"`
-	// Ordering: records that waited for others to complete, and those
-	// released before all had (the bound ran out: OrderReleased for a
-	// record in flight too long, OrderTimeouts for the hard bound).
+	// Ordering: records that waited for others to complete; transactions
+	// rolled back and run again so that a statement stuck behind their
+	// locks could go first, as in the capture; records that went ahead
+	// before all they wait for had completed (the longest wait,
+	// --order-timeout, ran out, or what they waited for waited for them).
 	OrderWaits     int64 `json:"order_waits"`
+	OrderReruns    int64 `json:"order_reruns"`
 	OrderReleased  int64 `json:"order_released"`
-	OrderTimeouts  int64 `json:"order_timeouts"`
 	PinnedSessions int64 `json:"pinned_sessions,omitempty"`
 	// Failed says why the target stopped before the end, if it did.
 	Failed     string           `json:"failed,omitempty"`
@@ -164,12 +166,17 @@ type Divergences struct {
 	// order open (a commit of another session on the same tables overlapped
 	// the statement), or where replay released a record early. Not counted
 	// in ByClass.
-	Ambiguous int64            `json:"order_ambiguous"`
-	Skipped   int64            `json:"skipped"`
-	Missing   int64            `json:"missing_on_target"`
-	Extra     int64            `json:"missing_on_baseline"`
-	ByClass   map[string]int64 `json:"by_class"`
-	Samples   []Sample         `json:"samples"`
+	Ambiguous int64 `json:"order_ambiguous"`
+	// AmbiguousBy splits Ambiguous by reason: "commit-overlap" (the
+	// capture's own order is open), "replay-order" (replay let the record
+	// go early or ran its transaction again) and "retried" (one side's
+	// transaction was retried after a deadlock, so it ran on later data).
+	AmbiguousBy map[string]int64 `json:"order_ambiguous_by_reason,omitempty"`
+	Skipped     int64            `json:"skipped"`
+	Missing     int64            `json:"missing_on_target"`
+	Extra       int64            `json:"missing_on_baseline"`
+	ByClass     map[string]int64 `json:"by_class"`
+	Samples     []Sample         `json:"samples"`
 }
 
 // Total is the number of divergent statements (ambiguous ones apart).

@@ -38,7 +38,7 @@ func goldenOutcomes() [][]Outcome {
 			{Seq: OutcomeSeq(2, 1), Session: 1, Flags: OutcomeRows, Results: 1, Rows: 3},
 		},
 		{ // myrocks
-			{Seq: 2, Session: 1, Flags: OutcomeError | OutcomeClientError | OutcomeOrderReleased, ErrCode: 2013, Cause: CauseTimeout},
+			{Seq: 2, Session: 1, Flags: OutcomeError | OutcomeClientError | OutcomeOrderReleased | OutcomeOrderRerun, ErrCode: 2013, Cause: CauseTimeout},
 			{Seq: 3, Session: 1, Flags: OutcomeSkipped | OutcomeRetried | OutcomeCaptureRollback, SkipReason: SkipTargetFailed},
 		},
 	}
@@ -47,7 +47,7 @@ func goldenOutcomes() [][]Outcome {
 func goldenResult() *TargetResult {
 	return &TargetResult{Target: "myrocks", Elapsed: 1.5, Transactions: 10, Reads: 20, Writes: 5, Other: 3, Errors: 2,
 		ErrorCodes: map[string]int64{"1213": 1, "2013 timeout": 1}, Deadlocks: 1, Retries: 1, RetriesSucceeded: 1, Connections: 2,
-		Skipped: 1, SkippedBy: map[string]int64{"target had failed": 1}, OrderWaits: 7, OrderReleased: 1, Failed: "statement timed out",
+		Skipped: 1, SkippedBy: map[string]int64{"target had failed": 1}, OrderWaits: 7, OrderReruns: 1, Failed: "statement timed out",
 		VsBaseline: &Divergences{Compared: 3, Ambiguous: 1, ByClass: map[string]int64{"error-vs-ok": 1},
 			Samples: []Sample{{Class: "error-vs-ok", Seq: 2, Session: 1, Digest: "d1", Statement: "SELECT 1", Baseline: "1 rows", Target: "error 2013"}}},
 		EndState: &EndState{Tables: []TableState{{Table: "sbtest.t", Exists: true, Rows: 3, Checksum: "00ff", Differs: true}}},

@@ -18,9 +18,10 @@ const (
 	OutcomeSkipped          = 1 << 3 // not run on the target (SkipReason says why)
 	OutcomeOrdered          = 1 << 4 // ORDER BY fixes the row order
 	OutcomeClientError      = 1 << 5 // the error is the replayer's, not the server's (Cause says what)
-	OutcomeOrderReleased    = 1 << 6 // started before every record it waits for had completed (a bounded wait ran out)
+	OutcomeOrderReleased    = 1 << 6 // started before every record it waits for had completed (--order-timeout ran out)
 	OutcomeRetried          = 1 << 7 // the outcome of a retry after a deadlock or lock wait timeout
 	OutcomeCaptureRollback  = 1 << 8 // the capture failed here (deadlock); the target was rolled back to match
+	OutcomeOrderRerun       = 1 << 9 // its transaction was rolled back and run again to keep the capture's order
 )
 
 // Why a record was skipped (Outcome.SkipReason). Part of the run format.
@@ -154,7 +155,7 @@ func DecodeOutcome(b []byte, o *Outcome) error {
 	}
 	seq := o.Seq
 	*o = Outcome{Seq: seq}
-	o.Flags = uint32(d.uvarintMax(1<<9-1, "outcome flags"))
+	o.Flags = uint32(d.uvarintMax(1<<10-1, "outcome flags"))
 	o.Session = d.uvarint()
 	o.Service = time.Duration(d.uvarintMax(math.MaxInt64, "service time"))
 	o.Lag = time.Duration(d.uvarintMax(math.MaxInt64, "lag"))

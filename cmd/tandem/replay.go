@@ -43,13 +43,17 @@ completed there, at every --speed: concurrent read-write traffic then does
 to identical targets the same thing in the same order. Records that
 overlapped in the capture run concurrently, as they did. A record that
 waits for one held up on the server (a lock held by a transaction that
-itself waits) goes ahead after --order-inflight (at least 50ms) or at most
---order-timeout; such records are counted. A statement whose outcome
+itself waits) is let through: once it has been stuck for --order-inflight
+(at least 50ms), the waiting transaction is rolled back and runs again
+after it, as the capture had it. No record waits longer than
+--order-timeout; reruns and timeouts are counted, and their outcomes are
+order-ambiguous when they differ. A statement whose outcome
 differs but whose captured interval (from its transaction's start)
 overlapped a commit of another session on one of its tables is counted as
 order-ambiguous, apart from the divergences: the capture itself does not
 say whether it saw that commit. --order none replays sessions freely (a
-load generator; divergences of concurrent writes then mean little).
+load generator; divergences of concurrent writes then mean little); it is
+the default for a capture made by tandem synth, whose timeline is made up.
 
 Client error handling. A deadlock or lock wait timeout (1213, 1205) that the
 capture did not have is counted as the target's behaviour, then the
@@ -121,8 +125,8 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
-	f.StringVar(&cfg.Order, "order", replay.OrderCapture, "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely")
-	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record in flight on the server this long (or 20x its captured time) stops holding others back")
+	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
+	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record stuck on the server this long (or 20x its captured time) is let through: the transaction waiting for it rolls back and runs again")
 	f.DurationVar(&cfg.OrderTimeout, "order-timeout", 2*time.Second, "with --order capture, the longest a record waits for those before it")
 	f.IntVar(&retries, "retries", 3, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never)")
 	f.DurationVar(&cfg.TargetTimeout, "target-timeout", 30*time.Second, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")

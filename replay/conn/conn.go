@@ -86,7 +86,9 @@ type ServerError struct {
 	Message string
 }
 
-func (e *ServerError) Error() string { return fmt.Sprintf("error %d (%s): %s", e.Code, e.State, e.Message) }
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("error %d (%s): %s", e.Code, e.State, e.Message)
+}
 
 // Result is a response folded for comparison.
 type Result struct {
