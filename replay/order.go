@@ -27,6 +27,13 @@ const (
 // capture never wait for each other, so the server's own locks decide
 // between them as they did in the capture.
 //
+// Reads need not wait for reads. A ticket that only reads waits for the
+// earlier tickets that change what others see (writes, COMMITs, locking
+// reads: sqlinfo.Info.Changes); a ticket that changes waits for every
+// earlier ticket, reads included, so that no read sees a change made after
+// it in the capture. The gate keeps the two sets apart (lanes), so a
+// read-only workload never waits at all.
+//
 // The gate can deadlock against the server's row locks: a statement in
 // flight, blocked on a lock held by a transaction whose next statement
 // waits here for it. Statements that overlapped in the capture can take a
@@ -42,15 +49,65 @@ const (
 // transaction run again (OutcomeOrderRerun), and their divergences are
 // counted as order-ambiguous.
 type gate struct {
-	mu      sync.Mutex
-	pending []*ticket // not yet popped, sorted by end; done ones leave from the front
-	waiters waiterHeap
-	// minEnd is the end of the earliest ticket not done (MaxInt64 if none):
-	// a ticket whose start is not after it waits for nothing.
-	minEnd atomic.Int64
+	mu sync.Mutex
+	// all holds every ticket, changes those that change what others see.
+	all, changes lane
 
 	inflightMin, hardBound time.Duration
 	now                    func() time.Time
+}
+
+// lane is a set of tickets by end, and the waiters that wait for them.
+type lane struct {
+	pending []*ticket // not yet popped, sorted by end; done ones leave from the front
+	waiters waiterHeap
+	// minEnd is the end of the earliest ticket not done (MaxInt64 if none):
+	// a waiter whose threshold is not after it waits for nothing.
+	minEnd atomic.Int64
+}
+
+func (l *lane) insert(t *ticket) {
+	i := len(l.pending)
+	for i > 0 && l.pending[i-1].end > t.end {
+		i--
+	}
+	l.pending = append(l.pending, nil)
+	copy(l.pending[i+1:], l.pending[i:])
+	l.pending[i] = t
+	if i == 0 {
+		l.minEnd.Store(t.end)
+	}
+}
+
+// pop drops the done tickets at the front and wakes the waiters that then
+// wait for nothing.
+func (l *lane) pop() {
+	n := 0
+	for n < len(l.pending) && l.pending[n].done {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	clear(l.pending[:n])
+	l.pending = l.pending[n:]
+	min := int64(math.MaxInt64)
+	if len(l.pending) > 0 {
+		min = l.pending[0].end
+	}
+	l.minEnd.Store(min)
+	for len(l.waiters) > 0 && l.waiters[0].start <= min {
+		w := heap.Pop(&l.waiters).(*waiter)
+		close(w.ch)
+	}
+}
+
+// lane is the lane t waits in.
+func (g *gate) lane(t *ticket) *lane {
+	if t.changes {
+		return &g.all
+	}
+	return &g.changes
 }
 
 // ticket is one record's (or transaction's) place in the order.
@@ -68,6 +125,8 @@ type ticket struct {
 	// here, if it does.
 	prev    *ticket
 	waiting atomic.Pointer[ticket]
+	// changes: it changes what others see (see gate).
+	changes bool
 }
 
 type waiter struct {
@@ -92,26 +151,22 @@ func (h *waiterHeap) Pop() any {
 
 func newGate(inflightMin, hardBound time.Duration) *gate {
 	g := &gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now}
-	g.minEnd.Store(math.MaxInt64)
+	g.all.minEnd.Store(math.MaxInt64)
+	g.changes.minEnd.Store(math.MaxInt64)
 	return g
 }
 
-// register adds a ticket for [start, end]. Tickets are registered in the
-// capture's order (by sequence, which for a proxy capture is nearly end
-// order), so insertion is at or near the back.
-func (g *gate) register(start, end int64, prev *ticket) *ticket {
-	t := &ticket{start: start, end: end, prev: prev}
+// register adds a ticket for [start, end], after prev of the same
+// session; changes says whether it changes what others see. Tickets are
+// registered in the capture's order (by sequence, which for a proxy
+// capture is nearly end order), so insertion is at or near the back.
+func (g *gate) register(start, end int64, prev *ticket, changes bool) *ticket {
+	t := &ticket{start: start, end: end, prev: prev, changes: changes}
 	t.span.Store(end - start)
 	g.mu.Lock()
-	i := len(g.pending)
-	for i > 0 && g.pending[i-1].end > end {
-		i--
-	}
-	g.pending = append(g.pending, nil)
-	copy(g.pending[i+1:], g.pending[i:])
-	g.pending[i] = t
-	if i == 0 {
-		g.minEnd.Store(end)
+	g.all.insert(t)
+	if changes {
+		g.changes.insert(t)
 	}
 	g.mu.Unlock()
 	return t
@@ -143,23 +198,9 @@ func (g *gate) finish(t *ticket) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t.done = true
-	n := 0
-	for n < len(g.pending) && g.pending[n].done {
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	clear(g.pending[:n])
-	g.pending = g.pending[n:]
-	min := int64(math.MaxInt64)
-	if len(g.pending) > 0 {
-		min = g.pending[0].end
-	}
-	g.minEnd.Store(min)
-	for len(g.waiters) > 0 && g.waiters[0].start <= min {
-		w := heap.Pop(&g.waiters).(*waiter)
-		close(w.ch)
+	g.all.pop()
+	if t.changes {
+		g.changes.pop()
 	}
 }
 
@@ -180,7 +221,11 @@ const (
 // it returns waitStalled, and the ticket stuck on the server, as soon as it
 // waits for a stalled ticket; without, it waits on.
 func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool, limit time.Duration) (waitResult, []*ticket) {
-	if t == nil || g.minEnd.Load() >= threshold {
+	if t == nil {
+		return waitNone, nil
+	}
+	ln := g.lane(t)
+	if ln.minEnd.Load() >= threshold {
 		return waitNone, nil
 	}
 	if limit <= 0 {
@@ -190,7 +235,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 	released := false
 	for {
 		g.mu.Lock()
-		blocker, stuck, cyclic := g.blockerLocked(t, threshold, stalls)
+		blocker, stuck, cyclic := g.blockerLocked(ln, t, threshold, stalls)
 		released = released || cyclic
 		if blocker == nil {
 			g.mu.Unlock()
@@ -204,7 +249,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 			return waitStalled, stuck
 		}
 		w := &waiter{start: threshold, ch: make(chan struct{})}
-		heap.Push(&g.waiters, w)
+		heap.Push(&ln.waiters, w)
 		g.mu.Unlock()
 		t.waiting.Store(blocker)
 
@@ -225,11 +270,11 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			g.drop(w)
+			g.drop(ln, w)
 			t.waiting.Store(nil)
 			return waitTimeout, nil
 		}
-		g.drop(w)
+		g.drop(ln, w)
 		t.waiting.Store(nil)
 		if g.now().Sub(began) >= limit {
 			return waitTimeout, nil
@@ -238,10 +283,10 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 }
 
 // drop removes a waiter that stopped waiting.
-func (g *gate) drop(w *waiter) {
+func (g *gate) drop(ln *lane, w *waiter) {
 	g.mu.Lock()
 	if w.index >= 0 {
-		heap.Remove(&g.waiters, w.index)
+		heap.Remove(&ln.waiters, w.index)
 	}
 	g.mu.Unlock()
 }
@@ -307,12 +352,12 @@ func dependsOn(p, t *ticket, depth int) bool {
 // and is not done (nil if none); with stalls, the tickets stuck on the
 // server behind any such ticket; and whether one was passed over because
 // it depends on t itself.
-func (g *gate) blockerLocked(t *ticket, threshold int64, stalls bool) (*ticket, []*ticket, bool) {
+func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, stalls bool) (*ticket, []*ticket, bool) {
 	now := g.now().UnixNano()
 	var first *ticket
 	var stuck []*ticket
 	cyclic := false
-	for _, p := range g.pending {
+	for _, p := range ln.pending {
 		if p.end >= threshold {
 			break
 		}

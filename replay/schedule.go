@@ -43,6 +43,9 @@ type runner struct {
 
 	ctx    context.Context // ends when the target fails
 	cancel context.CancelFunc
+	// down is set once the target has failed (mu.failed says why): every
+	// record asks, so it is not behind the lock.
+	down atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -144,11 +147,15 @@ func (rn *runner) failLocked(reason string) {
 		return
 	}
 	rn.mu.failed = reason
+	rn.down.Store(true)
 	rn.cfg.Logger.Warn("target failed", "target", rn.t.Name, "reason", reason)
 	rn.cancel()
 }
 
 func (rn *runner) failed() string {
+	if !rn.down.Load() {
+		return ""
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	return rn.mu.failed
@@ -230,12 +237,12 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 }
 
 // ticket registers a record's (or unit's) place in the order, after prev
-// of the same session.
-func (rn *runner) ticket(start, end int64, prev *ticket) *ticket {
+// of the same session; changes: it changes what other sessions see.
+func (rn *runner) ticket(start, end int64, prev *ticket, changes bool) *ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
-	return rn.gate.register(start, end, prev)
+	return rn.gate.register(start, end, prev, changes)
 }
 
 // waitTurn holds w until every record (or unit) that ended, in the
@@ -249,8 +256,8 @@ func (rn *runner) ticket(start, end int64, prev *ticket) *ticket {
 func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, holdsTrx bool) (rerun bool) {
 	w.released = false
 	rn.gate.markIdle(t)
-	if rn.board != nil {
-		rn.board.set(w, -1)
+	if rn.board != nil && w.regrouped {
+		rn.board.set(w.slot, -1, false)
 	}
 	began := time.Now()
 	res, _ := rn.gate.wait(rn.ctx, t, threshold, holdsTrx, rn.cfg.OrderTimeout)
@@ -309,7 +316,29 @@ func sleepUntil(ctx context.Context, t time.Time) {
 type sessionRunner struct {
 	wg       sync.WaitGroup
 	sessions map[uint64]chan job
-	last     map[uint64]*ticket // each session's latest ticket
+	last     map[uint64]*ticket           // each session's latest ticket
+	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
+}
+
+func newSessionRunner() *sessionRunner {
+	return &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}, sqlOf: map[uint64]map[uint32]string{}}
+}
+
+// changes reports whether rec changes what other sessions see.
+func (rn *runner) changes(sr *sessionRunner, key uint64, rec *store.Record) bool {
+	switch rec.Kind {
+	case store.KindPrepare:
+		if sr.sqlOf[key] == nil {
+			sr.sqlOf[key] = map[uint32]string{}
+		}
+		sr.sqlOf[key][rec.StmtID] = rec.SQL
+	case store.KindQuery:
+		return rn.an.Info(rec.SQL).Changes()
+	case store.KindExecute:
+		sql, ok := sr.sqlOf[key][rec.StmtID]
+		return !ok || rn.an.Info(sql).Changes()
+	}
+	return false
 }
 
 func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
@@ -349,13 +378,14 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		sr.sessions[key] = ch
 	}
 	start := rn.offset(rec, loop)
-	t := rn.ticket(start, start+int64(rec.Duration), sr.last[key])
+	t := rn.ticket(start, start+int64(rec.Duration), sr.last[key], rn.changes(sr, key, rec))
 	sr.last[key] = t
 	ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
 	if rec.Kind == store.KindQuit {
 		close(ch)
 		delete(sr.sessions, key)
 		delete(sr.last, key)
+		delete(sr.sqlOf, key)
 	}
 }
 
@@ -368,7 +398,7 @@ func (sr *sessionRunner) closeAll() {
 
 // runSessions replays each captured session on its own connection, in order.
 func (rn *runner) runSessions(ctx context.Context) error {
-	sr := &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}}
+	sr := newSessionRunner()
 	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
 		if rn.inShard(rec.Session) {
 			rn.dispatchSession(ctx, sr, rec, loop)
@@ -398,32 +428,55 @@ func (rn *runner) inShard(session uint64) bool {
 func (rn *runner) runConcurrent(ctx context.Context) error {
 	// One queue, in commit-start order, that every connection takes from:
 	// a unit waits for a free connection, never behind a given unit.
-	units := make(chan *unit, 2*rn.cfg.Concurrency)
-	rn.board = newBoard()
+	// Unpaced and unordered, units go in batches: one channel operation
+	// (and at most one wake-up) per batch instead of per transaction.
+	batch := 1
+	if rn.cfg.Speed <= 0 && rn.cfg.Order != OrderCapture {
+		batch = 32
+	}
+	units := make(chan []*unit, 2*rn.cfg.Concurrency)
+	if rn.cfg.Order == OrderCapture {
+		rn.board = newBoard(rn.cfg.Concurrency)
+	}
 	var wg sync.WaitGroup
-	for range rn.cfg.Concurrency {
+	for slot := range rn.cfg.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rn.active.Add(1)
 			defer rn.active.Add(-1)
 			w := newWorker(rn, 4096)
-			w.regrouped = true
+			w.regrouped, w.slot = true, slot
 			defer w.close()
-			for u := range units {
-				w.cur = u.t
-				if rn.failed() == "" {
-					sleepUntil(ctx, u.jobs[0].intended)
-					if u.t != nil {
-						rn.waitTurn(w, u.t, u.t.start, false)
+			for us := range units {
+				for _, u := range us {
+					w.cur = u.t
+					if rn.failed() == "" {
+						sleepUntil(ctx, u.jobs[0].intended)
+						if u.t != nil {
+							rn.waitTurn(w, u.t, u.t.start, false)
+						}
 					}
+					w.runUnit(rn.ctx, u)
+					rn.gate.finish(u.t)
 				}
-				w.runUnit(rn.ctx, u)
-				rn.gate.finish(u.t)
 			}
 		}()
 	}
 	lastUnit := map[uint64]*ticket{}
+	var pending []*unit
+	flush := func() bool {
+		if len(pending) == 0 {
+			return true
+		}
+		select {
+		case units <- pending:
+			pending = make([]*unit, 0, batch)
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	send := func(u *unit) bool {
 		if len(u.jobs) == 0 {
 			return true
@@ -434,16 +487,19 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		// transaction blocked on another's locks is released inside the
 		// other's COMMIT, before the proxy saw that COMMIT end: their commit
 		// intervals can overlap, their commit starts cannot.
-		u.t = rn.ticket(u.start, u.commitStart, lastUnit[u.session])
-		lastUnit[u.session] = u.t
-		select {
-		case units <- u:
-			return true
-		case <-ctx.Done():
-			return false
+		changes := false
+		for _, j := range u.jobs {
+			changes = changes || j.info != nil && j.info.Changes()
 		}
+		u.t = rn.ticket(u.start, u.commitStart, lastUnit[u.session], changes)
+		lastUnit[u.session] = u.t
+		pending = append(pending, u)
+		if len(pending) >= batch {
+			return flush()
+		}
+		return true
 	}
-	sr := &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}}
+	sr := newSessionRunner()
 	pinned := map[uint64]bool{}
 	g := newRegrouper(rn.an, rn.offset)
 	// Units close in the order their COMMITs end (the capture's order);
@@ -484,6 +540,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		heap.Push(&held, u)
 	}
 	release(math.MaxInt64)
+	flush()
 	close(units)
 	wg.Wait()
 	sr.closeAll()

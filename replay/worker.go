@@ -40,11 +40,13 @@ type worker struct {
 	// --concurrency: this connection's statements by schema and SQL.
 	stmts     map[string]*conn.Stmt
 	regrouped bool
+	slot      int // its connection's slot on the runner's board
 
 	schema  string // in use on the connection
 	client  clientFlags
 	session uint64 // whose state the connection carries (--concurrency)
 	version int
+	carried int // variables that session's state set on the connection
 	// trx holds the records of the open transaction, for a retry; inTrx
 	// and autocommit follow the session as the server sees it.
 	trx        []*job
@@ -89,7 +91,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		return err
 	}
 	w.rn.track(c)
-	w.backoff, w.c, w.schema, w.session, w.version, w.inTrx, w.autocommit = 0, c, cfg.DB, 0, 0, false, true
+	w.backoff, w.c, w.schema, w.session, w.version, w.carried, w.inTrx, w.autocommit = 0, c, cfg.DB, 0, 0, 0, false, true
 	w.forgetStatements()
 	w.st.count(func(c *counters) { c.connections++ })
 	return nil
@@ -575,12 +577,15 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 		from = -1
 	case w.session == u.session:
 		from = w.version
-	case w.session != 0 || w.version != 0:
+	case w.carried > 0:
+		// Another session's variables: a clean session first (its prepared
+		// statements go too). A connection that carries none needs nothing.
 		if err := w.c.ResetConnection(ctx); err != nil {
 			w.drop()
 			return err
 		}
 		w.forgetStatements()
+		w.carried = 0
 	}
 	if db := w.rn.schemaFor(u.schema); db != "" && db != w.schema {
 		if err := w.c.InitDB(ctx, db); err == nil {
@@ -592,6 +597,7 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 			if s.version > from {
 				var r conn.Result
 				w.c.Query(ctx, s.text, &r) // as the session did; a failing SET failed in the capture too
+				w.carried++
 			}
 		}
 	}
@@ -632,9 +638,10 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		}
 		if b := w.rn.board; b != nil && u.t != nil {
 			at := w.rn.offset(j.rec, j.loop)
-			b.set(w, at+int64(j.rec.Duration))
+			changes := j.info == nil || j.info.Changes()
+			b.set(w.slot, at+int64(j.rec.Duration), changes)
 			if i > 0 {
-				b.wait(ctx, w, at)
+				b.wait(ctx, w.slot, at, changes)
 			}
 		}
 		var o store.Outcome
@@ -665,7 +672,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	}
 	w.inTrx = false
 	if b := w.rn.board; b != nil {
-		b.set(w, -1)
+		b.set(w.slot, -1, false)
 	}
 }
 

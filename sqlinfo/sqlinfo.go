@@ -90,6 +90,9 @@ type Info struct {
 	TableDDL bool
 	// Created lists the tables a CREATE TABLE makes.
 	Created []Table
+	// LockingRead: SELECT … FOR UPDATE, FOR SHARE, LOCK IN SHARE MODE: a
+	// read that takes row locks.
+	LockingRead bool
 	// Begin: BEGIN / START TRANSACTION. End: COMMIT or ROLLBACK (not
 	// ROLLBACK TO SAVEPOINT). ImplicitCommit: the statement commits an open
 	// transaction (DDL, LOCK TABLES, BEGIN itself …).
@@ -116,6 +119,15 @@ type Info struct {
 	Unanalysable bool
 	// LexError is set when even the lexer could not read the text.
 	LexError string
+}
+
+// Changes reports whether the statement can change what other sessions
+// see or wait for: a write, DDL, a locking read, a CALL, the end of a
+// transaction, or anything the analysis could not read. Replay keeps reads
+// after the changes that preceded them, and changes after everything.
+func (i *Info) Changes() bool {
+	return i.Class == ClassWrite || i.WritesUnknown || i.LockingRead || i.End || i.ImplicitCommit && !i.Begin || len(i.Writes) > 0 ||
+		i.Unanalysable && i.Class != ClassRead || i.LockTables || i.NamedLock
 }
 
 // PinsSession reports whether the statement creates session state that
@@ -253,6 +265,12 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 		}
 	}
 	if first && info.Class == ClassRead {
+		for i, t := range st {
+			if t.Is(sql, "FOR") && i+1 < len(st) && (st[i+1].Is(sql, "UPDATE") || st[i+1].Is(sql, "SHARE")) ||
+				t.Is(sql, "LOCK") && i+2 < len(st) && st[i+1].Is(sql, "IN") && st[i+2].Is(sql, "SHARE") {
+				info.LockingRead = true
+			}
+		}
 		// ORDER BY at the top level fixes the order; LIMIT without it
 		// picks rows the engine chooses.
 		order, limit := false, false

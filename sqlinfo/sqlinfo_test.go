@@ -116,6 +116,12 @@ func TestAnalyze(t *testing.T) {
 	if i := a.Info("SELECT 1; SELECT 2"); i.Statements != 2 {
 		t.Errorf("multi-statement: %d statements", i.Statements)
 	}
+	for sql, changes := range map[string]bool{"SELECT c FROM t WHERE id = 1": false, "SELECT c FROM t WHERE id = 1 FOR UPDATE": true,
+		"SELECT c FROM t LOCK IN SHARE MODE": true, "UPDATE t SET c = 1": true, "COMMIT": true, "BEGIN": false, "CALL p()": true, "SET @x = 1": false} {
+		if got := a.Info(sql).Changes(); got != changes {
+			t.Errorf("%q: Changes() = %v, want %v", sql, got, changes)
+		}
+	}
 	if i := a.Info("SET autocommit = 0"); !i.Set || i.SetAutocommit != '0' {
 		t.Errorf("SET autocommit=0: set %v, value %q", i.Set, i.SetAutocommit)
 	}
