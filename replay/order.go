@@ -59,6 +59,7 @@ type gate struct {
 
 // lane is a set of tickets by end, and the waiters that wait for them.
 type lane struct {
+	id      int       // index into ticket.in
 	pending []*ticket // not yet popped, sorted by end; done ones leave from the front
 	waiters waiterHeap
 	// minEnd is the end of the earliest ticket not done (MaxInt64 if none):
@@ -74,6 +75,7 @@ func (l *lane) insert(t *ticket) {
 	l.pending = append(l.pending, nil)
 	copy(l.pending[i+1:], l.pending[i:])
 	l.pending[i] = t
+	t.in[l.id] = true
 	if i == 0 {
 		l.minEnd.Store(t.end)
 	}
@@ -88,6 +90,9 @@ func (l *lane) pop() {
 	}
 	if n == 0 {
 		return
+	}
+	for _, t := range l.pending[:n] {
+		t.in[l.id] = false
 	}
 	clear(l.pending[:n])
 	l.pending = l.pending[n:]
@@ -120,13 +125,54 @@ type ticket struct {
 	// for each of its statements and idle while it waits here.
 	sent atomic.Int64
 	span atomic.Int64
-	// prev is the ticket before this one of the same session: a ticket not
-	// yet sent waits behind it. waiting is the ticket its owner waits for
-	// here, if it does.
-	prev    *ticket
+	// session is where the worker that will handle it stands (its
+	// session's, or for a unit the connection's it was handed to): a
+	// ticket not yet handled waits behind that worker's current one.
+	// waiting is the ticket its owner waits for here, if it does.
+	session atomic.Pointer[cursor]
 	waiting atomic.Pointer[ticket]
 	// changes: it changes what others see (see gate).
 	changes bool
+	// in says which lanes (all, changes) hold it.
+	in [2]bool
+}
+
+// cursor is where a worker stands in its queue of tickets: the one it
+// handles (waits for, runs, or runs again after a rollback). Tickets do
+// not point at their queue's earlier ones, so the gate keeps no history.
+type cursor struct{ cur atomic.Pointer[ticket] }
+
+// at notes that the worker now handles t.
+func (c *cursor) at(t *ticket) {
+	if c != nil && t != nil {
+		c.cur.Store(t)
+	}
+}
+
+// queue notes that t waits in c's queue (a unit handed to a connection).
+func (t *ticket) queue(c *cursor) {
+	if t != nil {
+		t.session.Store(c)
+	}
+}
+
+// current notes that t's worker now handles t.
+func (t *ticket) current() {
+	if t != nil {
+		t.session.Load().at(t)
+	}
+}
+
+// ahead returns the ticket p's worker handles when it is not p.
+func (p *ticket) ahead() *ticket {
+	s := p.session.Load()
+	if s == nil {
+		return nil
+	}
+	if c := s.cur.Load(); c != p {
+		return c
+	}
+	return nil
 }
 
 type waiter struct {
@@ -153,15 +199,19 @@ func newGate(inflightMin, hardBound time.Duration) *gate {
 	g := &gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now}
 	g.all.minEnd.Store(math.MaxInt64)
 	g.changes.minEnd.Store(math.MaxInt64)
+	g.changes.id = 1
 	return g
 }
 
-// register adds a ticket for [start, end], after prev of the same
-// session; changes says whether it changes what others see. Tickets are
+// register adds a ticket for [start, end] of the session at c (nil: on
+// its own); changes says whether it changes what others see. Tickets are
 // registered in the capture's order (by sequence, which for a proxy
 // capture is nearly end order), so insertion is at or near the back.
-func (g *gate) register(start, end int64, prev *ticket, changes bool) *ticket {
-	t := &ticket{start: start, end: end, prev: prev, changes: changes}
+func (g *gate) register(start, end int64, c *cursor, changes bool) *ticket {
+	t := &ticket{start: start, end: end, changes: changes}
+	if c != nil {
+		t.session.Store(c)
+	}
 	t.span.Store(end - start)
 	g.mu.Lock()
 	g.all.insert(t)
@@ -204,6 +254,30 @@ func (g *gate) finish(t *ticket) {
 	}
 }
 
+// reopen makes done tickets pending again: their records' effects were
+// rolled back (a transaction run again, for order or after a deadlock),
+// so what ran after them in the capture must wait until they run again.
+// A statement already on the server, blocked on the rolled-back
+// transaction's locks, goes ahead; if it then meets the transaction run
+// again, the gate orders them as any other pair (see gate).
+func (g *gate) reopen(ts []*ticket) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range ts {
+		if t == nil || !t.done {
+			continue
+		}
+		t.done = false
+		t.sent.Store(0)
+		if !t.in[0] {
+			g.all.insert(t)
+		}
+		if t.changes && !t.in[1] {
+			g.changes.insert(t)
+		}
+	}
+}
+
 // waitResult says how a wait ended.
 type waitResult uint8
 
@@ -217,10 +291,12 @@ const (
 
 // wait blocks until every ticket that ended before threshold (t's start,
 // or a later instant of t's own, such as its COMMIT's start) is done, for
-// at most limit (0: the gate's hard bound), or until ctx ends. With stalls
-// it returns waitStalled, and the ticket stuck on the server, as soon as it
-// waits for a stalled ticket; without, it waits on.
-func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool, limit time.Duration) (waitResult, []*ticket) {
+// at most limit (0: the gate's hard bound), or until ctx ends. With
+// patience > 0 it returns waitStalled, and the tickets stuck on the server,
+// as soon as it waits for a ticket in flight longer than the in-flight
+// bound times 2^(patience-1) (a transaction run again after a stall gives
+// the server more time before it stalls again); with 0, it waits on.
+func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience int, limit time.Duration) (waitResult, []*ticket) {
 	if t == nil {
 		return waitNone, nil
 	}
@@ -235,7 +311,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 	released := false
 	for {
 		g.mu.Lock()
-		blocker, stuck, cyclic := g.blockerLocked(ln, t, threshold, stalls)
+		blocker, stuck, cyclic := g.blockerLocked(ln, t, threshold, patience)
 		released = released || cyclic
 		if blocker == nil {
 			g.mu.Unlock()
@@ -244,7 +320,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 			}
 			return waitOrdered, nil
 		}
-		if len(stuck) > 0 && stalls {
+		if len(stuck) > 0 {
 			g.mu.Unlock()
 			return waitStalled, stuck
 		}
@@ -257,7 +333,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, stalls bool
 		// the limit.
 		left := limit - g.now().Sub(began)
 		if in := g.inflight(blocker); in != nil {
-			left = min(left, g.inflightBound(in)-g.now().Sub(time.Unix(0, in.sent.Load())))
+			left = min(left, g.inflightBound(in, patience)-g.now().Sub(time.Unix(0, in.sent.Load())))
 		} else {
 			left = min(left, g.inflightMin)
 		}
@@ -291,21 +367,29 @@ func (g *gate) drop(ln *lane, w *waiter) {
 	g.mu.Unlock()
 }
 
-func (g *gate) inflightBound(t *ticket) time.Duration {
-	return max(g.inflightMin, 20*time.Duration(t.span.Load()))
+// inflightBound is how long t may execute before it counts as stuck:
+// twenty times its captured duration, at least inflightMin, doubled for
+// each patience step past the first.
+func (g *gate) inflightBound(t *ticket, patience int) time.Duration {
+	b := max(g.inflightMin, 20*time.Duration(t.span.Load()))
+	if patience > 1 {
+		b <<= min(patience-1, 16)
+	}
+	return b
 }
 
 // inflight returns the ticket in flight on the server that p waits
-// behind: p itself once sent, else the nearest sent and unfinished ticket
-// before it in its session (nil if none).
+// behind: p itself once sent, else its session's current ticket if that
+// is sent (nil if neither).
 func (g *gate) inflight(p *ticket) *ticket {
-	for i := 0; p != nil && i < 64; i, p = i+1, p.prev {
-		if p.done {
-			return nil
-		}
-		if p.sent.Load() != 0 {
-			return p
-		}
+	if p == nil || p.done {
+		return nil
+	}
+	if p.sent.Load() != 0 {
+		return p
+	}
+	if a := p.ahead(); a != nil && !a.done && a.sent.Load() != 0 {
+		return a
 	}
 	return nil
 }
@@ -313,29 +397,29 @@ func (g *gate) inflight(p *ticket) *ticket {
 // stalled returns the ticket on the server that keeps p from completing
 // on its own, if there is one stuck there: p's statement once it has been
 // executing longer than the in-flight bound, or the stalled ticket p waits
-// for here, or (p not started) its session's previous ticket's.
-func (g *gate) stalled(p *ticket, now int64, depth int) *ticket {
-	if p == nil || p.done || depth > 10 {
+// for here, or (p not started) its session's current ticket's.
+func (g *gate) stalled(p *ticket, now int64, patience, depth int) *ticket {
+	if p == nil || p.done || depth > 16 {
 		return nil
 	}
 	if s := p.sent.Load(); s != 0 {
-		if time.Duration(now-s) >= g.inflightBound(p) {
+		if time.Duration(now-s) >= g.inflightBound(p, patience) {
 			return p
 		}
 		return nil
 	}
 	if w := p.waiting.Load(); w != nil {
-		return g.stalled(w, now, depth+1)
+		return g.stalled(w, now, patience, depth+1)
 	}
-	return g.stalled(p.prev, now, depth+1)
+	return g.stalled(p.ahead(), now, patience, depth+1)
 }
 
 // dependsOn reports whether p cannot start or finish before t does: p is
 // t, or waits here for a ticket that depends on t, or has not started and
-// its session's previous ticket depends on t.
+// its session's current ticket depends on t.
 func dependsOn(p, t *ticket, depth int) bool {
 	switch {
-	case p == nil || depth > 10 || p.done:
+	case p == nil || depth > 16 || p.done:
 		return false
 	case p == t:
 		return true
@@ -345,14 +429,14 @@ func dependsOn(p, t *ticket, depth int) bool {
 	if w := p.waiting.Load(); w != nil {
 		return dependsOn(w, t, depth+1)
 	}
-	return dependsOn(p.prev, t, depth+1)
+	return dependsOn(p.ahead(), t, depth+1)
 }
 
 // blockerLocked returns the earliest ticket that ended before threshold
-// and is not done (nil if none); with stalls, the tickets stuck on the
-// server behind any such ticket; and whether one was passed over because
-// it depends on t itself.
-func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, stalls bool) (*ticket, []*ticket, bool) {
+// and is not done (nil if none); with patience > 0, the tickets stuck on
+// the server behind any such ticket; and whether one was passed over
+// because it depends on t itself.
+func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, patience int) (*ticket, []*ticket, bool) {
 	now := g.now().UnixNano()
 	var first *ticket
 	var stuck []*ticket
@@ -371,14 +455,10 @@ func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, stalls bool) 
 		if first == nil {
 			first = p
 		}
-		if !stalls {
-			if g.stalled(p, now, 0) != nil {
-				stuck = append(stuck, p) // (only whether there is one matters)
-				break
-			}
-			continue
+		if patience == 0 {
+			break // only the earliest matters
 		}
-		if s := g.stalled(p, now, 0); s != nil && !slices.Contains(stuck, s) {
+		if s := g.stalled(p, now, patience, 0); s != nil && !slices.Contains(stuck, s) {
 			stuck = append(stuck, s)
 		}
 	}

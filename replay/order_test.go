@@ -15,14 +15,14 @@ func TestGateWaitsForWhatEndedBefore(t *testing.T) {
 	b := g.register(5, 30, nil, true)  // overlaps c
 	c := g.register(20, 40, nil, true) // waits for a only
 	ctx := context.Background()
-	if r := first(g.wait(ctx, a, a.start, true, 0)); r != waitNone {
+	if r := first(g.wait(ctx, a, a.start, 1, 0)); r != waitNone {
 		t.Fatalf("a waited: %v", r)
 	}
-	if r := first(g.wait(ctx, b, b.start, true, 0)); r != waitNone {
+	if r := first(g.wait(ctx, b, b.start, 1, 0)); r != waitNone {
 		t.Fatalf("b waited for a although they overlapped: %v", r)
 	}
 	done := make(chan waitResult)
-	go func() { done <- first(g.wait(ctx, c, c.start, true, 0)) }()
+	go func() { done <- first(g.wait(ctx, c, c.start, 1, 0)) }()
 	select {
 	case r := <-done:
 		t.Fatalf("c went before a finished: %v", r)
@@ -57,7 +57,7 @@ func TestGateOutOfOrderFinish(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var got waitResult
-	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, true, 0)) }()
+	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, 1, 0)) }()
 	g.finish(x) // y still pending: z keeps waiting
 	time.Sleep(30 * time.Millisecond)
 	if g.all.minEnd.Load() != 10 {
@@ -77,26 +77,28 @@ func TestGateOutOfOrderFinish(t *testing.T) {
 func TestGateStallsAndBounds(t *testing.T) {
 	g := newGate(40*time.Millisecond, 300*time.Millisecond)
 	ctx := context.Background()
-	a := g.register(0, 1, nil, true)
+	sa := &cursor{}
+	a := g.register(0, 1, sa, true)
 	b := g.register(10, 20, nil, true)
+	sa.at(a)
 	g.markSent(a, 0)
 	start := time.Now()
-	if r := first(g.wait(ctx, b, b.start, true, 0)); r != waitStalled {
+	if r := first(g.wait(ctx, b, b.start, 1, 0)); r != waitStalled {
 		t.Fatalf("b: %v, want waitStalled", r)
 	}
 	if took := time.Since(start); took < 35*time.Millisecond || took > 250*time.Millisecond {
 		t.Fatalf("stalled after %v, want about the 40ms bound", took)
 	}
 	// Queued behind its session's record in flight: stalled too.
-	a2 := g.register(2, 3, a, true) // a's session, not yet sent
+	a2 := g.register(2, 3, sa, true) // a's session, not yet handled
 	c := g.register(30, 40, nil, true)
-	if r := first(g.wait(ctx, c, c.start, true, 0)); r != waitStalled {
+	if r := first(g.wait(ctx, c, c.start, 1, 0)); r != waitStalled {
 		t.Fatalf("c (waiting for a2 behind a): %v, want waitStalled", r)
 	}
 	// Not reporting stalls: the waiter waits for them to finish.
 	g.finish(b)
 	go func() { time.Sleep(60 * time.Millisecond); g.finish(a); g.finish(a2) }()
-	if r := first(g.wait(ctx, c, c.start, false, 0)); r != waitOrdered {
+	if r := first(g.wait(ctx, c, c.start, 0, 0)); r != waitOrdered {
 		t.Fatalf("c after a finished: %v, want waitOrdered", r)
 	}
 	g.finish(c)
@@ -104,7 +106,7 @@ func TestGateStallsAndBounds(t *testing.T) {
 	d := g.register(5, 6, nil, true)
 	e := g.register(50, 60, nil, true)
 	start = time.Now()
-	if r := first(g.wait(ctx, e, e.start, true, 0)); r != waitTimeout {
+	if r := first(g.wait(ctx, e, e.start, 1, 0)); r != waitTimeout {
 		t.Fatalf("e: %v, want waitTimeout", r)
 	}
 	if took := time.Since(start); took < 290*time.Millisecond {
@@ -114,11 +116,11 @@ func TestGateStallsAndBounds(t *testing.T) {
 	// what ended before it.
 	f := g.register(55, 100, nil, true)
 	g.finish(e)
-	if r := first(g.wait(ctx, f, f.start, true, 0)); r != waitTimeout {
+	if r := first(g.wait(ctx, f, f.start, 1, 0)); r != waitTimeout {
 		t.Fatalf("f waits for d (never sent) up to the bound: %v", r)
 	}
 	g.finish(d)
-	if r := first(g.wait(ctx, f, 99, true, 0)); r != waitNone && r != waitOrdered {
+	if r := first(g.wait(ctx, f, 99, 1, 0)); r != waitNone && r != waitOrdered {
 		t.Fatalf("f's commit: %v", r)
 	}
 	// A cancelled context ends a wait at once.
@@ -126,7 +128,7 @@ func TestGateStallsAndBounds(t *testing.T) {
 	k := g.register(300, 301, nil, true)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if r := first(g.wait(cctx, k, k.start, true, 0)); r != waitTimeout {
+	if r := first(g.wait(cctx, k, k.start, 1, 0)); r != waitTimeout {
 		t.Fatalf("cancelled wait: %v", r)
 	}
 	g.finish(f)
@@ -147,12 +149,12 @@ func TestGateReadsWaitOnlyForChanges(t *testing.T) {
 	r1 := g.register(0, 10, nil, false) // a read
 	w1 := g.register(0, 20, nil, true)  // a write
 	r2 := g.register(15, 30, nil, false)
-	if res := first(g.wait(ctx, r2, r2.start, false, 0)); res != waitNone {
+	if res := first(g.wait(ctx, r2, r2.start, 0, 0)); res != waitNone {
 		t.Fatalf("a read waited for a read: %v", res)
 	}
 	r3 := g.register(25, 40, nil, false) // after w1 ended: waits for it
 	done := make(chan waitResult, 1)
-	go func() { done <- first(g.wait(ctx, r3, r3.start, false, 0)) }()
+	go func() { done <- first(g.wait(ctx, r3, r3.start, 0, 0)) }()
 	select {
 	case <-done:
 		t.Fatal("a read went before the write that ended before it")
@@ -160,7 +162,7 @@ func TestGateReadsWaitOnlyForChanges(t *testing.T) {
 	}
 	w2 := g.register(12, 50, nil, true) // a write after r1: waits for it
 	wdone := make(chan waitResult, 1)
-	go func() { wdone <- first(g.wait(ctx, w2, w2.start, false, 0)) }()
+	go func() { wdone <- first(g.wait(ctx, w2, w2.start, 0, 0)) }()
 	g.finish(w1)
 	if res := <-done; res != waitOrdered {
 		t.Fatalf("r3: %v", res)
@@ -186,7 +188,96 @@ func BenchmarkGateNoConflict(b *testing.B) {
 	ctx := context.Background()
 	for i := range b.N {
 		t := g.register(int64(i), int64(i)+10, nil, true)
-		first(g.wait(ctx, t, t.start, true, 0))
+		first(g.wait(ctx, t, t.start, 1, 0))
 		g.finish(t)
+	}
+}
+
+// A transaction run again (for order, or after a deadlock) undid what its
+// records did: their tickets reopen, and what came after them in the
+// capture waits again until they have run again. The first time through,
+// a record whose wait had ended stays ended; a later one waits.
+func TestGateReopen(t *testing.T) {
+	g := newGate(time.Hour, time.Hour)
+	ctx := context.Background()
+	st := &cursor{}
+	del := g.register(0, 10, st, true)    // T: DELETE id=1
+	ins := g.register(11, 20, st, true)   // T: INSERT id=1
+	early := g.register(5, 40, nil, true) // overlapped T: never waits for it
+	late := g.register(25, 30, nil, true) // U: DELETE id=1, after T's INSERT
+	g.finish(del)
+	g.finish(ins)
+	if r := first(g.wait(ctx, late, late.start, 0, 0)); r != waitNone {
+		t.Fatalf("late waited with T done: %v", r)
+	}
+	// T is rolled back to run again: del is popped already, ins too.
+	g.reopen([]*ticket{del, ins, nil})
+	if del.done || ins.done || !del.in[0] || !ins.in[1] || g.all.minEnd.Load() != 10 {
+		t.Fatalf("reopen: done %v/%v, lanes %v/%v, minEnd %d", del.done, ins.done, del.in, ins.in, g.all.minEnd.Load())
+	}
+	if r := first(g.wait(ctx, early, early.start, 0, 0)); r != waitNone {
+		t.Fatalf("early waited for a ticket it overlapped: %v", r)
+	}
+	done := make(chan waitResult)
+	go func() { done <- first(g.wait(ctx, late, late.start, 0, 0)) }()
+	g.finish(del)
+	select {
+	case r := <-done:
+		t.Fatalf("late went with T's INSERT not run again: %v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.finish(ins)
+	select {
+	case r := <-done:
+		if r != waitOrdered {
+			t.Fatalf("late: %v, want waitOrdered", r)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("late still waits after T ran again")
+	}
+	// Reopening a done ticket still held in a lane (not popped) does not
+	// put it there twice.
+	a := g.register(50, 60, nil, true)
+	b := g.register(51, 70, nil, true)
+	g.finish(early)
+	g.finish(late)
+	g.finish(b) // a still pending: b stays in the lanes
+	g.reopen([]*ticket{b})
+	g.finish(a)
+	g.finish(b)
+	if len(g.all.pending) != 0 || len(g.changes.pending) != 0 || g.all.minEnd.Load() != 1<<63-1 {
+		t.Fatalf("gate not empty: %d/%d pending, minEnd %d", len(g.all.pending), len(g.changes.pending), g.all.minEnd.Load())
+	}
+}
+
+// Patience doubles the in-flight bound per step: a transaction started
+// over for order gives a slow statement more time before it stalls again,
+// and patience 0 never reports a stall.
+func TestGatePatience(t *testing.T) {
+	g := newGate(40*time.Millisecond, 2*time.Second)
+	a := g.register(0, 1, nil, true)
+	for _, c := range []struct {
+		patience int
+		want     time.Duration
+	}{{0, 0}, {1, 40 * time.Millisecond}, {2, 80 * time.Millisecond}, {4, 320 * time.Millisecond}} {
+		if got := g.inflightBound(a, c.patience); c.patience > 0 && got != c.want {
+			t.Errorf("inflightBound(patience %d) = %v, want %v", c.patience, got, c.want)
+		}
+	}
+	g.markSent(a, 0)
+	a.sent.Store(g.now().Add(-60 * time.Millisecond).UnixNano()) // in flight 60ms
+	now := g.now().UnixNano()
+	if s := g.stalled(a, now, 1, 0); s != a {
+		t.Errorf("patience 1 (bound 40ms), in flight 60ms: stalled = %v, want a", s)
+	}
+	if s := g.stalled(a, now, 2, 0); s != nil {
+		t.Errorf("patience 2 (bound 80ms), in flight 60ms: stalled = %v, want none", s)
+	}
+	b := g.register(10, 20, nil, true)
+	g.mu.Lock()
+	first, stuck, _ := g.blockerLocked(g.lane(b), b, b.start, 0)
+	g.mu.Unlock()
+	if first != a || len(stuck) != 0 {
+		t.Errorf("patience 0: blocker %v stuck %d, want a and none", first, len(stuck))
 	}
 }

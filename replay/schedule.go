@@ -236,13 +236,13 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 	return rn.start.Add(time.Duration(off))
 }
 
-// ticket registers a record's (or unit's) place in the order, after prev
-// of the same session; changes: it changes what other sessions see.
-func (rn *runner) ticket(start, end int64, prev *ticket, changes bool) *ticket {
+// ticket registers a record's (or unit's) place in the order, in the
+// session at c; changes: it changes what other sessions see.
+func (rn *runner) ticket(start, end int64, c *cursor, changes bool) *ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
-	return rn.gate.register(start, end, prev, changes)
+	return rn.gate.register(start, end, c, changes)
 }
 
 // waitTurn holds w until every record (or unit) that ended, in the
@@ -253,19 +253,24 @@ func (rn *runner) ticket(start, end int64, prev *ticket, changes bool) *ticket {
 // the caller must run it again. (The servers' lock tables cannot settle
 // whose lock it is: InnoDB was seen listing no wait for an UPDATE stuck
 // for seconds behind a transaction waiting here.)
-func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, holdsTrx bool) (rerun bool) {
+func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) (rerun bool) {
 	w.released = false
 	rn.gate.markIdle(t)
 	if rn.board != nil && w.regrouped {
 		rn.board.set(w.slot, -1, false)
 	}
 	began := time.Now()
-	res, _ := rn.gate.wait(rn.ctx, t, threshold, holdsTrx, rn.cfg.OrderTimeout)
+	res, _ := rn.gate.wait(rn.ctx, t, threshold, patience, rn.cfg.OrderTimeout)
 	if res == waitStalled {
-		w.rollback(rn.ctx)
 		rerun = true
 		w.st.count(func(c *counters) { c.orderReruns++ })
-		res, _ = rn.gate.wait(rn.ctx, t, threshold, false, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond))
+		if w.rollbackReopen(rn.ctx, w.trx) > 0 {
+			// A session's records run again one by one, each in its turn
+			// (rerunTrx); then t waits again.
+			w.st.count(func(c *counters) { c.orderWaits++ })
+			return true
+		}
+		res, _ = rn.gate.wait(rn.ctx, t, threshold, 0, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond))
 	}
 	switch res {
 	case waitOrdered, waitStalled:
@@ -316,12 +321,12 @@ func sleepUntil(ctx context.Context, t time.Time) {
 type sessionRunner struct {
 	wg       sync.WaitGroup
 	sessions map[uint64]chan job
-	last     map[uint64]*ticket           // each session's latest ticket
+	cursors  map[uint64]*cursor           // where each session stands in its tickets
 	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func newSessionRunner() *sessionRunner {
-	return &sessionRunner{sessions: map[uint64]chan job{}, last: map[uint64]*ticket{}, sqlOf: map[uint64]map[uint32]string{}}
+	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*cursor{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
 // changes reports whether rec changes what other sessions see.
@@ -353,14 +358,20 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 		for j := range ch {
 			rerun := false
 			w.cur = j.t
+			if j.t != nil {
+				j.t.current()
+			}
 			if rn.failed() == "" {
 				sleepUntil(ctx, j.intended)
-				if j.t != nil {
-					rerun = rn.waitTurn(w, j.t, j.t.start, w.inTrx && w.c != nil && len(w.trx) > 0)
+				// Stuck behind its own locks: the transaction runs again
+				// (its records waiting their turns), then j waits again.
+				for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
+					if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt)) {
+						break
+					}
+					rerun = true
+					w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2)
 				}
-			}
-			if rerun {
-				w.rerunTrx(rn.ctx, store.OutcomeOrderRerun)
 			}
 			w.run(rn.ctx, &j, rerun)
 			rn.gate.finish(j.t)
@@ -378,13 +389,18 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		sr.sessions[key] = ch
 	}
 	start := rn.offset(rec, loop)
-	t := rn.ticket(start, start+int64(rec.Duration), sr.last[key], rn.changes(sr, key, rec))
-	sr.last[key] = t
-	ch <- job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
+	c := sr.cursors[key]
+	if c == nil {
+		c = &cursor{}
+		sr.cursors[key] = c
+	}
+	t := rn.ticket(start, start+int64(rec.Duration), c, rn.changes(sr, key, rec))
+	jb := job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
+	ch <- jb
 	if rec.Kind == store.KindQuit {
 		close(ch)
 		delete(sr.sessions, key)
-		delete(sr.last, key)
+		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
 	}
 }
@@ -428,10 +444,13 @@ func (rn *runner) inShard(session uint64) bool {
 func (rn *runner) runConcurrent(ctx context.Context) error {
 	// One queue, in commit-start order, that every connection takes from:
 	// a unit waits for a free connection, never behind a given unit.
-	// Unpaced and unordered, units go in batches: one channel operation
-	// (and at most one wake-up) per batch instead of per transaction.
+	// Unpaced, units go in batches when every connection is busy: one
+	// channel operation (and at most one wake-up) per batch instead of per
+	// transaction. A unit waits only for units before it, and batches are
+	// taken and run in order, so the earliest unfinished unit is always the
+	// one its connection is running: batching cannot deadlock the gate.
 	batch := 1
-	if rn.cfg.Speed <= 0 && rn.cfg.Order != OrderCapture {
+	if rn.cfg.Speed <= 0 {
 		batch = 32
 	}
 	units := make(chan []*unit, 2*rn.cfg.Concurrency)
@@ -448,13 +467,18 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			w := newWorker(rn, 4096)
 			w.regrouped, w.slot = true, slot
 			defer w.close()
+			queue := &cursor{}
 			for us := range units {
 				for _, u := range us {
+					u.t.queue(queue)
+				}
+				for _, u := range us {
 					w.cur = u.t
+					queue.at(u.t)
 					if rn.failed() == "" {
 						sleepUntil(ctx, u.jobs[0].intended)
 						if u.t != nil {
-							rn.waitTurn(w, u.t, u.t.start, false)
+							rn.waitTurn(w, u.t, u.t.start, 0)
 						}
 					}
 					w.runUnit(rn.ctx, u)
@@ -463,7 +487,6 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			}
 		}()
 	}
-	lastUnit := map[uint64]*ticket{}
 	var pending []*unit
 	flush := func() bool {
 		if len(pending) == 0 {
@@ -491,11 +514,16 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		for _, j := range u.jobs {
 			changes = changes || j.info != nil && j.info.Changes()
 		}
-		u.t = rn.ticket(u.start, u.commitStart, lastUnit[u.session], changes)
-		lastUnit[u.session] = u.t
+		u.t = rn.ticket(u.start, u.commitStart, nil, changes) // queued where it is taken
+
 		pending = append(pending, u)
 		if len(pending) >= batch {
 			return flush()
+		}
+		select { // a connection is free: no reason to hold the unit back
+		case units <- pending:
+			pending = make([]*unit, 0, batch)
+		default:
 		}
 		return true
 	}

@@ -463,22 +463,113 @@ func (w *worker) track(j *job) {
 // rerunTrx rolls back the open transaction and runs its records again,
 // their outcomes flagged with flag (replacing the first ones). It reports
 // false when one of them hit a deadlock or lock wait timeout again.
-func (w *worker) rerunTrx(ctx context.Context, flag uint32) bool {
+//
+// In a session replay each record has a ticket: the rollback reopens them
+// (what came after them in the capture waits again), and each record
+// waits its turn again before it runs. A record that finds the order stuck
+// behind the transaction's locks while it waits starts the transaction
+// over, with patience (see gate.wait) one step longer each time: a
+// statement that is merely slow gets the time it needs, and no
+// transaction ever waits holding locks without watching for what it
+// blocks (until maxRestarts, far beyond the hard bound).
+func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 	trx := append([]*job(nil), w.trx...)
-	w.rollback(ctx)
-	for _, p := range trx {
+	cur := w.cur
+	defer func() {
+		w.cur = cur
+		if cur != nil {
+			cur.current()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		w.rollbackReopen(ctx, trx)
+		p := patience + attempt
+		if attempt >= maxRestarts {
+			p = 0
+		}
+		ok, restart := w.replayTrx(ctx, trx, flag, p)
+		if restart {
+			w.st.count(func(c *counters) { c.orderReruns++ })
+			continue
+		}
+		if !ok {
+			// Given up: the records not run again must not hold others back.
+			for _, p := range trx {
+				w.rn.gate.finish(p.t)
+			}
+			return false
+		}
+		w.trx, w.inTrx = trx, len(trx) > 0
+		return true
+	}
+}
+
+// maxRestarts bounds how often a transaction starts over for order; by
+// then the in-flight bound (doubled per restart) is far past the hard
+// bound, so in practice the hard bound ends the wait first.
+const maxRestarts = 16
+
+// patience is how long a record about to run waits for a stuck statement
+// before it rolls back its session's open transaction (see gate.wait): 0,
+// no stall detection, when the session holds no transaction (nothing of
+// its own can be in the way); else one step more per earlier attempt.
+func (w *worker) patience(attempt int) int {
+	if !w.inTrx || w.c == nil || len(w.trx) == 0 || attempt >= maxRestarts {
+		return 0
+	}
+	return attempt + 1
+}
+
+// replayTrx runs a rolled-back transaction's records again (see rerunTrx):
+// ok false when one hit a deadlock or lock wait timeout; restart when one,
+// waiting its turn, found the order stuck behind this transaction's locks.
+func (w *worker) replayTrx(ctx context.Context, trx []*job, flag uint32, patience int) (ok, restart bool) {
+	for i, p := range trx {
+		if p.t != nil && w.rn.failed() == "" {
+			w.cur = p.t
+			p.t.current()
+			w.rn.gate.markIdle(p.t)
+			pt := patience
+			if i == 0 {
+				pt = 0 // rolled back: holds no locks yet
+			}
+			res, _ := w.rn.gate.wait(w.rn.ctx, p.t, p.t.start, pt, w.rn.cfg.OrderTimeout)
+			switch res {
+			case waitStalled:
+				return false, true
+			case waitTimeout, waitReleased:
+				w.released = true
+				w.st.count(func(c *counters) { c.orderReleased++ })
+			}
+		}
 		var po store.Outcome
 		kind := w.exec(ctx, p, &po)
 		po.Flags |= flag
 		if kind != notCompared {
 			w.record(p, &po)
 		}
+		w.rn.gate.finish(p.t)
 		if kind == statement && retryable(&po) {
-			return false
+			return false, false
 		}
 	}
-	w.trx, w.inTrx = trx, len(trx) > 0
-	return true
+	return true, false
+}
+
+// rollbackReopen rolls back the open transaction trx and reopens its
+// records' tickets (session replays); it returns how many it reopened.
+func (w *worker) rollbackReopen(ctx context.Context, trx []*job) int {
+	w.rollback(ctx)
+	ts := make([]*ticket, 0, len(trx))
+	for _, p := range trx {
+		if p.t != nil {
+			ts = append(ts, p.t)
+		}
+	}
+	if len(ts) > 0 {
+		w.rn.gate.reopen(ts)
+	}
+	return len(ts)
 }
 
 // retry rolls back and runs the open transaction's records again, then j,
@@ -487,7 +578,7 @@ func (w *worker) retry(ctx context.Context, j *job) store.Outcome {
 	var o store.Outcome
 	for attempt := 0; attempt < w.rn.cfg.Retries; attempt++ {
 		w.st.count(func(c *counters) { c.retries++ })
-		if !w.rerunTrx(ctx, store.OutcomeRetried) {
+		if !w.rerunTrx(ctx, store.OutcomeRetried, 1) {
 			continue
 		}
 		w.exec(ctx, j, &o)
@@ -630,10 +721,10 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	for i := range u.jobs {
 		j := &u.jobs[i]
 		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
-			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), true) {
+			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1) {
 				rerun = true
 				w.trx, w.inTrx = append(w.trx[:0], jobPtrs(u.jobs[:i])...), true
-				w.rerunTrx(ctx, store.OutcomeOrderRerun)
+				w.rerunTrx(ctx, store.OutcomeOrderRerun, 2)
 			}
 		}
 		if b := w.rn.board; b != nil && u.t != nil {

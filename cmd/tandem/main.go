@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,11 +24,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
+	stopProfile()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
 		os.Exit(1)
 	}
 }
+
+// stopProfile ends a --cpuprofile; it runs whether the command failed or not.
+var stopProfile = func() {}
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -44,6 +49,26 @@ you, per statement, which engine is faster and where results differ.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v; see 'tandem %s --help'", err, commandPath(c))
 	})
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of this command to `FILE` (for diagnosing Tandem itself; read with 'go tool pprof')")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		stopProfile = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+		return nil
+	}
 	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd())
 	return root
 }
