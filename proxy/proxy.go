@@ -130,6 +130,8 @@ type Metrics struct {
 	failures *prometheus.CounterVec
 	commands *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
+	// roundtrip: command sent to the backend until its reply was relayed.
+	roundtrip *prometheus.HistogramVec
 }
 
 // NewMetrics creates the proxy's metrics and registers them with reg.
@@ -145,8 +147,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tandem_proxy_commands_total", Help: "Commands relayed, by kind."}, []string{"kind"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tandem_proxy_bytes_total", Help: "Bytes relayed, by direction."}, []string{"direction"}),
+		roundtrip: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tandem_proxy_backend_duration_seconds",
+			Help:    "From a command's arrival to the last byte of the backend's reply relayed to the client, by command kind.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}, []string{"kind"}),
 	}
-	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes)
+	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes, m.roundtrip)
+	// Every reason from the start: a dashboard shows 0, not "no data".
+	for _, r := range []string{reasonBackendUnreachable, reasonMalformed, reasonTLS, reasonUnsupported, reasonAuthFailed,
+		reasonTooMany, reasonClientGone, reasonBackendGone, "panic", "other"} {
+		m.failures.WithLabelValues(r)
+	}
 	return m
 }
 

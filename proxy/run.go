@@ -52,6 +52,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		reg.MustRegister(w.Collector())
 		cfg.Recorder = capture.NewRecorder(w, log)
 	}
 	p, err := New(cfg.Config)

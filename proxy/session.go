@@ -93,6 +93,7 @@ func (s *session) serveCommands() error {
 		if err := s.client.Flush(); err != nil {
 			return fail(reasonClientGone, err, nil)
 		}
+		s.p.metrics.roundtrip.WithLabelValues(commandKind(cmd).String()).Observe(time.Since(start).Seconds())
 		s.record(start)
 	}
 }

@@ -86,6 +86,15 @@ type Config struct {
 	// StartAt, if set, is the wall-clock instant replay begins.
 	StartAt time.Time
 	Logger  *slog.Logger
+	// Metrics, if set, exports the run to Prometheus (see Metrics), with
+	// MetricsDigests digests labelled apart (default 20).
+	Metrics        *Metrics
+	MetricsDigests int
+	// MetricsURL, if set, is announced on the progress writer when the
+	// replay starts (after the targets are checked).
+	MetricsURL string
+
+	metricsRun *runMetrics
 }
 
 // OnUnrewritable values.
@@ -167,6 +176,12 @@ func (c *Config) check() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MetricsDigests == 0 {
+		c.MetricsDigests = 20
+	}
+	if c.MetricsDigests < 0 {
+		return errors.New("replay: --metrics-digests must not be negative")
 	}
 	if c.RunID == "" {
 		var b [4]byte
@@ -273,6 +288,10 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, e
 		return nil, err
 	}
 	defer run.Close()
+	cfg.metricsRun = cfg.Metrics.begin(cfg.RunID, infos, x, cfg.MetricsDigests)
+	if cfg.MetricsURL != "" && progress != nil {
+		fmt.Fprintf(progress, "tandem replay: run %s, metrics on %s\n", cfg.RunID, cfg.MetricsURL)
+	}
 	p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
 	if err != nil {
 		return nil, err
@@ -322,6 +341,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		defer addProcs(conns)()
 	}
 	reg := newDigestRegistry()
+	reg.seed(x)
 	start := time.Now().Add(50 * time.Millisecond) // one instant for all targets
 	if !pcfg.StartAt.IsZero() {
 		start = pcfg.StartAt
@@ -337,6 +357,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		rn.blocking = mode == IOBlocking
 		runners = append(runners, rn)
 	}
+	pcfg.metricsRun.start(pcfg.Metrics, runners)
 	prog := &progressLines{w: progress, every: pcfg.ReportInterval, acc: map[string]*store.Interval{}}
 	errs := make([]error, len(runners))
 	var wg sync.WaitGroup
@@ -382,7 +403,9 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		Started: start.UTC(), Elapsed: elapsed.Seconds()}); err != nil {
 		return nil, err
 	}
-	if err := storeResults(ctx, &pcfg, point, runners, r, an, x, run, reg); err != nil {
+	results, err := storeResults(ctx, &pcfg, point, runners, r, an, x, run, reg)
+	pcfg.metricsRun.end(pcfg.Metrics, results)
+	if err != nil {
 		return nil, err
 	}
 	return &pointResult{elapsed: elapsed, notes: notes}, nil

@@ -22,12 +22,12 @@ import (
 // state of the tables the capture touched, and the engines of the tables
 // it created.
 func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner, r *store.Reader, an *sqlinfo.Analyzer,
-	x *captureIndex, run *store.RunWriter, reg *digestRegistry) error {
+	x *captureIndex, run *store.RunWriter, reg *digestRegistry) ([]*store.TargetResult, error) {
 	results := make([]*store.TargetResult, len(runners))
 	for k, rn := range runners {
 		t := rn.totals()
 		if err := putHistograms(run, point, rn.idx, t, reg); err != nil {
-			return err
+			return results, err
 		}
 		res := &store.TargetResult{Target: rn.t.Name, Elapsed: rn.end.Sub(rn.start).Seconds(), Transactions: t.c.trx,
 			Reads: t.c.queries[sqlinfo.ClassRead], Writes: t.c.queries[sqlinfo.ClassWrite], Other: t.c.queries[sqlinfo.ClassOther],
@@ -47,7 +47,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	for i, id := range reg.ids {
 		if err := run.PutDigest(id, reg.list[i]); err != nil {
 			reg.mu.RUnlock()
-			return err
+			return results, err
 		}
 	}
 	reg.mu.RUnlock()
@@ -76,7 +76,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 				tl.Note(b.Seq, class, nondet, compare.OrderOf(b, t), compare.Describe(b), compare.Describe(t))
 			})
 			if err != nil {
-				return err
+				return results, err
 			}
 			addFirstDiffs(ctx, h, an, base, rn, &tl.D)
 			results[k].VsBaseline = &tl.D
@@ -85,7 +85,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	for k, rn := range runners {
 		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h)
 		if err != nil {
-			return err
+			return results, err
 		}
 		results[k].VsCapture = d
 	}
@@ -95,10 +95,10 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 			results[k].Created = createdTables(ctx, rn, x.created)
 		}
 		if err := run.PutResult(point, rn.idx, results[k]); err != nil {
-			return err
+			return results, err
 		}
 	}
-	return nil
+	return results, nil
 }
 
 func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *digestRegistry) error {

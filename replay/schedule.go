@@ -58,7 +58,9 @@ type runner struct {
 	// board orders the statements of regrouped units running at once.
 	board *board
 	// active counts the connections replaying now (progress lines' thds).
-	active   atomic.Int64
+	active atomic.Int64
+	// pass is the pass over the capture under way (1-based; metrics).
+	pass     atomic.Int64
 	blocking bool
 	pinned   atomic.Int64
 }
@@ -289,6 +291,7 @@ func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop i
 		deadline = rn.start.Add(rn.cfg.Duration)
 	}
 	for loop := 0; ; loop++ {
+		rn.pass.Store(int64(loop + 1))
 		for rec, err := range rn.r.Records() {
 			if err != nil {
 				return err

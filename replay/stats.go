@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tandemdb/tandem/latency"
@@ -40,6 +41,22 @@ func newDigestRegistry() *digestRegistry {
 	return &digestRegistry{byID: map[string]int{"other": 0}, list: []store.DigestInfo{{Text: "(other statements)", Class: "other"}}, ids: []string{"other"}}
 }
 
+// seed numbers the capture's most frequent digests first, so that they,
+// not the first ones replayed, get histograms of their own.
+func (d *digestRegistry) seed(x *captureIndex) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range x.topDigests(maxDigests) {
+		if _, ok := d.byID[id]; ok {
+			continue
+		}
+		dc := x.digests[id]
+		d.byID[id] = len(d.list)
+		d.list = append(d.list, store.DigestInfo{Text: dc.text, Class: dc.class.String()})
+		d.ids = append(d.ids, id)
+	}
+}
+
 // index returns the digest's number (0 once maxDigests are taken).
 func (d *digestRegistry) index(info *sqlinfo.Info) int {
 	d.mu.RLock()
@@ -67,6 +84,7 @@ func (d *digestRegistry) index(info *sqlinfo.Info) int {
 type counters struct {
 	trx, errors, deadlocks, retries, retriesOK, captureRollbacks int64
 	queries                                                      [3]int64 // by sqlinfo.Class
+	errClass, skippedClass                                       [3]int64 // errors and skipped records by class
 	connections, connectFailures, skipped                        int64
 	orderWaits, orderReruns, orderReleased                       int64
 }
@@ -80,6 +98,8 @@ func (c *counters) add(o *counters) {
 	c.captureRollbacks += o.captureRollbacks
 	for i := range c.queries {
 		c.queries[i] += o.queries[i]
+		c.errClass[i] += o.errClass[i]
+		c.skippedClass[i] += o.skippedClass[i]
 	}
 	c.connections += o.connections
 	c.connectFailures += o.connectFailures
@@ -99,6 +119,9 @@ type wstats struct {
 	lag       latency.Histogram
 	byClass   [3]latency.Histogram
 	digests   []*latency.Histogram
+	// records counts every record handled (for progress; read without
+	// the lock by the metrics collector).
+	records atomic.Int64
 	// since the last interval
 	iv       counters
 	ivLat    latency.Histogram
@@ -125,6 +148,7 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 		}
 		if o.Flags&store.OutcomeError != 0 {
 			c.errors++
+			c.errClass[info.Class]++
 			if o.ErrCode == 1213 || o.ErrCode == 1205 {
 				c.deadlocks++
 			}
@@ -164,11 +188,12 @@ func (s *wstats) count(f func(c *counters)) {
 	s.mu.Unlock()
 }
 
-// skip records a skipped record.
-func (s *wstats) skip(reason byte) {
+// skip records a skipped record of the given class.
+func (s *wstats) skip(reason byte, class sqlinfo.Class) {
 	s.mu.Lock()
 	s.c.skipped++
 	s.iv.skipped++
+	s.c.skippedClass[class]++
 	s.skippedBy[store.SkipReasonText(reason)]++
 	s.mu.Unlock()
 }
@@ -206,6 +231,7 @@ type totals struct {
 	lag       latency.Histogram
 	byClass   [3]latency.Histogram
 	digests   map[int]*latency.Histogram
+	digestIDs []string // the registry's ids by number (metrics)
 }
 
 func (t *totals) merge(s *wstats) {

@@ -610,6 +610,7 @@ func (w *worker) rollback(ctx context.Context) {
 
 // finish counts an outcome and buffers it for the run store.
 func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
+	w.st.records.Add(1)
 	if w.released {
 		o.Flags |= store.OutcomeOrderReleased
 	}
@@ -635,7 +636,11 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 			w.st.lifecycleError(o)
 		}
 	case skipped:
-		w.st.skip(o.SkipReason)
+		class := sqlinfo.ClassOther
+		if j.info != nil {
+			class = j.info.Class
+		}
+		w.st.skip(o.SkipReason, class)
 	}
 	w.record(j, o)
 }

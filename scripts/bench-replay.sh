@@ -5,7 +5,8 @@
 #     capture, same server, alternating ROUNDS times; replay runs with
 #     --io blocking (the default), with --io poller, and with --order capture
 #     (the order gate on: a synthesized capture replays with --order none by
-#     default); prints QPS and the ratios.
+#     default); each with metrics on (served, scraped every second) and, once
+#     more, the blocking run with --metrics-addr off; prints QPS and the ratios.
 #  2. Memory: a MEM_RECORDS-record capture replayed against two targets
 #     (InnoDB and MyRocks) as fast as they go; prints peak RSS (target < 300 MB).
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
@@ -33,11 +34,18 @@ mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 
 echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
 "$tandem" synth oltp_point_select --out "$work/ps" --tables 4 --table-size 20000 --threads "$THREADS" --events 200000 >/dev/null
-sb=() tr=() tp=() to=()
-replay_qps() { # io mode, order
+sb=() tr=() tp=() to=() tm=()
+mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+replay_qps() { # io mode, order, metrics (on: served and scraped every second, as Prometheus would; off)
   rm -rf "$work/run-ps"
+  local maddr=off scraper=
+  if [ "${3:-on}" = on ]; then
+    maddr="127.0.0.1:$mport"
+    (while sleep 1; do curl -s "http://$maddr/metrics" >/dev/null || true; done) & scraper=$!
+  fi
   "$tandem" replay "$work/ps" --speed 0 --concurrency "$THREADS" --duration "${SECS}s" --run "$work/run-ps" --json --io "$1" \
-    --order "$2" --target "innodb=$inno" | python3 -c 'import json,sys; print(json.load(sys.stdin)["points"][0]["targets"][0]["qps"])'
+    --order "$2" --metrics-addr "$maddr" --target "innodb=$inno" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["points"][0]["targets"][0]["qps"])'
+  if [ -n "$scraper" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null || true; fi
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 for round in $(seq "$ROUNDS"); do
@@ -45,16 +53,22 @@ for round in $(seq "$ROUNDS"); do
     --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --time="$SECS" --report-interval=0 run)
   q=$(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' <<<"$out")
   sb+=("$q")
-  r=$(replay_qps blocking none); tr+=("$r")
+  # metrics off and on back to back, in alternating order (the machine drifts)
+  if [ $((round % 2)) -eq 1 ]; then
+    m=$(replay_qps blocking none off); r=$(replay_qps blocking none)
+  else
+    r=$(replay_qps blocking none); m=$(replay_qps blocking none off)
+  fi
+  tr+=("$r"); tm+=("$m")
   p=$(replay_qps poller none); tp+=("$p")
   o=$(replay_qps blocking capture); to+=("$o")
-  printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)\n' \
-    "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")" "$o" "$(ratio "$o" "$q")"
+  printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)\n' \
+    "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")" "$o" "$(ratio "$o" "$q")" "$m" "$(ratio "$r" "$m")"
 done
 mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
-msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}"); mto=$(mean "${to[@]}")
-printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   (target >= 0.95)\n' \
-  "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")" "$mto" "$(ratio "$mto" "$msb")"
+msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}"); mto=$(mean "${to[@]}"); mtm=$(mean "${tm[@]}")
+printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)   (target >= 0.95)\n' \
+  "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")" "$mto" "$(ratio "$mto" "$msb")" "$mtm" "$(ratio "$mtr" "$mtm")"
 
 if [ "$MEM_RECORDS" -gt 0 ]; then
   echo

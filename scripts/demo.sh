@@ -66,7 +66,8 @@ echo "== tandem prepare again: the capture's starting rows on all three (InnoDB'
 
 echo
 echo "== tandem replay: the recorded read-write traffic against InnoDB, compressed InnoDB and MyRocks,"
-echo "   in the capture's order between sessions, compared with each other and with the captured responses"
+echo "   in the capture's order between sessions, compared with each other and with the captured responses;"
+echo "   Prometheus metrics are served while it runs (the URL is on the first line; grafana/README.md says how to scrape it)"
 "$tandem" replay "$proxy_capture" --speed 0 --run "$run-proxy" --target "$innodb" --target "$compressed" --target "$myrocks"
 echo
 echo "   The same run again, from its run directory: tandem report $run-proxy"

@@ -1,14 +1,58 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/targets"
 )
+
+// defaultReplayMetrics is replay's metrics address (the proxy's is 9470).
+const defaultReplayMetrics = "127.0.0.1:9471"
+
+// serveReplayMetrics starts replay's /metrics endpoint, if asked, and
+// returns the function that ends it (after --metrics-linger when the run
+// ended well).
+func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linger time.Duration) (func(ok bool), error) {
+	if addr == metricsrv.Off {
+		return func(bool) {}, nil
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := replay.NewMetrics(reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	bound, wait, err := metricsrv.Listen(ctx, addr, reg)
+	if err != nil {
+		cancel()
+		if c.Flags().Changed("metrics-addr") {
+			return nil, err
+		}
+		fmt.Fprintf(c.ErrOrStderr(), "tandem replay: warning: %v; replaying with metrics off\n", err)
+		return func(bool) {}, nil
+	}
+	cfg.Metrics, cfg.MetricsURL = m, "http://"+bound+"/metrics"
+	return func(ok bool) {
+		if ok && linger > 0 {
+			fmt.Fprintf(c.ErrOrStderr(), "tandem replay: keeping http://%s/metrics up for %v (--metrics-linger)\n", bound, linger)
+			t := time.NewTimer(linger)
+			select {
+			case <-t.C:
+			case <-c.Context().Done():
+				t.Stop()
+			}
+		}
+		cancel()
+		wait()
+	}, nil
+}
 
 func newReplayCmd() *cobra.Command {
 	var cfg replay.Config
@@ -16,6 +60,8 @@ func newReplayCmd() *cobra.Command {
 	var configFile string
 	var asJSON bool
 	var retries int
+	var metricsAddr string
+	var linger time.Duration
 	cmd := &cobra.Command{
 		Use:   "replay CAPTURE_DIR --target name=DSN[,engine=X] --target …",
 		Short: "Replay a capture against several targets at once and compare them",
@@ -112,11 +158,16 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if cfg.TargetTimeout == 0 {
 				cfg.TargetTimeout = -1
 			}
-			rep, err := replay.Run(c.Context(), cfg, c.ErrOrStderr())
+			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
 			if err != nil {
 				return err
 			}
-			return writeReport(c.OutOrStdout(), rep, asJSON)
+			rep, err := replay.Run(c.Context(), cfg, c.ErrOrStderr())
+			if err == nil {
+				err = writeReport(c.OutOrStdout(), rep, asJSON)
+			}
+			stop(err == nil)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -137,6 +188,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.DurationVar(&cfg.ReportInterval, "report-interval", 0, "print a sysbench-style line per target this often (to stderr)")
 	f.IntVar(&cfg.Samples, "samples", 3, "divergence samples kept per statement digest and class")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&metricsAddr, "metrics-addr", defaultReplayMetrics, "serve Prometheus /metrics here while replaying; ':PORT' binds loopback, 'off' disables (the default port, if taken, turns metrics off with a warning)")
+	f.IntVar(&cfg.MetricsDigests, "metrics-digests", 20, "label the latency of the capture's N most frequent statement digests apart (the rest as \"other\")")
+	f.DurationVar(&linger, "metrics-linger", 0, "after the replay, keep /metrics up this long so a last scrape sees the final counts (e.g. 2x the scrape interval)")
 	f.StringVar(&cfg.IO, "io", replay.IOBlocking, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens) or poller (Go's poller: fewer threads, more scheduler hand-offs, slower)")
 	return cmd
 }

@@ -1,0 +1,99 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+)
+
+// A capture of 10,000 statement shapes exports K+1 digest label values per
+// target (the top K and "other"), the metrics lint clean, and the
+// statement counters equal the report's.
+func TestMetricsCardinalityAndCounts(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	ta := tgt(t, "a", a, "")
+	var sqls []string
+	for i := range 10000 {
+		sqls = append(sqls, fmt.Sprintf("SELECT 1 AS c%d", i)) // a digest each
+	}
+	sqls = append(sqls, "SELECT * FROM no_such_table", "SELECT 1 AS c0")
+	capDir := writeCapture(t, sqls)
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	const k = 7
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.Metrics, c.MetricsDigests = 0, m, k }, ta)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	series := 0
+	for _, mf := range mfs {
+		byName[mf.GetName()] = mf
+		series += len(mf.GetMetric())
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	digests := map[string]bool{}
+	var other uint64
+	for _, mm := range byName["tandem_replay_digest_duration_seconds"].GetMetric() {
+		digests[label(mm, "digest")] = true
+		if label(mm, "digest") == "other" {
+			other = mm.GetHistogram().GetSampleCount()
+		}
+		if label(mm, "run") != rep.RunID || label(mm, "target") != "a" {
+			t.Errorf("digest series labels %v", mm.GetLabel())
+		}
+	}
+	if len(digests) != k+1 || !digests["other"] {
+		t.Errorf("%d digest label values, want %d (top %d and other): %v", len(digests), k+1, k, digests)
+	}
+	if n := len(byName["tandem_replay_digest_info"].GetMetric()); n != k {
+		t.Errorf("%d digest_info series, want %d", n, k)
+	}
+	tr := rep.Targets[0]
+	var ok, errs float64
+	for _, mm := range byName["tandem_replay_statements_total"].GetMetric() {
+		switch label(mm, "outcome") {
+		case "ok":
+			ok += mm.GetCounter().GetValue()
+		case "error":
+			errs += mm.GetCounter().GetValue()
+		}
+	}
+	if ok+errs != float64(tr.Reads+tr.Writes+tr.Other) || errs != 1 || tr.Errors != 1 {
+		t.Errorf("statements: ok %v error %v; report: %d statements, %d errors", ok, errs, tr.Reads+tr.Writes+tr.Other, tr.Errors)
+	}
+	if ok+errs != 10002 {
+		t.Errorf("%v statements counted, want 10002", ok+errs)
+	}
+	// The top 7 hold 8 statements (c0 twice); "other" the rest but the error.
+	if other != 10002-8 {
+		t.Errorf("other digests: %d statements, want %d", other, 10002-8)
+	}
+	for _, mm := range byName["tandem_replay_errors_total"].GetMetric() {
+		if label(mm, "code") != "1146" || mm.GetCounter().GetValue() != 1 {
+			t.Errorf("errors_total %v = %v, want code 1146 once", mm.GetLabel(), mm.GetCounter().GetValue())
+		}
+	}
+	t.Logf("%d series for one target, K=%d", series, k)
+}
