@@ -200,4 +200,11 @@ func TestMetricsLint(t *testing.T) {
 	if n := testutil.ToFloat64(tp.metrics.commands.WithLabelValues("query")); n != 1 {
 		t.Fatalf("tandem_proxy_commands_total{kind=query} = %v, want 1", n)
 	}
+	// The round trip of that query, and every failure reason from the start.
+	if n, err := testutil.GatherAndCount(tp.reg, "tandem_proxy_connection_failures_total"); err != nil || n != 10 {
+		t.Errorf("failure reasons: %d series, %v; want 10", n, err)
+	}
+	if n := testutil.CollectAndCount(tp.metrics.roundtrip, "tandem_proxy_backend_duration_seconds"); n != 1 {
+		t.Errorf("backend round trip: %d series, want 1 (kind query)", n)
+	}
 }

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// The writer's metrics and its collector lint clean, and the collector
+// reports the queue and the state.
+func TestWriterMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	w, err := Create(filepath.Join(t.TempDir(), "cap"), WriterOptions{NoSync: true, Metrics: NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(w.Collector())
+	if _, err := w.Append(&Record{Session: 1, Kind: KindQuery, SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	want := `
+# HELP tandem_capture_queue_records Records accepted by the capture writer and not yet committed.
+# TYPE tandem_capture_queue_records gauge
+tandem_capture_queue_records 0
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# TYPE tandem_capture_state gauge
+tandem_capture_state{reason="",state="recording"} 1
+# HELP tandem_store_records_appended_total Records accepted by capture writers.
+# TYPE tandem_store_records_appended_total counter
+tandem_store_records_appended_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "tandem_capture_queue_records", "tandem_capture_state", "tandem_store_records_appended_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "tandem_pebble_disk_usage_bytes"); err != nil || n != 1 {
+		t.Errorf("pebble disk usage: %d series, %v", n, err)
+	}
+	w.Close()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# TYPE tandem_capture_state gauge
+tandem_capture_state{reason="",state="closed"} 1
+`), "tandem_capture_state"); err != nil {
+		t.Error(err)
+	}
+}
