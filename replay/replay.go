@@ -357,6 +357,9 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		rn.blocking = mode == IOBlocking
 		runners = append(runners, rn)
 	}
+	for _, rn := range runners {
+		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point
+	}
 	pcfg.metricsRun.start(pcfg.Metrics, runners)
 	prog := &progressLines{w: progress, every: pcfg.ReportInterval, acc: map[string]*store.Interval{}}
 	errs := make([]error, len(runners))

@@ -145,6 +145,18 @@ func TestInnoDBVsMyRocksReadOnlyEightSessions(t *testing.T) {
 	if rep.Targets[1].Engine != "ROCKSDB" || rep.Targets[1].Reads != 200*14 {
 		t.Errorf("myrocks target %+v", rep.Targets[1])
 	}
+	// Both tables measured on both targets, before and after (rows are
+	// the engine's estimate: InnoDB's samples pages).
+	for _, tr := range rep.Targets {
+		if len(tr.Footprint) != 2 || len(tr.FootprintBefore) != 2 || tr.FootprintError != "" {
+			t.Fatalf("%s footprint %+v before %+v (%s)", tr.Target, tr.Footprint, tr.FootprintBefore, tr.FootprintError)
+		}
+		for i, f := range tr.Footprint {
+			if f.Rows < 1800 || f.Rows > 2200 || f.DataBytes <= 0 || f.Table != tr.FootprintBefore[i].Table || !strings.HasSuffix(f.Table, fmt.Sprintf(".sbtest%d", i+1)) {
+				t.Errorf("%s: %+v (before %+v)", tr.Target, f, tr.FootprintBefore[i])
+			}
+		}
+	}
 }
 
 // writeCapture writes a hand-made capture: one session, text queries.

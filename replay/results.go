@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/footprint"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -90,6 +91,16 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		results[k].VsCapture = d
 	}
 	endStates(ctx, runners, baseK, x, results)
+	for k, rn := range runners {
+		results[k].FootprintBefore = rn.footprintBefore
+		if rn.failed() == "" {
+			fp, err := footprints(ctx, rn, x.tables)
+			results[k].Footprint = fp
+			if err != nil {
+				results[k].FootprintError = err.Error()
+			}
+		}
+	}
 	for k, rn := range runners {
 		if len(x.created) > 0 && rn.failed() == "" {
 			results[k].Created = createdTables(ctx, rn, x.created)
@@ -177,6 +188,40 @@ func (rn *runner) targetTable(t string) (schema, name string) {
 }
 
 func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// footprints measures the tables the capture touched on rn's target
+// (package footprint), as "schema.table".
+func footprints(ctx context.Context, rn *runner, tables []string) ([]store.TableFootprint, error) {
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	db, err := openDB(rn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	bySchema := map[string][]string{}
+	var schemas []string
+	for _, t := range tables {
+		schema, name := rn.targetTable(t)
+		if _, ok := bySchema[schema]; !ok {
+			schemas = append(schemas, schema)
+		}
+		bySchema[schema] = append(bySchema[schema], name)
+	}
+	var out []store.TableFootprint
+	for _, schema := range schemas {
+		fs, err := footprint.Measure(ctx, db, schema, bySchema[schema])
+		if err != nil {
+			return out, err
+		}
+		for i := range fs {
+			fs[i].Table = schema + "." + fs[i].Table
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
 
 // endStates checksums every table the capture touched on every target and
 // compares each with the baseline's.

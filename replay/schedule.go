@@ -60,9 +60,11 @@ type runner struct {
 	// active counts the connections replaying now (progress lines' thds).
 	active atomic.Int64
 	// pass is the pass over the capture under way (1-based; metrics).
-	pass     atomic.Int64
-	blocking bool
-	pinned   atomic.Int64
+	pass atomic.Int64
+	// footprintBefore: the tables' sizes before the point ran.
+	footprintBefore []store.TableFootprint
+	blocking        bool
+	pinned          atomic.Int64
 }
 
 type rewritten struct {

@@ -30,7 +30,7 @@ import (
 // retries_succeeded, connections, connect_failures, skipped,
 // skipped_by_reason, order_waits, order_released, order_timeouts, failed,
 // divergences_from_baseline, divergences_from_capture, end_state,
-// created_tables, footprint); tps, qps; latency, lag_from_intended and
+// created_tables, footprint, footprint_before, footprint_error); tps, qps; latency, lag_from_intended and
 // latency_by_class.{read,write,other} as summaries {count, min_ms, avg_ms,
 // p50_ms, p95_ms, p99_ms, max_ms}; top_digests [{digest, text, class,
 // total_seconds, latency, p95_ratio_to_baseline}]; intervals [{start_s,

@@ -138,12 +138,111 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
 		})
 	}
+	if any(func(t *Target) bool { return len(t.Footprint) > 0 }) {
+		var base *Target
+		for i := range pt.Targets {
+			if isBase(&pt.Targets[i]) {
+				base = &pt.Targets[i]
+			}
+		}
+		row("storage data+index", func(t *Target) string {
+			d, x := footprintTotal(t.Footprint)
+			if len(t.Footprint) == 0 {
+				return "-"
+			}
+			s := Bytes(d + x)
+			if base != nil && !isBase(t) {
+				if bd, bx := footprintTotal(base.Footprint); bd+bx > 0 {
+					s += fmt.Sprintf(" (%.2fx)", float64(d+x)/float64(bd+bx))
+				}
+			}
+			return s
+		})
+		row("  before the replay", func(t *Target) string {
+			d, x := footprintTotal(t.FootprintBefore)
+			if len(t.FootprintBefore) == 0 {
+				return "-"
+			}
+			return Bytes(d + x)
+		})
+	}
 	for i := range pt.Targets {
 		if t := &pt.Targets[i]; t.Failed != "" {
 			p("\n%s failed: %s\n", t.Name, t.Failed)
 		}
 	}
 	rep.writeDetails(w, pt)
+	WriteFootprint(w, pt, rep.Baseline, "storage footprint after the replay")
+}
+
+// footprintTotal sums data and index bytes.
+func footprintTotal(fs []store.TableFootprint) (data, index int64) {
+	for _, f := range fs {
+		data += f.DataBytes
+		index += f.IndexBytes
+	}
+	return data, index
+}
+
+// Bytes formats a byte count with a binary unit.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// WriteFootprint prints each table's size per target after the replay,
+// with the ratio of its total to the baseline's.
+func WriteFootprint(w io.Writer, pt *Point, baseline, title string) {
+	var tables []string
+	size := map[string]map[string]store.TableFootprint{} // table → target → size
+	for _, t := range pt.Targets {
+		for _, f := range t.Footprint {
+			if size[f.Table] == nil {
+				size[f.Table] = map[string]store.TableFootprint{}
+				tables = append(tables, f.Table)
+			}
+			size[f.Table][t.Name] = f
+		}
+	}
+	if len(tables) == 0 {
+		return
+	}
+	slices.Sort(tables)
+	fmt.Fprintf(w, "\n%s (data + index; ratio of the total to the baseline's):\n  %-28s", title, "table")
+	for _, t := range pt.Targets {
+		fmt.Fprintf(w, " %30s", clip(t.Name, 30))
+	}
+	fmt.Fprintln(w)
+	for _, tb := range tables {
+		fmt.Fprintf(w, "  %-28s", clip(tb, 28))
+		b, hasBase := size[tb][baseline]
+		for _, t := range pt.Targets {
+			f, ok := size[tb][t.Name]
+			if !ok {
+				fmt.Fprintf(w, " %30s", "-")
+				continue
+			}
+			cell := Bytes(f.DataBytes) + " + " + Bytes(f.IndexBytes)
+			if hasBase && t.Name != baseline && b.DataBytes+b.IndexBytes > 0 {
+				cell += fmt.Sprintf(" %.2fx", float64(f.DataBytes+f.IndexBytes)/float64(b.DataBytes+b.IndexBytes))
+			}
+			fmt.Fprintf(w, " %30s", cell)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, t := range pt.Targets {
+		if t.FootprintError != "" {
+			fmt.Fprintf(w, "  %s: footprint not measured: %s\n", t.Name, t.FootprintError)
+		}
+	}
 }
 
 func (rep *Report) writeDetails(w io.Writer, pt *Point) {

@@ -153,7 +153,12 @@ type TargetResult struct {
 	VsCapture  *Divergences     `json:"divergences_from_capture,omitempty"`
 	EndState   *EndState        `json:"end_state,omitempty"`
 	Created    []CreatedTable   `json:"created_tables,omitempty"`
-	Footprint  []TableFootprint `json:"footprint,omitempty"`
+	// Footprint is the size of the tables the capture touched after the
+	// replay, FootprintBefore before it (package footprint says how each
+	// engine is measured); FootprintError says why they are missing.
+	Footprint       []TableFootprint `json:"footprint,omitempty"`
+	FootprintBefore []TableFootprint `json:"footprint_before,omitempty"`
+	FootprintError  string           `json:"footprint_error,omitempty"`
 }
 
 // Divergences is one target's comparison with the baseline or with the
@@ -244,7 +249,8 @@ type CreatedTable struct {
 	Want string `json:"want"`
 }
 
-// TableFootprint is a table's size on a target.
+// TableFootprint is a table's size on a target; Rows is the engine's
+// estimate (InnoDB samples pages), the bytes are allocated sizes.
 type TableFootprint struct {
 	Table      string `json:"table"`
 	Engine     string `json:"engine"`

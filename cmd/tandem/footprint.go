@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/footprint"
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
+)
+
+func newFootprintCmd() *cobra.Command {
+	var specs, tables []string
+	var configFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "footprint --target name=DSN --target …",
+		Short: "Measure the storage the tables of each target's database take, side by side",
+		Long: `Measures the data and index bytes of every base table in each target's
+database (the DSN's; --tables limits it), from the best source each engine
+offers: InnoDB from information_schema.TABLES after ANALYZE TABLE refreshed
+its statistics (compressed tables in compressed pages), MyRocks from
+information_schema.TABLES after its memtable was flushed (rows still in the
+memtable are in no file yet), TokuDB from
+information_schema.TokuDB_fractal_tree_info. Totals are compared with the
+baseline target (the first, or the one marked ,baseline).
+
+tandem replay and tandem sweep measure the tables the capture touched
+before and after every replay, and their reports show it.`,
+		Example: `  tandem footprint --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
+      --target zipped='root@tcp(127.0.0.1:3307)/sbtest' --target myrocks='root@tcp(127.0.0.1:3308)/sbtest'
+  tandem footprint --config targets.yaml --tables sbtest1,sbtest2 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ts, err := loadTargets(configFile, specs)
+			if err != nil {
+				return err
+			}
+			base := 0
+			for i, t := range ts {
+				if t.Baseline {
+					base = i
+				}
+			}
+			type result struct {
+				Target string                 `json:"target"`
+				Tables []store.TableFootprint `json:"tables"`
+			}
+			var results []result
+			for _, t := range ts {
+				if t.Database() == "" {
+					return fmt.Errorf("target %s: its DSN names no database; give one (…/DBNAME) to measure its tables", t.Name)
+				}
+				db, err := t.Open()
+				if err != nil {
+					return err
+				}
+				fs, err := footprint.Measure(c.Context(), db, t.Database(), tablesOrNil(tables))
+				db.Close()
+				if err != nil {
+					return fmt.Errorf("target %s: %w", t.Name, err)
+				}
+				results = append(results, result{t.Name, fs})
+			}
+			out := c.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(results)
+			}
+			pt := report.Point{}
+			for _, r := range results {
+				var tg report.Target
+				tg.Name, tg.Footprint = r.Target, r.Tables
+				pt.Targets = append(pt.Targets, tg)
+			}
+			var names []string
+			for _, r := range results {
+				d, x := footprint.Total(r.Tables)
+				line := fmt.Sprintf("%s: %d tables, %s data + %s index", r.Target, len(r.Tables), report.Bytes(d), report.Bytes(x))
+				if bd, bx := footprint.Total(results[base].Tables); r.Target != results[base].Target && bd+bx > 0 {
+					line += fmt.Sprintf(" (%.2fx the baseline's %s)", float64(d+x)/float64(bd+bx), results[base].Target)
+				}
+				names = append(names, line)
+				for _, f := range r.Tables {
+					if !slices.Contains([]string{footprint.SourceTables, footprint.SourceRocksDB, footprint.SourceTokuDB}, f.Source) {
+						names = append(names, "  "+f.Table+": "+f.Source) // a refresh failed: say so
+					}
+				}
+			}
+			fmt.Fprintln(out, strings.Join(names, "\n"))
+			report.WriteFootprint(out, &pt, results[base].Target, "storage footprint")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,baseline], repeatable; the DSN names the database")
+	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
+	f.StringSliceVar(&tables, "tables", nil, "only these tables (comma-separated)")
+	f.BoolVar(&asJSON, "json", false, "print JSON: [{target, tables: [{table, engine, rows, data_bytes, index_bytes, source}]}]")
+	return cmd
+}
+
+func tablesOrNil(t []string) []string {
+	if len(t) == 0 {
+		return nil
+	}
+	return t
+}
+
+// loadTargets reads --config and --target into targets, at least one.
+func loadTargets(configFile string, specs []string) ([]targets.Target, error) {
+	var ts []targets.Target
+	if configFile != "" {
+		l, err := targets.Load(configFile)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, l...)
+	}
+	for _, s := range specs {
+		t, err := targets.Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("no targets; give --target name=DSN (or --config FILE)")
+	}
+	return ts, nil
+}
