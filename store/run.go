@@ -148,11 +148,11 @@ type TargetResult struct {
 	OrderReleased  int64 `json:"order_released"`
 	PinnedSessions int64 `json:"pinned_sessions,omitempty"`
 	// Failed says why the target stopped before the end, if it did.
-	Failed     string           `json:"failed,omitempty"`
-	VsBaseline *Divergences     `json:"divergences_from_baseline,omitempty"`
-	VsCapture  *Divergences     `json:"divergences_from_capture,omitempty"`
-	EndState   *EndState        `json:"end_state,omitempty"`
-	Created    []CreatedTable   `json:"created_tables,omitempty"`
+	Failed     string         `json:"failed,omitempty"`
+	VsBaseline *Divergences   `json:"divergences_from_baseline,omitempty"`
+	VsCapture  *Divergences   `json:"divergences_from_capture,omitempty"`
+	EndState   *EndState      `json:"end_state,omitempty"`
+	Created    []CreatedTable `json:"created_tables,omitempty"`
 	// Footprint is the size of the tables the capture touched after the
 	// replay, FootprintBefore before it (package footprint says how each
 	// engine is measured); FootprintError says why they are missing.
