@@ -40,6 +40,12 @@ type Config struct {
 	BatchRows int
 	// Cleanup drops the tables instead of creating them.
 	Cleanup bool
+	// Progress, if set, is called about five times a second while rows
+	// load with the rows loaded on every target and their total, and once
+	// more at the end.
+	Progress func(done, total int64)
+	// rows counts the rows loaded on every target (for Progress).
+	rows *atomic.Int64
 }
 
 // TableReport is one loaded table.
@@ -133,6 +139,26 @@ func Run(ctx context.Context, cfg Config) ([]TargetReport, error) {
 				return nil, fmt.Errorf("target %s: %w", t.Name, err)
 			}
 		}
+	}
+	cfg.rows = new(atomic.Int64)
+	if cfg.Progress != nil && !cfg.Cleanup {
+		total := int64(cfg.Tables) * int64(cfg.TableSize) * int64(len(cfg.Targets))
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					cfg.Progress(cfg.rows.Load(), total)
+					return
+				case <-t.C:
+					cfg.Progress(cfg.rows.Load(), total)
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(cfg.Targets))
@@ -285,6 +311,9 @@ func insertChunk(ctx context.Context, db *sql.DB, cfg Config, t targets.Target, 
 		}
 		n, _ := res.RowsAffected()
 		rows.Add(n)
+		if cfg.rows != nil {
+			cfg.rows.Add(n)
+		}
 	}
 	return nil
 }

@@ -53,9 +53,15 @@ func TestPrepareInnoDBCompressedAndMyRocks(t *testing.T) {
 			spec(t, "compressed", cdsn, ",engine=innodb,options=ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"),
 			spec(t, "myrocks", rdsn, ",engine=myrocks"),
 		}}
+	var lastDone, lastTotal int64
+	cfg.Progress = func(done, total int64) { lastDone, lastTotal = done, total }
 	reps, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Progress ends at every row of every table of every target.
+	if lastDone != 3*2*3000 || lastTotal != 3*2*3000 {
+		t.Errorf("last progress %d of %d rows, want 18000 of 18000", lastDone, lastTotal)
 	}
 	wantCols := "id int(11) NO - auto_increment; k int(11) NO 0; c char(120) NO ''; pad char(60) NO ''"
 	for i, c := range []struct {

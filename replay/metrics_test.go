@@ -27,7 +27,16 @@ func TestMetricsCardinalityAndCounts(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	const k = 7
-	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.Metrics, c.MetricsDigests = 0, m, k }, ta)
+	var last Progress
+	calls := 0
+	rep := replayRun(t, capDir, func(c *Config) {
+		c.Speed, c.Metrics, c.MetricsDigests = 0, m, k
+		c.Progress = func(p Progress) { last = p; calls++ }
+	}, ta)
+	// Progress ends at every record of the capture, once finished.
+	if !last.Finished || last.Done != last.Total || last.Total != 10002+2 || last.ByTime || last.Point != "replay" {
+		t.Errorf("last progress %+v after %d calls; want 10004 of 10004 records, finished", last, calls)
+	}
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)

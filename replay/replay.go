@@ -30,6 +30,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -90,6 +91,9 @@ type Config struct {
 	// MetricsDigests digests labelled apart (default 20).
 	Metrics        *Metrics
 	MetricsDigests int
+	// Progress, if set, is called about five times a second while a point
+	// replays (see Progress).
+	Progress func(Progress)
 	// MetricsURL, if set, is announced on the progress writer when the
 	// replay starts (after the targets are checked).
 	MetricsURL string
@@ -240,6 +244,41 @@ func shardOf(session uint64, n int) int {
 // once, compares their outcomes and returns the report, read back from the
 // run directory. Progress lines go to progress.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, error) {
+	return run(ctx, cfg, nil, progress)
+}
+
+// Sweep replays a capture at several concurrencies, each a point of one
+// run: the seeds' throughput-against-threads chart.
+type Sweep struct {
+	// Threads are the --concurrency values, in order.
+	Threads []int
+	// Together replays every target at once at each point; by default
+	// targets take turns, so that on one machine none competes with
+	// another for CPU and disk.
+	Together bool
+	// Before, if set, runs before each point with the targets it is about
+	// to replay against (e.g. to load the starting data again).
+	Before func(ctx context.Context, ts []targets.Target) error
+}
+
+// RunSweep runs a sweep (see Sweep) into one run directory and returns its
+// report.
+func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (*report.Report, error) {
+	if len(sw.Threads) == 0 {
+		return nil, errors.New("sweep: no thread counts; give --threads 1,2,4,…")
+	}
+	for _, n := range sw.Threads {
+		if n < 1 {
+			return nil, fmt.Errorf("sweep: thread count %d: want 1 or more", n)
+		}
+	}
+	if cfg.Duration <= 0 && cfg.Loop <= 1 {
+		return nil, errors.New("sweep: give --duration (each point loops the capture that long) or --loop")
+	}
+	return run(ctx, cfg, &sw, progress)
+}
+
+func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*report.Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -278,7 +317,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, e
 	case cfg.Order == OrderCapture && x.synthetic:
 		notes = append(notes, "the capture was synthesized: its timeline is made up, so --order capture keeps an order that never happened; conflicting writes of concurrent sessions are order-ambiguous")
 	}
-	meta := store.RunMeta{RunID: cfg.RunID, Command: "replay", Capture: cfg.Capture, CaptureSource: r.Meta().Source,
+	command := "replay"
+	if sw != nil {
+		command = "sweep"
+	}
+	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.Capture, CaptureSource: r.Meta().Source,
 		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
 	if cfg.Shard.Count > 1 {
 		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
@@ -292,16 +335,107 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, e
 	if cfg.MetricsURL != "" && progress != nil {
 		fmt.Fprintf(progress, "tandem replay: run %s, metrics on %s\n", cfg.RunID, cfg.MetricsURL)
 	}
-	p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
-	if err != nil {
-		return nil, err
+	var elapsed time.Duration
+	if sw == nil {
+		p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, p.notes...)
+		elapsed = p.elapsed
+	} else {
+		groups := [][]int{nil} // all targets at once
+		if !sw.Together {
+			groups = groups[:0]
+			for i := range cfg.Targets {
+				groups = append(groups, []int{i})
+			}
+		}
+		point := 0
+		for _, n := range sw.Threads {
+			for _, only := range groups {
+				if ctx.Err() != nil {
+					break
+				}
+				ts := cfg.Targets
+				label := fmt.Sprintf("%d threads", n)
+				if only != nil {
+					ts = []targets.Target{cfg.Targets[only[0]]}
+					label += ", " + ts[0].Name
+				}
+				if sw.Before != nil {
+					if err := sw.Before(ctx, ts); err != nil {
+						return nil, fmt.Errorf("sweep: before %s: %w", label, err)
+					}
+				}
+				if progress != nil {
+					fmt.Fprintf(progress, "tandem sweep: point %d: %s\n", point+1, label)
+				}
+				p, err := replayPoint(ctx, &cfg, point, label, n, only, r, an, x, run, progress)
+				if err != nil {
+					return nil, fmt.Errorf("sweep: %s: %w", label, err)
+				}
+				point++
+				elapsed += p.elapsed
+				for _, nt := range p.notes {
+					if !slices.Contains(notes, nt) {
+						notes = append(notes, nt)
+					}
+				}
+			}
+		}
 	}
-	notes = append(notes, p.notes...)
-	end := store.RunEnd{Ended: time.Now().UTC(), Elapsed: p.elapsed.Seconds(), Interrupted: ctx.Err() != nil, Notes: notes}
+	end := store.RunEnd{Ended: time.Now().UTC(), Elapsed: elapsed.Seconds(), Interrupted: ctx.Err() != nil, Notes: notes}
 	if err := run.End(end); err != nil {
 		return nil, err
 	}
 	return report.Load(cfg.RunDir)
+}
+
+// Progress is how far a replay point is: Done of Total records (summed
+// over its targets), or with ByTime (--duration) milliseconds of the
+// duration.
+type Progress struct {
+	Point       string
+	Done, Total int64
+	ByTime      bool
+	Finished    bool
+}
+
+// reportProgress calls cfg.Progress until stop is closed, then once more
+// with Finished.
+func reportProgress(cfg *Config, label string, runners []*runner, records uint64, start time.Time, stop <-chan struct{}) {
+	loops := max(cfg.Loop, 1)
+	total := int64(records) * int64(loops) * int64(len(runners))
+	byTime := cfg.Duration > 0
+	if byTime {
+		total = cfg.Duration.Milliseconds()
+	}
+	done := func() int64 {
+		if byTime {
+			return min(max(time.Since(start).Milliseconds(), 0), total)
+		}
+		var n int64
+		for _, rn := range runners {
+			rn.mu.Lock()
+			for _, w := range rn.mu.workers {
+				n += w.st.records.Load()
+			}
+			rn.mu.Unlock()
+		}
+		return min(n, total)
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			cfg.Progress(Progress{Point: label, Done: done(), Total: total, ByTime: byTime, Finished: true})
+			return
+		case <-t.C:
+			cfg.Progress(Progress{Point: label, Done: done(), Total: total, ByTime: byTime})
+		}
+	}
 }
 
 // pointResult is what one replay point produced beyond what it stored.
@@ -361,6 +495,14 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point
 	}
 	pcfg.metricsRun.start(pcfg.Metrics, runners)
+	stopProgress := func() {}
+	if pcfg.Progress != nil {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); reportProgress(&pcfg, label, runners, x.records, start, stop) }()
+		stopProgress = sync.OnceFunc(func() { close(stop); <-done })
+		defer stopProgress()
+	}
 	prog := &progressLines{w: progress, every: pcfg.ReportInterval, acc: map[string]*store.Interval{}}
 	errs := make([]error, len(runners))
 	var wg sync.WaitGroup
@@ -393,6 +535,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		}()
 	}
 	wg.Wait()
+	stopProgress()
 	elapsed := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -190,7 +190,8 @@ func (rn *runner) targetTable(t string) (schema, name string) {
 func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 
 // footprints measures the tables the capture touched on rn's target
-// (package footprint), as "schema.table".
+// (package footprint), named as in the capture ("schema.table"), so that
+// targets whose DSNs name other databases line up.
 func footprints(ctx context.Context, rn *runner, tables []string) ([]store.TableFootprint, error) {
 	if len(tables) == 0 {
 		return nil, nil
@@ -201,6 +202,7 @@ func footprints(ctx context.Context, rn *runner, tables []string) ([]store.Table
 	}
 	defer db.Close()
 	bySchema := map[string][]string{}
+	captured := map[[2]string]string{}
 	var schemas []string
 	for _, t := range tables {
 		schema, name := rn.targetTable(t)
@@ -208,6 +210,7 @@ func footprints(ctx context.Context, rn *runner, tables []string) ([]store.Table
 			schemas = append(schemas, schema)
 		}
 		bySchema[schema] = append(bySchema[schema], name)
+		captured[[2]string{schema, name}] = t
 	}
 	var out []store.TableFootprint
 	for _, schema := range schemas {
@@ -216,7 +219,7 @@ func footprints(ctx context.Context, rn *runner, tables []string) ([]store.Table
 			return out, err
 		}
 		for i := range fs {
-			fs[i].Table = schema + "." + fs[i].Table
+			fs[i].Table = captured[[2]string{schema, fs[i].Table}]
 		}
 		out = append(out, fs...)
 	}

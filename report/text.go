@@ -20,10 +20,65 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		rep.writePoint(w, &rep.Points[i], len(rep.Points) > 1)
 	}
+	if rep.Command == "sweep" {
+		p("\n")
+		rep.writeSweep(w)
+	}
 	for _, n := range rep.Notes {
 		p("note: %s\n", n)
 	}
 	return nil
+}
+
+// SweepRow is one thread count of a sweep, per target.
+type SweepRow struct {
+	Threads int
+	Targets map[string]*Target
+}
+
+// Sweep returns the sweep's points grouped by thread count (in the order
+// they ran) and the targets' names in the run's order.
+func (rep *Report) Sweep() ([]SweepRow, []string) {
+	var rows []SweepRow
+	var names []string
+	for i := range rep.Points {
+		pt := &rep.Points[i]
+		k := slices.IndexFunc(rows, func(r SweepRow) bool { return r.Threads == pt.Threads })
+		if k < 0 {
+			rows = append(rows, SweepRow{Threads: pt.Threads, Targets: map[string]*Target{}})
+			k = len(rows) - 1
+		}
+		for j := range pt.Targets {
+			t := &pt.Targets[j]
+			rows[k].Targets[t.Name] = t
+			if !slices.Contains(names, t.Name) {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	return rows, names
+}
+
+// writeSweep prints TPS, QPS, p95 and p99 per thread count per target.
+func (rep *Report) writeSweep(w io.Writer) {
+	rows, names := rep.Sweep()
+	fmt.Fprintf(w, "sweep of %s: per thread count, per target: tps / qps / p95 ms / p99 ms\n  %-8s", rep.Capture, "threads")
+	for _, n := range names {
+		fmt.Fprintf(w, " %36s", clip(n, 36))
+	}
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-8d", r.Threads)
+		for _, n := range names {
+			t := r.Targets[n]
+			if t == nil {
+				fmt.Fprintf(w, " %36s", "-")
+				continue
+			}
+			fmt.Fprintf(w, " %36s", fmt.Sprintf("%.1f / %.1f / %.2f / %.2f", t.TPS, t.QPS, t.Latency.P95, t.Latency.P99))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
@@ -307,7 +362,12 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 		p("\ntables the replay created on %s: %s\n", t.Name, strings.Join(parts, ", "))
 	}
 	if base != nil && len(base.TopDigests) > 0 {
-		p("\nstatements by total time on %s: p95 latency ms (ratio to %s)\n", base.Name, base.Name)
+		ratios := base.Name == rep.Baseline // a sweep point of one target has no baseline beside it
+		if ratios {
+			p("\nstatements by total time on %s: p95 latency ms (ratio to %s)\n", base.Name, base.Name)
+		} else {
+			p("\nstatements by total time on %s: p95 latency ms\n", base.Name)
+		}
 		for _, d := range base.TopDigests[:min(10, len(base.TopDigests))] {
 			p("  %-62s", clip(d.Text, 60))
 			for i := range pt.Targets {
@@ -318,6 +378,10 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 					continue
 				}
 				x := t.TopDigests[j]
+				if !ratios {
+					p(" %16.3f", x.Latency.P95)
+					continue
+				}
 				p(" %8.3f (%4.2fx)", x.Latency.P95, x.RatioP95)
 			}
 			p("\n")

@@ -71,3 +71,20 @@ echo "   Prometheus metrics are served while it runs (the URL is on the first li
 "$tandem" replay "$proxy_capture" --speed 0 --run "$run-proxy" --target "$innodb" --target "$compressed" --target "$myrocks"
 echo
 echo "   The same run again, from its run directory: tandem report $run-proxy"
+
+echo
+echo "== tandem footprint: the tables' sizes on each target, now"
+"$tandem" footprint --target "$innodb" --target "$compressed" --target "$myrocks"
+
+echo
+echo "== tandem sweep: the synthesized capture at 1, 2 and 4 threads, one target at a time, 3 s each,"
+echo "   the tables loaded again before every point"
+"$tandem" sweep "$capture" --threads 1,2,4 --duration 3s --run "$run-sweep" --target "$innodb" --target "$myrocks" \
+  --prepare-tables 4 --prepare-table-size 20000 2>/dev/null | sed -n '/^sweep of/,$p'
+
+echo
+echo "== tandem report --format html: one self-contained file each (charts inline, nothing fetched)"
+"$tandem" report "$run-proxy" --format html -o "$run-proxy.html"
+"$tandem" report "$run-sweep" --format html -o "$run-sweep.html" --charts "$run-sweep-charts"
+echo "   replay: $run-proxy.html"
+echo "   sweep:  $run-sweep.html (charts also as SVG and PNG in $run-sweep-charts)"

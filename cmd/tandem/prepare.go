@@ -40,6 +40,7 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
 				}
 				cfg.Targets = append(cfg.Targets, t)
 			}
+			cfg.Progress = rowsProgress(c.ErrOrStderr(), "loading rows")
 			reps, err := prepare.Run(c.Context(), cfg)
 			if err != nil {
 				return err

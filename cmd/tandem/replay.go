@@ -158,6 +158,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if cfg.TargetTimeout == 0 {
 				cfg.TargetTimeout = -1
 			}
+			cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
 			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
 			if err != nil {
 				return err

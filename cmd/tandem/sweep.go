@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/prepare"
+	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/targets"
+)
+
+func newSweepCmd() *cobra.Command {
+	var cfg replay.Config
+	var sw replay.Sweep
+	var specs []string
+	var configFile, metricsAddr string
+	var asJSON bool
+	var linger time.Duration
+	var prep prepare.Config
+	cmd := &cobra.Command{
+		Use:   "sweep CAPTURE_DIR --threads 1,2,4,… --duration D --target name=DSN …",
+		Short: "Replay a capture at several thread counts per target: throughput and latency against threads",
+		Long: `Replays a capture with --concurrency set to each of --threads in turn (whole
+transactions regrouped onto that many connections per target, as 'tandem
+replay --concurrency' does), each point looping the capture for --duration.
+By default targets take turns at each point, so that on one machine none
+competes with another for CPU and disk; --together replays them all at once.
+
+--prepare-tables N loads the starting data again before every point
+(sysbench's sbtestN tables, as 'tandem prepare' does, after dropping them),
+so each point starts from the same rows.
+
+Everything goes into one run directory (--run): 'tandem report DIR' prints
+it again, 'tandem report DIR --format html' draws QPS and p95 against
+threads (log2 axis, one line per target). Order between sessions, retries,
+metrics and the footprint work as in 'tandem replay'.`,
+		Example: `  tandem sweep ./capture --threads 1,2,4,8,16,32,64,128 --duration 60s \
+      --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
+      --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb' \
+      --prepare-tables 4 --prepare-table-size 100000`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("sweep takes one capture directory; see 'tandem sweep --help'")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg.Capture = args[0]
+			ts, err := loadTargets(configFile, specs)
+			if err != nil {
+				return err
+			}
+			cfg.Targets = ts
+			if cfg.RunDir == "" {
+				cfg.RunDir = filepath.Join(".tandem", "runs", "sweep-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			if prep.Tables > 0 {
+				sw.Before = func(ctx context.Context, ts []targets.Target) error {
+					p := prep
+					p.Targets = ts
+					p.Cleanup = true
+					if _, err := prepare.Run(ctx, p); err != nil {
+						return err
+					}
+					p.Cleanup = false
+					_, err := prepare.Run(ctx, p)
+					return err
+				}
+			}
+			cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
+			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
+			if err != nil {
+				return err
+			}
+			rep, err := replay.RunSweep(c.Context(), cfg, sw, c.ErrOrStderr())
+			if err == nil {
+				err = writeReport(c.OutOrStdout(), rep, asJSON)
+			}
+			stop(err == nil)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,options=TABLE OPTIONS][,baseline], repeatable")
+	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
+	f.IntSliceVar(&sw.Threads, "threads", []int{1, 2, 4, 8, 16, 32, 64, 128}, "thread counts (connections per target), in order")
+	f.DurationVar(&cfg.Duration, "duration", 0, "how long each point runs (the capture loops); required unless --loop")
+	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times per point")
+	f.BoolVar(&sw.Together, "together", false, "replay all targets at once at each point (default: one target at a time)")
+	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP)")
+	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
+	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
+	f.StringVar(&cfg.Order, "order", "", "capture or none (default: capture, or none for a synthesized capture)")
+	f.DurationVar(&cfg.ReportInterval, "report-interval", 0, "print a sysbench-style line per target this often (to stderr)")
+	f.IntVar(&prep.Tables, "prepare-tables", 0, "before every point, drop and load this many sbtest tables again (0: don't)")
+	f.IntVar(&prep.TableSize, "prepare-table-size", 10000, "rows per table with --prepare-tables")
+	f.IntVar(&prep.Threads, "prepare-threads", 4, "connections loading each target with --prepare-tables")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&metricsAddr, "metrics-addr", defaultReplayMetrics, "serve Prometheus /metrics here; 'off' disables")
+	f.DurationVar(&linger, "metrics-linger", 0, "after the sweep, keep /metrics up this long")
+	cfg.Samples = 3
+	prep.AutoInc, prep.CreateSecondary, prep.Seed = true, true, 1 // as tandem prepare's defaults
+	return cmd
+}
