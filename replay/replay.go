@@ -145,6 +145,12 @@ func (c *Config) check() error {
 	default:
 		return fmt.Errorf("replay: --on-unrewritable %q: want %s or %s", c.OnUnrewritable, UnrewritableFail, UnrewritableSkip)
 	}
+	if !c.StartAt.IsZero() && time.Until(c.StartAt) < -time.Minute {
+		return fmt.Errorf("replay: --start-at %s is %v in the past (more than a minute): the shards would not start together; give a later instant", c.StartAt.Format(time.RFC3339), -time.Until(c.StartAt).Round(time.Second))
+	}
+	if c.Shard.Count > 1 && c.Order == OrderCapture {
+		return fmt.Errorf("replay: --order capture with %d shards: a record cannot wait for sessions another shard replays, so the order between sessions would hold only within each shard; replay unsharded for --order capture, or shard with --order none (each session's own order stays exact)", c.Shard.Count)
+	}
 	if c.Shard.Count > 1 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count) {
 		return fmt.Errorf("replay: shard %d/%d: the index must be 0 to %d", c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
 	}
@@ -309,6 +315,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	}
 	var notes []string
 	switch {
+	case cfg.Order == "" && cfg.Shard.Count > 1:
+		cfg.Order = OrderNone
+		notes = append(notes, fmt.Sprintf("replayed as shard %d of %d: sessions of other shards run in other processes, so sessions were not ordered against each other (--order none); each session's own order is exact, and differences between concurrent writes are order-ambiguous", cfg.Shard.Index, cfg.Shard.Count))
 	case cfg.Order == "" && x.synthetic:
 		cfg.Order = OrderNone
 		notes = append(notes, "the capture was synthesized: its sessions have no real order between them, so they replayed freely (--order none), as sysbench threads run; differences between concurrent writes are order-ambiguous, and end states can differ for that reason alone")

@@ -50,6 +50,8 @@ type Report struct {
 	Settings      []store.Setting `json:"settings"`
 	Notes         []string        `json:"notes,omitempty"`
 	Points        []Point         `json:"points"`
+
+	digestInfo map[string]store.DigestInfo // the run's digests (for Merge)
 }
 
 // Point is one replay of the run: a plain replay has one.
@@ -187,6 +189,7 @@ func Load(dir string) (*Report, error) {
 		}
 		rep.Points = append(rep.Points, pt)
 	}
+	rep.digestInfo = digests
 	rep.finish(digests)
 	return rep, nil
 }

@@ -57,3 +57,32 @@ tandem_capture_state{reason="",state="closed"} 1
 		t.Error(err)
 	}
 }
+
+// Readers share a capture (the shards of a run on one machine); a writer
+// still keeps it to itself.
+func TestReadersShareAWriterExcludes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := Create(dir, WriterOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(&Record{Session: 1, Kind: KindQuery, SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "open for writing by another process") {
+		t.Fatalf("reading while it is written: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Open(dir)
+	if err != nil {
+		t.Fatalf("a second reader: %v", err)
+	}
+	r1.Close()
+	r2.Close()
+}

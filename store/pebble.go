@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable/block"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // blockSize is larger than Pebble's 4 KiB default: records are small and
@@ -32,6 +33,9 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 	for i := range o.Levels {
 		o.Levels[i].BlockSize = blockSize
 		o.Levels[i].Compression = func() *block.CompressionProfile { return block.ZstdCompression }
+	}
+	if readOnly {
+		o.FS = readerFS{vfs.Default}
 	}
 	o.EnsureDefaults()
 	return o

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,8 +15,44 @@ import (
 
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
 )
+
+// shardFlags applies --shard, --shards (with $JOB_COMPLETION_INDEX) and
+// --start-at.
+func shardFlags(cfg *replay.Config, shard string, shards int, startAt string) error {
+	switch {
+	case shard != "" && shards != 0:
+		return fmt.Errorf("give --shard I/N or --shards N (the index from $JOB_COMPLETION_INDEX), not both")
+	case shard != "":
+		i, n, ok := strings.Cut(shard, "/")
+		ii, err1 := strconv.Atoi(i)
+		nn, err2 := strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || nn < 1 || ii < 0 || ii >= nn {
+			return fmt.Errorf("--shard %q: want I/N with 0 <= I < N, e.g. 0/4", shard)
+		}
+		cfg.Shard = store.Shard{Index: ii, Count: nn}
+	case shards != 0:
+		v := os.Getenv("JOB_COMPLETION_INDEX")
+		ii, err := strconv.Atoi(v)
+		if shards < 1 || err != nil || ii < 0 || ii >= shards {
+			return fmt.Errorf("--shards %d: $JOB_COMPLETION_INDEX is %q; want 0 to %d (run as a Kubernetes Indexed Job, or give --shard I/N)", shards, v, shards-1)
+		}
+		cfg.Shard = store.Shard{Index: ii, Count: shards}
+	}
+	if startAt != "" {
+		t, err := time.Parse(time.RFC3339, startAt)
+		if err != nil {
+			return fmt.Errorf("--start-at %q: want an RFC 3339 instant such as 2026-12-01T12:00:00Z", startAt)
+		}
+		cfg.StartAt = t
+	}
+	if cfg.Shard.Count > 1 && cfg.RunID == "" {
+		return fmt.Errorf("--shard: give the shards of one run the same --run-id, so that 'tandem report' can merge them")
+	}
+	return nil
+}
 
 // defaultReplayMetrics is replay's metrics address (the proxy's is 9470).
 const defaultReplayMetrics = "127.0.0.1:9471"
@@ -27,7 +66,11 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := replay.NewMetrics(reg)
+	var r prometheus.Registerer = reg
+	if cfg.Shard.Count > 1 { // every replay series says which shard it is
+		r = prometheus.WrapRegistererWith(prometheus.Labels{"shard": fmt.Sprintf("%d/%d", cfg.Shard.Index, cfg.Shard.Count)}, reg)
+	}
+	m := replay.NewMetrics(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	bound, wait, err := metricsrv.Listen(ctx, addr, reg)
 	if err != nil {
@@ -62,6 +105,8 @@ func newReplayCmd() *cobra.Command {
 	var retries int
 	var metricsAddr string
 	var linger time.Duration
+	var shard, startAt string
+	var shards int
 	cmd := &cobra.Command{
 		Use:   "replay CAPTURE_DIR --target name=DSN[,engine=X] --target …",
 		Short: "Replay a capture against several targets at once and compare them",
@@ -158,6 +203,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if cfg.TargetTimeout == 0 {
 				cfg.TargetTimeout = -1
 			}
+			if err := shardFlags(&cfg, shard, shards, startAt); err != nil {
+				return err
+			}
 			cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
 			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
 			if err != nil {
@@ -190,6 +238,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.IntVar(&cfg.Samples, "samples", 3, "divergence samples kept per statement digest and class")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&metricsAddr, "metrics-addr", defaultReplayMetrics, "serve Prometheus /metrics here while replaying; ':PORT' binds loopback, 'off' disables (the default port, if taken, turns metrics off with a warning)")
+	f.StringVar(&shard, "shard", "", "replay shard I of N (\"I/N\", 0-based): the sessions with hash(session) mod N = I, each whole; shards of one run share --run-id and --start-at, and 'tandem report' merges their run directories")
+	f.IntVar(&shards, "shards", 0, "with N shards, take I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
+	f.StringVar(&startAt, "start-at", "", "RFC 3339 instant at which replay starts, after the targets are checked (shards start together; at most a minute in the past)")
 	f.IntVar(&cfg.MetricsDigests, "metrics-digests", 20, "label the latency of the capture's N most frequent statement digests apart (the rest as \"other\")")
 	f.DurationVar(&linger, "metrics-linger", 0, "after the replay, keep /metrics up this long so a last scrape sees the final counts (e.g. 2x the scrape interval)")
 	f.StringVar(&cfg.IO, "io", replay.IOBlocking, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens) or poller (Go's poller: fewer threads, more scheduler hand-offs, slower)")

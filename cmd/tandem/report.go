@@ -28,7 +28,10 @@ latency distribution, the top statements' p95 ratio to the baseline, the
 divergences with samples, the storage footprint, and for a sweep
 throughput and p95 against threads (log2 axis). Several run directories
 (the same capture on different days, the shards of a run) are rendered
-side by side first, then each in full; text and json take one.
+side by side first, then each in full (html, csv). The run directories of
+the shards of one run ('tandem replay --shard I/N', one --run-id) are
+merged into one report in every format: counts add up, latency histograms
+merge (percentiles of all statements, never averaged), divergences join.
 
 --charts DIR also writes every chart as SVG and PNG files.
 
@@ -36,6 +39,7 @@ A run that was interrupted is reported with what it stored, and says so.`,
 		Example: `  tandem report .tandem/runs/20261201-090000
   tandem report ./run --format html -o run.html --charts ./charts
   tandem report ./monday ./tuesday --format html -o week.html
+  tandem report ./shard-0 ./shard-1 ./shard-2 ./shard-3          # one sharded run, merged
   tandem report ./run --format json | jq '.points[0].targets[] | {name, qps, latency}'
   tandem report ./sweep --format csv -o sweep.csv`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -46,11 +50,7 @@ A run that was interrupted is reported with what it stored, and says so.`,
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			switch format {
-			case "text", "json":
-				if len(args) > 1 {
-					return fmt.Errorf("--format %s renders one run; give --format html or csv for %d runs side by side", format, len(args))
-				}
-			case "html", "csv":
+			case "text", "json", "html", "csv":
 			default:
 				return fmt.Errorf("--format %q: want text, json, html or csv", format)
 			}
@@ -61,6 +61,15 @@ A run that was interrupted is reported with what it stored, and says so.`,
 					return err
 				}
 				reps = append(reps, rep)
+			}
+			// The shards of one run merge into one report; other runs go
+			// side by side (html, csv).
+			if len(reps) > 1 {
+				if merged, err := report.Merge(reps); err == nil {
+					reps = []*report.Report{merged}
+				} else if format == "text" || format == "json" {
+					return err
+				}
 			}
 			if chartsDir != "" {
 				if err := writeCharts(chartsDir, reps); err != nil {
