@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -56,7 +57,11 @@ func Load(path string) ([]Target, error) {
 		if ft.Name == "" || ft.DSN == "" {
 			return nil, fmt.Errorf("%w: %s: target %d needs a name and a dsn", ErrBadSpec, path, i+1)
 		}
-		t := Target{Name: ft.Name, DSN: ft.DSN, Engine: "InnoDB", Options: ft.Options, Baseline: ft.Baseline}
+		dsn, err := expandEnv(ft.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: target %s: %v", ErrBadSpec, path, ft.Name, err)
+		}
+		t := Target{Name: ft.Name, DSN: dsn, Engine: "InnoDB", Options: ft.Options, Baseline: ft.Baseline}
 		if ft.Engine != "" {
 			t.Engine = CanonicalEngine(ft.Engine)
 		}
@@ -66,4 +71,32 @@ func Load(path string) ([]Target, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// expandEnv replaces ${NAME} in a DSN with the environment variable NAME,
+// so that a targets file can name credentials without holding them (on
+// Kubernetes, from a Secret). An unset variable is an error; "$" alone,
+// or $NAME without braces, is left as is (a password may contain "$").
+func expandEnv(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		name := s[i+2 : i+j]
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("the dsn names ${%s}, which is not set in the environment", name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
 }

@@ -3,7 +3,9 @@ package targets
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +74,21 @@ func TestLoadFile(t *testing.T) {
 		if _, err := Load(write(bad)); !errors.Is(err, ErrBadSpec) {
 			t.Errorf("Load(%q): %v, want ErrBadSpec", bad, err)
 		}
+	}
+}
+
+// A targets file names credentials from the environment (a Kubernetes
+// Secret), never holding them; an unset one is an error naming it.
+func TestLoadExpandsCredentials(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "targets.yaml")
+	os.WriteFile(p, []byte("targets:\n  - name: a\n    dsn: 'app:${TANDEM_TEST_PW}@tcp(127.0.0.1:3306)/x'\n"), 0o644)
+	t.Setenv("TANDEM_TEST_PW", "s3cr$t")
+	ts, err := Load(p)
+	if err != nil || len(ts) != 1 || ts[0].DSN != "app:s3cr$t@tcp(127.0.0.1:3306)/x" {
+		t.Fatalf("%+v, %v", ts, err)
+	}
+	os.Unsetenv("TANDEM_TEST_PW")
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "${TANDEM_TEST_PW}, which is not set") {
+		t.Fatalf("unset: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ you, per statement, which engine is faster and where results differ.`,
 		}
 		return nil
 	}
-	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd(), newFootprintCmd(), newSweepCmd())
+	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd(), newFootprintCmd(), newSweepCmd(), newPackCmd())
 	return root
 }
 

@@ -99,6 +99,7 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 
 func newReplayCmd() *cobra.Command {
 	var cfg replay.Config
+	var unpackDir string
 	var specs []string
 	var configFile string
 	var asJSON bool
@@ -178,7 +179,11 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg.Capture = args[0]
+			dir, err := captureDir(args[0], unpackDir)
+			if err != nil {
+				return err
+			}
+			cfg.Capture = dir
 			if configFile != "" {
 				ts, err := targets.Load(configFile)
 				if err != nil {
@@ -223,6 +228,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,options=TABLE OPTIONS][,baseline], repeatable")
 	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
+	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,13 @@ func TestShardedReplayMerges(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &whole); err != nil {
 		t.Fatal(err)
 	}
-	// Four shards, one start instant, one run id, at once.
+	// Four shards, one start instant, one run id, at once, each given the
+	// capture packed (they unpack it, concurrently, once).
+	archive := filepath.Join(dir, "cap.tar.zst")
+	if out, stderr, code := run(t, nil, "pack", capDir, "-o", archive); code != 0 || !strings.Contains(out, "tandem pack: "+archive) {
+		t.Fatalf("pack: %s %s", out, stderr)
+	}
+	unpack := t.TempDir()
 	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339)
 	var dirs []string
 	var cmds []*exec.Cmd
@@ -47,7 +54,7 @@ func TestShardedReplayMerges(t *testing.T) {
 	for i := range 4 {
 		d := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
 		dirs = append(dirs, d)
-		c := exec.Command(tandemBin, "replay", capDir, "--speed", "0", "--run", d, "--run-id", "sharded", "--shard", fmt.Sprintf("%d/4", i),
+		c := exec.Command(tandemBin, "replay", archive, "--unpack-dir", unpack, "--speed", "0", "--run", d, "--run-id", "sharded", "--shard", fmt.Sprintf("%d/4", i),
 			"--start-at", start, "--metrics-addr", "off", "--target", "a="+a)
 		var eb strings.Builder
 		c.Stderr = &eb
@@ -109,6 +116,9 @@ func TestShardedReplayMerges(t *testing.T) {
 	}
 	if want := float64(hand.Quantile(0.95)) / 1e6; m.Latency.P95 != want || m.Latency.Count != int64(hand.Count()) {
 		t.Errorf("merged p95 %v over %d, histograms merged by hand %v over %d", m.Latency.P95, m.Latency.Count, want, hand.Count())
+	}
+	if ents, _ := os.ReadDir(unpack); len(ents) != 1 {
+		t.Errorf("unpacked %d times, want once: %v", len(ents), ents)
 	}
 	// Shards need one run id; another run is refused in text and json.
 	if _, stderr, code := run(t, nil, "report", dirs[0], filepath.Join(dir, "whole")); code != 1 || !strings.Contains(stderr, "runs of different run ids") {

@@ -15,6 +15,7 @@ import (
 
 func newSweepCmd() *cobra.Command {
 	var cfg replay.Config
+	var unpackDir string
 	var sw replay.Sweep
 	var specs []string
 	var configFile, metricsAddr string
@@ -49,7 +50,11 @@ metrics and the footprint work as in 'tandem replay'.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg.Capture = args[0]
+			dir, err := captureDir(args[0], unpackDir)
+			if err != nil {
+				return err
+			}
+			cfg.Capture = dir
 			ts, err := loadTargets(configFile, specs)
 			if err != nil {
 				return err
@@ -92,6 +97,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times per point")
 	f.BoolVar(&sw.Together, "together", false, "replay all targets at once at each point (default: one target at a time)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP)")
+	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
 	f.StringVar(&cfg.Order, "order", "", "capture or none (default: capture, or none for a synthesized capture)")

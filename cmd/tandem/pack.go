@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+func newPackCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "pack CAPTURE_DIR -o FILE" + store.ArchiveSuffix,
+		Short: "Write a closed capture as one compressed archive, to ship to replayers",
+		Long: `Writes a closed capture as one zstd-compressed tar archive. tandem replay,
+sweep and inspect accept the archive wherever they accept a capture
+directory: they unpack it once into a local directory (under $TMPDIR, or
+--unpack-dir) and reuse it afterwards. On Kubernetes, put the archive on a
+ReadOnlyMany volume or fetch it in an init container (deploy/kubernetes).
+
+A capture still being written, or whose writer was killed, is refused.`,
+		Example: `  tandem pack ./capture -o capture.tar.zst
+  tandem replay capture.tar.zst --shard 0/4 --run-id nightly --target …`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("pack takes one capture directory; see 'tandem pack --help'")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if out == "" {
+				return fmt.Errorf("give the archive to write: -o FILE%s", store.ArchiveSuffix)
+			}
+			if !strings.HasSuffix(out, store.ArchiveSuffix) {
+				return fmt.Errorf("-o %s: name the archive …%s, so that replay knows it", out, store.ArchiveSuffix)
+			}
+			f, err := os.OpenFile(out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			n, err := store.Pack(args[0], f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(out)
+				return err
+			}
+			st, _ := os.Stat(out)
+			fmt.Fprintf(c.OutOrStdout(), "tandem pack: %s: %d files, %d bytes\n", out, n, st.Size())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write (FILE"+store.ArchiveSuffix+"; must not exist)")
+	return cmd
+}
+
+// captureDir returns a capture's directory: path itself, or where a packed
+// capture (tandem pack) was unpacked.
+func captureDir(path, unpackDir string) (string, error) {
+	if !strings.HasSuffix(path, store.ArchiveSuffix) {
+		return path, nil
+	}
+	return store.Unpack(path, unpackDir)
+}

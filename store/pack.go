@@ -1,0 +1,163 @@
+package store
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// ArchiveSuffix is the file name ending of a packed capture.
+const ArchiveSuffix = ".tar.zst"
+
+// unpackedMarker marks a directory Unpack finished.
+const unpackedMarker = ".tandem-unpacked"
+
+// Pack writes the closed capture in dir to w as a zstd-compressed tar
+// archive (every file but Pebble's LOCK), holding a reader's lock so that
+// no writer can start meanwhile. A capture still being written is refused.
+func Pack(dir string, w io.Writer) (files int, err error) {
+	r, err := Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if _, closed := r.Summary(); !closed {
+		return 0, fmt.Errorf("store: %s was not closed cleanly (its writer is still running, or was killed); pack a closed capture (a killed one: open it once with 'tandem inspect' after checking what it holds)", dir)
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return 0, err
+	}
+	tw := tar.NewWriter(zw)
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "LOCK" {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: info.Size(), ModTime: info.ModTime()}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := io.CopyN(tw, f, info.Size()); err != nil {
+			return err
+		}
+		files++
+		return nil
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	return files, err
+}
+
+// Unpack makes a packed capture (Pack) readable: it extracts archive into
+// a directory under tmp (os.TempDir() if empty) named after the archive's
+// path, size and time, once; later calls reuse it. It returns the
+// capture's directory.
+func Unpack(archive, tmp string) (string, error) {
+	fi, err := os.Stat(archive)
+	if err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	abs, _ := filepath.Abs(archive)
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano())))
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	dir := filepath.Join(tmp, "tandem-capture-"+hex.EncodeToString(h[:6]))
+	if _, err := os.Stat(filepath.Join(dir, unpackedMarker)); err == nil {
+		return dir, nil
+	}
+	// Each process unpacks apart (shards on one machine start together)
+	// and the first to finish wins.
+	part, err := os.MkdirTemp(tmp, filepath.Base(dir)+".part-")
+	if err != nil {
+		return "", fmt.Errorf("store: unpack %s: %w", archive, err)
+	}
+	defer os.RemoveAll(part)
+	if err := extract(archive, part); err != nil {
+		os.RemoveAll(part)
+		return "", fmt.Errorf("store: unpack %s: %w", archive, err)
+	}
+	if err := os.WriteFile(filepath.Join(part, unpackedMarker), []byte(abs+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(part, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, unpackedMarker)); serr == nil {
+			return dir, nil // another process finished first
+		}
+		return "", fmt.Errorf("store: unpack %s: %w", archive, err)
+	}
+	return dir, nil
+}
+
+func extract(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("%w: not a zstd archive: %v", ErrNotCapture, err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	n := 0
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		name := filepath.FromSlash(hdr.Name)
+		if hdr.Typeflag != tar.TypeReg || !filepath.IsLocal(name) || strings.Contains(name, string(filepath.Separator)) {
+			return fmt.Errorf("%w: archive entry %q is not a capture file", ErrCorrupt, hdr.Name)
+		}
+		out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: the archive holds no files", ErrNotCapture)
+	}
+	return nil
+}
