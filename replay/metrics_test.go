@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
 )
 
 // A capture of 10,000 statement shapes exports K+1 digest label values per
@@ -105,4 +106,25 @@ func TestMetricsCardinalityAndCounts(t *testing.T) {
 		}
 	}
 	t.Logf("%d series for one target, K=%d", series, k)
+}
+
+// A shard's share of the records, for its progress: the shards' shares add
+// up to the capture.
+func TestRecordsInShards(t *testing.T) {
+	x := &captureIndex{records: 0, recordsOf: map[uint64]uint64{}}
+	for s := uint64(1); s <= 50; s++ {
+		x.recordsOf[s] = s
+		x.records += s
+	}
+	var sum uint64
+	for i := range 4 {
+		n := x.recordsIn(store.Shard{Index: i, Count: 4})
+		if n == 0 || n == x.records {
+			t.Errorf("shard %d/4: %d of %d records", i, n, x.records)
+		}
+		sum += n
+	}
+	if sum != x.records || x.recordsIn(store.Shard{}) != x.records {
+		t.Errorf("shards hold %d records, the capture %d", sum, x.records)
+	}
 }

@@ -508,7 +508,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 	if pcfg.Progress != nil {
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { defer close(done); reportProgress(&pcfg, label, runners, x.records, start, stop) }()
+		go func() { defer close(done); reportProgress(&pcfg, label, runners, x.recordsIn(pcfg.Shard), start, stop) }()
 		stopProgress = sync.OnceFunc(func() { close(stop); <-done })
 		defer stopProgress()
 	}

@@ -19,6 +19,8 @@ import (
 type captureIndex struct {
 	records  uint64
 	sessions []uint64
+	// recordsOf counts each session's records (a shard's share).
+	recordsOf map[uint64]uint64
 	// first and last record start (ns, the capture's clock).
 	first, last int64
 	digests     map[string]*digestCount
@@ -62,7 +64,7 @@ func qualify(ts []sqlinfo.Table, schema string, dst []string) []string {
 
 // scanCapture reads the capture once.
 func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*captureIndex, error) {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits()}
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), recordsOf: map[uint64]uint64{}}
 	x.synthetic = strings.HasPrefix(r.Meta().Source, "synth ")
 	first, last, ok, err := r.StartSpan()
 	if err != nil {
@@ -80,6 +82,7 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 			return nil, err
 		}
 		x.records++
+		x.recordsOf[rec.Session]++
 		if x.records%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -239,4 +242,18 @@ func (x *captureIndex) topDigests(k int) []string {
 		return strings.Compare(a, b)
 	})
 	return ids[:min(k, len(ids))]
+}
+
+// recordsIn counts the records a shard replays (all with Count <= 1).
+func (x *captureIndex) recordsIn(sh store.Shard) uint64 {
+	if sh.Count <= 1 {
+		return x.records
+	}
+	var n uint64
+	for s, c := range x.recordsOf {
+		if shardOf(s, sh.Count) == sh.Index {
+			n += c
+		}
+	}
+	return n
 }

@@ -364,25 +364,29 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 	if base != nil && len(base.TopDigests) > 0 {
 		ratios := base.Name == rep.Baseline // a sweep point of one target has no baseline beside it
 		if ratios {
-			p("\nstatements by total time on %s: p95 latency ms (ratio to %s)\n", base.Name, base.Name)
+			p("\nstatements by total time on %s: latency ms p50/p95/p99 per target (p95 ratio to %s)\n  %-62s", base.Name, base.Name, "")
 		} else {
-			p("\nstatements by total time on %s: p95 latency ms\n", base.Name)
+			p("\nstatements by total time on %s: latency ms p50/p95/p99\n  %-62s", base.Name, "")
 		}
+		for i := range pt.Targets {
+			p(" %30s", clip(pt.Targets[i].Name, 30))
+		}
+		p("\n")
 		for _, d := range base.TopDigests[:min(10, len(base.TopDigests))] {
 			p("  %-62s", clip(d.Text, 60))
 			for i := range pt.Targets {
 				t := &pt.Targets[i]
 				j := slices.IndexFunc(t.TopDigests, func(x DigestLatency) bool { return x.Digest == d.Digest })
 				if j < 0 {
-					p(" %16s", "-")
+					p(" %30s", "-")
 					continue
 				}
 				x := t.TopDigests[j]
-				if !ratios {
-					p(" %16.3f", x.Latency.P95)
-					continue
+				cell := fmt.Sprintf("%.3f/%.3f/%.3f", x.Latency.P50, x.Latency.P95, x.Latency.P99)
+				if ratios {
+					cell += fmt.Sprintf(" (%.2fx)", x.RatioP95)
 				}
-				p(" %8.3f (%4.2fx)", x.Latency.P95, x.RatioP95)
+				p(" %30s", cell)
 			}
 			p("\n")
 		}
