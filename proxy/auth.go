@@ -23,6 +23,10 @@ const strippedCaps = uint64(mysql.CLIENT_COMPRESS|mysql.CLIENT_ZSTD_COMPRESSION_
 	wire.MariaDBClientBulkUnitResults
 
 // Why a connection failed, as metrics and logs name it.
+// maxHandshakePacket bounds a client packet before authentication (a
+// handshake response with connection attributes is a few KiB).
+const maxHandshakePacket = 1 << 20
+
 const (
 	reasonBackendUnreachable = "backend_unreachable"
 	reasonMalformed          = "malformed"
@@ -63,6 +67,9 @@ func (s *session) handshake() error {
 	s.backend.SetDeadline(deadline)
 	defer s.client.SetDeadline(time.Time{})
 	defer s.backend.SetDeadline(time.Time{})
+	// Before authentication a client's packets are small: bound them.
+	s.client.MaxPacket = maxHandshakePacket
+	defer func() { s.client.MaxPacket = 0 }()
 
 	_, gb, err := s.backend.ReadPacket()
 	if err != nil {

@@ -59,9 +59,13 @@ type Config struct {
 	IO string
 	// MaxRecordBytes bounds the SQL text or data stored per record; longer
 	// ones are truncated and marked. Default 1 MiB.
-	MaxRecordBytes   int
-	DialTimeout      time.Duration
+	MaxRecordBytes int
+	DialTimeout    time.Duration
+	// HandshakeTimeout bounds the handshake (default 10s); MaxHandshakes
+	// the connections in it at once (default 64): connections that never
+	// authenticate cannot hold --max-connections.
 	HandshakeTimeout time.Duration
+	MaxHandshakes    int
 	// DrainTimeout is how long shutdown waits for clients to finish before
 	// closing their connections.
 	DrainTimeout time.Duration
@@ -108,8 +112,11 @@ func (c *Config) defaults() error {
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = 5 * time.Second
 	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = 64
+	}
 	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 30 * time.Second
+		c.HandshakeTimeout = 10 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 5 * time.Second
@@ -172,7 +179,9 @@ type Proxy struct {
 	tlsClient *tls.Config
 	nextID    atomic.Uint64
 	active    atomic.Int64
-	wg        sync.WaitGroup
+	// handshaking counts connections not yet authenticated.
+	handshaking atomic.Int64
+	wg          sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -288,6 +297,16 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.active.Add(-1)
 	p.metrics.active.Inc()
 	defer p.metrics.active.Dec()
+	if n := p.handshaking.Add(1); n > int64(p.cfg.MaxHandshakes) {
+		p.handshaking.Add(-1)
+		p.metrics.failures.WithLabelValues(reasonTooMany).Inc()
+		client.WritePacket(0, proxyErr(1040, "08004", "too many connections authenticating at once (%d); try again", p.cfg.MaxHandshakes).Append(nil))
+		client.Flush()
+		log.Warn("connection refused: too many connections in the handshake", "max_handshakes", p.cfg.MaxHandshakes)
+		return
+	}
+	endHandshake := sync.OnceFunc(func() { p.handshaking.Add(-1) })
+	defer endHandshake()
 
 	bc, err := net.DialTimeout("tcp", p.cfg.Backend, p.cfg.DialTimeout)
 	if err != nil {
@@ -318,6 +337,7 @@ func (p *Proxy) handle(c net.Conn) {
 	}()
 
 	err = s.handshake()
+	endHandshake()
 	connect := store.Record{Session: id, Start: start, Duration: time.Since(start), Kind: store.KindConnect, User: s.user, Schema: s.schema}
 	if err != nil {
 		connect.Resp = store.Response{Kind: store.RespError}

@@ -25,6 +25,8 @@ type RunConfig struct {
 	SyncInterval time.Duration
 	// MetricsAddr serves /metrics ("off" disables; a bare ":PORT" is loopback).
 	MetricsAddr string
+	// Pprof serves Go's profiles under /debug/pprof/ on the metrics endpoint.
+	Pprof bool
 	// Procs is how many CPUs run Go code at once (GOMAXPROCS), for the
 	// startup line; the command sets it.
 	Procs int
@@ -64,7 +66,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, reg)
+	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, reg, cfg.Pprof)
 	if err != nil {
 		p.ln.Close()
 		if w != nil {

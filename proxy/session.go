@@ -251,7 +251,24 @@ func (s *session) parseCommand(p []byte) (pendingCmd, error) {
 // record stores the exchange.
 func (s *session) record(start time.Time) {
 	s.rec.Duration = time.Since(start)
+	if s.rec.Flags&store.FlagMasked != 0 {
+		// The server's message for a secret statement can quote it, the
+		// password included (a syntax error "near 'IDENTIFEID BY …'"):
+		// keep the code and state, never the text.
+		s.rec.Resp.Message = redacted(s.rec.Resp.Message)
+		for i := range s.rec.Resp.More {
+			s.rec.Resp.More[i].Message = redacted(s.rec.Resp.More[i].Message)
+		}
+	}
 	s.p.recorder.Record(&s.rec)
+}
+
+// redacted replaces an error message of a secret statement.
+func redacted(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return "(message of a statement with a secret, not stored)"
 }
 
 // commandKind maps a command byte to the record kind.

@@ -181,3 +181,41 @@ func testFailures(t *testing.T, tp *testProxy, reason string) float64 {
 	}
 	return 0
 }
+
+// Connections that never authenticate hold at most --max-handshakes slots,
+// for at most the handshake timeout; an authenticated client still gets in.
+func TestIdleHandshakesAreBounded(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.MaxHandshakes, c.HandshakeTimeout = 2, 1500*time.Millisecond })
+	var idle []net.Conn
+	for range 2 { // connect, read nothing, send nothing
+		nc, err := net.Dial("tcp", tp.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		idle = append(idle, nc)
+	}
+	time.Sleep(200 * time.Millisecond) // both are in the handshake now
+	nc, _ := net.Dial("tcp", tp.Addr().String())
+	defer nc.Close()
+	rc := wire.NewConn(nc)
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	_, p, _ := rc.ReadPacket()
+	if e, err := wire.ParseErr(p); err != nil || e.Code != 1040 || !strings.Contains(e.Message, "authenticating at once (2)") {
+		t.Fatalf("third client during two idle handshakes got %x, want ERR 1040", p)
+	}
+	// The idle ones time out; then a real client authenticates.
+	start := time.Now()
+	for _, c := range idle {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.Copy(io.Discard, c) // ends when the proxy closes it
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("idle handshakes closed after %v, want about the 1.5s timeout", took)
+	}
+	c := dialRaw(t, tp.Addr().String(), "root", "")
+	if rows, err := c.query(t, "SELECT 8"); err != nil || rows[0] != "8" {
+		t.Fatalf("after the idle ones: %q %v", rows, err)
+	}
+}

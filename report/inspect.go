@@ -34,6 +34,8 @@ type CaptureReport struct {
 	Responses     ResponseCounts  `json:"responses"`
 	ErrorCodes    []ErrorCount    `json:"error_codes"`
 	NotReplayable uint64          `json:"not_replayable"`
+	// NotReplayableBy splits NotReplayable by why (NotReplayableReason).
+	NotReplayableBy map[string]uint64 `json:"not_replayable_by_reason,omitempty"`
 	Masked        uint64          `json:"masked"`
 	TopDigests    []DigestSummary `json:"top_digests"`
 	Digests       int             `json:"digests"`
@@ -142,6 +144,10 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		last = max(last, end)
 		if rec.Flags&store.FlagNotReplayable != 0 {
 			rep.NotReplayable++
+			if rep.NotReplayableBy == nil {
+				rep.NotReplayableBy = map[string]uint64{}
+			}
+			rep.NotReplayableBy[NotReplayableReason(rec)]++
 		}
 		if rec.Flags&store.FlagMasked != 0 {
 			rep.Masked++
@@ -245,7 +251,12 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	p("on disk\t%s (%.1f bytes/record)\n", humanBytes(rep.DiskBytes), rep.BytesPerRec)
 	p("responses\tok %d, result sets %d, errors %d, none %d\n", rep.Responses.OK, rep.Responses.ResultSet, rep.Responses.Error, rep.Responses.None)
 	if rep.NotReplayable+rep.Masked > 0 {
-		p("flagged\t%d not replayable (LOAD DATA LOCAL), %d with masked secrets\n", rep.NotReplayable, rep.Masked)
+		why := make([]string, 0, len(rep.NotReplayableBy))
+		for r, n := range rep.NotReplayableBy {
+			why = append(why, fmt.Sprintf("%d %s", n, r))
+		}
+		slices.Sort(why)
+		p("flagged\t%d not replayable (%s), %d with masked secrets\n", rep.NotReplayable, strings.Join(why, "; "), rep.Masked)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -296,4 +307,19 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// NotReplayableReason says why the proxy marked rec not replayable.
+func NotReplayableReason(rec *store.Record) string {
+	switch {
+	case rec.Flags&store.FlagTruncated != 0:
+		return "truncated at --max-record-bytes"
+	case rec.Kind == store.KindOther:
+		return "a command the proxy does not parse"
+	case rec.Kind == store.KindQuery && sqlinfo.IsLoadDataLocal(rec.SQL):
+		return "LOAD DATA LOCAL: the file was the client's"
+	case rec.Kind == store.KindExecute:
+		return "parameter types unknown (bound before the capture began)"
+	}
+	return "statement longer than --max-record-bytes (cut)"
 }

@@ -128,3 +128,47 @@ func TestInspectPrepareWithoutResponse(t *testing.T) {
 		t.Fatalf("digests = %v", got)
 	}
 }
+
+// Each not-replayable record is counted under why it is not replayable.
+func TestInspectSaysWhyNotReplayable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	nr := store.FlagNotReplayable
+	recs := []store.Record{
+		{Session: 1, Start: now, Kind: store.KindQuery, SQL: "LOAD DATA LOCAL INFILE '/tmp/x' INTO TABLE t", Flags: nr},
+		{Session: 1, Start: now, Kind: store.KindQuery, SQL: "INSERT INTO t VALUES ('aaaa", Flags: nr},
+		{Session: 1, Start: now, Kind: store.KindLongData, Flags: nr | store.FlagTruncated},
+		{Session: 1, Start: now, Kind: store.KindExecute, StmtID: 3, Flags: nr},
+		{Session: 1, Start: now, Kind: store.KindOther, Flags: nr},
+		{Session: 1, Start: now, Kind: store.KindQuery, SQL: "SELECT 1"},
+	}
+	for i := range recs {
+		if _, err := w.Append(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	rep, err := Inspect(context.Background(), dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"LOAD DATA LOCAL: the file was the client's": 1, "statement longer than --max-record-bytes (cut)": 1,
+		"truncated at --max-record-bytes": 1, "parameter types unknown (bound before the capture began)": 1, "a command the proxy does not parse": 1}
+	if rep.NotReplayable != 5 || len(rep.NotReplayableBy) != len(want) {
+		t.Fatalf("%d not replayable: %v", rep.NotReplayable, rep.NotReplayableBy)
+	}
+	for k, n := range want {
+		if rep.NotReplayableBy[k] != n {
+			t.Errorf("%s: %d, want %d", k, rep.NotReplayableBy[k], n)
+		}
+	}
+	var b bytes.Buffer
+	rep.WriteText(&b)
+	if !strings.Contains(b.String(), "5 not replayable (1 LOAD DATA LOCAL: the file was the client's; 1 a command the proxy does not parse;") {
+		t.Errorf("text:\n%s", b.String())
+	}
+}

@@ -25,6 +25,10 @@ type Conn struct {
 	whdr    [4]byte
 	// BytesIn and BytesOut count bytes read and written, headers included.
 	BytesIn, BytesOut int64
+	// MaxPacket, if positive, bounds what ReadPacket joins from
+	// continuation frames (a peer that is not authenticated yet must not
+	// make the reader buffer gigabytes).
+	MaxPacket int
 }
 
 // NewConn wraps c.
@@ -86,6 +90,9 @@ func (c *Conn) ReadPacket() (seq byte, payload []byte, err error) {
 		s, p, err := c.ReadFrame()
 		if err != nil {
 			return 0, nil, err
+		}
+		if c.MaxPacket > 0 && len(out)+len(p) > c.MaxPacket {
+			return 0, nil, fmt.Errorf("%w: more than %d bytes in one packet", ErrPacketTooLarge, c.MaxPacket)
 		}
 		out = append(out, p...)
 		seq = s

@@ -61,6 +61,7 @@ const defaultReplayMetrics = "127.0.0.1:9471"
 // returns the function that ends it (after --metrics-linger when the run
 // ended well).
 func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linger time.Duration) (func(ok bool), error) {
+	withPprof, _ := c.Flags().GetBool("pprof")
 	if addr == metricsrv.Off {
 		return func(bool) {}, nil
 	}
@@ -72,7 +73,7 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 	}
 	m := replay.NewMetrics(r)
 	ctx, cancel := context.WithCancel(context.Background())
-	bound, wait, err := metricsrv.Listen(ctx, addr, reg)
+	bound, wait, err := metricsrv.Listen(ctx, addr, reg, withPprof)
 	if err != nil {
 		cancel()
 		if c.Flags().Changed("metrics-addr") {
@@ -248,6 +249,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.IntVar(&shards, "shards", 0, "with N shards, take I from $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 	f.StringVar(&startAt, "start-at", "", "RFC 3339 instant at which replay starts, after the targets are checked (shards start together; at most a minute in the past)")
 	f.IntVar(&cfg.MetricsDigests, "metrics-digests", 20, "label the latency of the capture's N most frequent statement digests apart (the rest as \"other\")")
+	f.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint")
 	f.DurationVar(&linger, "metrics-linger", 0, "after the replay, keep /metrics up this long so a last scrape sees the final counts (e.g. 2x the scrape interval)")
 	f.StringVar(&cfg.IO, "io", replay.IOBlocking, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens) or poller (Go's poller: fewer threads, more scheduler hand-offs, slower)")
 	return cmd

@@ -107,6 +107,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.IntVar(&prep.Threads, "prepare-threads", 4, "connections loading each target with --prepare-tables")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&metricsAddr, "metrics-addr", defaultReplayMetrics, "serve Prometheus /metrics here; 'off' disables")
+	f.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint")
 	f.DurationVar(&linger, "metrics-linger", 0, "after the sweep, keep /metrics up this long")
 	cfg.Samples = 3
 	prep.AutoInc, prep.CreateSecondary, prep.Seed = true, true, 1 // as tandem prepare's defaults

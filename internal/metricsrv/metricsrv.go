@@ -19,10 +19,11 @@ import (
 const Off = "off"
 
 // Listen resolves addr ("off", "HOST:PORT", or ":PORT" meaning loopback)
-// and starts serving /metrics from reg (and /debug/pprof/) in a goroutine that ends with ctx.
+// and starts serving /metrics from reg (and, with withPprof, Go's profiles
+// under /debug/pprof/) in a goroutine that ends with ctx.
 // It returns the bound address ("" when off) and a function that waits for
 // the server to stop.
-func Listen(ctx context.Context, addr string, reg *prometheus.Registry) (string, func(), error) {
+func Listen(ctx context.Context, addr string, reg *prometheus.Registry, withPprof bool) (string, func(), error) {
 	if addr == "" || addr == Off {
 		return "", func() {}, nil
 	}
@@ -39,11 +40,14 @@ func Listen(ctx context.Context, addr string, reg *prometheus.Registry) (string,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// Profiles, on the same (by default loopback) endpoint.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	// Profiles, on the same (by default loopback) endpoint, only when asked:
+	// they expose the process's memory and stacks.
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
