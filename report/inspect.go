@@ -18,29 +18,29 @@ import (
 
 // CaptureReport is what `tandem inspect` shows of a capture.
 type CaptureReport struct {
-	Dir           string          `json:"dir"`
-	FormatVersion int             `json:"format_version"`
-	Source        string          `json:"source"`
-	ToolVersion   string          `json:"tool_version"`
-	CreatedAt     time.Time       `json:"created_at"`
-	Closed        bool            `json:"closed_cleanly"`
-	Dropped       uint64          `json:"dropped"`
-	Records       uint64          `json:"records"`
-	Sessions      int             `json:"sessions"`
-	FirstStart    time.Time       `json:"first_start"`
-	LastEnd       time.Time       `json:"last_end"`
-	SpanSeconds   float64         `json:"span_seconds"`
-	ByKind        []KindCount     `json:"by_kind"`
-	Responses     ResponseCounts  `json:"responses"`
-	ErrorCodes    []ErrorCount    `json:"error_codes"`
-	NotReplayable uint64          `json:"not_replayable"`
+	Dir           string         `json:"dir"`
+	FormatVersion int            `json:"format_version"`
+	Source        string         `json:"source"`
+	ToolVersion   string         `json:"tool_version"`
+	CreatedAt     time.Time      `json:"created_at"`
+	Closed        bool           `json:"closed_cleanly"`
+	Dropped       uint64         `json:"dropped"`
+	Records       uint64         `json:"records"`
+	Sessions      int            `json:"sessions"`
+	FirstStart    time.Time      `json:"first_start"`
+	LastEnd       time.Time      `json:"last_end"`
+	SpanSeconds   float64        `json:"span_seconds"`
+	ByKind        []KindCount    `json:"by_kind"`
+	Responses     ResponseCounts `json:"responses"`
+	ErrorCodes    []ErrorCount   `json:"error_codes"`
+	NotReplayable uint64         `json:"not_replayable"`
 	// NotReplayableBy splits NotReplayable by why (NotReplayableReason).
 	NotReplayableBy map[string]uint64 `json:"not_replayable_by_reason,omitempty"`
-	Masked        uint64          `json:"masked"`
-	TopDigests    []DigestSummary `json:"top_digests"`
-	Digests       int             `json:"digests"`
-	DiskBytes     int64           `json:"disk_bytes"`
-	BytesPerRec   float64         `json:"bytes_per_record"`
+	Masked          uint64            `json:"masked"`
+	TopDigests      []DigestSummary   `json:"top_digests"`
+	Digests         int               `json:"digests"`
+	DiskBytes       int64             `json:"disk_bytes"`
+	BytesPerRec     float64           `json:"bytes_per_record"`
 }
 
 // KindCount is how many records of one kind a capture holds.
