@@ -29,6 +29,9 @@ type Recorder struct {
 
 // NewRecorder records into w. A nil Recorder records nothing.
 func NewRecorder(w *store.Writer, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Recorder{w: w, log: log, logEvery: 5 * time.Second}
 }
 
@@ -43,6 +46,9 @@ func (c *Recorder) Record(r *store.Record) {
 	n := c.dropped.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.w.Err() != nil {
+		return // the capture stopped (logged once by the writer); relaying goes on
+	}
 	if now := time.Now(); now.Sub(c.mu.lastLog) >= c.logEvery {
 		c.log.Warn("capture is behind: records dropped", "dropped_since_last_report", n-c.mu.droppedAtLog, "dropped_total", n)
 		c.mu.lastLog, c.mu.droppedAtLog = now, n

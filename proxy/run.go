@@ -23,6 +23,9 @@ type RunConfig struct {
 	CaptureDir string
 	// SyncInterval bounds what a crash of the proxy can lose of the capture.
 	SyncInterval time.Duration
+	// CaptureMaxBytes and CaptureMinFree stop the capture cleanly (relaying
+	// goes on) at a size, or before the disk fills (store.WriterOptions).
+	CaptureMaxBytes, CaptureMinFree int64
 	// MetricsAddr serves /metrics ("off" disables; a bare ":PORT" is loopback).
 	MetricsAddr string
 	// Pprof serves Go's profiles under /debug/pprof/ on the metrics endpoint.
@@ -50,7 +53,8 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	if cfg.CaptureDir != "" {
 		var err error
 		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
-		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg)})
+		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg),
+			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree})
 		if err != nil {
 			return err
 		}

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
@@ -217,5 +219,37 @@ func TestIdleHandshakesAreBounded(t *testing.T) {
 	c := dialRaw(t, tp.Addr().String(), "root", "")
 	if rows, err := c.query(t, "SELECT 8"); err != nil || rows[0] != "8" {
 		t.Fatalf("after the idle ones: %q %v", rows, err)
+	}
+}
+
+// A capture that stops (here at its budget) stops recording only: every
+// client statement still succeeds, and what was recorded stays readable.
+func TestCaptureStopDoesNotReachClients(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, dsn := srv.FreshDB(t)
+	dir := filepath.Join(t.TempDir(), "capture")
+	w, err := store.Create(dir, store.WriterOptions{NoSync: true, MaxBytes: 1 << 20, FlushInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := capture.NewRecorder(w, nil)
+	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Recorder = rec })
+	via := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
+	pad := strings.Repeat("z", 3000)
+	for i := range 3000 {
+		var n int
+		if err := via.QueryRow("SELECT ? + LENGTH(?)", i, pad).Scan(&n); err != nil || n != i+3000 {
+			t.Fatalf("statement %d through a stopping capture: %d, %v", i, n, err)
+		}
+	}
+	tp.stop(t) // closes the capture, failing t if that fails
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sum, ok := r.Summary()
+	if !ok || !strings.Contains(sum.Stopped, "reached its budget") || sum.Records == 0 || sum.Records >= 3000*3 {
+		t.Fatalf("summary %+v, closed %v", sum, ok)
 	}
 }

@@ -18,12 +18,16 @@ import (
 
 // CaptureReport is what `tandem inspect` shows of a capture.
 type CaptureReport struct {
-	Dir           string         `json:"dir"`
-	FormatVersion int            `json:"format_version"`
-	Source        string         `json:"source"`
-	ToolVersion   string         `json:"tool_version"`
-	CreatedAt     time.Time      `json:"created_at"`
-	Closed        bool           `json:"closed_cleanly"`
+	Dir           string    `json:"dir"`
+	FormatVersion int       `json:"format_version"`
+	Source        string    `json:"source"`
+	ToolVersion   string    `json:"tool_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	Closed        bool      `json:"closed_cleanly"`
+	// Stopped says why the capture stopped recording early (budget, disk
+	// nearly full), StoppedAt when; relaying went on.
+	Stopped       string         `json:"stopped,omitempty"`
+	StoppedAt     time.Time      `json:"stopped_at,omitzero"`
 	Dropped       uint64         `json:"dropped"`
 	Records       uint64         `json:"records"`
 	Sessions      int            `json:"sessions"`
@@ -101,6 +105,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	rep := &CaptureReport{Dir: dir, FormatVersion: m.FormatVersion, Source: m.Source, ToolVersion: m.ToolVersion, CreatedAt: m.CreatedAt}
 	if sum, ok := r.Summary(); ok {
 		rep.Closed, rep.Dropped = true, sum.Dropped
+		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
 	}
 
 	kinds := map[store.Kind]uint64{}
@@ -237,6 +242,9 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("capture\t%s\n", rep.Dir)
 	p("written by\ttandem %s (format %d), source %q, created %s\n", rep.ToolVersion, rep.FormatVersion, rep.Source, rep.CreatedAt.Format(time.RFC3339))
+	if rep.Stopped != "" {
+		p("stopped\tcapture stopped at %s: %s (the traffic after it was relayed, not recorded)\n", rep.StoppedAt.Format(time.RFC3339), rep.Stopped)
+	}
 	if rep.Closed {
 		p("state\tclosed cleanly, %d records dropped while capturing\n", rep.Dropped)
 	} else {

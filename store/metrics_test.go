@@ -1,9 +1,12 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -85,4 +88,59 @@ func TestReadersShareAWriterExcludes(t *testing.T) {
 	}
 	r1.Close()
 	r2.Close()
+}
+
+// A capture over its budget stops cleanly: appends fail with ErrStopped,
+// the state says stopped and why, Close closes it properly, and the
+// capture opens with what was recorded and the reason in its summary.
+func TestCaptureStopsAtItsBudget(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	reg := prometheus.NewRegistry()
+	w, err := Create(dir, WriterOptions{NoSync: true, MaxBytes: 2 << 20, FlushInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(w.Collector())
+	pad := strings.Repeat("y", 2000)
+	var appendErr error
+	deadline := time.Now().Add(20 * time.Second)
+	for n := 0; appendErr == nil && time.Now().Before(deadline); n++ {
+		_, appendErr = w.Append(&Record{Session: 1, Kind: KindQuery, SQL: fmt.Sprintf("SELECT %d, '%s'", n, pad)})
+		if n%500 == 0 {
+			time.Sleep(50 * time.Millisecond) // let the flusher check the budget
+		}
+	}
+	if !errors.Is(appendErr, ErrStopped) || !strings.Contains(appendErr.Error(), "reached its budget") {
+		t.Fatalf("append: %v, want ErrStopped at the budget", appendErr)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# TYPE tandem_capture_state gauge
+tandem_capture_state{reason="`+appendErr.Error()+`",state="stopped"} 1
+`), "tandem_capture_state"); err != nil {
+		t.Error(err)
+	}
+	committed := w.Stats().Committed
+	if err := w.Close(); err != nil {
+		t.Fatalf("close after a clean stop: %v", err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sum, ok := r.Summary()
+	if !ok || sum.Records != committed || committed == 0 || !strings.Contains(sum.Stopped, "reached its budget") || sum.StoppedAt.IsZero() {
+		t.Fatalf("summary %+v (closed %v), %d committed", sum, ok, committed)
+	}
+	var n uint64
+	for _, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != committed {
+		t.Errorf("%d records readable, %d committed", n, committed)
+	}
 }

@@ -157,6 +157,9 @@ var (
 	ErrCorrupt     = errors.New("store: corrupt capture")
 	ErrExists      = errors.New("store: capture directory not empty")
 	ErrClosed      = errors.New("store: writer closed")
+	// ErrStopped: the capture stopped recording (its budget, or the
+	// disk's free-space floor); relaying goes on.
+	ErrStopped = errors.New("store: capture stopped")
 )
 
 // Meta describes a capture. Its JSON field names are part of the format.
@@ -181,6 +184,10 @@ type Summary struct {
 	Sessions uint64    `json:"sessions"`
 	Dropped  uint64    `json:"dropped"`
 	ClosedAt time.Time `json:"closed_at"`
+	// Stopped says why the capture stopped recording before it was closed
+	// (its budget, the disk's free-space floor), and StoppedAt when.
+	Stopped   string    `json:"stopped,omitempty"`
+	StoppedAt time.Time `json:"stopped_at,omitzero"`
 }
 
 func recordKey(dst []byte, seq uint64) []byte {

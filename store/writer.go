@@ -1,6 +1,8 @@
 package store
 
 import (
+	"strings"
+	"syscall"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tandemdb/tandem/internal/version"
 )
 
@@ -37,6 +40,15 @@ type WriterOptions struct {
 	Logger *slog.Logger
 	// Metrics, if set, is updated as records are appended and committed.
 	Metrics *Metrics
+	// FS is the file system the capture is written to; nil: the OS's.
+	FS vfs.FS
+	// MaxBytes stops the capture cleanly once its directory holds this
+	// many bytes (0: no budget). MinFreeBytes stops it once the file
+	// system has less free space than this (0: no floor; tandem proxy
+	// sets one): Pebble cannot survive a full disk (a WAL rotation that
+	// fails aborts the process), so the capture stops while there is room
+	// to close it properly. Both are checked about once a second.
+	MaxBytes, MinFreeBytes int64
 }
 
 func (o *WriterOptions) defaults() {
@@ -49,6 +61,7 @@ func (o *WriterOptions) defaults() {
 	if o.MaxPendingBytes <= 0 {
 		o.MaxPendingBytes = 64 << 20
 	}
+
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -89,8 +102,13 @@ type Writer struct {
 		maxStart int64
 		pending  int // bytes in batch and in the commit under way
 		closed   bool
-		err      error // a commit failed; the writer accepts nothing more
+		err      error // a commit failed, or the capture stopped; the writer accepts nothing more
+		// stopped: the capture stopped cleanly (budget, free space); err
+		// says why and Close still closes it properly.
+		stopped   bool
+		stoppedAt time.Time
 	}
+	lastSpaceCheck time.Time
 	space sync.Cond // signalled when a commit frees pending bytes
 
 	kick     chan struct{}
@@ -122,7 +140,11 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := pebble.Open(dir, pebbleOptions(false, opts.Logger))
+	po := pebbleOptions(false, opts.Logger)
+	if opts.FS != nil {
+		po.FS = opts.FS
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openErr(dir, err)
 	}
@@ -247,6 +269,14 @@ func (w *Writer) append(r *Record, wait bool) (uint64, error) {
 	return seq, nil
 }
 
+// Err says why the writer accepts no more records (a failed commit, or
+// the capture stopped: ErrStopped), nil while it records.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.err
+}
+
 // Flush commits (and syncs, unless NoSync) every record appended so far.
 func (w *Writer) Flush() error {
 	ch := make(chan error, 1)
@@ -300,8 +330,48 @@ func (w *Writer) flusher() {
 	}
 }
 
+// checkSpace stops the capture cleanly when it reached its budget or the
+// disk its free-space floor (see WriterOptions); it runs in the flusher.
+func (w *Writer) checkSpace() {
+	var why string
+	// The records' encoded bytes, at every commit (the log grows by as
+	// much); the directory's size and the disk's free space once a second.
+	if b := int64(w.bytes.Load()); w.opts.MaxBytes > 0 && b >= w.opts.MaxBytes {
+		why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes of records)", w.opts.MaxBytes, b)
+	}
+	if why == "" && time.Since(w.lastSpaceCheck) < time.Second {
+		return
+	}
+	w.lastSpaceCheck = time.Now()
+	if why == "" && w.opts.MaxBytes > 0 {
+		if n, err := dirSize(w.dir); err == nil && n >= w.opts.MaxBytes {
+			why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes on disk)", w.opts.MaxBytes, n)
+		}
+	}
+	if why == "" && w.opts.MinFreeBytes > 0 {
+		var st syscall.Statfs_t
+		if syscall.Statfs(w.dir, &st) == nil {
+			if free := int64(st.Bavail) * int64(st.Bsize); free < w.opts.MinFreeBytes {
+				why = fmt.Sprintf("the disk is nearly full (%d bytes free, under the floor of %d)", free, w.opts.MinFreeBytes)
+			}
+		}
+	}
+	if why == "" {
+		return
+	}
+	w.mu.Lock()
+	if w.mu.err == nil {
+		w.mu.err = fmt.Errorf("%w: %s", ErrStopped, why)
+		w.mu.stopped, w.mu.stoppedAt = true, time.Now().UTC()
+		w.space.Broadcast()
+		w.opts.Logger.Error("capture stopped; relaying goes on", "reason", why, "records", w.committed.Load())
+	}
+	w.mu.Unlock()
+}
+
 // commit takes the current batch, adds its index entries and commits it.
 func (w *Writer) commit() error {
+	w.checkSpace()
 	w.mu.Lock()
 	if w.mu.err != nil {
 		err := w.mu.err
@@ -327,9 +397,9 @@ func (w *Writer) commit() error {
 	if w.opts.NoSync {
 		opt = pebble.NoSync
 	}
-	err := b.Commit(opt)
+	err := commitBatch(b, opt)
 	elapsed := time.Since(begin)
-	b.Close()
+	closeBatch(b)
 	w.spareIndex = index
 
 	w.mu.Lock()
@@ -359,6 +429,35 @@ func (w *Writer) commit() error {
 		m.commit.Observe(elapsed.Seconds())
 	}
 	return nil
+}
+
+// commitBatch commits b. Pebble reports a failed commit (a full disk, a
+// capture directory deleted or made read-only: a WAL write or rotation
+// error) through Logger.Fatalf, which panics (pebbleLogger): the panic is
+// the commit's error here, so a failing capture stops recording and
+// never takes the process, and every client relayed through it, down.
+func commitBatch(b *pebble.Batch, opt *pebble.WriteOptions) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return b.Commit(opt)
+}
+
+// safely runs a Pebble call, its Fatalf panic as its error (commitBatch).
+func safely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return f()
+}
+
+func closeBatch(b *pebble.Batch) {
+	defer func() { recover() }() // a batch of a failed commit may be in use by the broken pipeline
+	b.Close()
 }
 
 // addIndex writes the session and time index entries of one commit.
@@ -404,8 +503,11 @@ func (w *Writer) Close() error {
 
 	var errs []error
 	w.mu.Lock()
-	commitErr := w.mu.err
+	commitErr, stopped, stoppedAt := w.mu.err, w.mu.stopped, w.mu.stoppedAt
 	w.mu.Unlock()
+	if stopped {
+		commitErr = nil // a clean stop: close properly, say why in the summary
+	}
 	errs = append(errs, commitErr)
 	if commitErr == nil {
 		sum := Summary{
@@ -418,12 +520,24 @@ func (w *Writer) Close() error {
 		if sum.Records > 0 {
 			sum.FirstSeq = 1
 		}
+		if stopped {
+			sum.Stopped, sum.StoppedAt = strings.TrimPrefix(w.mu.err.Error(), ErrStopped.Error()+": "), stoppedAt
+		}
 		b, _ := json.Marshal(sum)
-		errs = append(errs, w.db.Set(keySummary, b, pebble.Sync))
+		errs = append(errs, safely(func() error { return w.db.Set(keySummary, b, pebble.Sync) }))
 		// Move everything out of the WAL into compressed tables.
-		errs = append(errs, w.db.Flush())
+		errs = append(errs, safely(w.db.Flush))
 	}
-	errs = append(errs, w.db.Close())
+	// After a failed commit Pebble's pipeline may be broken: its Close may
+	// panic or wait forever. What was synced is on disk either way.
+	closed := make(chan error, 1)
+	go func() { closed <- safely(w.db.Close) }()
+	select {
+	case err := <-closed:
+		errs = append(errs, err)
+	case <-time.After(10 * time.Second):
+		errs = append(errs, errors.New("the store did not close within 10s after a failure; what was synced stays readable once this process ends"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
