@@ -1,8 +1,6 @@
 package store
 
 import (
-	"strings"
-	"syscall"
 	"cmp"
 	"encoding/binary"
 	"encoding/json"
@@ -12,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -109,7 +109,7 @@ type Writer struct {
 		stoppedAt time.Time
 	}
 	lastSpaceCheck time.Time
-	space sync.Cond // signalled when a commit frees pending bytes
+	space          sync.Cond // signalled when a commit frees pending bytes
 
 	kick     chan struct{}
 	flushReq chan chan error
