@@ -94,8 +94,14 @@ func (s *session) relayPacket() ([]byte, error) {
 	return p, nil
 }
 
+// backendErr ends a session whose backend connection failed mid-command.
+// The client's connection is closed without a packet of the proxy's own:
+// directly, a client whose server went away (or killed its connection)
+// reads the end of the stream and reports 2013 itself, reconnect logic
+// included. An ERR from the proxy after rows were relayed, with a sequence
+// id of its own, read as 2027 "malformed packet" in libmariadb clients.
 func (s *session) backendErr(err error) error {
-	return fail(reasonBackendGone, fmt.Errorf("backend: %w", err), proxyErr(2013, "HY000", "lost connection to backend %s during query", s.p.cfg.Backend))
+	return fail(reasonBackendGone, fmt.Errorf("backend: %w", err), nil)
 }
 
 // summarizeSimple reads an OK, ERR or EOF packet into resp.

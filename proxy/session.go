@@ -67,7 +67,7 @@ func (s *session) serveCommands() error {
 				return err
 			}
 		} else if err := s.backend.WriteFrame(seq, p); err != nil {
-			return fail(reasonBackendGone, err, proxyErr(1105, "08S01", "backend connection lost"))
+			return s.backendErr(err)
 		}
 		s.p.metrics.commands.WithLabelValues(commandKind(cmd).String()).Inc()
 
@@ -79,7 +79,7 @@ func (s *session) serveCommands() error {
 			return fail(reasonMalformed, err, proxyErr(1047, "08S01", "malformed %s packet", commandName(cmd)))
 		}
 		if err := s.backend.Flush(); err != nil {
-			return fail(reasonBackendGone, err, proxyErr(1105, "08S01", "backend connection lost"))
+			return s.backendErr(err)
 		}
 		if cmd == mysql.COM_QUIT {
 			s.rec.Kind = store.KindQuit

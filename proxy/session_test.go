@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,5 +253,50 @@ func TestCaptureStopDoesNotReachClients(t *testing.T) {
 	sum, ok := r.Summary()
 	if !ok || !strings.Contains(sum.Stopped, "reached its budget") || sum.Records == 0 || sum.Records >= 3000*3 {
 		t.Fatalf("summary %+v, closed %v", sum, ok)
+	}
+}
+
+// A query whose server connection is killed mid-query looks to the mariadb
+// CLI as it does directly: ERROR 2013, lost connection (not 2027
+// malformed packet, not an error of the proxy's own).
+func TestKilledQueryLooksAsDirect(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	tp := startProxy(t, srv.Addr(), false, nil)
+	admin := openDB(t, srv.DSN(""))
+	run := func(addr string) string {
+		host, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command("mariadb", "--protocol=tcp", "-h", host, "-P", port, "-u", "root", "--skip-ssl", "-e", "SELECT 'tandem-kill-me', SLEEP(20)")
+		done := make(chan []byte, 1)
+		go func() { out, _ := cmd.CombinedOutput(); done <- out }()
+		var id int64
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && id == 0; time.Sleep(50 * time.Millisecond) {
+			admin.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT ''tandem-kill-me''%'").Scan(&id)
+		}
+		if id == 0 {
+			t.Fatal("the query never showed in the process list")
+		}
+		if _, err := admin.Exec(fmt.Sprintf("KILL %d", id)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case out := <-done:
+			return strings.TrimSpace(string(out))
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("the client did not end after its connection was killed")
+		}
+		return ""
+	}
+	direct, proxied := run(srv.Addr()), run(tp.Addr().String())
+	errLine := func(s string) string {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "ERROR ") {
+				return l
+			}
+		}
+		return ""
+	}
+	if !strings.HasPrefix(errLine(direct), "ERROR 2013 (HY000)") || errLine(proxied) != errLine(direct) {
+		t.Errorf("killed query: directly %q, through the proxy %q", direct, proxied)
 	}
 }
