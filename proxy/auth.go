@@ -111,7 +111,7 @@ func (s *session) handshake() error {
 		if s.p.tlsServer == nil {
 			return fail(reasonTLS, errors.New("client asked for TLS, which the proxy did not offer"), proxyErr(1105, "08S01", "TLS is not enabled; start the proxy with --tls-cert and --tls-key"))
 		}
-		tc := tls.Server(s.client.Conn, s.p.tlsServer)
+		tc := tls.Server(s.client.Detach(), s.p.tlsServer)
 		if err := tc.Handshake(); err != nil {
 			return fail(reasonTLS, fmt.Errorf("client TLS handshake: %w", err), nil)
 		}
@@ -150,7 +150,7 @@ func (s *session) handshake() error {
 		if err := s.writeBackend(bseq, req.Append(nil)); err != nil {
 			return fail(reasonBackendGone, err, proxyErr(1105, "08S01", "backend gone during TLS"))
 		}
-		tc := tls.Client(s.backend.Conn, s.p.tlsClient)
+		tc := tls.Client(s.backend.Detach(), s.p.tlsClient)
 		if err := tc.Handshake(); err != nil {
 			return fail(reasonTLS, fmt.Errorf("backend TLS handshake: %w", err), proxyErr(1105, "08S01", "TLS handshake with backend %s failed: %v", s.p.cfg.Backend, err))
 		}

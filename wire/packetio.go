@@ -38,6 +38,35 @@ func NewConn(c net.Conn) *Conn {
 
 // Upgrade replaces the underlying connection (after a TLS handshake on it).
 // Nothing may be buffered: the peer waits for the handshake, so nothing is.
+// Detach returns the connection for a TLS handshake over it: the bytes
+// already read ahead (a client may send its TLS hello right behind its
+// SSLRequest, in one segment) come first, then the socket's.
+func (c *Conn) Detach() net.Conn {
+	n := c.r.Buffered()
+	if n == 0 {
+		return c.Conn
+	}
+	b, _ := c.r.Peek(n)
+	pre := append([]byte(nil), b...)
+	c.r.Discard(n)
+	return &prefixConn{Conn: c.Conn, pre: pre}
+}
+
+// prefixConn reads pre before its connection.
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
 func (c *Conn) Upgrade(nc net.Conn) error {
 	if c.r.Buffered() > 0 {
 		return fmt.Errorf("%w: %d bytes arrived before the TLS handshake", ErrMalformed, c.r.Buffered())
