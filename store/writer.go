@@ -142,7 +142,7 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	}
 	po := pebbleOptions(false, opts.Logger)
 	if opts.FS != nil {
-		po.FS = opts.FS
+		po.FS = noPreallocFS{opts.FS}
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
