@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/go-mysql-org/go-mysql/mysql"
 	gomysql "github.com/go-sql-driver/mysql"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
 )
 
 func sysbench(t *testing.T, args ...string) string {
@@ -233,4 +235,53 @@ func TestTLSFromGoDriverHelloBehindSSLRequest(t *testing.T) {
 			t.Fatalf("connection %d: %d %v", i, n, err)
 		}
 	}
+}
+
+// LOAD DATA LOCAL run as a prepared statement (Perl DBD::MariaDB with
+// server-side prepare does): MariaDB asks for the file in answer to the
+// execute; the proxy relays it as for a query instead of closing the
+// connection, and marks the execute not replayable.
+func TestLoadDataLocalPrepared(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	sqlDB, dsn := srv.FreshDB(t)
+	if _, err := sqlDB.Exec("SET GLOBAL local_infile = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlDB.Exec("CREATE TABLE t (a INT, b VARCHAR(10))"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := gomysql.ParseDSN(dsn)
+	tp := startProxy(t, srv.Addr(), true, nil)
+	rawCapsOverride = rawCaps | uint64(mysql.CLIENT_LOCAL_FILES)
+	c := dialRaw(t, tp.Addr().String(), "root", cfg.DBName)
+	rawCapsOverride = 0
+	c.send(t, 0, append([]byte{mysql.COM_STMT_PREPARE}, "LOAD DATA LOCAL INFILE 'rows.tsv' INTO TABLE t"...))
+	_, p, err := c.ReadPacket()
+	if err != nil || p[0] != wire.HeaderOK {
+		t.Fatalf("prepare: %x %v", p, err)
+	}
+	id := p[1:5]
+	c.send(t, 0, append(append([]byte{mysql.COM_STMT_EXECUTE}, id...), 0, 1, 0, 0, 0))
+	seq, p, err := c.ReadPacket()
+	if err != nil || p[0] != wire.HeaderLocalInfile || string(p[1:]) != "rows.tsv" {
+		t.Fatalf("execute: want the server's request for rows.tsv, got %q %v", p, err)
+	}
+	c.send(t, seq+1, []byte("1\tx\n2\ty\n3\tz\n"))
+	c.send(t, seq+2, nil)
+	_, p, err = c.ReadPacket()
+	if err != nil || p[0] != wire.HeaderOK {
+		t.Fatalf("after the file: %x %v", p, err)
+	}
+	if rows, err := c.query(t, "SELECT COUNT(*) FROM t"); err != nil || len(rows) != 1 || rows[0] != "3" {
+		t.Fatalf("rows loaded: %v %v", rows, err)
+	}
+	for _, r := range tp.records(t) {
+		if r.Kind == store.KindExecute {
+			if r.Flags&store.FlagNotReplayable == 0 || r.Resp.AffectedRows != 3 {
+				t.Fatalf("the execute recorded as %+v", r)
+			}
+			return
+		}
+	}
+	t.Fatal("the execute was not recorded")
 }

@@ -156,9 +156,8 @@ func (s *session) relayResults(binary bool, pc pendingCmd) error {
 				s.schema = pc.useDB
 			}
 		case wire.HeaderLocalInfile:
-			if binary {
-				return fail(reasonMalformed, errors.New("LOCAL INFILE request answering an execute"), nil)
-			}
+			// MariaDB asks for the file in answer to a query or to the
+			// execute of a prepared LOAD DATA LOCAL alike.
 			if err := s.relayLocalInfile(resp); err != nil {
 				return err
 			}
