@@ -286,23 +286,26 @@ func (p *Proxy) handle(c net.Conn) {
 	start := time.Now()
 	client := wire.NewConn(c)
 	defer client.Close()
-	if n := p.active.Add(1); n > int64(p.cfg.MaxConnections) {
-		p.active.Add(-1)
+	// refuse answers 1040 when counter is past its limit (and takes the
+	// slot back); else the slot is the caller's.
+	refuse := func(counter *atomic.Int64, limit int, msg string, args ...any) bool {
+		if counter.Add(1) <= int64(limit) {
+			return false
+		}
+		counter.Add(-1)
 		p.metrics.failures.WithLabelValues(reasonTooMany).Inc()
-		client.WritePacket(0, proxyErr(1040, "08004", "too many connections (--max-connections %d)", p.cfg.MaxConnections).Append(nil))
+		client.WritePacket(0, proxyErr(1040, "08004", msg, args...).Append(nil))
 		client.Flush()
-		log.Warn("connection refused: too many connections", "max_connections", p.cfg.MaxConnections)
+		log.Warn("connection refused: " + fmt.Sprintf(msg, args...))
+		return true
+	}
+	if refuse(&p.active, p.cfg.MaxConnections, "too many connections (--max-connections %d)", p.cfg.MaxConnections) {
 		return
 	}
 	defer p.active.Add(-1)
 	p.metrics.active.Inc()
 	defer p.metrics.active.Dec()
-	if n := p.handshaking.Add(1); n > int64(p.cfg.MaxHandshakes) {
-		p.handshaking.Add(-1)
-		p.metrics.failures.WithLabelValues(reasonTooMany).Inc()
-		client.WritePacket(0, proxyErr(1040, "08004", "too many connections authenticating at once (%d); try again", p.cfg.MaxHandshakes).Append(nil))
-		client.Flush()
-		log.Warn("connection refused: too many connections in the handshake", "max_handshakes", p.cfg.MaxHandshakes)
+	if refuse(&p.handshaking, p.cfg.MaxHandshakes, "too many connections authenticating at once (%d); try again", p.cfg.MaxHandshakes) {
 		return
 	}
 	endHandshake := sync.OnceFunc(func() { p.handshaking.Add(-1) })

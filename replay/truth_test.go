@@ -240,15 +240,24 @@ func TestTruthInnoDBVsMyRocks(t *testing.T) {
 		d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, ri.Deadlocks, rr.Deadlocks, rr.ErrorCodes, rr.Retries, rr.RetriesSucceeded)
 	// Every failure MyRocks had is a deadlock or lock wait timeout, each
 	// retried; what is compared is the retried outcome.
-	for code, n := range rr.ErrorCodes {
-		if code != "1213" && code != "1205" {
-			t.Errorf("MyRocks failed %d statements with %s", n, code)
-		}
-	}
 	if rr.Deadlocks == 0 || rr.Retries < rr.Deadlocks {
 		t.Errorf("MyRocks: %d deadlocks, %d retries; want its snapshot conflicts counted and each retried", rr.Deadlocks, rr.Retries)
 	}
 	moved := movedRows(t, capDir, rep.RunDirs[0])
+	// A duplicate key (1062) can follow a retry: the retried transaction's
+	// DELETE of an id landed after another session's INSERT of it. Each
+	// must be an INSERT of a row a retried transaction wrote.
+	dupes := duplicateInserts(t, capDir, rep.RunDirs[0], 1)
+	for _, k := range dupes {
+		if !moved[k] {
+			t.Errorf("MyRocks: duplicate key inserting sbtest%d id %d, a row no retried transaction wrote", k.table, k.id)
+		}
+	}
+	for code, n := range rr.ErrorCodes {
+		if code != "1213" && code != "1205" && !(code == "1062" && int(n) == len(dupes)) {
+			t.Errorf("MyRocks failed %d statements with %s", n, code)
+		}
+	}
 	t.Logf("rows written by a transaction retried or run again: %d", len(moved))
 	for _, s := range d.Samples {
 		if s.Ambiguous {
@@ -346,6 +355,58 @@ func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
 		case strings.HasPrefix(sql, "UPDATE") || strings.HasPrefix(sql, "DELETE") || strings.HasPrefix(sql, "INSERT"):
 			out[movedKey{tbl, rec.Params[0].Int}] = true
 		}
+	}
+	return out
+}
+
+// duplicateInserts lists the rows of the INSERTs that failed with 1062 on
+// target ti.
+func duplicateInserts(t *testing.T, capDir, runDir string, ti int) []movedKey {
+	t.Helper()
+	run, err := store.OpenRun(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[uint64]bool{}
+	for o, err := range run.Outcomes(0, ti) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.ErrCode == 1062 {
+			failed[o.Seq] = true
+		}
+	}
+	run.Close()
+	if len(failed) == 0 {
+		return nil
+	}
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []movedKey
+	sqlOf := map[[2]uint64]string{}
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == store.KindPrepare {
+			sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}] = rec.SQL
+			continue
+		}
+		if !failed[rec.Seq] {
+			continue
+		}
+		sql := sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}]
+		var tbl int
+		i := strings.Index(sql, "sbtest")
+		if !strings.HasPrefix(sql, "INSERT") || i < 0 || len(rec.Params) == 0 {
+			t.Errorf("1062 on a statement that is no INSERT: %q", sql)
+			continue
+		}
+		fmt.Sscanf(sql[i+6:], "%d", &tbl)
+		out = append(out, movedKey{tbl, rec.Params[0].Int})
 	}
 	return out
 }

@@ -256,7 +256,7 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	}
 	p("span\t%s → %s (%.3fs)\n", rep.FirstStart.Format("2006-01-02 15:04:05.000"), rep.LastEnd.Format("15:04:05.000"), rep.SpanSeconds)
 	p("records\t%d in %d sessions, %d statement digests\n", rep.Records, rep.Sessions, rep.Digests)
-	p("on disk\t%s (%.1f bytes/record)\n", humanBytes(rep.DiskBytes), rep.BytesPerRec)
+	p("on disk\t%s (%.1f bytes/record)\n", Bytes(rep.DiskBytes), rep.BytesPerRec)
 	p("responses\tok %d, result sets %d, errors %d, none %d\n", rep.Responses.OK, rep.Responses.ResultSet, rep.Responses.Error, rep.Responses.None)
 	if rep.NotReplayable+rep.Masked > 0 {
 		why := make([]string, 0, len(rep.NotReplayableBy))
@@ -302,19 +302,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // NotReplayableReason says why the proxy marked rec not replayable.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
 )
@@ -52,6 +53,24 @@ func shardFlags(cfg *replay.Config, shard string, shards int, startAt string) er
 		return fmt.Errorf("--shard: give the shards of one run the same --run-id, so that 'tandem report' can merge them")
 	}
 	return nil
+}
+
+// runReplay runs a replay or a sweep as both commands do: a progress bar
+// on a terminal, metrics served, the report printed, metrics kept up for
+// --metrics-linger.
+func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger time.Duration, asJSON bool,
+	run func(replay.Config) (*report.Report, error)) error {
+	cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
+	stop, err := serveReplayMetrics(c, cfg, metricsAddr, linger)
+	if err != nil {
+		return err
+	}
+	rep, err := run(*cfg)
+	if err == nil {
+		err = writeReport(c.OutOrStdout(), rep, asJSON)
+	}
+	stop(err == nil)
+	return err
 }
 
 // defaultReplayMetrics is replay's metrics address (the proxy's is 9470).
@@ -212,17 +231,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if err := shardFlags(&cfg, shard, shards, startAt); err != nil {
 				return err
 			}
-			cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
-			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
-			if err != nil {
-				return err
-			}
-			rep, err := replay.Run(c.Context(), cfg, c.ErrOrStderr())
-			if err == nil {
-				err = writeReport(c.OutOrStdout(), rep, asJSON)
-			}
-			stop(err == nil)
-			return err
+			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (*report.Report, error) {
+				return replay.Run(c.Context(), cfg, c.ErrOrStderr())
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tandemdb/tandem/prepare"
 	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/targets"
 )
 
@@ -76,17 +77,9 @@ metrics and the footprint work as in 'tandem replay'.`,
 					return err
 				}
 			}
-			cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
-			stop, err := serveReplayMetrics(c, &cfg, metricsAddr, linger)
-			if err != nil {
-				return err
-			}
-			rep, err := replay.RunSweep(c.Context(), cfg, sw, c.ErrOrStderr())
-			if err == nil {
-				err = writeReport(c.OutOrStdout(), rep, asJSON)
-			}
-			stop(err == nil)
-			return err
+			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (*report.Report, error) {
+				return replay.RunSweep(c.Context(), cfg, sw, c.ErrOrStderr())
+			})
 		},
 	}
 	f := cmd.Flags()
