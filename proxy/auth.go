@@ -136,7 +136,7 @@ func (s *session) handshake() error {
 	hr.Caps &^= strippedCaps
 	s.caps = hr.Caps &^ uint64(mysql.CLIENT_SSL)
 	s.deprecateEOF = uint32(s.caps)&mysql.CLIENT_DEPRECATE_EOF != 0
-	s.user, s.schema = string(hr.User), string(hr.Database)
+	s.user, s.schema, s.collation = string(hr.User), string(hr.Database), hr.Charset
 
 	bseq := byte(0)
 	if s.p.cfg.BackendTLS {

@@ -341,7 +341,10 @@ func (p *Proxy) handle(c net.Conn) {
 
 	err = s.handshake()
 	endHandshake()
-	connect := store.Record{Session: id, Start: start, Duration: time.Since(start), Kind: store.KindConnect, User: s.user, Schema: s.schema}
+	// The client's flags and collation: replay asks for the ones that change
+	// results (CLIENT_FOUND_ROWS changes affected-row counts).
+	connect := store.Record{Session: id, Start: start, Duration: time.Since(start), Kind: store.KindConnect, User: s.user, Schema: s.schema,
+		ClientCaps: s.caps, Collation: s.collation}
 	if err != nil {
 		connect.Resp = store.Response{Kind: store.RespError}
 		var ce *connError

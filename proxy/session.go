@@ -32,6 +32,7 @@ type session struct {
 	clientTLS bool
 
 	caps         uint64
+	collation    byte // the handshake's
 	deprecateEOF bool
 	user, schema string
 	stmts        map[uint32]*stmt

@@ -204,3 +204,42 @@ func TestProxyCaptureOfCallReplays(t *testing.T) {
 		}
 	}
 }
+
+// A client asking for CLIENT_FOUND_ROWS (go-sql-driver clientFoundRows,
+// Connector/J's default) gets matched, not changed, rows as affected: the
+// capture records the flag and replay asks for it, so an UPDATE that
+// changes nothing replays with the captured count.
+func TestFoundRowsReplaysAsCaptured(t *testing.T) {
+	via, finish := captureProxy(t)
+	_, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
+	cfg, err := driver.ParseDSN(via(dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ClientFoundRows = true
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+	must(db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"))
+	must(db.Exec("INSERT INTO t VALUES (1, 1), (2, 1), (3, 1)"))
+	res, err := db.Exec("UPDATE t SET v = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 3 {
+		t.Fatalf("captured UPDATE affected %d, want 3 (found rows)", n)
+	}
+	db.Close()
+	capDir := finish()
+	ta, tb, _, _ := twoInnoDB(t)
+	rep := replayRun(t, capDir, nil, ta, tb)
+	for i, tr := range rep.Targets {
+		vc := rep.VsCapture[i]
+		if tr.Errors != 0 || vc.Total() != 0 {
+			t.Errorf("%s: errors %d, differs from the capture %v %+v", tr.Name, tr.Errors, vc.ByClass, vc.Samples)
+		}
+	}
+}
