@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/internal/typestest"
 	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
@@ -241,5 +243,56 @@ func TestFoundRowsReplaysAsCaptured(t *testing.T) {
 		if tr.Errors != 0 || vc.Total() != 0 {
 			t.Errorf("%s: errors %d, differs from the capture %v %+v", tr.Name, tr.Errors, vc.ByClass, vc.Samples)
 		}
+	}
+}
+
+// A CALL that fails after its first result set (SIGNAL) is an error on the
+// target where it fails, and an error-vs-ok divergence against a target
+// whose procedure does not signal.
+func TestSignalAfterAResultSet(t *testing.T) {
+	capDir := captureThroughProxy(t, func(db *sql.DB) {
+		must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+		must(db.Exec("CREATE TABLE t (v INT)"))
+		must(db.Exec("INSERT INTO t VALUES (1)"))
+		must(db.Exec("CREATE PROCEDURE p() BEGIN SELECT v FROM t; SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'nope'; END"))
+		rs, err := db.Query("CALL p()")
+		if err == nil {
+			for rs.Next() {
+			}
+			for rs.NextResultSet() {
+			}
+			err = rs.Err()
+			rs.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "nope") {
+			t.Fatalf("captured CALL: %v, want the SIGNAL", err)
+		}
+	})
+	ta, tb, _, dbb := twoInnoDB(t)
+	// On b the procedure exists already and does not signal: the replayed
+	// CREATE PROCEDURE fails there (1304), and the CALL succeeds.
+	if _, err := dbb.Exec("CREATE PROCEDURE p() SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 0 }, ta, tb)
+	ra := rep.Targets[0]
+	if ra.Errors != 1 || ra.ErrorCodes["1644"] != 1 {
+		t.Errorf("a: errors %d %v, want the CALL's 1644", ra.Errors, ra.ErrorCodes)
+	}
+	if vc := rep.VsCapture[0]; vc.Total() != 0 {
+		t.Errorf("a differs from the capture: %v %+v", vc.ByClass, vc.Samples)
+	}
+	d := rep.Divergences[0]
+	calls := 0
+	for _, s := range d.Samples {
+		if s.Class == compare.ErrorVsOK && strings.HasPrefix(s.Statement, "CALL p()") {
+			calls++
+			if !strings.Contains(s.Baseline, "1644") {
+				t.Errorf("the CALL on a: %s", s.Baseline)
+			}
+		}
+	}
+	if d.ByClass[compare.ErrorVsOK] != 2 || calls != 1 {
+		t.Errorf("b vs a: %v (CALL samples %d), want the CREATE's and the CALL's error-vs-ok", d.ByClass, calls)
 	}
 }
