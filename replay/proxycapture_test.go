@@ -296,3 +296,47 @@ func TestSignalAfterAResultSet(t *testing.T) {
 		t.Errorf("b vs a: %v (CALL samples %d), want the CREATE's and the CALL's error-vs-ok", d.ByClass, calls)
 	}
 }
+
+// A BLOB sent with COM_STMT_SEND_LONG_DATA (go-sql-driver does for a value
+// past max_allowed_packet / (params+1)) replays as captured, not as NULL.
+func TestLongDataReplaysAsCaptured(t *testing.T) {
+	via, finish := captureProxy(t)
+	_, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
+	cfg, err := driver.ParseDSN(via(dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxAllowedPacket = 4096 // values past 2 KiB go as long data
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+	must(db.Exec("CREATE TABLE b (id INT PRIMARY KEY, data BLOB)"))
+	blob := []byte(strings.Repeat("tandem-long-data ", 600)) // 10 KiB
+	must(db.Exec("INSERT INTO b VALUES (?, ?)", 1, blob))
+	var n int
+	if err := db.QueryRow("SELECT LENGTH(data) FROM b WHERE id = ?", 1).Scan(&n); err != nil || n != len(blob) {
+		t.Fatalf("captured: length %d, %v", n, err)
+	}
+	must(db.Query("SELECT data FROM b"))
+	db.Close()
+	capDir := finish()
+	kinds := captureKinds(t, capDir)
+	if kinds[store.KindLongData] == 0 {
+		t.Fatalf("no long data in the capture: %v", kinds)
+	}
+	ta, tb, dba, _ := twoInnoDB(t)
+	rep := replayRun(t, capDir, nil, ta, tb)
+	for i, tr := range rep.Targets {
+		vc := rep.VsCapture[i]
+		if tr.Errors != 0 || tr.Skipped != 0 || vc.Total() != 0 {
+			t.Errorf("%s: errors %d skipped %d, differs from the capture %v %+v", tr.Name, tr.Errors, tr.Skipped, vc.ByClass, vc.Samples)
+		}
+	}
+	var got []byte
+	if err := dba.QueryRow("SELECT data FROM b WHERE id = 1").Scan(&got); err != nil || string(got) != string(blob) {
+		t.Errorf("replayed blob: %d bytes, %v", len(got), err)
+	}
+}
