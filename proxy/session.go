@@ -73,11 +73,16 @@ func (s *session) serveCommands() error {
 		s.p.metrics.commands.WithLabelValues(commandKind(cmd).String()).Inc()
 
 		// Parse what the client sent before the backend's answer can reuse
-		// the frame buffer; errors here close the connection, since a
-		// malformed command would be malformed for the server too.
+		// the frame buffer.
+		// A command the proxy cannot parse for recording is relayed all
+		// the same (the server decides what is malformed) and recorded as
+		// not replayable.
 		pending, err := s.parseCommand(full)
 		if err != nil {
-			return fail(reasonMalformed, err, proxyErr(1047, "08S01", "malformed %s packet", commandName(cmd)))
+			s.rec.Flags |= store.FlagNotReplayable
+			s.rec.Kind = store.KindOther
+			pending = pendingCmd{}
+			s.p.log.Debug("command not parsed for recording; relayed", "session", s.id, "command", commandName(cmd), "err", err)
 		}
 		if err := s.backend.Flush(); err != nil {
 			return s.backendErr(err)

@@ -65,8 +65,9 @@ func TestChangeUserAndResetConnection(t *testing.T) {
 	}
 }
 
-// A client that sends a truncated or malformed packet loses its own
-// connection; other sessions go on.
+// A client that sends a truncated packet or a garbage handshake loses its
+// own connection; a command the proxy cannot parse is relayed (the server
+// decides) and recorded as not replayable; other sessions go on.
 func TestMalformedClientClosesOnlyItsConnection(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	sqlDB, dsn := srv.FreshDB(t)
@@ -108,10 +109,16 @@ func TestMalformedClientClosesOnlyItsConnection(t *testing.T) {
 	c.Conn.Conn.(*net.TCPConn).CloseWrite()
 	expectClosed(c.Conn.Conn, "truncated packet")
 
-	// 3. After login, an execute too short to hold a statement id.
+	// 3. After login, an execute too short to hold a statement id: the
+	// proxy cannot parse it, relays it anyway, and the server decides.
 	c = dialRaw(t, tp.Addr().String(), "root", "")
 	c.send(t, 0, []byte{mysql.COM_STMT_EXECUTE, 1})
-	expectClosed(c.Conn.Conn, "malformed execute")
+	if _, p, err := c.ReadPacket(); err != nil || p[0] != wire.HeaderErr {
+		t.Fatalf("malformed execute: got %x %v, want the server's ERR relayed", p, err)
+	}
+	if rows, err := c.query(t, "SELECT 9"); err != nil || rows[0] != "9" {
+		t.Fatalf("the session after a command the proxy could not parse: %q %v", rows, err)
+	}
 
 	// The other session never noticed.
 	var n int
@@ -121,8 +128,17 @@ func TestMalformedClientClosesOnlyItsConnection(t *testing.T) {
 	if err := good.QueryRow("SELECT COUNT(*) FROM k").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("count = %d, %v", n, err)
 	}
-	if got := testFailures(t, tp, reasonMalformed); got != 2 {
-		t.Errorf("malformed failures counted: %v, want 2 (garbage handshake, short execute)", got)
+	if got := testFailures(t, tp, reasonMalformed); got != 1 {
+		t.Errorf("malformed failures counted: %v, want 1 (the garbage handshake; the short execute was relayed)", got)
+	}
+	unparsed := 0
+	for _, r := range tp.records(t) {
+		if r.Kind == store.KindOther && r.Flags&store.FlagNotReplayable != 0 && r.Resp.Kind == store.RespError {
+			unparsed++
+		}
+	}
+	if unparsed != 1 {
+		t.Errorf("%d records of the unparsed execute (not replayable, with the server's error), want 1", unparsed)
 	}
 }
 
