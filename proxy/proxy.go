@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -235,6 +236,9 @@ func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
 func (p *Proxy) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { p.ln.Close() })
 	defer stop()
+	wctx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	go p.watchIdle(wctx)
 	var err error
 	for {
 		c, aerr := p.ln.Accept()
@@ -425,4 +429,53 @@ func (p *Proxy) endWith(s *session, log *slog.Logger, err error) {
 		return
 	}
 	log.Warn("connection closed", "reason", ce.reason, "err", ce.err)
+}
+
+// idleCheck is how long a session waits for its client before the idle
+// watch looks at its backend, and how often it looks.
+const idleCheck = 500 * time.Millisecond
+
+// watchIdle closes the client's side of sessions whose backend closed the
+// connection while they were idle (the server's wait_timeout, a KILL):
+// directly, the client would see its connection end, and database/sql
+// drops such a connection before using it instead of failing the next
+// query on it. It peeks at the backends of sessions idle for more than
+// idleCheck, consuming nothing; busy sessions cost nothing.
+func (p *Proxy) watchIdle(ctx context.Context) {
+	t := time.NewTicker(idleCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var idle []*session
+			p.mu.Lock()
+			for s := range p.mu.conns {
+				if since := s.idleSince.Load(); since != 0 && now.UnixNano()-since > int64(idleCheck) {
+					idle = append(idle, s)
+				}
+			}
+			p.mu.Unlock()
+			for _, s := range idle {
+				if s.idleSince.Load() != 0 && peerClosed(s.backend.Conn) {
+					s.backendClosedIdle.Store(true)
+					s.client.Close()
+				}
+			}
+		}
+	}
+}
+
+// peerClosed reports whether c's peer closed it, when that can be known
+// without reading (a TLS connection cannot tell: false).
+func peerClosed(c net.Conn) bool {
+	switch v := c.(type) {
+	case interface{ PeerClosed() bool }:
+		return v.PeerClosed()
+	case syscall.Conn:
+		rc, err := v.SyscallConn()
+		return err == nil && blockio.PeerClosedRaw(rc)
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -42,14 +43,26 @@ type session struct {
 	// errSeq is the sequence id an ERR from the proxy itself must carry to
 	// be read by the client at this point of the conversation.
 	errSeq byte
+	// idleSince is when the session began waiting for its client's next
+	// command (unix ns; 0 while a command is under way): the idle watch
+	// checks the backend of sessions idle for a while.
+	idleSince atomic.Int64
+	// backendClosedIdle: the idle watch found the backend gone and closed
+	// the client's side.
+	backendClosedIdle atomic.Bool
 }
 
 // serveCommands relays commands until the client quits or a side fails.
 func (s *session) serveCommands() error {
 	s.errSeq = 1 // an answer to a command
 	for {
+		s.idleSince.Store(time.Now().UnixNano())
 		seq, p, err := s.client.ReadFrame()
+		s.idleSince.Store(0)
 		if err != nil {
+			if s.backendClosedIdle.Load() {
+				return fail(reasonBackendGone, errors.New("the backend closed the idle connection"), nil)
+			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}

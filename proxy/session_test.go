@@ -316,3 +316,32 @@ func TestKilledQueryLooksAsDirect(t *testing.T) {
 		t.Errorf("killed query: directly %q, through the proxy %q", direct, proxied)
 	}
 }
+
+// A backend that closes an idle connection (wait_timeout) closes the
+// client's side too, as the server's own close would: go-sql-driver then
+// sees a dead connection before using it and database/sql retries on a
+// new one (go-sql-driver's TestStaleConnectionChecks, through the proxy).
+func TestBackendIdleCloseReachesTheClient(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, dsn := srv.FreshDB(t)
+	tp := startProxy(t, srv.Addr(), false, nil)
+	db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("SET @@SESSION.wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // the server closes the backend connection
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatalf("begin after the server closed the idle connection: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testFailures(t, tp, reasonBackendGone); got != 1 {
+		t.Errorf("backend_gone failures: %v, want 1", got)
+	}
+}

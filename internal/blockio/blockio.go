@@ -364,3 +364,36 @@ func (e *timeoutError) Temporary() bool { return true }
 func (e *timeoutError) Is(target error) bool {
 	return target == os.ErrDeadlineExceeded
 }
+
+// PeerClosed reports whether the peer has closed the connection (or it
+// failed): a non-blocking peek that reads nothing sees end of stream. It
+// consumes nothing, so it may run beside a Read.
+func (c *Conn) PeerClosed() bool {
+	if err := c.acquire("peek"); err != nil {
+		return true
+	}
+	defer c.release()
+	return peerClosed(c.fd)
+}
+
+// peerClosed peeks at fd without blocking or consuming.
+func peerClosed(fd int) bool {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+		return false // open, nothing to read
+	case err != nil:
+		return true
+	}
+	return n == 0
+}
+
+// PeerClosedRaw is PeerClosed for a connection on Go's poller.
+func PeerClosedRaw(rc syscall.RawConn) bool {
+	closed := false
+	if err := rc.Read(func(fd uintptr) bool { closed = peerClosed(int(fd)); return true }); err != nil {
+		return true
+	}
+	return closed
+}

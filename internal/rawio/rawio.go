@@ -101,3 +101,18 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 	return done, nil
 }
+
+// PeerClosed reports whether the peer has closed the connection, by a
+// non-blocking peek that consumes nothing.
+func (c *Conn) PeerClosed() bool {
+	closed := false
+	if err := c.rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = err == nil && n == 0 || err != nil && err != syscall.EAGAIN && err != syscall.EINTR
+		return true
+	}); err != nil {
+		return true
+	}
+	return closed
+}
