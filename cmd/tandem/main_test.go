@@ -97,7 +97,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}, {"sweep"}, {"footprint"}, {"pack"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)
