@@ -292,13 +292,28 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	metricName := regexp.MustCompile(`tandem_[a-z_]+`)
 	d := grafana.New()
 	qs := grafana.Queries(d)
+	// A rate needs two scrapes in its window; a target's first scrapes can
+	// come late on a loaded machine, so each query gets time.
+	deadline := time.Now().Add(30 * time.Second)
+	failed := false
 	for _, q := range qs {
 		expr := grafana.Substitute(q.Expr, vars, "1m")
-		if s := promQuery(t, promAddr, expr); len(s) == 0 {
+		s := promQuery(t, promAddr, expr)
+		for len(s) == 0 && time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			s = promQuery(t, promAddr, expr)
+		}
+		if len(s) == 0 {
+			failed = true
 			t.Errorf("panel %d %q: no series for %s", q.PanelID, q.Panel, expr)
 		}
 		for _, n := range metricName.FindAllString(q.Expr, -1) {
 			names[strings.TrimSuffix(n, "_bucket")] = true
+		}
+	}
+	if failed {
+		for _, diag := range []string{`up`, `scrape_duration_seconds`, `count_over_time(up[1m])`, `scrape_samples_scraped`} {
+			t.Logf("%s: %v", diag, promQuery(t, promAddr, diag))
 		}
 	}
 	for n := range names {
