@@ -191,8 +191,21 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 				// (its verdicts count as order-ambiguous). With 16 threads
 				// on a starved CPU (the whole suite at once on 2 cores) up
 				// to 0.15 % of records were; never many.
-				if ra.Errors != 0 || rb.Errors != 0 || 200*(ra.OrderReleased+rb.OrderReleased) > d.Compared {
-					t.Errorf("errors %d/%d, records released early %d/%d (want at most 0.5%% of %d)", ra.Errors, rb.Errors, ra.OrderReleased, rb.OrderReleased, d.Compared)
+				if 200*(ra.OrderReleased+rb.OrderReleased) > d.Compared {
+					t.Errorf("records released early %d/%d (want at most 0.5%% of %d)", ra.OrderReleased, rb.OrderReleased, d.Compared)
+				}
+				// Errors: none, but for a deadlock or lock wait timeout
+				// that outlived --retries, rarely, after a release (its
+				// outcome is then order-ambiguous: divergent stays 0).
+				for _, tr := range []*store.TargetResult{&ra.TargetResult, &rb.TargetResult} {
+					for code := range tr.ErrorCodes {
+						if code != "1213" && code != "1205" {
+							t.Errorf("%s: errors %v", tr.Target, tr.ErrorCodes)
+						}
+					}
+					if 5000*tr.Errors > d.Compared {
+						t.Errorf("%s: %d errors (%v), want at most 1 in 5,000", tr.Target, tr.Errors, tr.ErrorCodes)
+					}
 				}
 				if threads == 1 {
 					if d.Total() != 0 || d.Ambiguous != 0 || vc.Total() != 0 || vc.Ambiguous != 0 {
