@@ -13,7 +13,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
-	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -634,13 +633,7 @@ func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan 
 // totals merges the workers' statistics (after they have stopped).
 func (rn *runner) totals() *totals {
 	var t totals
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	for _, w := range rn.mu.workers {
-		t.merge(w.st)
-	}
-	if t.errCodes == nil {
-		t.errCodes, t.skippedBy, t.digests = map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
-	}
+	var records int64
+	rn.mergeInto(&t, &records)
 	return &t
 }

@@ -319,32 +319,35 @@ type movedKey struct {
 	id    int64
 }
 
-// movedRows lists the rows (table number, id) written by a statement whose
-// outcome, on either target, is a retry's or an order rerun's.
-func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
+// pickedStatements calls f, in capture order, with every record (but
+// prepares) whose outcome on one of the targets ts satisfies pick, and the
+// text its statement was prepared with ("" for a text query).
+func pickedStatements(t *testing.T, capDir, runDir string, ts []int, pick func(*store.Outcome) bool, f func(rec *store.Record, sql string)) {
 	t.Helper()
 	run, err := store.OpenRun(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer run.Close()
-	flagged := map[uint64]bool{}
-	for ti := 0; ti < 2; ti++ {
+	picked := map[uint64]bool{}
+	for _, ti := range ts {
 		for o, err := range run.Outcomes(0, ti) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.Flags&(store.OutcomeRetried|store.OutcomeOrderRerun) != 0 {
-				flagged[o.Seq] = true
+			if pick(o) {
+				picked[o.Seq] = true
 			}
 		}
+	}
+	run.Close()
+	if len(picked) == 0 {
+		return
 	}
 	r, err := store.Open(capDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	out := map[movedKey]bool{}
 	sqlOf := map[[2]uint64]string{}
 	for rec, err := range r.Records() {
 		if err != nil {
@@ -354,13 +357,33 @@ func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
 			sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}] = rec.SQL
 			continue
 		}
-		if rec.Kind != store.KindExecute || !flagged[rec.Seq] {
-			continue
+		if picked[rec.Seq] {
+			f(rec, sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}])
 		}
-		sql := sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}]
-		var tbl int
-		if _, err := fmt.Sscanf(sql[strings.Index(sql, "sbtest")+6:], "%d", &tbl); err != nil {
-			continue
+	}
+}
+
+// sbtestOf is the table number a statement names (ok false if none).
+func sbtestOf(sql string) (int, bool) {
+	i := strings.Index(sql, "sbtest")
+	var tbl int
+	if i < 0 {
+		return 0, false
+	}
+	_, err := fmt.Sscanf(sql[i+6:], "%d", &tbl)
+	return tbl, err == nil
+}
+
+// movedRows lists the rows (table number, id) written by a statement whose
+// outcome, on either target, is a retry's or an order rerun's.
+func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
+	t.Helper()
+	out := map[movedKey]bool{}
+	rerun := func(o *store.Outcome) bool { return o.Flags&(store.OutcomeRetried|store.OutcomeOrderRerun) != 0 }
+	pickedStatements(t, capDir, runDir, []int{0, 1}, rerun, func(rec *store.Record, sql string) {
+		tbl, ok := sbtestOf(sql)
+		if rec.Kind != store.KindExecute || !ok {
+			return
 		}
 		switch {
 		case strings.HasPrefix(sql, "UPDATE") && len(rec.Params) == 2:
@@ -368,7 +391,7 @@ func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
 		case strings.HasPrefix(sql, "UPDATE") || strings.HasPrefix(sql, "DELETE") || strings.HasPrefix(sql, "INSERT"):
 			out[movedKey{tbl, rec.Params[0].Int}] = true
 		}
-	}
+	})
 	return out
 }
 
@@ -376,62 +399,23 @@ func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
 // target ti.
 func duplicateInserts(t *testing.T, capDir, runDir string, ti int) []movedKey {
 	t.Helper()
-	run, err := store.OpenRun(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := map[uint64]bool{}
-	for o, err := range run.Outcomes(0, ti) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.ErrCode == 1062 {
-			failed[o.Seq] = true
-		}
-	}
-	run.Close()
-	if len(failed) == 0 {
-		return nil
-	}
-	r, err := store.Open(capDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var out []movedKey
-	sqlOf := map[[2]uint64]string{}
-	for rec, err := range r.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Kind == store.KindPrepare {
-			sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}] = rec.SQL
-			continue
-		}
-		if !failed[rec.Seq] {
-			continue
-		}
-		sql := sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}]
-		var tbl int
-		i := strings.Index(sql, "sbtest")
-		if !strings.HasPrefix(sql, "INSERT") || i < 0 || len(rec.Params) == 0 {
+	dup := func(o *store.Outcome) bool { return o.ErrCode == 1062 }
+	pickedStatements(t, capDir, runDir, []int{ti}, dup, func(rec *store.Record, sql string) {
+		tbl, ok := sbtestOf(sql)
+		if !strings.HasPrefix(sql, "INSERT") || !ok || len(rec.Params) == 0 {
 			t.Errorf("1062 on a statement that is no INSERT: %q", sql)
-			continue
+			return
 		}
-		fmt.Sscanf(sql[i+6:], "%d", &tbl)
 		out = append(out, movedKey{tbl, rec.Params[0].Int})
-	}
+	})
 	return out
 }
 
 // readsMoved reports whether a sampled read covers a moved row.
 func readsMoved(s store.Sample, moved map[movedKey]bool) bool {
-	var tbl int
-	i := strings.Index(s.Statement, "sbtest")
-	if i < 0 || len(s.Params) == 0 {
-		return false
-	}
-	if _, err := fmt.Sscanf(s.Statement[i+6:], "%d", &tbl); err != nil {
+	tbl, ok := sbtestOf(s.Statement)
+	if !ok || len(s.Params) == 0 {
 		return false
 	}
 	var lo, hi int64

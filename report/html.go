@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/footprint"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -112,7 +113,7 @@ var funcs = template.FuncMap{
 		if len(fs) == 0 {
 			return "-"
 		}
-		d, x := footprintTotal(fs)
+		d, x := footprint.Total(fs)
 		return Bytes(d) + " + " + Bytes(x)
 	},
 	"inc":  func(i int) int { return i + 1 },
@@ -241,7 +242,7 @@ func WriteCSV(w io.Writer, reps []*Report) error {
 				if t.VsBaseline != nil {
 					compared, amb = t.VsBaseline.Compared, t.VsBaseline.Ambiguous
 				}
-				d, x := footprintTotal(t.Footprint)
+				d, x := footprint.Total(t.Footprint)
 				cw.Write([]string{rep.RunID, rep.Command, strconv.Itoa(pt.Point.Point), pt.Label, strconv.Itoa(pt.Threads), t.Name, t.Engine, t.Options,
 					strconv.FormatBool(t.Baseline), i64(t.Transactions), i64(t.Reads), i64(t.Writes), i64(t.Other), i64(t.Errors),
 					i64(t.Deadlocks), i64(t.Retries), f(t.TPS), f(t.QPS), f(t.Latency.P50), f(t.Latency.P95), f(t.Latency.P99), f(t.Latency.Max),

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/footprint"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -201,20 +202,20 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			}
 		}
 		row("storage data+index", func(t *Target) string {
-			d, x := footprintTotal(t.Footprint)
+			d, x := footprint.Total(t.Footprint)
 			if len(t.Footprint) == 0 {
 				return "-"
 			}
 			s := Bytes(d + x)
 			if base != nil && !isBase(t) {
-				if bd, bx := footprintTotal(base.Footprint); bd+bx > 0 {
+				if bd, bx := footprint.Total(base.Footprint); bd+bx > 0 {
 					s += fmt.Sprintf(" (%.2fx)", float64(d+x)/float64(bd+bx))
 				}
 			}
 			return s
 		})
 		row("  before the replay", func(t *Target) string {
-			d, x := footprintTotal(t.FootprintBefore)
+			d, x := footprint.Total(t.FootprintBefore)
 			if len(t.FootprintBefore) == 0 {
 				return "-"
 			}
@@ -228,15 +229,6 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	}
 	rep.writeDetails(w, pt)
 	WriteFootprint(w, pt, rep.Baseline, "storage footprint after the replay")
-}
-
-// footprintTotal sums data and index bytes.
-func footprintTotal(fs []store.TableFootprint) (data, index int64) {
-	for _, f := range fs {
-		data += f.DataBytes
-		index += f.IndexBytes
-	}
-	return data, index
 }
 
 // Bytes formats a byte count with a binary unit.

@@ -436,13 +436,8 @@ func (w *Writer) commit() error {
 // error) through Logger.Fatalf, which panics (pebbleLogger): the panic is
 // the commit's error here, so a failing capture stops recording and
 // never takes the process, and every client relayed through it, down.
-func commitBatch(b *pebble.Batch, opt *pebble.WriteOptions) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return b.Commit(opt)
+func commitBatch(b *pebble.Batch, opt *pebble.WriteOptions) error {
+	return safely(func() error { return b.Commit(opt) })
 }
 
 // safely runs a Pebble call, its Fatalf panic as its error (commitBatch).

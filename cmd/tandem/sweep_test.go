@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/tandemdb/tandem/footprint"
 	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -103,8 +104,8 @@ func TestSweepAndHTMLReport(t *testing.T) {
 	rr.Close() // a run open here is locked for other processes
 	// The compressed target takes less room, in every point.
 	for _, r := range rows {
-		pd, px := footprintSum(r.Targets["plain"].Footprint)
-		zd, zx := footprintSum(r.Targets["zipped"].Footprint)
+		pd, px := footprint.Total(r.Targets["plain"].Footprint)
+		zd, zx := footprint.Total(r.Targets["zipped"].Footprint)
 		if zd+zx >= pd+px {
 			t.Errorf("%d threads: compressed %d bytes, plain %d", r.Threads, zd+zx, pd+px)
 		}
@@ -155,14 +156,6 @@ func TestSweepAndHTMLReport(t *testing.T) {
 	if colors := distinctColors(t, shot); colors < 8 {
 		t.Errorf("screenshot has %d colors: blank", colors)
 	}
-}
-
-func footprintSum(fs []store.TableFootprint) (d, x int64) {
-	for _, f := range fs {
-		d += f.DataBytes
-		x += f.IndexBytes
-	}
-	return d, x
 }
 
 // renderInChromium opens a file in headless Chromium and returns the size
