@@ -26,8 +26,12 @@ type CaptureReport struct {
 	Closed        bool      `json:"closed_cleanly"`
 	// Stopped says why the capture stopped recording early (budget, disk
 	// nearly full), StoppedAt when; relaying went on.
-	Stopped       string         `json:"stopped,omitempty"`
-	StoppedAt     time.Time      `json:"stopped_at,omitzero"`
+	Stopped   string    `json:"stopped,omitempty"`
+	StoppedAt time.Time `json:"stopped_at,omitzero"`
+	// Failed says why the writer abandoned the capture (a full disk, its
+	// directory removed), FailedAt when; relaying went on.
+	Failed        string         `json:"failed,omitempty"`
+	FailedAt      time.Time      `json:"failed_at,omitzero"`
 	Dropped       uint64         `json:"dropped"`
 	Records       uint64         `json:"records"`
 	Sessions      int            `json:"sessions"`
@@ -106,6 +110,9 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	if sum, ok := r.Summary(); ok {
 		rep.Closed, rep.Dropped = true, sum.Dropped
 		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
+	}
+	if why, at, ok := r.Failure(); ok {
+		rep.Failed, rep.FailedAt = why, at
 	}
 
 	kinds := map[store.Kind]uint64{}
@@ -245,9 +252,15 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	if rep.Stopped != "" {
 		p("stopped\tcapture stopped at %s: %s (the traffic after it was relayed, not recorded)\n", rep.StoppedAt.Format(time.RFC3339), rep.Stopped)
 	}
-	if rep.Closed {
+	if rep.Failed != "" {
+		p("failed\tcapture failed at %s: %s (the records synced before it are here; the traffic after it was relayed, not recorded)\n", rep.FailedAt.Format(time.RFC3339), rep.Failed)
+	}
+	switch {
+	case rep.Closed:
 		p("state\tclosed cleanly, %d records dropped while capturing\n", rep.Dropped)
-	} else {
+	case rep.Failed != "":
+		p("state\tnot closed: the writer abandoned it when it failed\n")
+	default:
 		p("state\tnot closed: the writer crashed or is still running; records up to its last sync are here\n")
 	}
 	if rep.Records == 0 {

@@ -51,7 +51,7 @@ type writerCollector struct{ w *Writer }
 var (
 	descQueue     = prometheus.NewDesc("tandem_capture_queue_records", "Records accepted by the capture writer and not yet committed.", nil, nil)
 	descPending   = prometheus.NewDesc("tandem_capture_pending_bytes", "Encoded bytes of the records not yet committed (the writer blocks or drops past its budget).", nil, nil)
-	descState     = prometheus.NewDesc("tandem_capture_state", "1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.", []string{"state", "reason"}, nil)
+	descState     = prometheus.NewDesc("tandem_capture_state", "1 for the capture's current state: recording, stopped (its budget or free-space floor; reason says why), failed (the store could not write: reason says why) or closed; relaying goes on in every state.", []string{"state", "reason"}, nil)
 	descWALBytes  = prometheus.NewDesc("tandem_store_wal_bytes_total", "Bytes written to the capture's write-ahead log.", nil, nil)
 	descWALSize   = prometheus.NewDesc("tandem_store_wal_size_bytes", "Size of the capture's live write-ahead log files.", nil, nil)
 	descMemtable  = prometheus.NewDesc("tandem_pebble_memtable_bytes", "Bytes allocated by the capture store's memtables.", nil, nil)
@@ -78,19 +78,26 @@ func (c writerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPending, float64(st.PendingBytes))
 	w.mu.Lock()
 	closed, err := w.mu.closed, w.mu.err
-	// Pebble's metrics, read while the writer cannot close the store.
+	w.mu.Unlock()
+	// Pebble's metrics, read while the writer cannot close the store, and
+	// never from a failed one: its parked goroutines hold its locks.
 	var m *pebble.Metrics
-	if !closed {
+	w.dbMu.RLock()
+	if !w.dbClosed && !w.isFailed() {
 		m = w.db.Metrics()
 	}
-	w.mu.Unlock()
+	w.dbMu.RUnlock()
 	switch {
 	case err != nil:
 		reason := err.Error()
 		if len(reason) > 160 {
 			reason = reason[:160]
 		}
-		gauge(descState, 1, "stopped", reason)
+		state := "stopped"
+		if w.isFailed() {
+			state = "failed"
+		}
+		gauge(descState, 1, state, reason)
 	case closed:
 		gauge(descState, 1, "closed", "")
 	default:

@@ -40,7 +40,7 @@ func TestWriterMetrics(t *testing.T) {
 # HELP tandem_capture_queue_records Records accepted by the capture writer and not yet committed.
 # TYPE tandem_capture_queue_records gauge
 tandem_capture_queue_records 0
-# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (its budget or free-space floor; reason says why), failed (the store could not write: reason says why) or closed; relaying goes on in every state.
 # TYPE tandem_capture_state gauge
 tandem_capture_state{reason="",state="recording"} 1
 # HELP tandem_store_records_appended_total Records accepted by capture writers.
@@ -55,7 +55,7 @@ tandem_store_records_appended_total 1
 	}
 	w.Close()
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (its budget or free-space floor; reason says why), failed (the store could not write: reason says why) or closed; relaying goes on in every state.
 # TYPE tandem_capture_state gauge
 tandem_capture_state{reason="",state="closed"} 1
 `), "tandem_capture_state"); err != nil {
@@ -116,7 +116,7 @@ func TestCaptureStopsAtItsBudget(t *testing.T) {
 		t.Fatalf("append: %v, want ErrStopped at the budget", appendErr)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (a commit failed: reason says why; relaying goes on) or closed.
+# HELP tandem_capture_state 1 for the capture's current state: recording, stopped (its budget or free-space floor; reason says why), failed (the store could not write: reason says why) or closed; relaying goes on in every state.
 # TYPE tandem_capture_state gauge
 tandem_capture_state{reason="`+appendErr.Error()+`",state="stopped"} 1
 `), "tandem_capture_state"); err != nil {

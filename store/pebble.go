@@ -22,7 +22,7 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 	o := &pebble.Options{
 		ReadOnly:         readOnly,
 		ErrorIfNotExists: readOnly,
-		Logger:           pebbleLogger{log},
+		Logger:           pebbleLogger{log: log},
 		// Captures are written once, sequentially: large memtables make few,
 		// large L0 files, and L0 compactions are rare.
 		MemTableSize:                64 << 20,
@@ -37,15 +37,19 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 	if readOnly {
 		o.FS = readerFS{vfs.Default}
 	} else {
-		o.FS = noPreallocFS{vfs.Default}
+		o.FS = writerFS{FS: vfs.Default}
 	}
 	o.EnsureDefaults()
 	return o
 }
 
 // pebbleLogger sends Pebble's messages to slog: info at debug level, since
-// a capture's user has no use for compaction chatter.
-type pebbleLogger struct{ log *slog.Logger }
+// a capture's user has no use for compaction chatter. fatal, if set,
+// receives Pebble's Fatalf (see Fatalf).
+type pebbleLogger struct {
+	log   *slog.Logger
+	fatal func(msg string)
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
 	if l.log != nil {
@@ -59,8 +63,27 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	}
 }
 
+// Fatalf is how Pebble reports what it cannot go on from: for a writer, a
+// WAL write, sync or rotation that failed (a full disk, a directory
+// removed or made read-only), often in one of its own goroutines while it
+// holds its locks. Pebble does not expect Fatalf to return. A panic there
+// cannot be recovered (it is not our goroutine, and unwinding releases a
+// mutex Pebble has already released: a fatal runtime error), and either
+// would end the process and every client the proxy relays. So a writer's
+// Fatalf hands the message to the writer, which stops recording, and
+// parks the calling goroutine for good: the store is abandoned, not
+// closed, and the process goes on. Readers (no fatal) panic, on their own
+// goroutine as far as Pebble allows.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, "pebble") {
+		msg = "pebble: " + msg
+	}
+	if l.fatal == nil {
+		panic(msg)
+	}
+	l.fatal(msg)
+	select {}
 }
 
 // looksLikePebble reports whether dir holds a Pebble store, without
@@ -137,29 +160,98 @@ func dirSize(dir string) (int64, error) {
 	return n, err
 }
 
-// noPreallocFS is the file system writers use. Pebble preallocates each
-// WAL file at 110 % of the memtable size (70 MiB here), and up to four
-// WALs live before the first flush: a capture of 1 MB took 282 MB of disk.
-// Without preallocation a capture's disk use tracks what it holds; the
-// cost is a file-size update with each sync.
-type noPreallocFS struct{ vfs.FS }
+// writerFS is the file system writers use.
+//
+// It does not preallocate. Pebble preallocates each WAL file at 110 % of
+// the memtable size (70 MiB here), and up to four WALs live before the
+// first flush: a capture of 1 MB took 282 MB of disk. Without
+// preallocation a capture's disk use tracks what it holds; the cost is a
+// file-size update with each sync.
+//
+// And it stops a failing store before Pebble sees the failure. Pebble
+// answers some write errors with a bare panic while it holds no lock it
+// can release (a WAL rotation whose new file cannot be created or whose
+// old one cannot be synced: "unlock of unlocked mutex", a fatal runtime
+// error no recover catches), which would end the process and every client
+// the proxy relays. So with fail set, the first error of a write, sync,
+// file creation or rename goes to fail, and the goroutine that met it
+// (ours or Pebble's) is parked for good; the writer abandons the store
+// (Writer.fail). Without fail (run directories), errors pass through.
+type writerFS struct {
+	vfs.FS
+	fail func(msg string)
+}
 
-func (f noPreallocFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+// check passes err on, or reports it and parks the calling goroutine.
+func (f writerFS) check(op, name string, err error) error {
+	if err == nil || f.fail == nil {
+		return err
+	}
+	if pe, ok := err.(*os.PathError); ok {
+		err = pe.Err
+	}
+	f.fail(fmt.Sprintf("%s %s: %v", op, name, err))
+	select {}
+}
+
+func (f writerFS) file(name string, file vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return writerFile{file, f, name}, nil
+}
+
+func (f writerFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	file, err := f.FS.Create(name, c)
-	if err != nil {
-		return nil, err
-	}
-	return noPrealloc{file}, nil
+	return f.file(name, file, f.check("create", name, err))
 }
 
-func (f noPreallocFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (f writerFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	file, err := f.FS.ReuseForWrite(oldname, newname, c)
-	if err != nil {
-		return nil, err
-	}
-	return noPrealloc{file}, nil
+	return f.file(newname, file, f.check("create", newname, err))
 }
 
-type noPrealloc struct{ vfs.File }
+func (f writerFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	file, err := f.FS.OpenReadWrite(name, c, opts...)
+	return f.file(name, file, f.check("open", name, err))
+}
 
-func (noPrealloc) Preallocate(offset, length int64) error { return nil }
+func (f writerFS) OpenDir(name string) (vfs.File, error) {
+	file, err := f.FS.OpenDir(name)
+	return f.file(name, file, f.check("open directory", name, err))
+}
+
+func (f writerFS) Link(oldname, newname string) error {
+	return f.check("link", newname, f.FS.Link(oldname, newname))
+}
+
+func (f writerFS) Rename(oldname, newname string) error {
+	return f.check("rename", newname, f.FS.Rename(oldname, newname))
+}
+
+type writerFile struct {
+	vfs.File
+	fs   writerFS
+	name string
+}
+
+func (writerFile) Preallocate(offset, length int64) error { return nil }
+
+func (f writerFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	return n, f.fs.check("write", f.name, err)
+}
+
+func (f writerFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, f.fs.check("write", f.name, err)
+}
+
+func (f writerFile) Sync() error { return f.fs.check("sync", f.name, f.File.Sync()) }
+
+func (f writerFile) SyncData() error { return f.fs.check("sync", f.name, f.File.SyncData()) }
+
+func (f writerFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	return full, f.fs.check("sync", f.name, err)
+}

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -105,6 +108,20 @@ func (r *Reader) Summary() (Summary, bool) {
 		return Summary{}, false
 	}
 	return *r.summary, true
+}
+
+// Failure says why the writer abandoned the capture (a full disk, its
+// directory removed), and when, if it could leave that note.
+func (r *Reader) Failure() (reason string, at time.Time, ok bool) {
+	b, err := os.ReadFile(filepath.Join(r.dir, failedFile))
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	var f failure
+	if len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &f) != nil {
+		return "", time.Time{}, false
+	}
+	return f.Reason, f.At, true
 }
 
 // DiskBytes is the size of the capture's files.

@@ -160,6 +160,11 @@ var (
 	// ErrStopped: the capture stopped recording (its budget, or the
 	// disk's free-space floor); relaying goes on.
 	ErrStopped = errors.New("store: capture stopped")
+	// ErrFailed: the capture store could not write (a full disk, its
+	// directory removed or made read-only) and stopped recording; relaying
+	// goes on, and what was synced before is readable once the process
+	// that wrote it has ended.
+	ErrFailed = errors.New("store: capture failed")
 )
 
 // Meta describes a capture. Its JSON field names are part of the format.
@@ -188,6 +193,20 @@ type Summary struct {
 	// (its budget, the disk's free-space floor), and StoppedAt when.
 	Stopped   string    `json:"stopped,omitempty"`
 	StoppedAt time.Time `json:"stopped_at,omitzero"`
+}
+
+// failedFile, next to the store's files, says why a writer abandoned the
+// capture (Writer.fail). Create fills it with failedFileSize spaces, so
+// that the note fits in blocks already allocated when the disk is full;
+// a clean Close removes it.
+const (
+	failedFile     = "TANDEM-FAILURE"
+	failedFileSize = 4096
+)
+
+type failure struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 func recordKey(dst []byte, seq uint64) []byte {

@@ -11,11 +11,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // writeCapture appends recs to a new capture in dir and closes it.
@@ -508,5 +510,168 @@ func TestStartSpanMatchesAFullScan(t *testing.T) {
 	// The prepare started a second before the rest, in the second commit.
 	if !first.Equal(recs[3].Start) {
 		t.Fatalf("earliest start %v, want the prepare's %v", first, recs[3].Start)
+	}
+}
+
+// fullFS fails every write, sync and file creation with ENOSPC once full
+// is set: a disk that filled up under the capture.
+type fullFS struct {
+	vfs.FS
+	full *atomic.Bool
+	// createOnly: files already open still write; a new one (a WAL
+	// rotation) cannot be made.
+	createOnly bool
+}
+
+func (f fullFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.full.Load() {
+		return nil, &os.PathError{Op: "create", Path: name, Err: syscall.ENOSPC}
+	}
+	file, err := f.FS.Create(name, c)
+	if err != nil {
+		return nil, err
+	}
+	return fullFile{file, f.full, f.createOnly}, nil
+}
+
+func (f fullFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if f.full.Load() {
+		return nil, &os.PathError{Op: "create", Path: newname, Err: syscall.ENOSPC}
+	}
+	file, err := f.FS.ReuseForWrite(oldname, newname, c)
+	if err != nil {
+		return nil, err
+	}
+	return fullFile{file, f.full, f.createOnly}, nil
+}
+
+type fullFile struct {
+	vfs.File
+	full       *atomic.Bool
+	createOnly bool
+}
+
+func (f fullFile) failing() bool { return !f.createOnly && f.full.Load() }
+
+func (f fullFile) Write(p []byte) (int, error) {
+	if f.failing() {
+		return 0, syscall.ENOSPC
+	}
+	return f.File.Write(p)
+}
+
+func (f fullFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.failing() {
+		return 0, syscall.ENOSPC
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f fullFile) Sync() error {
+	if f.failing() {
+		return syscall.ENOSPC
+	}
+	return f.File.Sync()
+}
+
+func (f fullFile) SyncData() error { return f.Sync() }
+
+// A disk that fills under the writer (Pebble's WAL write, sync or rotation
+// fails, and Pebble calls Fatalf, often on its own goroutine) stops the
+// capture and never the process: before, Fatalf panicked and took every
+// relayed client down. What was synced is readable afterwards.
+func TestDiskFullStopsTheCaptureNotTheProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		createOnly bool
+		pad        int
+	}{
+		// Every write fails: the WAL's write or sync, in the commit.
+		{"commit", false, 0},
+		// Only new files fail: the commit that fills the 64 MiB memtable
+		// rotates the WAL, under Pebble's own locks.
+		{"rotation", true, 32 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cap")
+			var full atomic.Bool
+			opts := WriterOptions{FlushRecords: 50, FlushInterval: 5 * time.Millisecond, NoSync: tc.createOnly}
+			opts.FS = fullFS{vfs.Default, &full, tc.createOnly}
+			pad := strings.Repeat("p", tc.pad)
+			w, err := Create(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var appended uint64
+			var seqAtFull uint64
+			deadline := time.Now().Add(20 * time.Second)
+			for w.Err() == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("no failure 20s after the disk filled (%d appended)", appended)
+				}
+				r := crashRecord(appended + 1)
+				r.SQL += pad
+				if _, err := w.Append(&r); err != nil {
+					break
+				}
+				appended++
+				if appended == 3000 {
+					if err := w.Flush(); err != nil {
+						t.Fatal(err)
+					}
+					seqAtFull = w.DurableSeq()
+					full.Store(true)
+				}
+			}
+			if !errors.Is(w.Err(), ErrFailed) || !strings.Contains(w.Err().Error(), "no space left on device") || strings.Contains(w.Err().Error(), "pebble: pebble:") {
+				t.Fatalf("writer error %v, want ErrFailed naming ENOSPC", w.Err())
+			}
+			r := crashRecord(1)
+			if w.TryAppend(&r) != 0 {
+				t.Fatal("a failed writer accepted a record")
+			}
+			if err := w.Flush(); !errors.Is(err, ErrFailed) {
+				t.Fatalf("Flush after failure: %v", err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- w.Close() }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrFailed) {
+					t.Fatalf("Close after failure: %v, want ErrFailed", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("Close of a failed writer did not return")
+			}
+			// Once this process has ended the capture opens: a copy of its
+			// directory is what another process sees.
+			cp := filepath.Join(t.TempDir(), "copy")
+			if out, err := exec.Command("cp", "-r", dir, cp).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v: %s", err, out)
+			}
+			os.Remove(filepath.Join(cp, "LOCK"))
+			rd, err := Open(cp)
+			if err != nil {
+				t.Fatalf("open the failed capture: %v", err)
+			}
+			defer rd.Close()
+			if why, _, ok := rd.Failure(); !ok || why != strings.TrimPrefix(w.Err().Error(), ErrFailed.Error()+": ") {
+				t.Errorf("the capture's failure note: %q, %v; the writer's error: %v", why, ok, w.Err())
+			}
+			var n uint64
+			for rec, err := range rd.Records() {
+				if err != nil {
+					t.Fatalf("after %d records: %v", n, err)
+				}
+				n++
+				if rec.Seq != n || rec.Resp.Rows != n {
+					t.Fatalf("record %d is %+v", n, rec)
+				}
+			}
+			if n < seqAtFull || n > appended {
+				t.Fatalf("%d records readable; %d were synced when the disk filled, %d appended", n, seqAtFull, appended)
+			}
+			t.Logf("%d synced before the disk filled, %d appended, %d readable; %v", seqAtFull, appended, n, w.Err())
+		})
 	}
 }

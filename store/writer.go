@@ -111,6 +111,14 @@ type Writer struct {
 	lastSpaceCheck time.Time
 	space          sync.Cond // signalled when a commit frees pending bytes
 
+	// failed is closed when Pebble reported a fatal write error (fail):
+	// the store is abandoned, its goroutines parked, and nothing may call
+	// it again. dbMu orders the metrics' reads of the store before Close.
+	failed   chan struct{}
+	failOnce sync.Once
+	dbMu     sync.RWMutex
+	dbClosed bool
+
 	kick     chan struct{}
 	flushReq chan chan error
 	stop     chan struct{}
@@ -140,11 +148,29 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	po := pebbleOptions(false, opts.Logger)
-	if opts.FS != nil {
-		po.FS = noPreallocFS{opts.FS}
+	w := &Writer{
+		dir:      dir,
+		opts:     opts,
+		kick:     make(chan struct{}, 1),
+		flushReq: make(chan chan error),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		failed:   make(chan struct{}),
+		sessions: map[uint64]struct{}{},
 	}
-	db, err := pebble.Open(dir, po)
+	w.space.L = &w.mu
+	po := pebbleOptions(false, opts.Logger)
+	po.Logger = pebbleLogger{log: opts.Logger, fatal: w.fail}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	po.FS = writerFS{FS: fs, fail: w.fail}
+	var db *pebble.DB
+	err = w.await(func() (err error) {
+		db, err = pebble.Open(dir, po)
+		return err
+	})
 	if err != nil {
 		return nil, openErr(dir, err)
 	}
@@ -158,22 +184,15 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		ToolVersion:   version.String(),
 	}
 	hdr, _ := json.Marshal(meta)
-	if err := db.Set(keyHeader, hdr, pebble.Sync); err != nil {
-		db.Close()
+	if err := w.await(func() error { return db.Set(keyHeader, hdr, pebble.Sync) }); err != nil {
+		if !w.isFailed() {
+			db.Close()
+		}
 		return nil, fmt.Errorf("store: write header: %w", err)
 	}
-	w := &Writer{
-		db:       db,
-		dir:      dir,
-		meta:     meta,
-		opts:     opts,
-		kick:     make(chan struct{}, 1),
-		flushReq: make(chan chan error),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		sessions: map[uint64]struct{}{},
-	}
-	w.space.L = &w.mu
+	w.db, w.meta = db, meta
+	// Blocks for the note fail leaves, reserved while there is room.
+	_ = os.WriteFile(filepath.Join(dir, failedFile), []byte(strings.Repeat(" ", failedFileSize)), 0o644)
 	w.mu.batch = db.NewBatch()
 	w.mu.nextSeq = 1
 	go w.flusher()
@@ -269,8 +288,55 @@ func (w *Writer) append(r *Record, wait bool) (uint64, error) {
 	return seq, nil
 }
 
-// Err says why the writer accepts no more records (a failed commit, or
-// the capture stopped: ErrStopped), nil while it records.
+// fail is Pebble's Fatalf for this writer (pebbleLogger): the store could
+// not write and cannot go on. Recording stops at once, the reason is
+// logged once, and the writer never calls the store again.
+func (w *Writer) fail(msg string) {
+	w.failOnce.Do(func() {
+		w.mu.Lock()
+		w.mu.err = fmt.Errorf("%w: %s", ErrFailed, msg)
+		w.mu.stopped, w.mu.stoppedAt = false, time.Now().UTC()
+		w.space.Broadcast()
+		w.mu.Unlock()
+		w.opts.Logger.Error("capture failed: the store cannot write; recording stops, relaying goes on; what was synced is readable once this process ends",
+			"err", msg, "records_synced", w.durable.Load())
+		close(w.failed)
+		// For inspect, into the blocks reserved at Create: a full disk
+		// takes no new ones.
+		b, _ := json.Marshal(failure{Reason: msg, At: time.Now().UTC()})
+		if f, err := os.OpenFile(filepath.Join(w.dir, failedFile), os.O_WRONLY, 0); err == nil {
+			f.WriteAt(b[:min(len(b), failedFileSize)], 0)
+			f.Sync()
+			f.Close()
+		}
+	})
+}
+
+func (w *Writer) isFailed() bool {
+	select {
+	case <-w.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// await runs a store call that may end in Pebble's Fatalf, which parks
+// its goroutine for good: it returns the call's error, or the failure.
+func (w *Writer) await(f func() error) error {
+	ch := make(chan error, 1)
+	go func() { ch <- safely(f) }()
+	select {
+	case err := <-ch:
+		return err
+	case <-w.failed:
+		return w.Err()
+	}
+}
+
+// Err says why the writer accepts no more records (a failed commit or
+// store, ErrFailed, or the capture stopped: ErrStopped), nil while it
+// records.
 func (w *Writer) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -282,9 +348,16 @@ func (w *Writer) Flush() error {
 	ch := make(chan error, 1)
 	select {
 	case w.flushReq <- ch:
-		return <-ch
 	case <-w.done:
 		return ErrClosed
+	case <-w.failed:
+		return w.Err()
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-w.failed:
+		return w.Err()
 	}
 }
 
@@ -343,6 +416,12 @@ func (w *Writer) checkSpace() {
 		return
 	}
 	w.lastSpaceCheck = time.Now()
+	if _, err := os.Stat(w.dir); errors.Is(err, os.ErrNotExist) {
+		// Records would go on into unlinked files until a new one could
+		// not be made; nothing of them would remain.
+		w.fail("the capture directory " + w.dir + " was removed")
+		return
+	}
 	if why == "" && w.opts.MaxBytes > 0 {
 		if n, err := dirSize(w.dir); err == nil && n >= w.opts.MaxBytes {
 			why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes on disk)", w.opts.MaxBytes, n)
@@ -494,7 +573,16 @@ func (w *Writer) Close() error {
 	w.space.Broadcast()
 	w.mu.Unlock()
 	close(w.stop)
-	<-w.done
+	select {
+	case <-w.done:
+	case <-w.failed: // the flusher may be parked inside the store
+	}
+	if w.isFailed() {
+		// Nothing more may be asked of the store: its goroutines hold its
+		// locks. The WAL holds what was synced; Pebble replays it when the
+		// capture is opened after this process ends.
+		return fmt.Errorf("store: close: %w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load())
+	}
 
 	var errs []error
 	w.mu.Lock()
@@ -519,23 +607,34 @@ func (w *Writer) Close() error {
 			sum.Stopped, sum.StoppedAt = strings.TrimPrefix(w.mu.err.Error(), ErrStopped.Error()+": "), stoppedAt
 		}
 		b, _ := json.Marshal(sum)
-		errs = append(errs, safely(func() error { return w.db.Set(keySummary, b, pebble.Sync) }))
+		errs = append(errs, w.await(func() error { return w.db.Set(keySummary, b, pebble.Sync) }))
 		// Move everything out of the WAL into compressed tables.
-		errs = append(errs, safely(w.db.Flush))
+		errs = append(errs, w.await(w.db.Flush))
+	}
+	if w.isFailed() {
+		return fmt.Errorf("store: close: %w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load())
 	}
 	// After a failed commit Pebble's pipeline may be broken: its Close may
 	// panic or wait forever. What was synced is on disk either way.
 	closed := make(chan error, 1)
-	go func() { closed <- safely(w.db.Close) }()
+	go func() {
+		w.dbMu.Lock()
+		defer w.dbMu.Unlock()
+		w.dbClosed = true
+		closed <- safely(w.db.Close)
+	}()
 	select {
 	case err := <-closed:
 		errs = append(errs, err)
+	case <-w.failed:
+		errs = append(errs, fmt.Errorf("%w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load()))
 	case <-time.After(10 * time.Second):
 		errs = append(errs, errors.New("the store did not close within 10s after a failure; what was synced stays readable once this process ends"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
+	os.Remove(filepath.Join(w.dir, failedFile))
 	return removeWALs(w.dir)
 }
 
