@@ -33,6 +33,8 @@ const (
 	Warnings  = "warnings"
 	// Ambiguous names order-ambiguous samples (counted apart, not a class).
 	Ambiguous = "order-ambiguous"
+	// AfterSkip names samples ambiguous for ReasonNotReplayed.
+	AfterSkip = "after-skipped-write"
 )
 
 // Reasons a divergence is order-ambiguous (Divergences.AmbiguousBy).
@@ -42,6 +44,10 @@ const (
 	// ReasonRetried: the statement ran again after its transaction hit a
 	// deadlock on one side; the retry sees the data as it is then.
 	ReasonRetried = "retried"
+	// ReasonNotReplayed: in the comparison with the capture, a write that
+	// replay could not run (Gaps) reached one of the statement's tables
+	// before it.
+	ReasonNotReplayed = "not-replayed"
 )
 
 // Classes lists the divergence classes in report order.
@@ -213,9 +219,12 @@ type Source interface {
 type Tally struct {
 	D       store.Divergences
 	commits *Commits
-	src     Source
-	per     int
-	seen    map[string]int
+	// Gaps, set for the comparison with the capture only, makes a
+	// difference after a write replay skipped ambiguous.
+	Gaps *Gaps
+	src  Source
+	per  int
+	seen map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
@@ -247,13 +256,22 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 			why, reason = fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table), ReasonCommitOverlap
 		}
 	}
+	if why == "" && ok {
+		if g, hit := t.Gaps.Before(st.To, st.Tables); hit {
+			why, reason = fmt.Sprintf("session %d wrote to %s before it with a statement replay could not run (see skipped)", g.Session, g.Table), ReasonNotReplayed
+		}
+	}
 	if why != "" {
 		t.D.Ambiguous++
 		if t.D.AmbiguousBy == nil {
 			t.D.AmbiguousBy = map[string]int64{}
 		}
 		t.D.AmbiguousBy[reason]++
-		t.sample(key, Ambiguous, st, ok, base, target, why)
+		class := Ambiguous
+		if reason == ReasonNotReplayed {
+			class = AfterSkip
+		}
+		t.sample(key, class, st, ok, base, target, why)
 		return
 	}
 	t.D.ByClass[class]++

@@ -203,3 +203,58 @@ func TestCommitsOverlap(t *testing.T) {
 		t.Errorf("Len %d", cs.Len())
 	}
 }
+
+// A difference from the capture on a table a skipped write reached
+// earlier is ambiguous ("not-replayed") until the table starts over; on
+// other tables, before the gap, or after the reset, it is a divergence.
+func TestGapsMakeLaterReadsAmbiguous(t *testing.T) {
+	g := NewGaps()
+	g.Add(9, 1000, []string{"db.t"}) // LOAD DATA LOCAL into db.t at 1000
+	g.Reset(3000, []string{"db.t"})  // DROP TABLE db.t at 3000
+	g.Reset(500, []string{"db.u"})   // a table without gaps: nothing to forget
+	g.Add(4, 4000, []string{"db.t", "db.u"})
+	if g.Len() != 3 {
+		t.Fatalf("Len %d, want 3", g.Len())
+	}
+	for _, c := range []struct {
+		to     int64
+		tables []string
+		want   string
+	}{
+		{900, []string{"db.t"}, ""},             // before the gap
+		{1000, []string{"db.t"}, ""},            // at the gap's own start: itself
+		{2000, []string{"db.t"}, "9 db.t 1000"}, // after it
+		{2000, []string{"db.v", "db.t"}, "9 db.t 1000"},
+		{2000, []string{"db.u"}, ""}, // another table
+		{3500, []string{"db.t"}, ""}, // after the table started over
+		{4500, []string{"db.u"}, "4 db.u 4000"},
+	} {
+		got := ""
+		if gap, ok := g.Before(c.to, c.tables); ok {
+			got = fmt.Sprintf("%d %s %d", gap.Session, gap.Table, gap.Start)
+		}
+		if got != c.want {
+			t.Errorf("Before(%d, %v) = %q, want %q", c.to, c.tables, got, c.want)
+		}
+	}
+
+	src := fakeSource{
+		2: {Session: 1, SQL: "SELECT * FROM t", Digest: "d", From: 1900, To: 2000, Tables: []string{"db.t"}},
+		5: {Session: 1, SQL: "SELECT * FROM t", Digest: "d", From: 3400, To: 3500, Tables: []string{"db.t"}},
+	}
+	tl := NewTally(5, nil, src)
+	tl.Gaps = g
+	tl.Note(2, RowCount, false, OrderKept, "1 rows", "0 rows")
+	tl.Note(5, RowCount, false, OrderKept, "1 rows", "0 rows")
+	d := tl.D
+	if d.Ambiguous != 1 || d.AmbiguousBy[ReasonNotReplayed] != 1 || d.ByClass[RowCount] != 1 || d.Samples[0].Class != AfterSkip {
+		t.Fatalf("tally %+v", d)
+	}
+	if !strings.Contains(d.Samples[0].Why, "session 9 wrote to db.t") {
+		t.Errorf("sample says %q", d.Samples[0].Why)
+	}
+	var nilGaps *Gaps
+	if _, ok := nilGaps.Before(5000, []string{"db.t"}); ok {
+		t.Error("nil Gaps found a gap")
+	}
+}

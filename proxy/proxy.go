@@ -467,9 +467,16 @@ func (p *Proxy) watchIdle(ctx context.Context) {
 	}
 }
 
-// peerClosed reports whether c's peer closed it, when that can be known
-// without reading (a TLS connection cannot tell: false).
+// peerClosed reports whether c's peer closed it, asking the kernel about
+// its socket (under TLS, the socket beneath), without reading.
 func peerClosed(c net.Conn) bool {
+	for {
+		u, ok := c.(interface{ NetConn() net.Conn }) // *tls.Conn, wire's prefix
+		if !ok {
+			break
+		}
+		c = u.NetConn()
+	}
 	switch v := c.(type) {
 	case interface{ PeerClosed() bool }:
 		return v.PeerClosed()

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -321,27 +325,69 @@ func TestKilledQueryLooksAsDirect(t *testing.T) {
 // client's side too, as the server's own close would: go-sql-driver then
 // sees a dead connection before using it and database/sql retries on a
 // new one (go-sql-driver's TestStaleConnectionChecks, through the proxy).
+//
+// Under TLS on both sides as well: the idle watch asks the kernel about
+// the socket beneath the TLS connection (before, a TLS backend's close
+// went unnoticed, and TestStaleConnectionChecks failed through a proxy
+// with --backend-tls).
 func TestBackendIdleCloseReachesTheClient(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	_, dsn := srv.FreshDB(t)
-	tp := startProxy(t, srv.Addr(), false, nil)
-	db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("SET @@SESSION.wait_timeout = 1"); err != nil {
-		t.Fatal(err)
+	for _, withTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", withTLS), func(t *testing.T) {
+			var mod func(*Config)
+			var cmod func(*gomysql.Config)
+			if withTLS {
+				mod = func(c *Config) {
+					c.TLSCert, c.TLSKey = srv.CertFile(), srv.KeyFile()
+					c.BackendTLS, c.BackendCA = true, srv.CAFile()
+				}
+				cmod = func(c *gomysql.Config) { c.TLSConfig = sandboxTLS(t, srv.CAFile()) }
+			}
+			tp := startProxy(t, srv.Addr(), false, mod)
+			db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), cmod))
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec("SET @@SESSION.wait_timeout = 1"); err != nil {
+				t.Fatal(err)
+			}
+			var name, cipher string
+			if err := db.QueryRow("SHOW STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher); err != nil {
+				t.Fatal(err)
+			}
+			if (cipher != "") != withTLS {
+				t.Fatalf("the backend session's Ssl_cipher is %q", cipher)
+			}
+			time.Sleep(2500 * time.Millisecond) // the server closes the backend connection
+			tx, err := db.Begin()
+			if err != nil {
+				t.Fatalf("begin after the server closed the idle connection: %v", err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if got := testFailures(t, tp, reasonBackendGone); got != 1 {
+				t.Errorf("backend_gone failures: %v, want 1", got)
+			}
+		})
 	}
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2500 * time.Millisecond) // the server closes the backend connection
-	tx, err := db.Begin()
+}
+
+// sandboxTLS registers with go-sql-driver a TLS config that verifies a
+// sandbox server (or a proxy using its certificate) against the sandbox's
+// CA, and returns its name for the DSN's tls parameter.
+func sandboxTLS(t *testing.T, caFile string) string {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		t.Fatalf("begin after the server closed the idle connection: %v", err)
-	}
-	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if got := testFailures(t, tp, reasonBackendGone); got != 1 {
-		t.Errorf("backend_gone failures: %v, want 1", got)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", caFile)
 	}
+	name := "sandbox-" + filepath.Base(filepath.Dir(filepath.Dir(caFile)))
+	if err := gomysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }

@@ -104,6 +104,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	for k, rn := range runners {
 		if len(x.created) > 0 && rn.failed() == "" {
 			results[k].Created = createdTables(ctx, rn, x.created)
+			results[k].CreatedDropped = x.createdDropped
 		}
 		if err := run.PutResult(point, rn.idx, results[k]); err != nil {
 			return results, err
@@ -141,6 +142,7 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // executes) and fetches whose capture has a response are compared.
 func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
+	tl.Gaps = x.gaps
 	nextR, stopR := iter.Pull2(r.Records())
 	defer stopR()
 	rec, rerr, rok := nextR()

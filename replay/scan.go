@@ -28,8 +28,12 @@ type captureIndex struct {
 	// (or as qualified in the statement).
 	tables  []string
 	created []string
-	pinned  map[uint64]bool
-	commits *compare.Commits
+	// createdDropped: tables the capture created and dropped again.
+	createdDropped int
+	pinned         map[uint64]bool
+	commits        *compare.Commits
+	// gaps: writes replay skips (not replayable, truncated, masked).
+	gaps *compare.Gaps
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
 }
@@ -47,6 +51,7 @@ type scanSession struct {
 	inTrx      bool
 	autocommit bool
 	writes     map[string]bool
+	lostData   map[uint32]bool // statements whose long data the capture cut
 	unknown    bool
 	trxStart   int64
 }
@@ -64,7 +69,7 @@ func qualify(ts []sqlinfo.Table, schema string, dst []string) []string {
 
 // scanCapture reads the capture once.
 func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*captureIndex, error) {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), recordsOf: map[uint64]uint64{}}
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{}}
 	x.synthetic = strings.HasPrefix(r.Meta().Source, "synth ")
 	first, last, ok, err := r.StartSpan()
 	if err != nil {
@@ -88,7 +93,7 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		}
 		s := sessions[rec.Session]
 		if s == nil {
-			s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}}
+			s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
 			sessions[rec.Session] = s
 		}
 		start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
@@ -113,6 +118,12 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 			continue
 		case store.KindClose:
 			delete(s.sqlOf, rec.StmtID)
+			delete(s.lostData, rec.StmtID)
+			continue
+		case store.KindLongData:
+			if rec.Flags&store.FlagTruncated != 0 {
+				s.lostData[rec.StmtID] = true // replay skips the execute it feeds
+			}
 			continue
 		case store.KindResetConnection:
 			s.sqlOf = map[uint32]string{}
@@ -155,10 +166,35 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		for _, t := range scratch {
 			tables[t] = true
 		}
-		for _, t := range qualify(info.Created, s.schema, nil) {
-			created[t] = true
-		}
 		failed := rec.Resp.Kind == store.RespError
+		if !failed {
+			for _, t := range qualify(info.Created, s.schema, nil) {
+				created[t] = true
+			}
+			if info.Verb == "DROP" {
+				for _, t := range qualify(info.Writes, s.schema, nil) {
+					if created[t] {
+						created[t] = false // the traffic dropped it again
+					}
+				}
+			}
+		}
+		// Writes replay will not run, and tables that start over.
+		skippedByReplay := rec.Flags&(store.FlagNotReplayable|store.FlagTruncated|store.FlagMasked) != 0 ||
+			rec.Kind == store.KindExecute && s.lostData[rec.StmtID]
+		if rec.Kind == store.KindExecute {
+			delete(s.lostData, rec.StmtID)
+		}
+		if !failed {
+			switch {
+			case skippedByReplay:
+				x.gaps.Add(rec.Session, start, qualify(info.Writes, s.schema, nil))
+			case info.TableDDL && info.Verb == "CREATE":
+				x.gaps.Reset(start, qualify(info.Created, s.schema, nil))
+			case info.Verb == "DROP" || info.Verb == "TRUNCATE":
+				x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
+			}
+		}
 		// When writes become visible to other sessions.
 		if info.Begin || info.ImplicitCommit && !info.Begin {
 			s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
@@ -198,8 +234,12 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 	for t := range tables {
 		x.tables = append(x.tables, t)
 	}
-	for t := range created {
-		x.created = append(x.created, t)
+	for t, there := range created {
+		if there {
+			x.created = append(x.created, t)
+		} else {
+			x.createdDropped++
+		}
 	}
 	slices.Sort(x.tables)
 	slices.Sort(x.created)

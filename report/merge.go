@@ -128,7 +128,7 @@ func mergeTarget(o, t *Target, last map[string]float64) {
 	if x.Elapsed >= last[o.Name] {
 		last[o.Name] = x.Elapsed
 		r.EndState, r.Footprint, r.FootprintError = x.EndState, x.Footprint, x.FootprintError
-		r.Created = x.Created
+		r.Created, r.CreatedDropped = x.Created, x.CreatedDropped
 	}
 	if r.FootprintBefore == nil {
 		r.FootprintBefore = x.FootprintBefore

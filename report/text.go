@@ -170,7 +170,14 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	}
 	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.Compared > 0 }) {
 		row("compared with capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.Compared) })
-		row("  order-ambiguous", func(t *Target) string { return fmt.Sprint(t.VsCapture.Ambiguous) })
+		row("  order-ambiguous", func(t *Target) string {
+			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed])
+		})
+		if any(func(t *Target) bool {
+			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] > 0
+		}) {
+			row("  after a skipped write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed]) })
+		}
 		row("  differs from capture", func(t *Target) string { return clip(compare.Summary(t.VsCapture), 22) })
 	}
 	if any(func(t *Target) bool { return t.EndState != nil }) {
@@ -340,7 +347,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 	// Created tables and their engines, as the servers report them.
 	for i := range pt.Targets {
 		t := &pt.Targets[i]
-		if len(t.Created) == 0 {
+		if len(t.Created) == 0 && t.CreatedDropped == 0 {
 			continue
 		}
 		var parts []string
@@ -350,6 +357,9 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				s += " (not " + c.Want + "!)"
 			}
 			parts = append(parts, s)
+		}
+		if t.CreatedDropped > 0 {
+			parts = append(parts, fmt.Sprintf("and %d created and dropped again by the traffic", t.CreatedDropped))
 		}
 		p("\ntables the replay created on %s: %s\n", t.Name, strings.Join(parts, ", "))
 	}
@@ -388,7 +398,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			return
 		}
 		shown := d.Samples[:min(len(d.Samples), 8)]
-		p("\ndivergences of %s from %s (%d, and %d order-ambiguous); %d of %d samples (all in --json and the run directory):\n",
+		p("\ndivergences of %s from %s (%d, and %d ambiguous: order, or after a write replay skipped); %d of %d samples (all in --json and the run directory):\n",
 			name, from, d.Total(), d.Ambiguous, len(shown), len(d.Samples))
 		for _, s := range shown {
 			loop := ""

@@ -230,6 +230,11 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 	if root {
 		args = append([]string{args[0], "--user=root"}, args[1:]...)
 	}
+	tlsArgs, err := s.tlsOptions()
+	if err != nil {
+		return s, err
+	}
+	args = append(args, tlsArgs...)
 	args = append(args, p.Options...)
 	args = append(args, extra...)
 

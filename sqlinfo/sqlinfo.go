@@ -244,6 +244,16 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 		info.SQLPrepare = verb != "EXECUTE" || !at(1, "IMMEDIATE")
 	case "GRANT", "REVOKE":
 		info.ImplicitCommit = true
+	case "SHOW":
+		// Server counters and state (SHOW [GLOBAL|SESSION] STATUS, SHOW
+		// PROCESSLIST, SHOW ENGINE … STATUS, SHOW MASTER STATUS): their
+		// values belong to the server and the connection (its TLS, its
+		// uptime), not to the data; compared for errors only.
+		for _, x := range w[1:] {
+			if x == "STATUS" || x == "PROCESSLIST" || x == "MUTEX" {
+				info.Nondeterministic = true
+			}
+		}
 	}
 	for i, t := range st {
 		switch {

@@ -91,6 +91,12 @@ func TestAnalyze(t *testing.T) {
 		{"CREATE OR REPLACE TABLE t (a INT INVISIBLE) WITH SYSTEM VERSIONING", facts{ddl: true, implicitCommit: true, reads: "t", writes: "t"}},
 		{"SET @x = 1", facts{}},
 		{"CALL p(1)", facts{}},
+		// Server state: the connection's TLS, counters, threads.
+		{"SHOW STATUS LIKE 'Ssl_cipher'", facts{class: ClassOther, nondet: true}},
+		{"SHOW GLOBAL STATUS", facts{class: ClassOther, nondet: true}},
+		{"SHOW FULL PROCESSLIST", facts{class: ClassOther, nondet: true}},
+		{"SHOW ENGINE INNODB STATUS", facts{class: ClassOther, nondet: true}},
+		{"SHOW VARIABLES LIKE 'max_allowed_packet'", facts{class: ClassOther}},
 	}
 	names := func(ts []Table) string {
 		var s []string

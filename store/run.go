@@ -153,6 +153,9 @@ type TargetResult struct {
 	VsCapture  *Divergences   `json:"divergences_from_capture,omitempty"`
 	EndState   *EndState      `json:"end_state,omitempty"`
 	Created    []CreatedTable `json:"created_tables,omitempty"`
+	// CreatedDropped counts the tables the traffic created and dropped
+	// again: gone at the end, so their engine cannot be read.
+	CreatedDropped int `json:"created_dropped,omitempty"`
 	// Footprint is the size of the tables the capture touched after the
 	// replay, FootprintBefore before it (package footprint says how each
 	// engine is measured); FootprintError says why they are missing.

@@ -58,6 +58,9 @@ type prefixConn struct {
 	pre []byte
 }
 
+// NetConn is the connection beneath, as tls.Conn's.
+func (p *prefixConn) NetConn() net.Conn { return p.Conn }
+
 func (p *prefixConn) Read(b []byte) (int, error) {
 	if len(p.pre) > 0 {
 		n := copy(b, p.pre)

@@ -123,15 +123,23 @@ func TestCLISandboxLifecycle(t *testing.T) {
 		t.Fatalf("env: exit %d, %q %q", code, env, stderr)
 	}
 	// The mariadb CLI reaches the server with the printed arguments.
-	var margs string
+	var margs, ca string
 	for _, l := range strings.Split(env, "\n") {
 		if v, ok := strings.CutPrefix(l, "TANDEM_INNODB_MARIADB="); ok {
 			margs = strings.Trim(v, "'")
+		}
+		if v, ok := strings.CutPrefix(l, "TANDEM_INNODB_CA="); ok {
+			ca = strings.Trim(v, "'")
 		}
 	}
 	q, err := exec.Command("mariadb", append(strings.Fields(margs), "-N", "-e", "SELECT @@default_storage_engine")...).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(q)) != "InnoDB" {
 		t.Fatalf("mariadb %s: %q %v", margs, q, err)
+	}
+	// The server offers TLS, verified against the CA the sandbox printed.
+	q, err = exec.Command("mariadb", append(strings.Fields(margs), "--ssl-ca="+ca, "--ssl-verify-server-cert", "-N", "-e", "SHOW STATUS LIKE 'Ssl_version'")...).CombinedOutput()
+	if err != nil || !strings.Contains(string(q), "TLSv1.3") {
+		t.Fatalf("mariadb with TLS verified by %q: %q %v", ca, q, err)
 	}
 	out, _, code = run(t, nil, "sandbox", "down", "--dir", dir, "--purge")
 	if code != 0 || strings.TrimSpace(out) != "innodb: stopped and purged" {

@@ -104,9 +104,14 @@ func newSandboxEnvCmd(dir *string) *cobra.Command {
 		Use:   "env",
 		Short: "Print shell variables for the running servers (eval \"$(tandem sandbox env)\")",
 		Long: `Prints, for each running profile P, TANDEM_P_PORT, TANDEM_P_DSN (go-sql-driver
-form) and TANDEM_P_MARIADB (arguments for the mariadb CLI), upper-cased.`,
+form), TANDEM_P_MARIADB (arguments for the mariadb CLI) and TANDEM_P_CA, upper-cased.
+
+Every sandboxed server offers TLS with certificates the sandbox made for it:
+TANDEM_P_CA is the CA to verify it with (mariadb --ssl-ca, tandem proxy
+--backend-tls --backend-ca); its certificate and key are next to it.`,
 		Example: `  eval "$(tandem sandbox env)"
-  mariadb $TANDEM_ROCKSDB_MARIADB -e 'SHOW ENGINES'`,
+  mariadb $TANDEM_ROCKSDB_MARIADB -e 'SHOW ENGINES'
+  mariadb $TANDEM_INNODB_MARIADB --ssl-ca=$TANDEM_INNODB_CA --ssl-verify-server-cert -e "SHOW STATUS LIKE 'Ssl_cipher'"`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			srvs, err := sandbox.Status(c.Context(), *dir)
@@ -120,8 +125,8 @@ form) and TANDEM_P_MARIADB (arguments for the mariadb CLI), upper-cased.`,
 				}
 				n++
 				p := "TANDEM_" + strings.ToUpper(s.Profile)
-				fmt.Fprintf(c.OutOrStdout(), "%s_PORT=%d\n%s_DSN='%s'\n%s_MARIADB='-h127.0.0.1 -P%d -uroot'\n",
-					p, s.Port, p, s.DSN(""), p, s.Port)
+				fmt.Fprintf(c.OutOrStdout(), "%s_PORT=%d\n%s_DSN='%s'\n%s_MARIADB='-h127.0.0.1 -P%d -uroot'\n%s_CA='%s'\n",
+					p, s.Port, p, s.DSN(""), p, s.Port, p, s.CAFile())
 			}
 			if n == 0 {
 				return fmt.Errorf("%w: no server of the sandbox in %s is running; start them with 'tandem sandbox up'", sandbox.ErrNotRunning, *dir)

@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"net"
 	"os"
@@ -376,17 +377,21 @@ func (c *Conn) PeerClosed() bool {
 	return peerClosed(c.fd)
 }
 
-// peerClosed peeks at fd without blocking or consuming.
+// peerClosed asks the kernel, without blocking or consuming, whether the
+// peer has shut its side (its FIN arrived) or the connection failed.
+// POLLRDHUP tells it even with unread bytes in front of the FIN: a TLS
+// peer's close_notify alert, a MySQL server's last ERR packet; a peek
+// for end of stream would see only those bytes and say open.
 func peerClosed(fd int) bool {
-	var b [1]byte
-	n, _, err := syscall.Recvfrom(fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(p, 0)
 	switch {
-	case err == syscall.EAGAIN || err == syscall.EINTR:
-		return false // open, nothing to read
+	case err == unix.EINTR:
+		return false
 	case err != nil:
 		return true
 	}
-	return n == 0
+	return n > 0 && p[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
 }
 
 // PeerClosedRaw is PeerClosed for a connection on Go's poller.

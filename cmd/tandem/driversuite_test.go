@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sandbox"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// go-sql-driver/mysql's own test suite (the version in go.mod, from the
+// module cache) is a client nobody here wrote. Through `tandem proxy`,
+// capturing with checksums and with TLS on both sides, it gives the same
+// result per test as directly against the same server, TLS tests
+// included. Its capture, replayed at --speed 1 onto two fresh identical
+// servers, has no divergence between them, no error the capture did not
+// have, and no difference from the captured responses except those the
+// replay labels itself: statements after a write it could not run (LOAD
+// DATA LOCAL, statements cut to the capture's size limit), which are
+// counted apart.
+//
+// TestConnectorReturnsTimeout dials 1.1.1.1; it is always skipped: only
+// loopback is ever a target.
+func TestGoSQLDriverSuiteThroughProxyAndReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go-sql-driver's test suite twice and replays it; skipped with -short")
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/go-sql-driver/mysql").Output()
+	src := strings.TrimSpace(string(out))
+	if err != nil || src == "" {
+		t.Fatalf("go-sql-driver's source is not in the module cache (go mod download): %v", err)
+	}
+	srv := sandboxtest.Server(t, "innodb")
+
+	type result struct{ pass, fail, skip []string }
+	suite := func(addr, dbname string) result {
+		t.Helper()
+		cmd := exec.Command("go", "test", "-count=1", "-json", "-skip", "^TestConnectorReturnsTimeout$", ".")
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "MYSQL_TEST_USER=root", "MYSQL_TEST_PASS=", "MYSQL_TEST_PROT=tcp",
+			"MYSQL_TEST_ADDR="+addr, "MYSQL_TEST_DBNAME="+dbname)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run() // a failing test is a result; the events say which
+		var r result
+		sc := bufio.NewScanner(&stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var ev struct{ Action, Test string }
+			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" {
+				continue
+			}
+			switch ev.Action {
+			case "pass":
+				r.pass = append(r.pass, ev.Test)
+			case "fail":
+				r.fail = append(r.fail, ev.Test)
+			case "skip":
+				r.skip = append(r.skip, ev.Test)
+			}
+		}
+		if len(r.pass) == 0 {
+			t.Fatalf("go-sql-driver's suite ran no test: %s", stderr.String())
+		}
+		for _, s := range [][]string{r.pass, r.fail, r.skip} {
+			slices.Sort(s)
+		}
+		return r
+	}
+	dbName := func(dsn string) string { c, _ := driver.ParseDSN(dsn); return c.DBName }
+
+	_, direct := srv.FreshDB(t)
+	want := suite(srv.Addr(), dbName(direct))
+
+	dir := t.TempDir()
+	capDir := filepath.Join(dir, "capture")
+	listen := freeAddr(t)
+	p, _ := startProc(t, tandemBin, "proxy", "--listen", listen, "--backend", srv.Addr(), "--capture", capDir, "--capture-results", "checksum",
+		"--tls-cert", srv.CertFile(), "--tls-key", srv.KeyFile(), "--backend-tls", "--backend-ca", srv.CAFile(), "--metrics-addr", "off")
+	waitTCP(t, listen)
+	_, via := srv.FreshDB(t)
+	got := suite(listen, dbName(via))
+	p.Process.Signal(os.Interrupt)
+	if err := p.Wait(); err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	if len(want.fail) != 0 {
+		t.Errorf("directly, go-sql-driver's suite failed %v (the sandbox should pass it all)", want.fail)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []string
+	}{{"passed", got.pass, want.pass}, {"failed", got.fail, want.fail}, {"skipped", got.skip, want.skip}} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("through the proxy %d tests %s, directly %d: only through the proxy %v, only directly %v", len(c.got), c.what, len(c.want),
+				minus(c.got, c.want), minus(c.want, c.got))
+		}
+	}
+	if !slices.Contains(got.pass, "TestTLS") {
+		t.Errorf("TestTLS did not pass through the proxy")
+	}
+	t.Logf("go-sql-driver suite: %d passed, %d failed, %d skipped, directly and through the proxy alike", len(got.pass), len(got.fail), len(got.skip))
+
+	// Two fresh identical servers, each with the database the suite used.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var targets []string
+	for _, name := range []string{"a", "b"} {
+		sdir := filepath.Join(dir, "sandbox-"+name)
+		srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sandbox.Down(context.Background(), sdir, nil, true) })
+		cmd := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(srvs[0].Port), "-u", "root", "--skip-ssl", "-e", "CREATE DATABASE "+dbName(via))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		targets = append(targets, "--target", name+"="+srvs[0].DSN(dbName(via)))
+	}
+	stdout, stderr, code := run(t, nil, append([]string{"replay", capDir, "--speed", "1", "--json", "--run", filepath.Join(dir, "run"), "--metrics-addr", "off"}, targets...)...)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	a, b := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
+	if b.VsBaseline.Total() != 0 || b.VsBaseline.Ambiguous != 0 || b.VsBaseline.Missing != 0 || b.VsBaseline.Extra != 0 {
+		t.Errorf("b differs from a: %v, %d ambiguous, %d missing, %d extra; samples %+v", b.VsBaseline.ByClass, b.VsBaseline.Ambiguous,
+			b.VsBaseline.Missing, b.VsBaseline.Extra, b.VsBaseline.Samples)
+	}
+	if !maps.Equal(a.ErrorCodes, b.ErrorCodes) {
+		t.Errorf("errors: a %v, b %v", a.ErrorCodes, b.ErrorCodes)
+	}
+	for _, tg := range []report.Target{a, b} {
+		vc := tg.VsCapture
+		if tg.ConnectFailures != 0 {
+			t.Errorf("%s: %d connections failed", tg.Name, tg.ConnectFailures)
+		}
+		// Every error the targets gave, the capture had on the same
+		// statement: no error-vs-ok or error-code divergence.
+		if vc == nil || vc.Total() != 0 || vc.Ambiguous != vc.AmbiguousBy["not-replayed"] {
+			t.Errorf("%s differs from the capture: %+v", tg.Name, vc)
+			continue
+		}
+		for reason := range tg.SkippedBy {
+			if reason != store.SkipReasonText(store.SkipNotReplayable) && reason != store.SkipReasonText(store.SkipTruncated) {
+				t.Errorf("%s: skipped for %q (%v)", tg.Name, reason, tg.SkippedBy)
+			}
+		}
+		t.Logf("%s: %d compared with the capture, %d nondeterministic, %d after a skipped write; errors %v (all as captured); skipped %v",
+			tg.Name, vc.Compared, vc.Nondeterministic, vc.Ambiguous, tg.ErrorCodes, tg.SkippedBy)
+	}
+}
+
+// minus is what a holds that b does not.
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package compare
+
+import (
+	"sort"
+	"sync"
+)
+
+// Gaps indexes, per table, the writes of the capture that replay could
+// not run (LOAD DATA LOCAL, whose file was on the client; a statement
+// truncated or masked in the capture; an execute whose long data was
+// cut), and the moments the table started over (CREATE, DROP, TRUNCATE).
+// From a gap on, until the table starts over, the targets' data in that
+// table is not the capture's: a statement reading it may differ from its
+// captured response although no engine differs. Such a difference is
+// counted apart, as ambiguous for the reason "not-replayed", in the
+// comparison with the capture (the targets all lack the same writes, so
+// comparisons between targets are unaffected).
+// Safe for concurrent use.
+type Gaps struct {
+	mu      sync.Mutex
+	byTable map[string][]gapEvent
+	n       int
+}
+
+// Gap is one write replay could not run: at Start (the capture's clock,
+// ns), by Session, on Table.
+type Gap struct {
+	Session uint64
+	Start   int64
+	Table   string
+}
+
+type gapEvent struct {
+	at      int64
+	session uint64
+	reset   bool // the table started over here
+}
+
+// NewGaps returns an empty index.
+func NewGaps() *Gaps { return &Gaps{byTable: map[string][]gapEvent{}} }
+
+// Len is the number of gaps recorded.
+func (g *Gaps) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// Add records a write by session at start to tables that replay skips.
+func (g *Gaps) Add(session uint64, start int64, tables []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range tables {
+		g.insert(t, gapEvent{at: start, session: session})
+		g.n++
+	}
+}
+
+// Reset records that tables started over at start: created, dropped or
+// truncated, so earlier gaps no longer matter for them.
+func (g *Gaps) Reset(start int64, tables []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range tables {
+		if len(g.byTable[t]) > 0 { // nothing to forget on a table without gaps
+			g.insert(t, gapEvent{at: start, reset: true})
+		}
+	}
+}
+
+func (g *Gaps) insert(t string, e gapEvent) {
+	evs := g.byTable[t]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].at > e.at })
+	evs = append(evs, gapEvent{})
+	copy(evs[i+1:], evs[i:])
+	evs[i] = e
+	g.byTable[t] = evs
+}
+
+// Before returns a gap on one of tables, before the moment to, that no
+// reset of that table followed before to.
+func (g *Gaps) Before(to int64, tables []string) (Gap, bool) {
+	if g == nil {
+		return Gap{}, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range tables {
+		evs := g.byTable[t]
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].at >= to })
+		if i > 0 && !evs[i-1].reset {
+			return Gap{Session: evs[i-1].session, Start: evs[i-1].at, Table: t}, true
+		}
+	}
+	return Gap{}, false
+}
