@@ -6,7 +6,7 @@ BIN      := bin/tandem
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
 # Debian packages the tests and the demo need. Later features append here.
-DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev
 
 .PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay clean
 

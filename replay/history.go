@@ -109,7 +109,7 @@ func (h *histories) session(id uint64) []event {
 func (h *histories) before(rec *store.Record) (schema, preparedSQL string, trxStart int64) {
 	evs := h.session(rec.Session)
 	schema, preparedSQL, trxStart = rec.Schema, fmt.Sprintf("(statement %d)", rec.StmtID), rec.Start.UnixNano()
-	haveSchema, haveSQL, haveTrx := false, rec.Kind != store.KindExecute, false
+	haveSchema, haveSQL, haveTrx := false, rec.Kind != store.KindExecute && rec.Kind != store.KindFetch && rec.Kind != store.KindReset, false
 	for i := sort.Search(len(evs), func(i int) bool { return evs[i].seq > rec.Seq }) - 1; i >= 0 && !(haveSchema && haveSQL && haveTrx); i-- {
 		switch e := &evs[i]; {
 		case e.kind == evSchema && !haveSchema:

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -57,6 +58,7 @@ type worker struct {
 
 	nextDial time.Time
 	backoff  time.Duration
+	dialErr  error // why the last connect failed, for the records that wait it out
 	// cur is the ticket the worker runs records for: every statement it
 	// sends marks it executing (for the gate's stall detection).
 	cur *ticket
@@ -78,7 +80,9 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		return nil
 	}
 	if time.Now().Before(w.nextDial) {
-		return errDialBackoff
+		// The records that wait out the backoff fail for the reason the
+		// connect did (1040 too many connections, refused …).
+		return fmt.Errorf("%w: %w", errDialBackoff, w.dialErr)
 	}
 	cfg := w.rn.connCfg
 	cfg.DB = w.rn.schemaFor(schema)
@@ -87,6 +91,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	if err != nil {
 		w.backoff = min(max(2*w.backoff, 50*time.Millisecond), 5*time.Second)
 		w.nextDial = time.Now().Add(w.backoff)
+		w.dialErr = err
 		w.st.count(func(c *counters) { c.connectFailures++ })
 		return err
 	}

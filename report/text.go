@@ -314,7 +314,14 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 	for i := range pt.Targets {
 		t := &pt.Targets[i]
 		if len(t.ErrorCodes) > 0 {
-			p("\nerrors on %s: %s\n", t.Name, counts(t.ErrorCodes))
+			named := make(map[string]int64, len(t.ErrorCodes))
+			for code, n := range t.ErrorCodes {
+				if name := serverErrorNames[code]; name != "" {
+					code += " " + name
+				}
+				named[code] += n
+			}
+			p("\nerrors on %s: %s\n", t.Name, counts(named))
 		}
 		if len(t.SkippedBy) > 0 {
 			p("skipped on %s: %s\n", t.Name, counts(t.SkippedBy))
@@ -427,6 +434,23 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 }
 
 // counts renders a count map, largest first: "1213 4, 1062 1".
+// serverErrorNames names the server errors a replay meets most, where
+// the number alone would not say what happened.
+var serverErrorNames = map[string]string{
+	"1040": "too many connections",
+	"1045": "access denied",
+	"1049": "unknown database",
+	"1062": "duplicate key",
+	"1064": "syntax error",
+	"1146": "no such table",
+	"1205": "lock wait timeout",
+	"1213": "deadlock",
+	"1286": "unknown storage engine",
+	"1290": "server option prevents it",
+	"1792": "read-only transaction",
+	"1910": "not supported by the engine",
+}
+
 func counts(m map[string]int64) string {
 	type kv struct {
 		k string

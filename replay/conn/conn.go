@@ -518,7 +518,8 @@ func (c *Conn) Fetch(ctx context.Context, st *Stmt, rows uint32, r *Result) erro
 	if err := c.send(); err != nil {
 		return c.fail("fetch", err, ctx)
 	}
-	r.Results = 1
+	// Rows of the cursor's result set, whose columns the execute described.
+	r.Results, r.Sets, r.Columns = 1, 1, uint32(st.Columns)
 	if err := c.readRows(true, r); err != nil {
 		return c.rowsErr("fetch", err, ctx)
 	}
