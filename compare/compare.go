@@ -245,22 +245,7 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 		return
 	}
 	st, ok := t.src.Statement(key)
-	why, reason := "", ""
-	switch {
-	case order == OrderReleased:
-		why, reason = "replay could not keep its order exactly (it went ahead after --order-timeout, or its transaction ran again to let a blocked statement through)", ReasonReplayOrder
-	case order == OrderRetried:
-		why, reason = "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
-	case ok && t.commits != nil:
-		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
-			why, reason = fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table), ReasonCommitOverlap
-		}
-	}
-	if why == "" && ok {
-		if g, hit := t.Gaps.Before(st.To, st.Tables); hit {
-			why, reason = fmt.Sprintf("session %d wrote to %s before it with a statement replay could not run (see skipped)", g.Session, g.Table), ReasonNotReplayed
-		}
-	}
+	why, reason := t.Judge(st, ok, order)
 	if why != "" {
 		t.D.Ambiguous++
 		if t.D.AmbiguousBy == nil {
@@ -276,6 +261,27 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 	}
 	t.D.ByClass[class]++
 	t.sample(key, class, st, ok, base, target, "")
+}
+
+// Judge says why a differing outcome of st (ok: st is known) is
+// ambiguous, and the reason's name, or "" when it is a divergence.
+func (t *Tally) Judge(st Statement, ok bool, order OrderWhy) (why, reason string) {
+	switch {
+	case order == OrderReleased:
+		return "replay could not keep its order exactly (it went ahead after --order-timeout, or its transaction ran again to let a blocked statement through)", ReasonReplayOrder
+	case order == OrderRetried:
+		return "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
+	case ok && t.commits != nil:
+		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
+			return fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table), ReasonCommitOverlap
+		}
+	}
+	if ok {
+		if g, hit := t.Gaps.Before(st.To, st.Tables); hit {
+			return fmt.Sprintf("session %d wrote to %s before it with a statement replay could not run (see skipped)", g.Session, g.Table), ReasonNotReplayed
+		}
+	}
+	return "", ""
 }
 
 func (t *Tally) sample(key uint64, class string, st Statement, ok bool, base, target, why string) {

@@ -35,6 +35,21 @@ type RunConfig struct {
 	Procs int
 	// Ready, if set, is called with the listening address once accepting.
 	Ready func(addr string)
+	// Shadows, if set, start live replays of the capture as it is written
+	// (package shadow); on shutdown they replay what the capture holds,
+	// for up to ShadowDrainTimeout (default 1m), before it closes.
+	Shadows            ShadowStarter
+	ShadowDrainTimeout time.Duration
+}
+
+// ShadowStarter starts shadows on the capture w writes into dir.
+type ShadowStarter interface {
+	Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (ShadowSet, error)
+}
+
+// ShadowSet is running shadows.
+type ShadowSet interface {
+	Stop(timeout time.Duration, out io.Writer) error
 }
 
 // Run serves until ctx is done, then drains connections and closes the
@@ -49,6 +64,9 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = NewMetrics(reg)
 
+	if cfg.Shadows != nil && cfg.CaptureDir == "" {
+		return errors.New("proxy: --shadow needs --capture DIR: shadows replay the capture as it is written")
+	}
 	var w *store.Writer
 	if cfg.CaptureDir != "" {
 		var err error
@@ -67,6 +85,14 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 			w.Close()
 		}
 		return err
+	}
+	var sh ShadowSet
+	if cfg.Shadows != nil {
+		if sh, err = cfg.Shadows.Start(ctx, cfg.CaptureDir, w, reg, log); err != nil {
+			p.ln.Close()
+			w.Close()
+			return fmt.Errorf("proxy: %w", err)
+		}
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -96,8 +122,20 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	}
 	serveErr := p.Serve(ctx)
 	var closeErr error
+	if sh != nil {
+		// What the clients sent is in the capture: let the shadows replay
+		// it all before the capture closes.
+		if err := w.Flush(); err != nil && !errors.Is(err, store.ErrStopped) {
+			log.Warn("flushing the capture for the shadows", "err", err)
+		}
+		drain := cfg.ShadowDrainTimeout
+		if drain <= 0 {
+			drain = time.Minute
+		}
+		closeErr = sh.Stop(drain, out)
+	}
 	if w != nil {
-		closeErr = cfg.Recorder.Close()
+		closeErr = errors.Join(closeErr, cfg.Recorder.Close())
 		st := w.Stats()
 		fmt.Fprintf(out, "tandem proxy: %d sessions, %d records captured into %s, %d dropped\n", p.nextID.Load(), st.Committed, cfg.CaptureDir, st.Dropped)
 	} else {

@@ -49,6 +49,14 @@ func newHistories(r *store.Reader, an *sqlinfo.Analyzer) *histories {
 	return &histories{r: r, an: an, by: map[uint64][]event{}}
 }
 
+// forget drops what is known of a session, which a live capture has
+// added to since.
+func (h *histories) forget(id uint64) {
+	h.mu.Lock()
+	delete(h.by, id)
+	h.mu.Unlock()
+}
+
 func (h *histories) session(id uint64) []event {
 	h.mu.Lock()
 	defer h.mu.Unlock()

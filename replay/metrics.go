@@ -46,8 +46,12 @@ type runMetrics struct {
 
 var (
 	divergenceClasses = []string{compare.ErrorVsOK, compare.ErrorCode, compare.Affected, compare.InsertID, compare.RowCount, compare.Content, compare.Order, compare.Warnings}
-	ambiguityReasons  = []string{compare.ReasonCommitOverlap, compare.ReasonReplayOrder, compare.ReasonRetried}
+	ambiguityReasons  = []string{compare.ReasonCommitOverlap, compare.ReasonReplayOrder, compare.ReasonRetried, compare.ReasonNotReplayed}
 )
+
+// DivergenceClasses and AmbiguityReasons are the label values metrics use.
+func DivergenceClasses() []string { return slices.Clone(divergenceClasses) }
+func AmbiguityReasons() []string  { return slices.Clone(ambiguityReasons) }
 
 // MetricBuckets are the latency buckets' upper bounds, seconds: 50 µs to
 // about 26 s, doubling.

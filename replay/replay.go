@@ -99,6 +99,8 @@ type Config struct {
 	MetricsURL string
 
 	metricsRun *runMetrics
+	// live makes the run a shadow's (RunLive).
+	live *live
 }
 
 // OnUnrewritable values.
@@ -288,11 +290,16 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	r, err := store.Open(cfg.Capture)
-	if err != nil {
-		return nil, err
+	var r *store.Reader
+	if cfg.live != nil {
+		r = cfg.live.sh.Reader // the capture being written; its writer closes it
+	} else {
+		var err error
+		if r, err = store.Open(cfg.Capture); err != nil {
+			return nil, err
+		}
+		defer r.Close()
 	}
-	defer r.Close()
 
 	// Every target must be usable before any statement runs anywhere.
 	infos := make([]store.RunTarget, len(cfg.Targets))
@@ -309,9 +316,14 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline()}
 	}
 	an := sqlinfo.NewAnalyzer()
-	x, err := scanCapture(ctx, r, an)
-	if err != nil {
-		return nil, err
+	var x *captureIndex
+	if cfg.live != nil {
+		x, an = cfg.live.sc.x, cfg.live.sc.an // indexed as it is followed
+	} else {
+		var err error
+		if x, err = scanCapture(ctx, r, an); err != nil {
+			return nil, err
+		}
 	}
 	var notes []string
 	switch {
@@ -327,8 +339,11 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		notes = append(notes, "the capture was synthesized: its timeline is made up, so --order capture keeps an order that never happened; conflicting writes of concurrent sessions are order-ambiguous")
 	}
 	command := "replay"
-	if sw != nil {
+	switch {
+	case sw != nil:
 		command = "sweep"
+	case cfg.live != nil:
+		command = "shadow"
 	}
 	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.Capture, CaptureSource: r.Meta().Source,
 		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
@@ -499,6 +514,9 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		rn.start, rn.capStart, rn.capSpan = start, x.first, x.last-x.first
 		rn.blocking = mode == IOBlocking
 		runners = append(runners, rn)
+		if pcfg.live != nil {
+			pcfg.live.rn.Store(rn)
+		}
 	}
 	for _, rn := range runners {
 		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point

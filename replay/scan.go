@@ -69,7 +69,8 @@ func qualify(ts []sqlinfo.Table, schema string, dst []string) []string {
 
 // scanCapture reads the capture once.
 func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*captureIndex, error) {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{}}
+	sc := newScanner(an)
+	x := sc.x
 	x.synthetic = strings.HasPrefix(r.Meta().Source, "synth ")
 	first, last, ok, err := r.StartSpan()
 	if err != nil {
@@ -79,162 +80,188 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		return nil, errors.New("replay: the capture holds no records")
 	}
 	x.first, x.last = first.UnixNano(), last.UnixNano()
-	sessions := map[uint64]*scanSession{}
-	tables, created := map[string]bool{}, map[string]bool{}
-	var scratch []string
 	for rec, err := range r.Records() {
 		if err != nil {
 			return nil, err
 		}
-		x.records++
-		x.recordsOf[rec.Session]++
 		if x.records%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		s := sessions[rec.Session]
-		if s == nil {
-			s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
-			sessions[rec.Session] = s
-		}
-		start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
-		var sql string
-		switch rec.Kind {
-		case store.KindConnect, store.KindInitDB, store.KindChangeUser:
-			if rec.Resp.Kind != store.RespError {
-				s.schema = rec.Schema
-			}
-			if rec.Kind == store.KindChangeUser {
-				s.sqlOf = map[uint32]string{}
-				s.rollback()
-			}
-			continue
-		case store.KindPrepare:
-			if rec.Resp.Kind != store.RespError {
-				s.sqlOf[rec.StmtID] = rec.SQL
-			}
-			if info := an.Info(rec.SQL); info.PinsSession() {
-				x.pinned[rec.Session] = true
-			}
-			continue
-		case store.KindClose:
-			delete(s.sqlOf, rec.StmtID)
-			delete(s.lostData, rec.StmtID)
-			continue
-		case store.KindLongData:
-			if rec.Flags&store.FlagTruncated != 0 {
-				s.lostData[rec.StmtID] = true // replay skips the execute it feeds
-			}
-			continue
-		case store.KindResetConnection:
-			s.sqlOf = map[uint32]string{}
-			s.rollback()
-			continue
-		case store.KindQuit:
-			s.rollback()
-			delete(sessions, rec.Session)
-			continue
-		case store.KindQuery:
-			sql = rec.SQL
-		case store.KindExecute:
-			sql = s.sqlOf[rec.StmtID]
-			if rec.CursorType != 0 {
-				x.pinned[rec.Session] = true // an open cursor lives on its connection
-			}
-		default:
-			continue
-		}
-		if sql == "" {
-			continue
-		}
-		info := an.Info(sql)
-		d := x.digests[info.Digest.ID]
-		if d == nil {
-			d = &digestCount{text: info.Digest.Text, class: info.Class}
-			x.digests[info.Digest.ID] = d
-		}
-		d.n++
-		if info.PinsSession() {
-			x.pinned[rec.Session] = true
-		}
-		if info.Use {
-			if db, ok := sqlinfo.UseSchema(sql); ok && rec.Resp.Kind != store.RespError {
-				s.schema = db
-			}
-		}
-		scratch = qualify(info.Reads, s.schema, scratch[:0])
-		scratch = qualify(info.Writes, s.schema, scratch)
-		for _, t := range scratch {
-			tables[t] = true
-		}
-		failed := rec.Resp.Kind == store.RespError
-		if !failed {
-			for _, t := range qualify(info.Created, s.schema, nil) {
-				created[t] = true
-			}
-			if info.Verb == "DROP" {
-				for _, t := range qualify(info.Writes, s.schema, nil) {
-					if created[t] {
-						created[t] = false // the traffic dropped it again
-					}
-				}
-			}
-		}
-		// Writes replay will not run, and tables that start over.
-		skippedByReplay := rec.Flags&(store.FlagNotReplayable|store.FlagTruncated|store.FlagMasked) != 0 ||
-			rec.Kind == store.KindExecute && s.lostData[rec.StmtID]
-		if rec.Kind == store.KindExecute {
-			delete(s.lostData, rec.StmtID)
-		}
-		if !failed {
-			switch {
-			case skippedByReplay:
-				x.gaps.Add(rec.Session, start, qualify(info.Writes, s.schema, nil))
-			case info.TableDDL && info.Verb == "CREATE":
-				x.gaps.Reset(start, qualify(info.Created, s.schema, nil))
-			case info.Verb == "DROP" || info.Verb == "TRUNCATE":
-				x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
-			}
-		}
-		// When writes become visible to other sessions.
-		if info.Begin || info.ImplicitCommit && !info.Begin {
-			s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
-		}
-		if info.Set && info.SetAutocommit != 0 {
-			s.autocommit = info.SetAutocommit == '1'
-		}
-		if !failed {
-			writes := qualify(info.Writes, s.schema, nil)
-			if s.inTrx || !s.autocommit {
-				for _, w := range writes {
-					s.writes[w] = true
-				}
-				s.unknown = s.unknown || info.WritesUnknown
-				if !s.inTrx {
-					s.inTrx, s.trxStart = true, start
-				}
-			} else if len(writes) > 0 || info.WritesUnknown {
-				x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown)
-			}
-		}
-		switch {
-		case info.Begin:
-			s.inTrx, s.trxStart = true, start
-		case info.End && info.Verb == "COMMIT" && !failed:
-			s.commit(x.commits, rec.Session, start, end)
-		case info.End:
-			s.rollback()
-		case info.ImplicitCommit:
-			s.commit(x.commits, rec.Session, start, end)
-		}
+		sc.add(rec)
 	}
 	x.sessions, err = r.Sessions()
 	if err != nil {
 		return nil, err
 	}
-	for t := range tables {
+	sc.finish()
+	return x, nil
+}
+
+// scanner builds a captureIndex one record at a time: from a whole
+// capture (scanCapture), or as a live capture is followed (shadows).
+type scanner struct {
+	x               *captureIndex
+	an              *sqlinfo.Analyzer
+	sessions        map[uint64]*scanSession
+	tables, created map[string]bool
+	scratch         []string
+}
+
+func newScanner(an *sqlinfo.Analyzer) *scanner {
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{}}
+	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}}
+}
+
+// add indexes one record, in capture order.
+func (sc *scanner) add(rec *store.Record) {
+	x, an := sc.x, sc.an
+	x.records++
+	x.recordsOf[rec.Session]++
+	s := sc.sessions[rec.Session]
+	if s == nil {
+		s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
+		sc.sessions[rec.Session] = s
+	}
+	start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
+	var sql string
+	switch rec.Kind {
+	case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+		if rec.Resp.Kind != store.RespError {
+			s.schema = rec.Schema
+		}
+		if rec.Kind == store.KindChangeUser {
+			s.sqlOf = map[uint32]string{}
+			s.rollback()
+		}
+		return
+	case store.KindPrepare:
+		if rec.Resp.Kind != store.RespError {
+			s.sqlOf[rec.StmtID] = rec.SQL
+		}
+		if info := an.Info(rec.SQL); info.PinsSession() {
+			x.pinned[rec.Session] = true
+		}
+		return
+	case store.KindClose:
+		delete(s.sqlOf, rec.StmtID)
+		delete(s.lostData, rec.StmtID)
+		return
+	case store.KindLongData:
+		if rec.Flags&store.FlagTruncated != 0 {
+			s.lostData[rec.StmtID] = true // replay skips the execute it feeds
+		}
+		return
+	case store.KindResetConnection:
+		s.sqlOf = map[uint32]string{}
+		s.rollback()
+		return
+	case store.KindQuit:
+		s.rollback()
+		delete(sc.sessions, rec.Session)
+		return
+	case store.KindQuery:
+		sql = rec.SQL
+	case store.KindExecute:
+		sql = s.sqlOf[rec.StmtID]
+		if rec.CursorType != 0 {
+			x.pinned[rec.Session] = true // an open cursor lives on its connection
+		}
+	default:
+		return
+	}
+	if sql == "" {
+		return
+	}
+	info := an.Info(sql)
+	d := x.digests[info.Digest.ID]
+	if d == nil {
+		d = &digestCount{text: info.Digest.Text, class: info.Class}
+		x.digests[info.Digest.ID] = d
+	}
+	d.n++
+	if info.PinsSession() {
+		x.pinned[rec.Session] = true
+	}
+	if info.Use {
+		if db, ok := sqlinfo.UseSchema(sql); ok && rec.Resp.Kind != store.RespError {
+			s.schema = db
+		}
+	}
+	sc.scratch = qualify(info.Reads, s.schema, sc.scratch[:0])
+	sc.scratch = qualify(info.Writes, s.schema, sc.scratch)
+	for _, t := range sc.scratch {
+		sc.tables[t] = true
+	}
+	failed := rec.Resp.Kind == store.RespError
+	if !failed {
+		for _, t := range qualify(info.Created, s.schema, nil) {
+			sc.created[t] = true
+		}
+		if info.Verb == "DROP" {
+			for _, t := range qualify(info.Writes, s.schema, nil) {
+				if sc.created[t] {
+					sc.created[t] = false // the traffic dropped it again
+				}
+			}
+		}
+	}
+	// Writes replay will not run, and tables that start over.
+	skippedByReplay := rec.Flags&(store.FlagNotReplayable|store.FlagTruncated|store.FlagMasked) != 0 ||
+		rec.Kind == store.KindExecute && s.lostData[rec.StmtID]
+	if rec.Kind == store.KindExecute {
+		delete(s.lostData, rec.StmtID)
+	}
+	if !failed {
+		switch {
+		case skippedByReplay:
+			x.gaps.Add(rec.Session, start, qualify(info.Writes, s.schema, nil))
+		case info.TableDDL && info.Verb == "CREATE":
+			x.gaps.Reset(start, qualify(info.Created, s.schema, nil))
+		case info.Verb == "DROP" || info.Verb == "TRUNCATE":
+			x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
+		}
+	}
+	// When writes become visible to other sessions.
+	if info.Begin || info.ImplicitCommit && !info.Begin {
+		s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
+	}
+	if info.Set && info.SetAutocommit != 0 {
+		s.autocommit = info.SetAutocommit == '1'
+	}
+	if !failed {
+		writes := qualify(info.Writes, s.schema, nil)
+		if s.inTrx || !s.autocommit {
+			for _, w := range writes {
+				s.writes[w] = true
+			}
+			s.unknown = s.unknown || info.WritesUnknown
+			if !s.inTrx {
+				s.inTrx, s.trxStart = true, start
+			}
+		} else if len(writes) > 0 || info.WritesUnknown {
+			x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown)
+		}
+	}
+	switch {
+	case info.Begin:
+		s.inTrx, s.trxStart = true, start
+	case info.End && info.Verb == "COMMIT" && !failed:
+		s.commit(x.commits, rec.Session, start, end)
+	case info.End:
+		s.rollback()
+	case info.ImplicitCommit:
+		s.commit(x.commits, rec.Session, start, end)
+	}
+}
+
+// finish fills the index's table lists from what add saw.
+func (sc *scanner) finish() {
+	x := sc.x
+	x.tables, x.created, x.createdDropped = x.tables[:0], x.created[:0], 0
+	for t := range sc.tables {
 		x.tables = append(x.tables, t)
 	}
-	for t, there := range created {
+	for t, there := range sc.created {
 		if there {
 			x.created = append(x.created, t)
 		} else {
@@ -243,7 +270,6 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 	}
 	slices.Sort(x.tables)
 	slices.Sort(x.created)
-	return x, nil
 }
 
 // commit ends the session's open transaction: its writes become visible

@@ -64,6 +64,44 @@ type runner struct {
 	footprintBefore []store.TableFootprint
 	blocking        bool
 	pinned          atomic.Int64
+	// downMsg says why the last connection attempt failed ("" once one
+	// succeeds): a shadow holds its feed while it is set (live.waitUp).
+	downMsg atomic.Pointer[string]
+}
+
+// setDown records the outcome of a connection attempt.
+func (rn *runner) setDown(err error) {
+	if rn.cfg.live == nil {
+		return
+	}
+	if err == nil {
+		if rn.downMsg.Load() != nil {
+			rn.downMsg.Store(nil)
+			rn.cfg.Logger.Info("shadow is up again", "shadow", rn.t.Name)
+		}
+		return
+	}
+	msg := err.Error()
+	if rn.downMsg.Swap(&msg) == nil {
+		rn.cfg.Logger.Warn("shadow is down; its feed waits and retries with backoff", "shadow", rn.t.Name, "err", msg)
+	}
+}
+
+// downReason says why the target is down, "" while it is up.
+func (rn *runner) downReason() string {
+	if p := rn.downMsg.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// probe tries one connection to the target, to learn it is up again.
+func (rn *runner) probe(ctx context.Context) {
+	c, err := conn.Dial(ctx, rn.connCfg)
+	if err == nil {
+		c.Close()
+	}
+	rn.setDown(err)
 }
 
 type rewritten struct {
@@ -287,6 +325,11 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) 
 
 // loops runs body over the capture as many times as Loop and Duration ask.
 func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
+	if l := rn.cfg.live; l != nil {
+		err := l.follow(ctx, rn, body)
+		l.sc.finish()
+		return err
+	}
 	deadline := time.Time{}
 	if rn.cfg.Duration > 0 {
 		deadline = rn.start.Add(rn.cfg.Duration)

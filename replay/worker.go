@@ -93,8 +93,10 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		w.nextDial = time.Now().Add(w.backoff)
 		w.dialErr = err
 		w.st.count(func(c *counters) { c.connectFailures++ })
+		w.rn.setDown(err)
 		return err
 	}
+	w.rn.setDown(nil)
 	w.rn.track(c)
 	w.backoff, w.c, w.schema, w.session, w.version, w.carried, w.inTrx, w.autocommit = 0, c, cfg.DB, 0, 0, 0, false, true
 	w.forgetStatements()
@@ -654,6 +656,9 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 func (w *worker) record(j *job, o *store.Outcome) {
 	if w.released {
 		o.Flags |= store.OutcomeOrderReleased
+	}
+	if l := w.rn.cfg.live; l != nil {
+		l.note(w.rn, j, o)
 	}
 	w.out.Add(o)
 	if w.out.Len() >= w.outBatch {

@@ -54,7 +54,9 @@ func Lex(sql string) ([]Token, error) {
 	for i < n {
 		c := sql[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == 0:
+			// A NUL is space: mariadb-slap ends its queries with one, and
+			// an engine clause must go before it, not after.
 			i++
 		case exec && c == '*' && i+1 < n && sql[i+1] == '/':
 			exec = false

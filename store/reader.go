@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ type Reader struct {
 	dir     string
 	meta    Meta
 	summary *Summary
+	live    *Writer // set for a reader of a capture being written
 }
 
 // Open opens the capture in dir for reading. It fails with ErrNotCapture
@@ -127,8 +129,96 @@ func (r *Reader) Failure() (reason string, at time.Time, ok bool) {
 // DiskBytes is the size of the capture's files.
 func (r *Reader) DiskBytes() (int64, error) { return dirSize(r.dir) }
 
-// Close releases the reader.
-func (r *Reader) Close() error { return r.db.Close() }
+// Close releases the reader. A live reader (Writer.Live) leaves the
+// store to its writer.
+func (r *Reader) Close() error {
+	if r.live != nil {
+		return nil
+	}
+	return r.db.Close()
+}
+
+// Live returns a reader of the capture w is writing, in this process:
+// each call sees what is committed at that moment, and Follow yields
+// records as they are committed. Stop using it before closing w.
+func (w *Writer) Live() *Reader {
+	return &Reader{db: w.db, dir: w.dir, meta: w.meta, live: w}
+}
+
+// DurableSeq is, for a live reader, the writer's: every record up to it
+// is committed and readable. 0 for a reader of a closed capture.
+func (r *Reader) DurableSeq() uint64 {
+	if r.live == nil {
+		return 0
+	}
+	return r.live.DurableSeq()
+}
+
+// ErrNotLive: Follow was called on a reader of a closed capture.
+var ErrNotLive = errors.New("store: Follow needs a live reader (Writer.Live)")
+
+// Follow yields the live capture's records from seq from on, in order,
+// as they are committed, waiting for more until ctx is done: then, or
+// when the writer closes, stops or fails, it ends (with the writer's
+// error, if it has one). The *Record is reused from one step to the next.
+func (r *Reader) Follow(ctx context.Context, from uint64) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		w := r.live
+		if w == nil {
+			yield(nil, ErrNotLive)
+			return
+		}
+		next := max(from, 1)
+		for {
+			sig := *w.commitSig.Load()
+			if durable := w.DurableSeq(); durable >= next {
+				ri, err := r.newRecordIterRange(next, durable)
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				for ok := ri.it.First(); ok; ok = ri.it.Next() {
+					if err := ri.decode(); err != nil {
+						ri.it.Close()
+						yield(nil, err)
+						return
+					}
+					next = ri.rec.Seq + 1
+					if !yield(&ri.rec, nil) {
+						ri.it.Close()
+						return
+					}
+				}
+				err = ri.err()
+				ri.it.Close()
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				continue
+			}
+			select {
+			case <-sig:
+			case <-ctx.Done():
+				return
+			case <-w.failed:
+				yield(nil, w.Err())
+				return
+			case <-w.done:
+				return // the writer is closing its store: stop following first
+			}
+		}
+	}
+}
+
+// newRecordIterRange iterates records from seq lo to hi, inclusive.
+func (r *Reader) newRecordIterRange(lo, hi uint64) (*recordIter, error) {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: recordKey(nil, lo), UpperBound: recordKey(nil, hi+1)})
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	return &recordIter{r: r, it: it}, nil
+}
 
 // recordIter walks record keys with one Pebble iterator.
 type recordIter struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -673,5 +674,78 @@ func TestDiskFullStopsTheCaptureNotTheProcess(t *testing.T) {
 			}
 			t.Logf("%d synced before the disk filled, %d appended, %d readable; %v", seqAtFull, appended, n, w.Err())
 		})
+	}
+}
+
+// A live reader follows the capture as it is written: every record, in
+// order, each once, as soon as it is committed; Get and Session see the
+// live store too; Follow ends when its context does.
+func TestFollowSeesRecordsAsTheyAreCommitted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := Create(dir, WriterOptions{FlushInterval: 5 * time.Millisecond, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	live := w.Live()
+	const n = 5000
+	go func() {
+		for i := uint64(1); i <= n; i++ {
+			r := crashRecord(i)
+			if _, err := w.Append(&r); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%500 == 0 {
+				time.Sleep(10 * time.Millisecond) // the follower catches up and waits
+			}
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	var got uint64
+	for rec, err := range live.Follow(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+		if rec.Seq != got || rec.Resp.Rows != got {
+			t.Fatalf("record %d is %+v", got, rec)
+		}
+		if got == n {
+			cancel()
+		}
+	}
+	if got != n {
+		t.Fatalf("followed %d records, want %d", got, n)
+	}
+	rec, ok, err := live.Get(n / 2)
+	if err != nil || !ok || rec.Resp.Rows != n/2 {
+		t.Fatalf("Get on the live reader: %+v %v %v", rec, ok, err)
+	}
+	// From the middle, and with nothing more to come: it waits until
+	// its context ends.
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got = 0
+	for rec, err := range live.Follow(ctx, n-9) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Seq != n-9+got {
+			t.Fatalf("from %d: record %d", n-9, rec.Seq)
+		}
+		got++
+	}
+	if got != 10 || ctx.Err() == nil {
+		t.Fatalf("from the middle: %d records, context %v", got, ctx.Err())
+	}
+	if live.Close() != nil {
+		t.Fatal("closing a live reader failed")
+	}
+	var closed Reader
+	for _, err := range closed.Follow(context.Background(), 1) {
+		if !errors.Is(err, ErrNotLive) {
+			t.Fatalf("Follow on a reader that is not live: %v", err)
+		}
 	}
 }

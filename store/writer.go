@@ -116,8 +116,11 @@ type Writer struct {
 	// it again. dbMu orders the metrics' reads of the store before Close.
 	failed   chan struct{}
 	failOnce sync.Once
-	dbMu     sync.RWMutex
-	dbClosed bool
+	// committed is closed, and replaced, at each commit: followers of
+	// the live capture (Reader.Follow) wait on it.
+	commitSig atomic.Pointer[chan struct{}]
+	dbMu      sync.RWMutex
+	dbClosed  bool
 
 	kick     chan struct{}
 	flushReq chan chan error
@@ -159,6 +162,8 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		sessions: map[uint64]struct{}{},
 	}
 	w.space.L = &w.mu
+	sig := make(chan struct{})
+	w.commitSig.Store(&sig)
 	po := pebbleOptions(false, opts.Logger)
 	po.Logger = pebbleLogger{log: opts.Logger, fatal: w.fail}
 	fs := opts.FS
@@ -495,6 +500,8 @@ func (w *Writer) commit() error {
 		return w.mu.err
 	}
 	w.durable.Store(first + uint64(count) - 1)
+	next := make(chan struct{})
+	close(*w.commitSig.Swap(&next))
 	w.committed.Add(uint64(count))
 	w.commits.Add(1)
 	w.commitNanos.Add(int64(elapsed))

@@ -1,20 +1,26 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/shadow"
+	"github.com/tandemdb/tandem/store"
 )
 
 func newProxyCmd() *cobra.Command {
 	var cfg proxy.RunConfig
 	var logLevel string
 	var procs int
+	var sh shadow.Config
 	cmd := &cobra.Command{
 		Use:   "proxy --backend HOST:PORT [--capture DIR]",
 		Short: "Relay MySQL clients to a server and record every command exchange",
@@ -25,6 +31,22 @@ recorded — command, typed parameters, timing, a summary of the response — in
 a new capture directory, for 'tandem inspect' and replay. Recording never slows
 clients: when the disk falls behind, records are dropped and counted.
 
+Shadows (--shadow, repeatable) replay the capture as it is written, each on
+a server of its own — a copy of the primary on another engine — with the
+replay engine (sessions, prepared statements, the capture's order, the
+client's deadlock retries), and compare every statement with the primary's
+captured response (row checksums are captured automatically). Clients are
+served by the primary exactly as without shadows: shadows only read the
+capture log. A shadow whose server goes down waits and retries with
+backoff, then catches up from the log; one further behind than
+--shadow-max-lag skips ahead at transaction boundaries and counts what it
+skipped (differences on the tables of skipped writes are counted apart).
+Every --shadow-status-interval a log line gives each shadow's state, lag,
+and divergences by class; /metrics has tandem_shadow_* and the shadows'
+latencies (tandem_replay_*, run="shadow-NAME"). On shutdown each shadow
+replays what the capture holds, then its run directory
+(CAPTURE.shadows/NAME) is a replay's: 'tandem report' reads it.
+
 Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
 have their string literals masked before they are stored. Compression is
 refused (clients connect without it). SIGINT or SIGTERM stop accepting, let
@@ -32,7 +54,10 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 		Example: `  tandem proxy --backend 127.0.0.1:3306 --capture ./capture
   sysbench oltp_read_write --mysql-host=127.0.0.1 --mysql-port=4000 ... run
   tandem proxy --listen 0.0.0.0:4000 --backend db1:3306 --capture ./cap \
-      --tls-cert proxy.pem --tls-key proxy.key --capture-results checksum`,
+      --tls-cert proxy.pem --tls-key proxy.key --capture-results checksum
+  tandem proxy --backend 127.0.0.1:3306 --capture ./cap \
+      --shadow myrocks='root@tcp(127.0.0.1:3307)/shop,engine=rocksdb' \
+      --shadow zipped='root@tcp(127.0.0.1:3308)/shop,options=ROW_FORMAT=COMPRESSED' --shadow-max-lag 30s`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var lvl slog.Level
@@ -47,6 +72,21 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 			n, err := proxyProcs(procs, c.Flags().Changed("procs"), cfg.IO)
 			if err != nil {
 				return err
+			}
+			if len(sh.Specs) > 0 {
+				if cfg.CaptureDir == "" {
+					return fmt.Errorf("--shadow needs --capture DIR: shadows replay the capture as it is written")
+				}
+				if err := sh.Check(); err != nil {
+					return err
+				}
+				if !c.Flags().Changed("capture-results") {
+					cfg.CaptureResults = proxy.ResultsChecksum // shadows compare rows with the primary's
+				}
+				cfg.Shadows = shadowStarter{sh}
+				if !c.Flags().Changed("procs") {
+					n++ // the shadows' replay runs beside the relaying, not on its CPU
+				}
 			}
 			runtime.GOMAXPROCS(n)
 			cfg.Procs = n
@@ -74,7 +114,25 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too: name=DSN[,engine=X][,options=…] (repeatable; needs --capture)")
+	f.StringVar(&sh.Mode, "shadow-mode", shadow.All, "all (every statement: shadows cloned from the primary) or read-only (no writes: shadows with other data)")
+	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")
+	f.StringVar(&sh.Runs, "shadow-runs", "", "directory for the shadows' run directories (default CAPTURE.shadows)")
+	f.DurationVar(&sh.StatusInterval, "shadow-status-interval", 10*time.Second, "how often the shadows' state is logged")
+	f.DurationVar(&sh.TargetTimeout, "shadow-target-timeout", 30*time.Second, "a shadow whose server gives no answer to a call this long is marked failed")
+	f.DurationVar(&cfg.ShadowDrainTimeout, "shadow-drain-timeout", time.Minute, "on shutdown, how long the shadows may take to replay what the capture holds")
 	return cmd
+}
+
+// shadowStarter starts the --shadow servers' live replays for the proxy.
+type shadowStarter struct{ cfg shadow.Config }
+
+func (s shadowStarter) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (proxy.ShadowSet, error) {
+	set, err := s.cfg.Start(ctx, dir, w, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
 }
 
 // proxyProcs is how many CPUs run the proxy's Go code at once. Relaying

@@ -1,0 +1,364 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Shadow is what a live replay (RunLive) follows and how.
+type Shadow struct {
+	// Reader is a live reader of the capture being written
+	// (store.Writer.Live); From is the first record to replay.
+	Reader *store.Reader
+	From   uint64
+	// Drain, once closed, makes the shadow replay every record committed
+	// by then and end; cancelling RunLive's context ends it at once.
+	Drain <-chan struct{}
+	// MaxLag: a shadow further behind the capture than this skips ahead,
+	// at transaction boundaries, until it is within half of it (0: never).
+	MaxLag time.Duration
+	// ReadOnly sends no writes (for a shadow not cloned from the primary);
+	// reads of tables written since the start are then ambiguous.
+	ReadOnly bool
+}
+
+// LiveStats is a shadow's state, for its status line and metrics.
+type LiveStats struct {
+	Up bool
+	// Down says why the shadow is down ("" while up).
+	Down string
+	// Seq is the last record dispatched; LagRecords how many committed
+	// records are not dispatched yet; LagSeconds how far behind the
+	// capture the record now dispatched is.
+	Seq        uint64
+	LagRecords uint64
+	LagSeconds float64
+	Lagging    bool
+	// Skipped counts the records not replayed because the shadow was
+	// behind (--shadow-max-lag) or in read-only mode; SkippedWrites those
+	// of them that wrote (their tables are ambiguous afterwards).
+	Skipped, SkippedWrites uint64
+	// Compared with the primary's captured responses. Unavailable:
+	// statements the shadow could not run for a reason of its own (down,
+	// connection lost), counted apart, their writes marked as skipped.
+	Compared, Nondeterministic, Unavailable int64
+	Divergent                               map[string]int64 // by class
+	Ambiguous                               map[string]int64 // by reason
+}
+
+// live is a live replay's state, shared by its runner and workers.
+type live struct {
+	sh   Shadow
+	sc   *scanner
+	from uint64
+
+	rn          atomic.Pointer[runner]
+	seq         atomic.Uint64 // last dispatched
+	lagNanos    atomic.Int64
+	skipped     atomic.Uint64
+	skipWrites  atomic.Uint64
+	unavailable atomic.Int64
+	lagging     atomic.Bool
+	skipTrx     map[uint64]bool // sessions whose transaction is left out; follow's own
+
+	mu struct {
+		sync.Mutex
+		tally *compare.Tally
+		src   *histories
+		// classOf remembers the recent records' verdicts, so that a
+		// retried or rerun record's final outcome replaces its first.
+		classOf map[uint64]verdict
+		fifo    []uint64
+	}
+}
+
+type verdict struct {
+	class  string // "" equal
+	reason string // ambiguous for this reason
+	nondet bool
+}
+
+const liveMemory = 1 << 16 // verdicts remembered for replacement
+
+// Live is a running live replay: a shadow.
+type Live struct {
+	Name string
+	l    *live
+	done chan struct{}
+	rep  *report.Report
+	err  error
+}
+
+// RunLive starts replaying a capture while it is written, against one
+// target (cfg.Targets[0]): every record as it is committed, with the
+// replay engine (sessions, prepared statements, the capture's order,
+// client error handling), each outcome compared at once with the
+// primary's captured response. Wait returns the run's report once
+// sh.Drain or ctx ends it. The run directory cfg.RunDir holds what a
+// replay's does.
+func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
+	if sh.Reader == nil {
+		return nil, errors.New("replay: a shadow needs a live reader of the capture")
+	}
+	if len(cfg.Targets) != 1 {
+		return nil, fmt.Errorf("replay: a shadow replays onto one target, not %d", len(cfg.Targets))
+	}
+	// As fast as the order allows: records arrive as they happen. Go's
+	// poller, so that shadows take no threads from the proxy.
+	cfg.Speed, cfg.Concurrency, cfg.Loop, cfg.Duration, cfg.IO = 0, 0, 1, 0, IOPoller
+	if cfg.Order == "" {
+		cfg.Order = OrderCapture
+	}
+	an := sqlinfo.NewAnalyzer()
+	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}}
+	l.mu.classOf = map[uint64]verdict{}
+	cfg.live = l
+	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
+	go func() {
+		defer close(lv.done)
+		lv.rep, lv.err = run(ctx, cfg, nil, nil)
+	}()
+	return lv, nil
+}
+
+// Wait waits for the shadow to end and returns its report.
+func (lv *Live) Wait() (*report.Report, error) {
+	<-lv.done
+	return lv.rep, lv.err
+}
+
+// Done is closed when the shadow has ended.
+func (lv *Live) Done() <-chan struct{} { return lv.done }
+
+// Stats returns the shadow's state now.
+func (lv *Live) Stats() LiveStats {
+	l := lv.l
+	st := LiveStats{Seq: l.seq.Load(), LagSeconds: time.Duration(l.lagNanos.Load()).Seconds(), Lagging: l.lagging.Load(),
+		Skipped: l.skipped.Load(), SkippedWrites: l.skipWrites.Load(), Unavailable: l.unavailable.Load(), Up: true}
+	if d := l.sh.Reader.DurableSeq(); d > st.Seq {
+		st.LagRecords = d - st.Seq
+	}
+	if rn := l.rn.Load(); rn != nil {
+		if why := rn.failed(); why != "" {
+			st.Up, st.Down = false, why
+		} else if why := rn.downReason(); why != "" {
+			st.Up, st.Down = false, why
+		}
+	}
+	l.mu.Lock()
+	if t := l.mu.tally; t != nil {
+		st.Compared, st.Nondeterministic = t.D.Compared, t.D.Nondeterministic
+		st.Divergent = maps(t.D.ByClass)
+		st.Ambiguous = maps(t.D.AmbiguousBy)
+	}
+	l.mu.Unlock()
+	return st
+}
+
+func maps(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// note compares one final outcome with the captured response at once.
+// A record noted again (its transaction retried or rerun) replaces its
+// earlier verdict.
+func (l *live) note(rn *runner, j *job, o *store.Outcome) {
+	rec := j.rec
+	if rec.Resp.Kind == store.RespNone || rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch {
+		return
+	}
+	if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
+		return
+	}
+	if o.Flags&store.OutcomeClientError != 0 {
+		// Not the engine's answer: the shadow was down or lost the
+		// connection. A write may not have run: its tables are ambiguous
+		// from here on.
+		l.unavailable.Add(1)
+		if info := rn.an.Info(j.sql); info.Class == sqlinfo.ClassWrite || info.TableDDL {
+			l.sc.x.gaps.Add(rec.Session, rec.Start.UnixNano(), qualify(info.Writes, rec.Schema, nil))
+		}
+		return
+	}
+	class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
+	v := verdict{class: class, nondet: nondet}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.tally == nil {
+		l.mu.src = newHistories(l.sh.Reader, rn.an)
+		l.mu.tally = compare.NewTally(0, l.sc.x.commits, l.mu.src)
+		l.mu.tally.Gaps = l.sc.x.gaps
+	}
+	t := l.mu.tally
+	if class != "" {
+		l.mu.src.forget(rec.Session) // the session has grown since it was read
+		st, ok := l.mu.src.Statement(o.Seq)
+		if _, reason := t.Judge(st, ok, compare.OrderOf(o)); reason != "" {
+			v.reason = reason
+		}
+	}
+	if old, seen := l.mu.classOf[o.Seq]; seen {
+		l.count(old, -1)
+	} else {
+		l.mu.fifo = append(l.mu.fifo, o.Seq)
+		if len(l.mu.fifo) > liveMemory {
+			delete(l.mu.classOf, l.mu.fifo[0])
+			l.mu.fifo = l.mu.fifo[1:]
+		}
+	}
+	l.mu.classOf[o.Seq] = v
+	l.count(v, 1)
+}
+
+func (l *live) count(v verdict, d int64) {
+	t := l.mu.tally
+	t.D.Compared += d
+	if v.nondet {
+		t.D.Nondeterministic += d
+	}
+	switch {
+	case v.class == "":
+	case v.reason != "":
+		t.D.Ambiguous += d
+		if t.D.AmbiguousBy == nil {
+			t.D.AmbiguousBy = map[string]int64{}
+		}
+		t.D.AmbiguousBy[v.reason] += d
+	default:
+		t.D.ByClass[v.class] += d
+	}
+}
+
+// follow feeds the live capture's records to body, indexing each first,
+// until the shadow is drained or ctx ends. Behind by more than MaxLag, it
+// skips what it can at transaction boundaries (keeping every session's
+// connects, schema changes and prepared statements), counts it, and marks
+// the tables of skipped writes, so later differences there are ambiguous.
+func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Record, loop int) bool) error {
+	r := l.sh.Reader
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if l.sh.Drain != nil {
+		go func() {
+			select {
+			case <-l.sh.Drain:
+			case <-fctx.Done():
+				return
+			}
+			// Replay what is committed now, then stop.
+			target := r.DurableSeq()
+			for l.seq.Load() < target && fctx.Err() == nil && rn.failed() == "" {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
+	}
+	inTrx := map[uint64]bool{}
+	sqlOf := map[uint64]map[uint32]string{}
+	for rec, err := range r.Follow(fctx, l.from) {
+		if err != nil {
+			return err
+		}
+		l.sc.add(rec)
+		// A shadow that is down waits, retrying with backoff, and then
+		// catches up from the log: the primary never notices.
+		l.waitUp(fctx, rn)
+		lag := time.Since(rec.Start.Add(rec.Duration))
+		l.lagNanos.Store(int64(max(lag, 0)))
+		if l.sh.MaxLag > 0 {
+			switch {
+			case lag > l.sh.MaxLag && !l.lagging.Load():
+				l.lagging.Store(true)
+				rn.cfg.Logger.Warn("shadow is behind; skipping ahead at transaction boundaries", "shadow", rn.t.Name, "lag", lag.Round(time.Millisecond), "max_lag", l.sh.MaxLag)
+			case lag < l.sh.MaxLag/2 && l.lagging.Load():
+				l.lagging.Store(false)
+				rn.cfg.Logger.Info("shadow caught up", "shadow", rn.t.Name, "skipped", l.skipped.Load())
+			}
+		}
+		if l.skip(rn, rec, inTrx, sqlOf) {
+			l.seq.Store(rec.Seq)
+			continue
+		}
+		if !body(rec, 0) {
+			return nil
+		}
+		l.seq.Store(rec.Seq)
+	}
+	return nil
+}
+
+// skip decides whether a record is left out: when lagging, statements
+// outside transactions and whole transactions that begin while lagging;
+// in read-only mode, every write. Session state always replays.
+func (l *live) skip(rn *runner, rec *store.Record, inTrx map[uint64]bool, sqlOf map[uint64]map[uint32]string) bool {
+	var sql string
+	switch rec.Kind {
+	case store.KindPrepare:
+		if sqlOf[rec.Session] == nil {
+			sqlOf[rec.Session] = map[uint32]string{}
+		}
+		sqlOf[rec.Session][rec.StmtID] = rec.SQL
+		return false
+	case store.KindQuit:
+		delete(inTrx, rec.Session)
+		delete(sqlOf, rec.Session)
+		return false
+	case store.KindQuery:
+		sql = rec.SQL
+	case store.KindExecute:
+		sql = sqlOf[rec.Session][rec.StmtID]
+	default:
+		return false
+	}
+	info := rn.an.Info(sql)
+	open := inTrx[rec.Session]
+	switch {
+	case info.Begin:
+		inTrx[rec.Session] = true
+	case info.End || info.ImplicitCommit:
+		inTrx[rec.Session] = false
+	}
+	writes := info.Class == sqlinfo.ClassWrite || info.TableDDL || info.WritesUnknown
+	drop := l.sh.ReadOnly && writes
+	if !drop && l.lagging.Load() {
+		// A transaction open before the lag began runs to its end; one
+		// that begins while lagging is left out whole.
+		drop = !open && !info.End || open && l.skipTrx[rec.Session]
+		if info.Begin {
+			l.skipTrx[rec.Session] = drop
+		}
+	}
+	if !drop {
+		return false
+	}
+	l.skipped.Add(1)
+	if writes {
+		l.skipWrites.Add(1)
+		l.sc.x.gaps.Add(rec.Session, rec.Start.UnixNano(), qualify(info.Writes, rec.Schema, nil))
+	}
+	return true
+}
+
+// waitUp holds the feed while the shadow's target is down (its last
+// connection attempt failed), probing it with backoff.
+func (l *live) waitUp(ctx context.Context, rn *runner) {
+	backoff := 100 * time.Millisecond
+	for rn.downReason() != "" && ctx.Err() == nil && rn.failed() == "" {
+		sleepUntil(ctx, time.Now().Add(backoff))
+		backoff = min(2*backoff, 5*time.Second)
+		rn.probe(ctx)
+	}
+}

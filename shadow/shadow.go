@@ -1,0 +1,265 @@
+// Package shadow runs shadows beside tandem proxy: live replays of the
+// capture as it is written, each on a target of its own (another engine,
+// a copy of the primary), each statement compared at once with the
+// primary's captured response. Shadows only read the capture log: the
+// proxy's client path does no shadow work, and a shadow that is slow,
+// down or failing never reaches a client.
+package shadow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
+)
+
+// Modes (Config.Mode).
+const (
+	All      = "all"       // every record, writes too: a shadow cloned from the primary
+	ReadOnly = "read-only" // no writes: a shadow with other data
+)
+
+// Config is what `tandem proxy --shadow …` runs.
+type Config struct {
+	// Specs are targets, "name=DSN[,engine=X][,options=…]".
+	Specs []string
+	// Mode is All (default) or ReadOnly.
+	Mode string
+	// Runs is where each shadow's run directory goes (default
+	// CAPTURE.shadows/NAME).
+	Runs string
+	// MaxLag, if set, makes a shadow further behind skip ahead at
+	// transaction boundaries. StatusInterval paces the status log line
+	// (default 10s). TargetTimeout fails a shadow whose server stops
+	// answering a call (default 30s).
+	MaxLag, StatusInterval, TargetTimeout time.Duration
+}
+
+// Set is the running shadows of one proxy.
+type Set struct {
+	log    *slog.Logger
+	lives  []*replay.Live
+	dirs   []string
+	drain  chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{} // the status loop ended
+}
+
+// Check says what is wrong with the configuration, before anything
+// starts.
+func (cfg *Config) Check() error {
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = All
+	case All, ReadOnly:
+	default:
+		return fmt.Errorf("--shadow-mode %q: want %s or %s", cfg.Mode, All, ReadOnly)
+	}
+	for _, spec := range cfg.Specs {
+		if _, err := targets.Parse(spec); err != nil {
+			return fmt.Errorf("--shadow: %w", err)
+		}
+	}
+	if cfg.MaxLag < 0 {
+		return errors.New("--shadow-max-lag must not be negative")
+	}
+	return nil
+}
+
+// Start checks each shadow target (a wrong DSN or a missing engine stops
+// the proxy from starting, as replay's targets do) and starts its live
+// replay of the capture w writes into dir.
+func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return nil, errors.New("--shadow needs --capture: shadows replay the capture as it is written")
+	}
+	runs := cfg.Runs
+	if runs == "" {
+		runs = strings.TrimRight(dir, "/") + ".shadows"
+	}
+	var ts []targets.Target
+	for _, spec := range cfg.Specs {
+		t, err := targets.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--shadow: %w", err)
+		}
+		if slices.ContainsFunc(ts, func(o targets.Target) bool { return o.Name == t.Name }) {
+			return nil, fmt.Errorf("--shadow: two shadows are named %q", t.Name)
+		}
+		db, err := t.Open()
+		if err != nil {
+			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
+		}
+		_, err = t.Check(ctx, db)
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
+		}
+		ts = append(ts, t)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	s := &Set{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	metrics := replay.NewMetrics(reg)
+	live := w.Live()
+	for _, t := range ts {
+		rd := filepath.Join(runs, t.Name)
+		lv, err := replay.RunLive(sctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
+			Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
+			replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
+		}
+		s.lives = append(s.lives, lv)
+		s.dirs = append(s.dirs, rd)
+	}
+	reg.MustRegister(collector{s})
+	go s.status(cfg.StatusInterval)
+	return s, nil
+}
+
+// status logs every shadow's state every interval until the shadows end.
+func (s *Set) status(every time.Duration) {
+	defer close(s.done)
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.drain:
+			return
+		case <-t.C:
+			for _, lv := range s.lives {
+				st := lv.Stats()
+				s.log.Info("shadow status", "shadow", lv.Name, "state", stateOf(st), "lag_records", st.LagRecords,
+					"lag", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Millisecond), "compared", st.Compared,
+					"divergent", classes(st.Divergent), "ambiguous", classes(st.Ambiguous), "skipped", st.Skipped, "unavailable", st.Unavailable)
+			}
+		}
+	}
+}
+
+func stateOf(st replay.LiveStats) string {
+	switch {
+	case !st.Up:
+		return "down: " + st.Down
+	case st.Lagging:
+		return "lagging"
+	}
+	return "up"
+}
+
+// classes prints counts by name, in name order, "none" for none.
+func classes(m map[string]int64) string {
+	var parts []string
+	for k, v := range m {
+		if v != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// Stop lets every shadow replay what the capture holds (up to timeout),
+// then ends them and prints one line each.
+func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
+	if s == nil {
+		return nil
+	}
+	close(s.drain)
+	<-s.done
+	deadline := time.After(timeout)
+	var errs []error
+	for i, lv := range s.lives {
+		select {
+		case <-lv.Done():
+		case <-deadline:
+			s.log.Warn("shadows did not catch up in time; stopping them", "timeout", timeout)
+			s.cancel()
+			<-lv.Done()
+		}
+		rep, err := lv.Wait()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.Name, err))
+			continue
+		}
+		st := lv.Stats()
+		end := ""
+		if pts := rep.Points; len(pts) > 0 && len(pts[0].Targets) > 0 {
+			if tg := pts[0].Targets[0]; tg.Failed != "" {
+				end = ", failed: " + tg.Failed
+			}
+		}
+		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, ambiguous %s, %d skipped, %d unavailable%s; tandem report %s\n",
+			lv.Name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, end, s.dirs[i])
+	}
+	s.cancel()
+	return errors.Join(errs...)
+}
+
+// collector exports the shadows' state to Prometheus.
+type collector struct{ s *Set }
+
+var (
+	descShadowUp        = prometheus.NewDesc("tandem_shadow_up", "1 while the shadow's server answers, 0 while it is down (its feed waits and retries).", []string{"shadow"}, nil)
+	descShadowLagRecs   = prometheus.NewDesc("tandem_shadow_lag_records", "Records committed to the capture that the shadow has not dispatched yet.", []string{"shadow"}, nil)
+	descShadowLagSecs   = prometheus.NewDesc("tandem_shadow_lag_seconds", "How far behind the capture the record the shadow dispatched last is.", []string{"shadow"}, nil)
+	descShadowLagging   = prometheus.NewDesc("tandem_shadow_lagging", "1 while the shadow is past --shadow-max-lag and skipping ahead.", []string{"shadow"}, nil)
+	descShadowSkipped   = prometheus.NewDesc("tandem_shadow_skipped_total", "Records the shadow left out: behind --shadow-max-lag, or writes in read-only mode.", []string{"shadow"}, nil)
+	descShadowCompared  = prometheus.NewDesc("tandem_shadow_compared_total", "Statements compared with the primary's captured response.", []string{"shadow"}, nil)
+	descShadowDivergent = prometheus.NewDesc("tandem_shadow_divergent_total", "Statements whose outcome differs from the primary's, by class.", []string{"shadow", "class"}, nil)
+	descShadowAmbiguous = prometheus.NewDesc("tandem_shadow_ambiguous_total", "Differing outcomes counted apart, by reason (the capture's order, a retry, a write the shadow skipped).", []string{"shadow", "reason"}, nil)
+	descShadowUnavail   = prometheus.NewDesc("tandem_shadow_unavailable_total", "Statements the shadow could not run for a reason of its own (down, connection lost).", []string{"shadow"}, nil)
+)
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descShadowUp, descShadowLagRecs, descShadowLagSecs, descShadowLagging, descShadowSkipped, descShadowCompared, descShadowDivergent, descShadowAmbiguous, descShadowUnavail} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, lv := range c.s.lives {
+		st := lv.Stats()
+		n := lv.Name
+		ch <- prometheus.MustNewConstMetric(descShadowUp, prometheus.GaugeValue, b(st.Up), n)
+		ch <- prometheus.MustNewConstMetric(descShadowLagRecs, prometheus.GaugeValue, float64(st.LagRecords), n)
+		ch <- prometheus.MustNewConstMetric(descShadowLagSecs, prometheus.GaugeValue, st.LagSeconds, n)
+		ch <- prometheus.MustNewConstMetric(descShadowLagging, prometheus.GaugeValue, b(st.Lagging), n)
+		ch <- prometheus.MustNewConstMetric(descShadowSkipped, prometheus.CounterValue, float64(st.Skipped), n)
+		ch <- prometheus.MustNewConstMetric(descShadowCompared, prometheus.CounterValue, float64(st.Compared), n)
+		ch <- prometheus.MustNewConstMetric(descShadowUnavail, prometheus.CounterValue, float64(st.Unavailable), n)
+		for _, class := range replay.DivergenceClasses() {
+			ch <- prometheus.MustNewConstMetric(descShadowDivergent, prometheus.CounterValue, float64(st.Divergent[class]), n, class)
+		}
+		for _, reason := range replay.AmbiguityReasons() {
+			ch <- prometheus.MustNewConstMetric(descShadowAmbiguous, prometheus.CounterValue, float64(st.Ambiguous[reason]), n, reason)
+		}
+	}
+}
