@@ -111,10 +111,13 @@ func TestDashboardStructure(t *testing.T) {
 			if strings.Contains(q.Expr, "tandem_replay_") && !strings.Contains(q.Expr, `run=~"$run"`) {
 				t.Errorf("panel %q: replay query without the run variable: %s", p.Title, q.Expr)
 			}
+			if strings.Contains(q.Expr, "tandem_shadow_") && !strings.Contains(q.Expr, `shadow=~"$shadow"`) {
+				t.Errorf("panel %q: shadow query without the shadow variable: %s", p.Title, q.Expr)
+			}
 		}
 	}
-	if rows != 6 || panels != 29 {
-		t.Errorf("%d rows and %d panels, want 6 and 29", rows, panels)
+	if rows != 7 || panels != 38 {
+		t.Errorf("%d rows and %d panels, want 7 and 38", rows, panels)
 	}
 }
 

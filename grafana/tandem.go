@@ -117,6 +117,29 @@ func New() *Dashboard {
 	l.add("timeseries", "Order waits per second", "Records that waited for earlier ones (wait), transactions run again to let a blocked statement through (rerun), records released early (released).", "ops", 4, 8,
 		q(`sum by (target, event) (`+rate("tandem_replay_order_total", sel)+`)`, "{{target}} {{event}}"))
 
+	l.row("Shadows: live traffic on other engines")
+	sh := `shadow=~"$shadow"`
+	l.add("timeseries", "p95 latency: primary and shadows by class", "The same statements on the primary (as the proxy captured them) and on each shadow, 95th percentile per statement class.", "s", 12, 8,
+		q(quantile("0.95", "tandem_shadow_statement_duration_seconds", sh, "shadow, side, class"), "{{shadow}} {{side}} {{class}}"))
+	l.add("timeseries", "p95 latency ratio to the primary by class", "Each shadow's p95 over the primary's on the statements it compared (1 = as fast; 2 = twice as slow).", "percentunit", 12, 8,
+		q(quantile("0.95", "tandem_shadow_statement_duration_seconds", sh+`,side="shadow"`, "shadow, class")+` / on(shadow, class) `+
+			quantile("0.95", "tandem_shadow_statement_duration_seconds", sh+`,side="primary"`, "shadow, class"), "{{shadow}} {{class}}"))
+	l.add("timeseries", "Divergences from the primary per second by class", "Statements whose outcome on the shadow differs from the primary's captured response.", "ops", 8, 8,
+		q(`sum by (shadow, class) (`+rate("tandem_shadow_divergent_total", sh)+`)`, "{{shadow}} {{class}}"))
+	l.add("timeseries", "Counted apart per second by reason", "Differences that are not verdicts: the capture's order left open (commit-overlap), replay's order (replay-order), a retried deadlock (retried), after a write the shadow skipped (not-replayed).", "ops", 8, 8,
+		q(`sum by (shadow, reason) (`+rate("tandem_shadow_ambiguous_total", sh)+`)`, "{{shadow}} {{reason}}"))
+	l.add("timeseries", "Statements compared per second", "Statements each shadow compared with the primary.", "ops", 8, 8,
+		q(`sum by (shadow) (`+rate("tandem_shadow_compared_total", sh)+`)`, "{{shadow}}"))
+	l.add("timeseries", "Lag behind the primary", "How far behind the capture the record each shadow dispatched last is.", "s", 8, 8,
+		q(`max by (shadow) (tandem_shadow_lag_seconds{`+sh+`})`, "{{shadow}}"))
+	l.add("timeseries", "Records not yet replayed", "Records committed to the capture that each shadow has not dispatched.", "short", 8, 8,
+		q(`max by (shadow) (tandem_shadow_lag_records{`+sh+`})`, "{{shadow}}"))
+	l.add("stat", "Shadows up", "1 while a shadow's server answers; 0 while it is down (its feed waits, retries with backoff, then catches up).", "none", 4, 8,
+		q(`max by (shadow) (tandem_shadow_up{`+sh+`})`, "{{shadow}}"))
+	l.add("timeseries", "Skipped and unavailable per second", "Skipped: left out past --shadow-max-lag or, in read-only mode, writes. Unavailable: statements a shadow could not run (down, connection lost).", "ops", 4, 8,
+		q(`sum by (shadow) (`+rate("tandem_shadow_skipped_total", sh)+`)`, "{{shadow}} skipped"),
+		q(`sum by (shadow) (`+rate("tandem_shadow_unavailable_total", sh)+`)`, "{{shadow}} unavailable"))
+
 	l.row("Proxy health")
 	px := `instance=~"$proxy"`
 	l.add("timeseries", "Client connections", "Connections being relayed.", "short", 6, 8,
@@ -136,7 +159,7 @@ func New() *Dashboard {
 		q(`sum by (instance) (`+rate("tandem_store_records_dropped_total", px)+`)`, "{{instance}} dropped"))
 	l.add("timeseries", "Capture commit p99", "Time to commit and sync one batch of records.", "s", 6, 8,
 		q(quantile("0.99", "tandem_store_commit_duration_seconds", px, "instance"), "{{instance}}"))
-	l.add("table", "Capture state", "recording; stopped (a commit failed: the reason says why, relaying goes on); closed.", "none", 8, 6,
+	l.add("table", "Capture state", "recording; stopped (its budget or free-space floor: the reason says why); failed (the store could not write: a full disk, its directory removed); closed. Relaying goes on in every state.", "none", 8, 6,
 		q(`max by (instance, state, reason) (tandem_capture_state{`+px+`})`, "{{state}}"))
 	l.add("timeseries", "Capture store disk usage", "Pebble: tables, WAL and manifests of the capture.", "bytes", 8, 6,
 		q(`sum by (instance) (tandem_pebble_disk_usage_bytes{`+px+`})`, "{{instance}}"))
@@ -149,7 +172,7 @@ func New() *Dashboard {
 	return &Dashboard{
 		UID:           "tandem-replay",
 		Title:         "Tandem: engines compared",
-		Description:   "Tandem replays captured MySQL traffic against several engines at once: throughput, latency against the baseline, divergences, errors, progress, and the capture proxy's health.",
+		Description:   "Tandem replays captured MySQL traffic against several engines at once: throughput, latency against the baseline, divergences, errors, progress; the proxy's live shadows on other engines; and the capture proxy's health.",
 		Tags:          []string{"tandem", "mysql", "mariadb"},
 		SchemaVersion: 39,
 		Version:       1,
@@ -167,6 +190,8 @@ func New() *Dashboard {
 				Query: map[string]any{"query": `label_values(tandem_replay_target_info{run=~"$run",baseline="true"}, target)`, "refId": "baseline"}, Current: Current{Text: "", Value: ""}},
 			{Name: "proxy", Label: "Proxy", Type: "query", Datasource: promDS, Refresh: 2, Sort: 1, Multi: true, IncludeAll: true, AllValue: ".*",
 				Query: map[string]any{"query": `label_values(tandem_proxy_connections_total, instance)`, "refId": "proxy"}, Current: all},
+			{Name: "shadow", Label: "Shadow", Type: "query", Datasource: promDS, Refresh: 2, Sort: 1, Multi: true, IncludeAll: true, AllValue: ".*",
+				Query: map[string]any{"query": `label_values(tandem_shadow_up, shadow)`, "refId": "shadow"}, Current: all},
 		}},
 		Panels: l.panels,
 	}

@@ -29,6 +29,9 @@ type Shadow struct {
 	// ReadOnly sends no writes (for a shadow not cloned from the primary);
 	// reads of tables written since the start are then ambiguous.
 	ReadOnly bool
+	// Observe, if set, gets each compared statement's class and its
+	// latency on the primary (as captured) and on the shadow.
+	Observe func(class string, primary, shadow time.Duration)
 }
 
 // LiveStats is a shadow's state, for its status line and metrics.
@@ -63,12 +66,21 @@ type live struct {
 
 	rn          atomic.Pointer[runner]
 	seq         atomic.Uint64 // last dispatched
-	lagNanos    atomic.Int64
 	skipped     atomic.Uint64
 	skipWrites  atomic.Uint64
 	unavailable atomic.Int64
 	lagging     atomic.Bool
 	skipTrx     map[uint64]bool // sessions whose transaction is left out; follow's own
+
+	// flight holds the records dispatched and not finished, in dispatch
+	// order, with their captured end: the oldest is how far behind the
+	// shadow is.
+	flight struct {
+		sync.Mutex
+		q    []inflight
+		done map[uint64]bool
+		last int64 // captured end of the last record dispatched
+	}
 
 	mu struct {
 		sync.Mutex
@@ -88,6 +100,52 @@ type verdict struct {
 }
 
 const liveMemory = 1 << 16 // verdicts remembered for replacement
+
+type inflight struct {
+	seq uint64
+	end int64 // captured end, ns
+}
+
+// dispatched notes a record handed to a worker.
+func (l *live) dispatched(rec *store.Record) {
+	l.flight.Lock()
+	end := rec.Start.UnixNano() + int64(rec.Duration)
+	l.flight.q = append(l.flight.q, inflight{rec.Seq, end})
+	l.flight.last = end
+	l.flight.Unlock()
+}
+
+// finished notes a record a worker is done with.
+func (l *live) finished(seq uint64) {
+	l.flight.Lock()
+	if len(l.flight.q) > 0 && l.flight.q[0].seq == seq {
+		l.flight.q = l.flight.q[1:]
+	} else {
+		l.flight.done[seq] = true
+	}
+	l.popDone()
+	l.flight.Unlock()
+}
+
+func (l *live) popDone() {
+	for len(l.flight.q) > 0 && l.flight.done[l.flight.q[0].seq] {
+		delete(l.flight.done, l.flight.q[0].seq)
+		l.flight.q = l.flight.q[1:]
+	}
+}
+
+// lag is how far behind the capture the shadow is: from the captured end
+// of the oldest record it has not finished to now (0 with none), and how
+// many records it holds unfinished.
+func (l *live) lag(now time.Time) (time.Duration, int) {
+	l.flight.Lock()
+	defer l.flight.Unlock()
+	l.popDone()
+	if len(l.flight.q) == 0 {
+		return 0, 0
+	}
+	return max(now.Sub(time.Unix(0, l.flight.q[0].end)), 0), len(l.flight.q) - len(l.flight.done)
+}
 
 // Live is a running live replay: a shadow.
 type Live struct {
@@ -120,6 +178,7 @@ func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
 	}
 	an := sqlinfo.NewAnalyzer()
 	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}}
+	l.flight.done = map[uint64]bool{}
 	l.mu.classOf = map[uint64]verdict{}
 	cfg.live = l
 	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
@@ -142,10 +201,12 @@ func (lv *Live) Done() <-chan struct{} { return lv.done }
 // Stats returns the shadow's state now.
 func (lv *Live) Stats() LiveStats {
 	l := lv.l
-	st := LiveStats{Seq: l.seq.Load(), LagSeconds: time.Duration(l.lagNanos.Load()).Seconds(), Lagging: l.lagging.Load(),
+	lag, held := l.lag(time.Now())
+	st := LiveStats{Seq: l.seq.Load(), LagSeconds: lag.Seconds(), Lagging: l.lagging.Load(),
 		Skipped: l.skipped.Load(), SkippedWrites: l.skipWrites.Load(), Unavailable: l.unavailable.Load(), Up: true}
+	st.LagRecords = uint64(held)
 	if d := l.sh.Reader.DurableSeq(); d > st.Seq {
-		st.LagRecords = d - st.Seq
+		st.LagRecords += d - st.Seq
 	}
 	if rn := l.rn.Load(); rn != nil {
 		if why := rn.failed(); why != "" {
@@ -195,6 +256,9 @@ func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	}
 	class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
 	v := verdict{class: class, nondet: nondet}
+	if l.sh.Observe != nil && j.info != nil && rec.Kind != store.KindFetch {
+		l.sh.Observe(j.info.Class.String(), rec.Duration, o.Service)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.tally == nil {
@@ -276,8 +340,10 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 		// A shadow that is down waits, retrying with backoff, and then
 		// catches up from the log: the primary never notices.
 		l.waitUp(fctx, rn)
-		lag := time.Since(rec.Start.Add(rec.Duration))
-		l.lagNanos.Store(int64(max(lag, 0)))
+		lag, _ := l.lag(time.Now())
+		if lag == 0 {
+			lag = max(time.Since(rec.Start.Add(rec.Duration)), 0)
+		}
 		if l.sh.MaxLag > 0 {
 			switch {
 			case lag > l.sh.MaxLag && !l.lagging.Load():
@@ -292,6 +358,7 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 			l.seq.Store(rec.Seq)
 			continue
 		}
+		l.dispatched(rec)
 		if !body(rec, 0) {
 			return nil
 		}

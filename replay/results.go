@@ -73,6 +73,10 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 					tl.D.Skipped++
 					return
 				}
+				if (b.Flags|t.Flags)&store.OutcomeClientError != 0 {
+					tl.D.Unavailable++
+					return
+				}
 				class, nondet := compare.Classify(b, t)
 				tl.Note(b.Seq, class, nondet, compare.OrderOf(b, t), compare.Describe(b), compare.Describe(t))
 			})
@@ -165,6 +169,10 @@ func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error],
 		}
 		if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
 			tl.D.Skipped++
+			continue
+		}
+		if o.Flags&store.OutcomeClientError != 0 {
+			tl.D.Unavailable++
 			continue
 		}
 		class, nondet := compare.ClassifyCaptured(&rec.Resp, o)

@@ -422,6 +422,9 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 			}
 			w.run(rn.ctx, &j, rerun)
 			rn.gate.finish(j.t)
+			if l := rn.cfg.live; l != nil {
+				l.finished(j.rec.Seq)
+			}
 		}
 	}()
 	return ch

@@ -188,6 +188,7 @@ func mergeDivergences(a, b *store.Divergences) *store.Divergences {
 	a.Nondeterministic += b.Nondeterministic
 	a.Ambiguous += b.Ambiguous
 	a.Skipped += b.Skipped
+	a.Unavailable += b.Unavailable
 	a.Missing += b.Missing
 	a.Extra += b.Extra
 	a.ByClass = addCounts(a.ByClass, b.ByClass)

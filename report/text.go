@@ -165,6 +165,20 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	})
 	row("nondeterministic", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Nondeterministic) }))
 	row("order-ambiguous", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Ambiguous) }))
+	if any(func(t *Target) bool {
+		return t.VsBaseline != nil && t.VsBaseline.Unavailable > 0 || t.VsCapture != nil && t.VsCapture.Unavailable > 0
+	}) {
+		row("unanswered (not compared)", func(t *Target) string {
+			var n int64
+			if t.VsBaseline != nil {
+				n = t.VsBaseline.Unavailable
+			}
+			if t.VsCapture != nil {
+				n = max(n, t.VsCapture.Unavailable)
+			}
+			return fmt.Sprint(n)
+		})
+	}
 	for _, c := range compare.Classes {
 		row("divergent: "+c, vs(func(d *store.Divergences) string { return fmt.Sprint(d.ByClass[c]) }))
 	}

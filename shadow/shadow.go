@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,12 +115,18 @@ func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg pr
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Set{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	metrics := replay.NewMetrics(reg)
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "tandem_shadow_statement_duration_seconds",
+		Help:    "Latency of the statements a shadow compared, by side: on the primary (as the proxy captured it: from the command's arrival to the reply's end) and on the shadow (its service time), and by statement class.",
+		Buckets: replay.MetricBuckets}, []string{"shadow", "side", "class"})
+	reg.MustRegister(latency)
 	live := w.Live()
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
 		lv, err := replay.RunLive(sctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
 			Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
-			replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly})
+			replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
+				Observe: observer(latency, t.Name)})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
@@ -261,5 +268,23 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for _, reason := range replay.AmbiguityReasons() {
 			ch <- prometheus.MustNewConstMetric(descShadowAmbiguous, prometheus.CounterValue, float64(st.Ambiguous[reason]), n, reason)
 		}
+	}
+}
+
+// observer feeds a shadow's latency histograms, primary and shadow side by
+// side per class.
+func observer(h *prometheus.HistogramVec, name string) func(class string, primary, shadow time.Duration) {
+	obs := map[string][2]prometheus.Observer{}
+	var mu sync.Mutex
+	return func(class string, primary, shadow time.Duration) {
+		mu.Lock()
+		o, ok := obs[class]
+		if !ok {
+			o = [2]prometheus.Observer{h.WithLabelValues(name, "primary", class), h.WithLabelValues(name, "shadow", class)}
+			obs[class] = o
+		}
+		mu.Unlock()
+		o[0].Observe(primary.Seconds())
+		o[1].Observe(shadow.Seconds())
 	}
 }

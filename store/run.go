@@ -181,6 +181,10 @@ type Divergences struct {
 	// transaction was retried after a deadlock, so it ran on later data).
 	AmbiguousBy map[string]int64 `json:"order_ambiguous_by_reason,omitempty"`
 	Skipped     int64            `json:"skipped"`
+	// Unavailable: statements one side could not get an answer to from its
+	// server (refused, reset, timed out): not an engine's outcome, so not
+	// compared.
+	Unavailable int64            `json:"unavailable,omitempty"`
 	Missing     int64            `json:"missing_on_target"`
 	Extra       int64            `json:"missing_on_baseline"`
 	ByClass     map[string]int64 `json:"by_class"`

@@ -140,7 +140,8 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	originDB, origin := srv.FreshDB(t)
 	dba, a := srv.FreshDB(t)
 	dbb, b := srv.FreshDB(t)
-	for _, db := range []*sql.DB{originDB, dba, dbb} {
+	dbs, shadowDSN := srv.FreshDB(t) // a copy of origin, the second proxy's shadow
+	for _, db := range []*sql.DB{originDB, dba, dbb, dbs} {
 		mustExec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL)")
 		var vals []string
 		for i := 1; i <= 100; i++ {
@@ -154,13 +155,15 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	}
 
 	// Two capturing proxies: the first's capture is replayed (it must be
-	// closed first); the second stays up, scraped, for the proxy panels.
+	// closed first); the second stays up, scraped, for the proxy panels,
+	// with a shadow for the shadow panels.
 	dir := t.TempDir()
 	replayMetrics, proxyMetrics, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	p1, p2 := freeAddr(t), freeAddr(t)
 	capDir := filepath.Join(dir, "capture")
 	proxy1, _ := startProc(t, tandemBin, "proxy", "--listen", p1, "--backend", ocfg.Addr, "--capture", capDir, "--capture-results", "checksum", "--metrics-addr", "off")
-	startProc(t, tandemBin, "proxy", "--listen", p2, "--backend", ocfg.Addr, "--capture", filepath.Join(dir, "capture2"), "--metrics-addr", proxyMetrics)
+	startProc(t, tandemBin, "proxy", "--listen", p2, "--backend", ocfg.Addr, "--capture", filepath.Join(dir, "capture2"), "--metrics-addr", proxyMetrics,
+		"--shadow", "copy="+shadowDSN)
 	waitTCP(t, p1)
 	waitTCP(t, p2)
 	waitTCP(t, proxyMetrics)
@@ -287,7 +290,7 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	}
 
 	// Every panel's queries, with the variables as Grafana fills them.
-	vars := map[string]string{"run": regexp.QuoteMeta(rep.RunID), "target": ".*", "baseline": "a", "proxy": ".*"}
+	vars := map[string]string{"run": regexp.QuoteMeta(rep.RunID), "target": ".*", "baseline": "a", "proxy": ".*", "shadow": ".*"}
 	names := map[string]bool{}
 	metricName := regexp.MustCompile(`tandem_[a-z_]+`)
 	d := grafana.New()
