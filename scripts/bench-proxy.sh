@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Proxy benchmark: sysbench oltp_point_select and oltp_read_write at 8 threads
 # against one sandboxed InnoDB server, direct, through HAProxy in TCP mode (the
-# plain-relay reference), through tandem proxy without capture and with it.
-# Runs alternate, ROUNDS times, in one session; prints mean QPS, p95 and ratios.
+# plain-relay reference), through tandem proxy without capture, with it, and
+# with capture and two shadows (an InnoDB copy and a MyRocks copy, replaying
+# live on servers that share this machine's CPUs).
+# Runs alternate, ROUNDS times, in one session; prints mean QPS, p95 and ratios,
+# and the proxy's CPU per statement on the client path (from a CPU profile of
+# each capturing proxy: every sample not labelled as a shadow's), capture on
+# with shadows against without.
 #   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8)
 set -euo pipefail
 tandem=${1:-bin/tandem}
@@ -21,12 +26,17 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-"$tandem" sandbox up innodb --dir "$work/sandbox" >/dev/null
+"$tandem" sandbox up innodb rocksdb --dir "$work/sandbox" >/dev/null
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
 db_port=$TANDEM_INNODB_PORT
-mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest"
+mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest; CREATE DATABASE sbtest_copy"
+mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 sb_common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000)
-sysbench oltp_read_write "${sb_common[@]}" --mysql-port="$db_port" --threads=4 prepare >/dev/null
+copy_dsn="root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_copy"
+rocks_dsn="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest,engine=rocksdb"
+# The same rows everywhere: the shadows start as copies of the primary.
+"$tandem" prepare --tables 4 --table-size 20000 --threads 2 --target "primary=root@tcp(127.0.0.1:$db_port)/sbtest" \
+  --target "copy=$copy_dsn" --target "rocks=$rocks_dsn" >/dev/null
 
 ha_port=$(free_port)
 cat > "$work/haproxy.cfg" <<CFG
@@ -47,19 +57,61 @@ t_port=$(free_port)
 "$tandem" proxy --listen 127.0.0.1:$t_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy.log" 2>&1 & pids+=($!)
 p_port=$(free_port)
 "$tandem" proxy --io blocking --listen 127.0.0.1:$p_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-blocking.log" 2>&1 & pids+=($!)
-c_port=$(free_port)
-"$tandem" proxy --listen 127.0.0.1:$c_port --backend 127.0.0.1:$db_port --capture "$work/capture" --metrics-addr off --log-level warn >"$work/proxy-capture.log" 2>&1 & capture_pid=$!; pids+=($capture_pid)
+c_port=$(free_port); c_metrics=$(free_port)
+"$tandem" proxy --listen 127.0.0.1:$c_port --backend 127.0.0.1:$db_port --capture "$work/capture" --metrics-addr 127.0.0.1:$c_metrics --pprof --log-level warn >"$work/proxy-capture.log" 2>&1 & capture_pid=$!; pids+=($capture_pid)
+# Row summaries as tandem+capture records them, so that the shadows are the
+# only difference (with checksums the shadows would compare row content too).
+s_port=$(free_port); s_metrics=$(free_port)
+"$tandem" proxy --listen 127.0.0.1:$s_port --backend 127.0.0.1:$db_port --capture "$work/capture-shadows" --capture-results summary \
+  --shadow "copy=$copy_dsn" --shadow "rocks=$rocks_dsn" --shadow-drain-timeout 1s \
+  --metrics-addr 127.0.0.1:$s_metrics --pprof --log-level warn >"$work/proxy-shadows.log" 2>&1 & shadows_pid=$!; pids+=($shadows_pid)
 sleep 1
 
-declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem-blocking]=$p_port [tandem+capture]=$c_port)
-targets=(direct haproxy tandem tandem-blocking tandem+capture)
+declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem-blocking]=$p_port [tandem+capture]=$c_port [tandem+capture+2shadows]=$s_port)
+declare -A prof=([tandem+capture]=$c_metrics [tandem+capture+2shadows]=$s_metrics)
+targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
+declare -A cpu
+
+# client_cpu PROFILE: CPU seconds of the samples not labelled tandem=shadow:
+# the profile's total ("Total samples = Y") less the shadows' (pprof -tags:
+# "tandem: Total X of Y").
+client_cpu() {
+  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk '
+    function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
+    /Total samples = / { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
+    /^ *tandem: Total / { shadow = secs($3) }
+    END { printf "%.3f", total - shadow }'
+}
+# in_kernel PROFILE: CPU seconds of the client path's samples that landed in
+# system calls (flat in the syscall stubs, epoll_wait, futex): kernel time,
+# which grows with the machine's load (the shadows' servers), not with the
+# proxy's own work.
+in_kernel() {
+  go tool pprof -top -nodefraction=0 -tagignore=tandem=shadow "$1" 2>/dev/null | awk '
+    function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
+    $NF ~ /linux\.Syscall6$|^syscall\.(Raw)?Syscall6?$|linux\.EpollWait$|^runtime\.(futex|usleep|osyield)$/ { k += secs($1) }
+    END { printf "%.3f", k }'
+}
 workloads=(oltp_point_select oltp_read_write)
-declare -A qps p95
+declare -A qps p95 ucpu
 
 for round in $(seq "$ROUNDS"); do
   for w in "${workloads[@]}"; do
     for tgt in "${targets[@]}"; do
+      ppid=""
+      if [ -n "${prof[$tgt]:-}" ]; then
+        curl -s -o "$work/cpu-$tgt.pb.gz" "http://127.0.0.1:${prof[$tgt]}/debug/pprof/profile?seconds=$((SECS - 1))" & ppid=$!
+      fi
       out=$(sysbench "$w" "${sb_common[@]}" --mysql-port="${port[$tgt]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run)
+      if [ -n "$ppid" ]; then
+        wait "$ppid"
+        qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
+        c=$(client_cpu "$work/cpu-$tgt.pb.gz")
+        k=$(in_kernel "$work/cpu-$tgt.pb.gz")
+        # CPU per statement, µs: the profile spans SECS-1 of the SECS run.
+        cpu[$w,$tgt]="${cpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", c*1e6/(q*(s-1)/s)}')"
+        ucpu[$w,$tgt]="${ucpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v k="${k:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", (c-k)*1e6/(q*(s-1)/s)}')"
+      fi
       q=$(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' <<<"$out")
       l=$(sed -n 's/.*95th percentile:[[:space:]]*\([0-9.]*\)/\1/p' <<<"$out")
       e=$(sed -n 's/.*ignored errors:[[:space:]]*\([0-9]*\).*/\1/p' <<<"$out")
@@ -67,6 +119,15 @@ for round in $(seq "$ROUNDS"); do
       p95[$w,$tgt]="${p95[$w,$tgt]:-} $l"
       # sysbench's "ignored errors" are deadlocks and lock waits it retried.
       printf 'round %d  %-18s %-15s %10.0f qps  p95 %6.2f ms  retried errors %s\n' "$round" "$w" "$tgt" "$q" "$l" "${e:-0}"
+      if [ "$tgt" = tandem+capture+2shadows ]; then
+        # The shadows finish their backlog before the next run, so that no
+        # run shares the CPUs with them but their own.
+        for _ in $(seq 600); do
+          behind=$(curl -s "http://127.0.0.1:$s_metrics/metrics" | awk '/^tandem_shadow_lag_records/ {n += $2} END {print n + 0}')
+          [ "$behind" = 0 ] && break
+          sleep 0.5
+        done
+      fi
     done
   done
 done
@@ -84,7 +145,20 @@ for w in "${workloads[@]}"; do
   done
 done
 echo
-echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem)"
+echo "client path: the capturing proxy's CPU per statement, µs, without and with 2 shadows (all of it; and"
+echo "outside system calls, the proxy's own instructions, which the machine's load does not inflate)"
+printf '%-18s %10s %10s %7s   %10s %10s %7s\n' workload all "+shadows" ratio own "+shadows" ratio
+for w in "${workloads[@]}"; do
+  a=$(mean "${cpu[$w,tandem+capture]}"); b=$(mean "${cpu[$w,tandem+capture+2shadows]}")
+  ua=$(mean "${ucpu[$w,tandem+capture]}"); ub=$(mean "${ucpu[$w,tandem+capture+2shadows]}")
+  printf '%-18s %10s %10s %7.3f   %10s %10s %7.3f\n' "$w" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')" \
+    "$ua" "$ub" "$(awk -v a="$ua" -v b="$ub" 'BEGIN{print b/a}')"
+done
+echo
+echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem);"
+echo "         shadows add <= 5% to the client path's CPU per statement (their servers share these CPUs: QPS alone misleads)"
+echo
+curl -s "http://127.0.0.1:$s_metrics/metrics" | grep -E '^tandem_shadow_(lag_seconds|compared_total|up)' || true
 kill -TERM "$capture_pid" && wait "$capture_pid" || true   # flushes and closes the capture
 echo
 "$tandem" inspect "$work/capture" | sed -n '1,9p'

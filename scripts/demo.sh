@@ -88,3 +88,18 @@ echo "== tandem report --format html: one self-contained file each (charts inlin
 "$tandem" report "$run-sweep" --format html -o "$run-sweep.html" --charts "$run-sweep-charts"
 echo "   replay: $run-proxy.html"
 echo "   sweep:  $run-sweep.html (charts also as SVG and PNG in $run-sweep-charts)"
+
+echo
+echo "== tandem proxy --shadow: sysbench for 5 s through the proxy in front of InnoDB, while compressed InnoDB"
+echo "   and MyRocks replay the capture live and compare every statement with InnoDB's answer"
+"$tandem" prepare --cleanup --tables 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
+shadow_capture=${capture}-shadows
+rm -rf "$shadow_capture" "$shadow_capture.shadows"
+"$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$shadow_capture" \
+  --shadow "${compressed}" --shadow "${myrocks}" --metrics-addr off --log-level warn &
+proxy_pid=$!
+for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
+sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --rate=100 --report-interval=0 run | sed -n '/transactions:/p'
+kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # the shadows finish what the capture holds, then print a line each

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -121,12 +122,19 @@ func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg pr
 		Buckets: replay.MetricBuckets}, []string{"shadow", "side", "class"})
 	reg.MustRegister(latency)
 	live := w.Live()
+	var err error
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
-		lv, err := replay.RunLive(sctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
-			Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
-			replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
-				Observe: observer(latency, t.Name)})
+		var lv *replay.Live
+		// The shadow's goroutines carry a profiler label, so a CPU profile
+		// of the proxy (--pprof) tells the client path from the shadows'
+		// work (make bench-proxy).
+		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
+			lv, err = replay.RunLive(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
+				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
+				replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
+					Observe: observer(latency, t.Name)})
+		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -108,15 +107,7 @@ func TestCursorFetchReplaysAsCaptured(t *testing.T) {
 	}
 
 	same, changed := load(false), load(true)
-	out, stderr, code := run(t, nil, "replay", capDir, "--speed", "0", "--json", "--run", filepath.Join(dir, "run"), "--metrics-addr", "off",
-		"--target", "same="+same, "--target", "changed="+changed)
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := replayJSON(t, capDir, "--speed", "0", "--target", "same="+same, "--target", "changed="+changed)
 	a, b := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
 	for _, tg := range []report.Target{a, b} {
 		if tg.Errors != 0 || tg.Skipped != 0 {

@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -13,11 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/report"
-	"github.com/tandemdb/tandem/sandbox"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -116,30 +112,13 @@ func TestGoSQLDriverSuiteThroughProxyAndReplay(t *testing.T) {
 	t.Logf("go-sql-driver suite: %d passed, %d failed, %d skipped, directly and through the proxy alike", len(got.pass), len(got.fail), len(got.skip))
 
 	// Two fresh identical servers, each with the database the suite used.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var targets []string
+	targets := []string{"--speed", "1"}
 	for _, name := range []string{"a", "b"} {
-		sdir := filepath.Join(dir, "sandbox-"+name)
-		srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { sandbox.Down(context.Background(), sdir, nil, true) })
-		cmd := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(srvs[0].Port), "-u", "root", "--skip-ssl", "-e", "CREATE DATABASE "+dbName(via))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		targets = append(targets, "--target", name+"="+srvs[0].DSN(dbName(via)))
+		s, _ := ownServer(t)
+		rootSQL(t, s.Port, "CREATE DATABASE "+dbName(via))
+		targets = append(targets, "--target", name+"="+s.DSN(dbName(via)))
 	}
-	stdout, stderr, code := run(t, nil, append([]string{"replay", capDir, "--speed", "1", "--json", "--run", filepath.Join(dir, "run"), "--metrics-addr", "off"}, targets...)...)
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := replayJSON(t, capDir, targets...)
 	a, b := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
 	if b.VsBaseline.Total() != 0 || b.VsBaseline.Ambiguous != 0 || b.VsBaseline.Missing != 0 || b.VsBaseline.Extra != 0 {
 		t.Errorf("b differs from a: %v, %d ambiguous, %d missing, %d extra; samples %+v", b.VsBaseline.ByClass, b.VsBaseline.Ambiguous,

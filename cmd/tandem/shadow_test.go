@@ -189,6 +189,11 @@ func TestShadowsCompareLiveTraffic(t *testing.T) {
 	if a, b := checksums(t, primary, 4), checksums(t, cp, 4); a != b {
 		t.Errorf("end states differ: primary %s, copy %s", a, b)
 	}
+	// A capture made with shadows is an ordinary capture: it replays.
+	again := replayJSON(t, r.capDir, "--speed", "0", "--target", "again="+inno.DSN(r.db))
+	if tg := again.Points[0].Targets[0]; tg.VsCapture == nil || tg.VsCapture.Compared != cpRep.VsCapture.Compared {
+		t.Errorf("replaying the shadows' capture afterwards: %+v", tg.VsCapture)
+	}
 	for _, tg := range []report.Target{cpRep, rkRep} {
 		for _, class := range []string{"read", "write", "other"} {
 			if l, ok := tg.ByClass[class]; !ok || l.Count == 0 {
@@ -233,18 +238,8 @@ func TestShadowKilledAndRestartedCatchesUp(t *testing.T) {
 	}
 	inno := sandboxtest.Server(t, "innodb")
 	_, primary := inno.FreshDB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sdir := filepath.Join(t.TempDir(), "sandbox")
-	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sandbox.Down(context.Background(), sdir, nil, true) })
-	shadowSrv := srvs[0]
-	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(shadowSrv.Port), "-u", "root", "--skip-ssl", "-e", "CREATE DATABASE shop").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	shadowSrv, restart := ownServer(t)
+	rootSQL(t, shadowSrv.Port, "CREATE DATABASE shop")
 	copyDSN := shadowSrv.DSN("shop")
 	loadSbtest(t, 2, 5000, primary, copyDSN)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+copyDSN)
@@ -263,7 +258,9 @@ func TestShadowKilledAndRestartedCatchesUp(t *testing.T) {
 		t.Errorf("the shadow never showed down after its server was killed")
 	}
 	time.Sleep(2 * time.Second)
-	if _, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}, Port: shadowSrv.Port}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := sandbox.Up(ctx, restart); err != nil {
 		t.Fatalf("restart the shadow's server: %v", err)
 	}
 	n := <-done
@@ -328,4 +325,30 @@ func TestShadowSlowedFallsBehindAndSkips(t *testing.T) {
 	reps := r.stop("copy")
 	t.Logf("sysbench %d transactions, 0 errors; shadow lag up to %.1fs, %v skipped; compared %d, divergent %v, apart %v",
 		n, maxLag, skipped, reps["copy"].VsCapture.Compared, reps["copy"].VsCapture.ByClass, reps["copy"].VsCapture.AmbiguousBy)
+}
+
+// --shadow-mode read-only: a shadow whose data is not a clone gets no
+// writes; reads of tables written since the start are counted apart
+// (after a skipped write), reads of the others compared; its data is
+// left as it was.
+func TestShadowReadOnlySendsNoWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB and sysbench; skipped with -short")
+	}
+	inno := sandboxtest.Server(t, "innodb")
+	_, primary := inno.FreshDB(t)
+	_, ro := inno.FreshDB(t)
+	loadSbtest(t, 2, 2000, primary, ro)
+	before := checksums(t, ro, 2)
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "ro="+ro, "--shadow-mode", "read-only")
+	n := r.sysbench("--tables=2", "--table-size=2000", "--threads=4", "--time=6", "--rate=30")
+	reps := r.stop("ro")
+	vc := reps["ro"].VsCapture
+	if after := checksums(t, ro, 2); after != before {
+		t.Errorf("a read-only shadow's tables changed: %s, then %s", before, after)
+	}
+	if reps["ro"].Writes != 0 || vc.Total() != 0 || vc.AmbiguousBy["not-replayed"] == 0 {
+		t.Errorf("read-only shadow: %d writes sent, divergent %v, apart %v", reps["ro"].Writes, vc.ByClass, vc.AmbiguousBy)
+	}
+	t.Logf("sysbench %d transactions; read-only shadow: %d compared, %d reads after a skipped write counted apart", n, vc.Compared, vc.AmbiguousBy["not-replayed"])
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -14,8 +12,6 @@ import (
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
-	"github.com/tandemdb/tandem/report"
-	"github.com/tandemdb/tandem/sandbox"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 )
 
@@ -68,18 +64,8 @@ func TestHungTargetTimesOutAndTheOthersFinish(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	capDir := captureSleeps(t, srv, 2, 150) // about 3.5 s of traffic
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sdir := filepath.Join(t.TempDir(), "sandbox")
-	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hung := srvs[0]
-	t.Cleanup(func() {
-		syscall.Kill(hung.PID, syscall.SIGCONT)
-		sandbox.Down(context.Background(), sdir, nil, true)
-	})
+	hung, _ := ownServer(t)
+	t.Cleanup(func() { syscall.Kill(hung.PID, syscall.SIGCONT) }) // before it is stopped for good
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -87,17 +73,9 @@ func TestHungTargetTimesOutAndTheOthersFinish(t *testing.T) {
 		syscall.Kill(hung.PID, syscall.SIGSTOP)
 	}()
 	begin := time.Now()
-	out, stderr, code := run(t, nil, "replay", capDir, "--speed", "1", "--json", "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off",
-		"--target-timeout", "2s", "--target", "live="+srv.DSN(""), "--target", "hung="+hung.DSN(""))
+	rep := replayJSON(t, capDir, "--speed", "1", "--target-timeout", "2s", "--target", "live="+srv.DSN(""), "--target", "hung="+hung.DSN(""))
 	took := time.Since(begin)
 	<-stopped
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
 	live, h := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
 	if live.Failed != "" || live.Errors != 0 || live.Reads != 300 {
 		t.Errorf("live target: failed %q, %d errors, %d reads (want 300)", live.Failed, live.Errors, live.Reads)
@@ -126,33 +104,13 @@ func TestTooManyConnectionsIsSaidPlainly(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	capDir := captureSleeps(t, srv, 16, 20)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sdir := filepath.Join(t.TempDir(), "sandbox")
 	// 10 connections (MariaDB's least) for an application's user; root
 	// would get one more.
-	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}, ServerOptions: []string{"max-connections=10"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sandbox.Down(context.Background(), sdir, nil, true) })
-	small := srvs[0]
-	cmd := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(small.Port), "-u", "root", "--skip-ssl",
-		"-e", "CREATE USER app@'%'; GRANT SELECT ON *.* TO app@'%'")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	small, _ := ownServer(t, "max-connections=10")
+	rootSQL(t, small.Port, "CREATE USER app@'%'; GRANT SELECT ON *.* TO app@'%'")
 	c, _ := driver.ParseDSN(small.DSN(""))
 	c.User = "app"
-	out, stderr, code := run(t, nil, "replay", capDir, "--speed", "0", "--json", "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off",
-		"--target", "small="+c.FormatDSN())
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := replayJSON(t, capDir, "--speed", "0", "--target", "small="+c.FormatDSN())
 	tg := rep.Points[0].Targets[0]
 	if tg.ConnectFailures == 0 || tg.ErrorCodes["1040"] == 0 {
 		t.Fatalf("small target: %d connect failures, errors %v; want 1040s", tg.ConnectFailures, tg.ErrorCodes)
@@ -195,23 +153,8 @@ func TestMariaDBSlapIterationsReplay(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sdir := filepath.Join(t.TempDir(), "sandbox")
-	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: sdir, Profiles: []string{"innodb"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sandbox.Down(context.Background(), sdir, nil, true) })
-	stdout, stderr, code := run(t, nil, "replay", capDir, "--speed", "0", "--json", "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off",
-		"--target", "fresh="+srvs[0].DSN(""))
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
-	}
-	var rep report.Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
+	fresh, _ := ownServer(t)
+	rep := replayJSON(t, capDir, "--speed", "0", "--target", "fresh="+fresh.DSN(""))
 	tg := rep.Points[0].Targets[0]
 	vc := tg.VsCapture
 	if tg.Errors != 0 || tg.Skipped != 0 || vc == nil || vc.Compared < 300 || vc.ByClass["error-vs-ok"] != 0 || vc.ByClass["error-code"] != 0 {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sandbox"
+)
+
+// ownServer starts an InnoDB server of the test's own, one it may stop,
+// kill or restart (the shared sandboxtest servers must stay up), with
+// extra server options; it is stopped and purged when the test ends. The
+// returned config restarts it on the same port and data.
+func ownServer(t *testing.T, options ...string) (sandbox.Server, sandbox.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := sandbox.Config{Dir: filepath.Join(t.TempDir(), "sandbox"), Profiles: []string{"innodb"}, ServerOptions: options}
+	srvs, err := sandbox.Up(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sandbox.Down(context.Background(), cfg.Dir, nil, true) })
+	cfg.Port = srvs[0].Port
+	return srvs[0], cfg
+}
+
+// rootSQL runs statements as root on the server at port with the mariadb CLI.
+func rootSQL(t *testing.T, port int, sql string) {
+	t.Helper()
+	cmd := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(port), "-u", "root", "--skip-ssl", "-e", sql)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mariadb -e %q: %v: %s", sql, err, out)
+	}
+}
+
+// replayJSON runs tandem replay of capDir into a new run directory, with
+// metrics off and the report as JSON, and returns the report; args add the
+// targets and settings.
+func replayJSON(t *testing.T, capDir string, args ...string) report.Report {
+	t.Helper()
+	out, stderr, code := run(t, nil, append([]string{"replay", capDir, "--json", "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off"}, args...)...)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("replay's report: %v: %s", err, out)
+	}
+	return rep
+}
