@@ -164,7 +164,7 @@ func (s *Set) status(every time.Duration) {
 				st := lv.Stats()
 				s.log.Info("shadow status", "shadow", lv.Name, "state", stateOf(st), "lag_records", st.LagRecords,
 					"lag", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Millisecond), "compared", st.Compared,
-					"divergent", classes(st.Divergent), "ambiguous", classes(st.Ambiguous), "skipped", st.Skipped, "unavailable", st.Unavailable)
+					"divergent", classes(st.Divergent), "counted_apart", classes(st.Ambiguous), "skipped", st.Skipped, "unanswered", st.Unavailable)
 			}
 		}
 	}
@@ -225,7 +225,7 @@ func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
 				end = ", failed: " + tg.Failed
 			}
 		}
-		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, ambiguous %s, %d skipped, %d unavailable%s; tandem report %s\n",
+		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered%s; tandem report %s\n",
 			lv.Name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, end, s.dirs[i])
 	}
 	s.cancel()
