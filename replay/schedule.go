@@ -3,6 +3,7 @@ package replay
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -254,8 +255,23 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 		}
 		rn.mu.Unlock()
 		if stuck > rn.cfg.TargetTimeout {
-			rn.fail(fmt.Sprintf("a call got no answer for %s (--target-timeout %s): the server is hung, stopped or unreachable",
-				stuck.Round(time.Millisecond), rn.cfg.TargetTimeout))
+			why := fmt.Sprintf("a call got no answer for %s (--target-timeout %s): the server is hung, stopped or unreachable",
+				stuck.Round(time.Millisecond), rn.cfg.TargetTimeout)
+			if rn.cfg.live != nil {
+				// A shadow is not failed for good: its stuck calls end
+				// unanswered, it is down, and its feed waits (probing) until
+				// the server answers again.
+				rn.setDown(errors.New(why))
+				rn.mu.Lock()
+				for c := range rn.mu.conns {
+					if c.BusyFor() > rn.cfg.TargetTimeout {
+						c.Interrupt()
+					}
+				}
+				rn.mu.Unlock()
+				continue
+			}
+			rn.fail(why)
 			return
 		}
 	}

@@ -72,28 +72,41 @@ declare -A prof=([tandem+capture]=$c_metrics [tandem+capture+2shadows]=$s_metric
 targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
 declare -A cpu
 
-# client_cpu PROFILE: CPU seconds of the samples not labelled tandem=shadow:
-# the profile's total ("Total samples = Y") less the shadows' (pprof -tags:
-# "tandem: Total X of Y").
+# The client path is the goroutines that serve clients (the session loop:
+# relaying, parsing, recording into the capture queue), found by their
+# stacks in a CPU profile of the proxy.
+client_focus='proxy\.\(\*session\)|proxy\.\(\*Proxy\)\.handle'
+
+# client_cpu PROFILE: CPU seconds of the client path's samples.
 client_cpu() {
-  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk '
+  go tool pprof -top -nodefraction=0 -edgefraction=0 -focus="$client_focus" "$1" 2>/dev/null |
+    sed -n 's/^Showing nodes accounting for \([^,]*\),.*/\1/p' |
+    awk '{v=$1; if (v ~ /ms$/) { sub(/ms$/, "", v); v/=1000 } else sub(/s$/, "", v); printf "%.3f", v}'
+}
+
+# other_cpu PROFILE: CPU seconds of every other sample not labelled as a
+# shadow's: the capture's commits, Go's scheduler and GC (which the
+# shadows' allocations also drive), metrics.
+other_cpu() {
+  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk -v c="$2" '
     function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
     /Total samples = / { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
     /^ *tandem: Total / { shadow = secs($3) }
-    END { printf "%.3f", total - shadow }'
+    END { printf "%.3f", total - shadow - c }'
 }
+
 # in_kernel PROFILE: CPU seconds of the client path's samples that landed in
 # system calls (flat in the syscall stubs, epoll_wait, futex): kernel time,
 # which grows with the machine's load (the shadows' servers), not with the
 # proxy's own work.
 in_kernel() {
-  go tool pprof -top -nodefraction=0 -tagignore=tandem=shadow "$1" 2>/dev/null | awk '
+  go tool pprof -top -nodefraction=0 -focus="$client_focus" "$1" 2>/dev/null | awk '
     function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
     $NF ~ /linux\.Syscall6$|^syscall\.(Raw)?Syscall6?$|linux\.EpollWait$|^runtime\.(futex|usleep|osyield)$/ { k += secs($1) }
     END { printf "%.3f", k }'
 }
 workloads=(oltp_point_select oltp_read_write)
-declare -A qps p95 ucpu
+declare -A qps p95 ucpu ocpu
 
 for round in $(seq "$ROUNDS"); do
   for w in "${workloads[@]}"; do
@@ -108,9 +121,11 @@ for round in $(seq "$ROUNDS"); do
         qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
         c=$(client_cpu "$work/cpu-$tgt.pb.gz")
         k=$(in_kernel "$work/cpu-$tgt.pb.gz")
+        o=$(other_cpu "$work/cpu-$tgt.pb.gz" "$c")
         # CPU per statement, µs: the profile spans SECS-1 of the SECS run.
         cpu[$w,$tgt]="${cpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", c*1e6/(q*(s-1)/s)}')"
         ucpu[$w,$tgt]="${ucpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v k="${k:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", (c-k)*1e6/(q*(s-1)/s)}')"
+        ocpu[$w,$tgt]="${ocpu[$w,$tgt]:-} $(awk -v o="${o:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", o*1e6/(q*(s-1)/s)}')"
       fi
       q=$(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' <<<"$out")
       l=$(sed -n 's/.*95th percentile:[[:space:]]*\([0-9.]*\)/\1/p' <<<"$out")
@@ -145,14 +160,16 @@ for w in "${workloads[@]}"; do
   done
 done
 echo
-echo "client path: the capturing proxy's CPU per statement, µs, without and with 2 shadows (all of it; and"
-echo "outside system calls, the proxy's own instructions, which the machine's load does not inflate)"
-printf '%-18s %10s %10s %7s   %10s %10s %7s\n' workload all "+shadows" ratio own "+shadows" ratio
+echo "CPU per statement of the capturing proxy, µs, without and with 2 shadows: the client path (the"
+echo "goroutines serving clients), of it the part outside system calls, and the rest of the process"
+echo "outside the shadows' own goroutines (capture commits, Go's scheduler and GC)"
+printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s\n' workload client "+shadows" ratio own "+shadows" ratio rest "+shadows" ratio
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0) printf "%.3f", b/a; else print "-" }'; }
 for w in "${workloads[@]}"; do
   a=$(mean "${cpu[$w,tandem+capture]}"); b=$(mean "${cpu[$w,tandem+capture+2shadows]}")
   ua=$(mean "${ucpu[$w,tandem+capture]}"); ub=$(mean "${ucpu[$w,tandem+capture+2shadows]}")
-  printf '%-18s %10s %10s %7.3f   %10s %10s %7.3f\n' "$w" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{print b/a}')" \
-    "$ua" "$ub" "$(awk -v a="$ua" -v b="$ub" 'BEGIN{print b/a}')"
+  oa=$(mean "${ocpu[$w,tandem+capture]}"); ob=$(mean "${ocpu[$w,tandem+capture+2shadows]}")
+  printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s\n' "$w" "$a" "$b" "$(ratio "$a" "$b")" "$ua" "$ub" "$(ratio "$ua" "$ub")" "$oa" "$ob" "$(ratio "$oa" "$ob")"
 done
 echo
 echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem);"

@@ -116,16 +116,17 @@ type Stmt struct {
 
 // Conn is an authenticated connection.
 type Conn struct {
-	nc     net.Conn
-	wc     *wire.Conn
-	life   context.Context
-	stop   func() bool
-	broken error
-	dl     time.Time
-	buf    []byte
-	params []wire.Param
-	busy   atomic.Int64 // when the call in progress began (unix ns), 0 when idle
-	seq    byte         // the sequence id of the last packet read
+	nc          net.Conn
+	wc          *wire.Conn
+	life        context.Context
+	stop        func() bool
+	broken      error
+	dl          time.Time
+	buf         []byte
+	params      []wire.Param
+	busy        atomic.Int64 // when the call in progress began (unix ns), 0 when idle
+	interrupted atomic.Bool  // Interrupt ended it
+	seq         byte         // the sequence id of the last packet read
 	// ID is the server's connection id.
 	ID uint32
 }
@@ -268,6 +269,8 @@ func (c *Conn) fail(op string, err error, ctx context.Context) error {
 	}
 	cause := store.CauseReset
 	switch {
+	case c.interrupted.Load():
+		cause = store.CauseTimeout
 	case ctx != nil && ctx.Err() != nil || c.life.Err() != nil:
 		cause = store.CauseCancelled
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
@@ -287,6 +290,14 @@ func (c *Conn) fail(op string, err error, ctx context.Context) error {
 		c.nc.Close()
 	}
 	return e
+}
+
+// Interrupt ends the call under way (from another goroutine): the
+// connection closes, and the call fails with cause timeout. A shadow's
+// watchdog uses it on a server that stopped answering.
+func (c *Conn) Interrupt() {
+	c.interrupted.Store(true)
+	c.nc.Close()
 }
 
 // Close closes the connection without a word to the server.
