@@ -79,19 +79,12 @@ func (cfg *Config) Check() error {
 	return nil
 }
 
-// Start checks each shadow target (a wrong DSN or a missing engine stops
-// the proxy from starting, as replay's targets do) and starts its live
-// replay of the capture w writes into dir.
-func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
+// Targets checks each shadow target — its spec, a unique name, reachable,
+// its engine present — and returns them: a wrong DSN or a missing engine
+// stops the proxy before it creates its capture, as replay's targets do.
+func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
-	}
-	if w == nil {
-		return nil, errors.New("--shadow needs --capture: shadows replay the capture as it is written")
-	}
-	runs := cfg.Runs
-	if runs == "" {
-		runs = strings.TrimRight(dir, "/") + ".shadows"
 	}
 	var ts []targets.Target
 	for _, spec := range cfg.Specs {
@@ -113,6 +106,23 @@ func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg pr
 		}
 		ts = append(ts, t)
 	}
+	return ts, nil
+}
+
+// Start checks the shadow targets (Targets) and starts each one's live
+// replay of the capture w writes into dir.
+func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
+	if w == nil {
+		return nil, errors.New("--shadow needs --capture: shadows replay the capture as it is written")
+	}
+	ts, err := cfg.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runs := cfg.Runs
+	if runs == "" {
+		runs = strings.TrimRight(dir, "/") + ".shadows"
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Set{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	metrics := replay.NewMetrics(reg)
@@ -122,7 +132,6 @@ func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg pr
 		Buckets: replay.MetricBuckets}, []string{"shadow", "side", "class"})
 	reg.MustRegister(latency)
 	live := w.Live()
-	var err error
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
 		var lv *replay.Live

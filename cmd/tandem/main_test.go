@@ -76,6 +76,14 @@ func TestCLIErrors(t *testing.T) {
 		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
 		{"proxy bad io", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--io", "epoll", "--metrics-addr", "off"}, `--io "epoll": want poller or blocking`},
 		{"proxy bad procs", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--procs", "0", "--metrics-addr", "off"}, "--procs 0: want 1 or more"},
+		{"proxy shadow without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--shadow", "x=root@tcp(127.0.0.1:1)/db", "--metrics-addr", "off"},
+			"--shadow needs --capture DIR"},
+		{"proxy bad shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c1", "--shadow", "nodsn", "--metrics-addr", "off"},
+			`--shadow: target: bad target "nodsn": want name=DSN`},
+		{"proxy bad shadow mode", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c2", "--shadow", "x=root@tcp(127.0.0.1:1)/db",
+			"--shadow-mode", "sometimes", "--metrics-addr", "off"}, `--shadow-mode "sometimes": want all or read-only`},
+		{"proxy unreachable shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c3",
+			"--shadow", "x=root@tcp(127.0.0.1:1)/db", "--metrics-addr", "off"}, "shadow x: target: unreachable: target x: cannot query 127.0.0.1:1"},
 		{"replay without capture", nil, []string{"replay"}, "replay takes one capture directory"},
 		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
 		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},
@@ -86,6 +94,12 @@ func TestCLIErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := run(t, c.env, c.args...)
+			// A proxy that refuses to start leaves no capture behind.
+			for _, d := range []string{"c1", "c2", "c3"} {
+				if _, err := os.Stat(filepath.Join(empty, d)); err == nil {
+					t.Errorf("%s: a capture directory %s was left behind", c.name, d)
+				}
+			}
 			if code != 1 {
 				t.Errorf("exit code %d, want 1 (stdout %q)", code, stdout)
 			}

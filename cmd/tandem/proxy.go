@@ -77,7 +77,9 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 				if cfg.CaptureDir == "" {
 					return fmt.Errorf("--shadow needs --capture DIR: shadows replay the capture as it is written")
 				}
-				if err := sh.Check(); err != nil {
+				// Every shadow answers, with its engine, before the capture
+				// is created: a failed start leaves nothing behind.
+				if _, err := sh.Targets(c.Context()); err != nil {
 					return err
 				}
 				if !c.Flags().Changed("capture-results") {
