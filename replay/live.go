@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +41,9 @@ type LiveStats struct {
 	// Down says why the shadow is down ("" while up).
 	Down string
 	// Seq is the last record dispatched; LagRecords how many committed
-	// records are not dispatched yet; LagSeconds how far behind the
-	// capture the record now dispatched is.
+	// records are not finished yet (held by workers, or not dispatched);
+	// LagSeconds how far behind the capture the oldest unfinished record
+	// is.
 	Seq        uint64
 	LagRecords uint64
 	LagSeconds float64
@@ -79,7 +81,6 @@ type live struct {
 		sync.Mutex
 		q    []inflight
 		done map[uint64]bool
-		last int64 // captured end of the last record dispatched
 	}
 
 	mu struct {
@@ -111,7 +112,6 @@ func (l *live) dispatched(rec *store.Record) {
 	l.flight.Lock()
 	end := rec.Start.UnixNano() + int64(rec.Duration)
 	l.flight.q = append(l.flight.q, inflight{rec.Seq, end})
-	l.flight.last = end
 	l.flight.Unlock()
 }
 
@@ -218,19 +218,11 @@ func (lv *Live) Stats() LiveStats {
 	l.mu.Lock()
 	if t := l.mu.tally; t != nil {
 		st.Compared, st.Nondeterministic = t.D.Compared, t.D.Nondeterministic
-		st.Divergent = maps(t.D.ByClass)
-		st.Ambiguous = maps(t.D.AmbiguousBy)
+		st.Divergent = maps.Clone(t.D.ByClass)
+		st.Ambiguous = maps.Clone(t.D.AmbiguousBy)
 	}
 	l.mu.Unlock()
 	return st
-}
-
-func maps(m map[string]int64) map[string]int64 {
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // note compares one final outcome with the captured response at once.
@@ -331,7 +323,6 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 		}()
 	}
 	inTrx := map[uint64]bool{}
-	sqlOf := map[uint64]map[uint32]string{}
 	for rec, err := range r.Follow(fctx, l.from) {
 		if err != nil {
 			return err
@@ -354,7 +345,7 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 				rn.cfg.Logger.Info("shadow caught up", "shadow", rn.t.Name, "skipped", l.skipped.Load())
 			}
 		}
-		if l.skip(rn, rec, inTrx, sqlOf) {
+		if l.skip(rn, rec, inTrx) {
 			l.seq.Store(rec.Seq)
 			continue
 		}
@@ -370,23 +361,16 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 // skip decides whether a record is left out: when lagging, statements
 // outside transactions and whole transactions that begin while lagging;
 // in read-only mode, every write. Session state always replays.
-func (l *live) skip(rn *runner, rec *store.Record, inTrx map[uint64]bool, sqlOf map[uint64]map[uint32]string) bool {
+func (l *live) skip(rn *runner, rec *store.Record, inTrx map[uint64]bool) bool {
 	var sql string
 	switch rec.Kind {
-	case store.KindPrepare:
-		if sqlOf[rec.Session] == nil {
-			sqlOf[rec.Session] = map[uint32]string{}
-		}
-		sqlOf[rec.Session][rec.StmtID] = rec.SQL
-		return false
 	case store.KindQuit:
 		delete(inTrx, rec.Session)
-		delete(sqlOf, rec.Session)
 		return false
 	case store.KindQuery:
 		sql = rec.SQL
 	case store.KindExecute:
-		sql = sqlOf[rec.Session][rec.StmtID]
+		sql = l.sc.preparedSQL(rec.Session, rec.StmtID) // the scan indexed its prepare
 	default:
 		return false
 	}

@@ -323,3 +323,12 @@ func (x *captureIndex) recordsIn(sh store.Shard) uint64 {
 	}
 	return n
 }
+
+// preparedSQL is the SQL a session prepared under id, as the scan has seen
+// it so far ("" if it has not, or the statement is closed).
+func (sc *scanner) preparedSQL(session uint64, id uint32) string {
+	if s := sc.sessions[session]; s != nil {
+		return s.sqlOf[id]
+	}
+	return ""
+}
