@@ -230,13 +230,10 @@ func (lv *Live) Stats() LiveStats {
 // earlier verdict.
 func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	rec := j.rec
-	if rec.Resp.Kind == store.RespNone || rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch {
+	switch vsCapture(rec, o) {
+	case capturedNone, capturedSkipped:
 		return
-	}
-	if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
-		return
-	}
-	if o.Flags&store.OutcomeClientError != 0 {
+	case capturedUnanswered:
 		// Not the engine's answer: the shadow was down or lost the
 		// connection. A write may not have run: its tables are ambiguous
 		// from here on.

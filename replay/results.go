@@ -163,22 +163,43 @@ func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error],
 		if rerr != nil {
 			return nil, rerr
 		}
-		if !rok || rec.Seq != o.Seq || rec.Resp.Kind == store.RespNone ||
-			rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch {
+		if !rok || rec.Seq != o.Seq {
 			continue
 		}
-		if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
+		switch vsCapture(rec, o) {
+		case capturedSkipped:
 			tl.D.Skipped++
-			continue
-		}
-		if o.Flags&store.OutcomeClientError != 0 {
+		case capturedUnanswered:
 			tl.D.Unavailable++
-			continue
+		case capturedCompared:
+			class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
+			tl.Note(o.Seq, class, nondet, compare.OrderOf(o), compare.DescribeResponse(&rec.Resp), compare.Describe(o))
 		}
-		class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
-		tl.Note(o.Seq, class, nondet, compare.OrderOf(o), compare.DescribeResponse(&rec.Resp), compare.Describe(o))
 	}
 	return &tl.D, nil
+}
+
+// How an outcome stands against the response the capture holds (vsCapture).
+const (
+	capturedNone       = iota // nothing to compare: not a statement, or no captured response
+	capturedSkipped           // not run, or rolled back as the capture had it
+	capturedUnanswered        // the target gave no answer (refused, reset, timed out)
+	capturedCompared
+)
+
+// vsCapture says whether and how o is compared with rec's captured
+// response: the rule replay's comparison with the capture and a shadow's
+// live one share.
+func vsCapture(rec *store.Record, o *store.Outcome) int {
+	switch {
+	case rec.Resp.Kind == store.RespNone || rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch:
+		return capturedNone
+	case o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0:
+		return capturedSkipped
+	case o.Flags&store.OutcomeClientError != 0:
+		return capturedUnanswered
+	}
+	return capturedCompared
 }
 
 // openDB opens a database/sql handle on a runner's target (no schema).
