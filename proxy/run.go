@@ -86,14 +86,6 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		}
 		return err
 	}
-	var sh ShadowSet
-	if cfg.Shadows != nil {
-		if sh, err = cfg.Shadows.Start(ctx, cfg.CaptureDir, w, reg, log); err != nil {
-			p.ln.Close()
-			w.Close()
-			return fmt.Errorf("proxy: %w", err)
-		}
-	}
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, reg, cfg.Pprof)
@@ -103,6 +95,18 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 			w.Close()
 		}
 		return err
+	}
+	// Shadows start last: every later failure would have to stop them
+	// before the capture they read closes.
+	var sh ShadowSet
+	if cfg.Shadows != nil {
+		if sh, err = cfg.Shadows.Start(ctx, cfg.CaptureDir, w, reg, log); err != nil {
+			p.ln.Close()
+			cancel()
+			mwait()
+			w.Close()
+			return fmt.Errorf("proxy: %w", err)
+		}
 	}
 	what := "relaying only (no --capture)"
 	if w != nil {

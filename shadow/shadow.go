@@ -58,8 +58,8 @@ type Set struct {
 	done   chan struct{} // the status loop ended
 }
 
-// Check says what is wrong with the configuration, before anything
-// starts.
+// Check says what is wrong with the configuration's settings; Targets
+// checks the shadows themselves.
 func (cfg *Config) Check() error {
 	switch cfg.Mode {
 	case "":
@@ -67,11 +67,6 @@ func (cfg *Config) Check() error {
 	case All, ReadOnly:
 	default:
 		return fmt.Errorf("--shadow-mode %q: want %s or %s", cfg.Mode, All, ReadOnly)
-	}
-	for _, spec := range cfg.Specs {
-		if _, err := targets.Parse(spec); err != nil {
-			return fmt.Errorf("--shadow: %w", err)
-		}
 	}
 	if cfg.MaxLag < 0 {
 		return errors.New("--shadow-max-lag must not be negative")
@@ -109,16 +104,9 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 	return ts, nil
 }
 
-// Start checks the shadow targets (Targets) and starts each one's live
-// replay of the capture w writes into dir.
-func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
-	if w == nil {
-		return nil, errors.New("--shadow needs --capture: shadows replay the capture as it is written")
-	}
-	ts, err := cfg.Targets(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Start starts a live replay of the capture w writes into dir on each of
+// ts, the targets Targets checked.
+func (cfg Config) Start(ctx context.Context, ts []targets.Target, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
 	runs := cfg.Runs
 	if runs == "" {
 		runs = strings.TrimRight(dir, "/") + ".shadows"
@@ -135,6 +123,7 @@ func (cfg Config) Start(ctx context.Context, dir string, w *store.Writer, reg pr
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
 		var lv *replay.Live
+		var err error
 		// The shadow's goroutines carry a profiler label, so a CPU profile
 		// of the proxy (--pprof) tells the client path from the shadows'
 		// work (make bench-proxy).

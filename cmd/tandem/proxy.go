@@ -14,6 +14,7 @@ import (
 	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/shadow"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func newProxyCmd() *cobra.Command {
@@ -79,13 +80,14 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 				}
 				// Every shadow answers, with its engine, before the capture
 				// is created: a failed start leaves nothing behind.
-				if _, err := sh.Targets(c.Context()); err != nil {
+				ts, err := sh.Targets(c.Context())
+				if err != nil {
 					return err
 				}
 				if !c.Flags().Changed("capture-results") {
 					cfg.CaptureResults = proxy.ResultsChecksum // shadows compare rows with the primary's
 				}
-				cfg.Shadows = shadowStarter{sh}
+				cfg.Shadows = shadowStarter{sh, ts}
 				if !c.Flags().Changed("procs") {
 					n++ // the shadows' replay runs beside the relaying, not on its CPU
 				}
@@ -126,11 +128,15 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	return cmd
 }
 
-// shadowStarter starts the --shadow servers' live replays for the proxy.
-type shadowStarter struct{ cfg shadow.Config }
+// shadowStarter starts the --shadow servers' live replays for the proxy,
+// on the targets checked before the capture was created.
+type shadowStarter struct {
+	cfg shadow.Config
+	ts  []targets.Target
+}
 
 func (s shadowStarter) Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (proxy.ShadowSet, error) {
-	set, err := s.cfg.Start(ctx, dir, w, reg, log)
+	set, err := s.cfg.Start(ctx, s.ts, dir, w, reg, log)
 	if err != nil {
 		return nil, err
 	}
