@@ -317,6 +317,12 @@ func (w *Writer) fail(msg string) {
 	})
 }
 
+// failedErr is the error of a writer that failed, with what stays of the
+// capture.
+func (w *Writer) failedErr() error {
+	return fmt.Errorf("%w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load())
+}
+
 func (w *Writer) isFailed() bool {
 	select {
 	case <-w.failed:
@@ -588,7 +594,7 @@ func (w *Writer) Close() error {
 		// Nothing more may be asked of the store: its goroutines hold its
 		// locks. The WAL holds what was synced; Pebble replays it when the
 		// capture is opened after this process ends.
-		return fmt.Errorf("store: close: %w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load())
+		return fmt.Errorf("store: close: %w", w.failedErr())
 	}
 
 	var errs []error
@@ -619,7 +625,7 @@ func (w *Writer) Close() error {
 		errs = append(errs, w.await(w.db.Flush))
 	}
 	if w.isFailed() {
-		return fmt.Errorf("store: close: %w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load())
+		return fmt.Errorf("store: close: %w", w.failedErr())
 	}
 	// After a failed commit Pebble's pipeline may be broken: its Close may
 	// panic or wait forever. What was synced is on disk either way.
@@ -634,7 +640,7 @@ func (w *Writer) Close() error {
 	case err := <-closed:
 		errs = append(errs, err)
 	case <-w.failed:
-		errs = append(errs, fmt.Errorf("%w (records up to seq %d were synced and stay readable once this process ends)", w.Err(), w.durable.Load()))
+		errs = append(errs, w.failedErr())
 	case <-time.After(10 * time.Second):
 		errs = append(errs, errors.New("the store did not close within 10s after a failure; what was synced stays readable once this process ends"))
 	}
