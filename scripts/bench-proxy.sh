@@ -77,33 +77,28 @@ declare -A cpu
 # stacks in a CPU profile of the proxy.
 client_focus='proxy\.\(\*session\)|proxy\.\(\*Proxy\)\.handle'
 
-# client_cpu PROFILE: CPU seconds of the client path's samples.
+# secs turns pprof's "1.23s" or "450ms" into seconds (awk).
+awk_secs='function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }'
+
+# client_cpu PROFILE: "C K": CPU seconds of the client path's samples, and
+# of them those that landed in system calls (flat in the syscall stubs,
+# epoll_wait, futex): kernel time, which grows with the machine's load (the
+# shadows' servers), not with the proxy's own work.
 client_cpu() {
-  go tool pprof -top -nodefraction=0 -edgefraction=0 -focus="$client_focus" "$1" 2>/dev/null |
-    sed -n 's/^Showing nodes accounting for \([^,]*\),.*/\1/p' |
-    awk '{v=$1; if (v ~ /ms$/) { sub(/ms$/, "", v); v/=1000 } else sub(/s$/, "", v); printf "%.3f", v}'
+  go tool pprof -top -nodefraction=0 -edgefraction=0 -focus="$client_focus" "$1" 2>/dev/null | awk "$awk_secs"'
+    /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
+    $NF ~ /linux\.Syscall6$|^syscall\.(Raw)?Syscall6?$|linux\.EpollWait$|^runtime\.(futex|usleep|osyield)$/ { k += secs($1) }
+    END { printf "%.3f %.3f", c, k }'
 }
 
-# other_cpu PROFILE: CPU seconds of every other sample not labelled as a
-# shadow's: the capture's commits, Go's scheduler and GC (which the
-# shadows' allocations also drive), metrics.
+# other_cpu PROFILE C: CPU seconds of every other sample not labelled as a
+# shadow's (C: the client path's): the capture's commits, Go's scheduler
+# and GC (which the shadows' allocations also drive), metrics.
 other_cpu() {
-  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk -v c="$2" '
-    function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
+  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk -v c="$2" "$awk_secs"'
     /Total samples = / { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
     /^ *tandem: Total / { shadow = secs($3) }
     END { printf "%.3f", total - shadow - c }'
-}
-
-# in_kernel PROFILE: CPU seconds of the client path's samples that landed in
-# system calls (flat in the syscall stubs, epoll_wait, futex): kernel time,
-# which grows with the machine's load (the shadows' servers), not with the
-# proxy's own work.
-in_kernel() {
-  go tool pprof -top -nodefraction=0 -focus="$client_focus" "$1" 2>/dev/null | awk '
-    function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }
-    $NF ~ /linux\.Syscall6$|^syscall\.(Raw)?Syscall6?$|linux\.EpollWait$|^runtime\.(futex|usleep|osyield)$/ { k += secs($1) }
-    END { printf "%.3f", k }'
 }
 workloads=(oltp_point_select oltp_read_write)
 declare -A qps p95 ucpu ocpu
@@ -119,8 +114,7 @@ for round in $(seq "$ROUNDS"); do
       if [ -n "$ppid" ]; then
         wait "$ppid"
         qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
-        c=$(client_cpu "$work/cpu-$tgt.pb.gz")
-        k=$(in_kernel "$work/cpu-$tgt.pb.gz")
+        read -r c k < <(client_cpu "$work/cpu-$tgt.pb.gz")
         o=$(other_cpu "$work/cpu-$tgt.pb.gz" "$c")
         # CPU per statement, µs: the profile spans SECS-1 of the SECS run.
         cpu[$w,$tgt]="${cpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", c*1e6/(q*(s-1)/s)}')"
