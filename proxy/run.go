@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/store"
@@ -47,9 +49,11 @@ type ShadowStarter interface {
 	Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (ShadowSet, error)
 }
 
-// ShadowSet is running shadows.
+// ShadowSet is running shadows. Their metrics are gathered from them
+// for /metrics.
 type ShadowSet interface {
 	Stop(timeout time.Duration, out io.Writer) error
+	prometheus.Gatherer
 }
 
 // Run serves until ctx is done, then drains connections and closes the
@@ -88,7 +92,15 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, reg, cfg.Pprof)
+	// The shadows, once started, add what their workers gather.
+	var shadows atomic.Pointer[ShadowSet]
+	gather := prometheus.Gatherers{reg, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		if sh := shadows.Load(); sh != nil {
+			return (*sh).Gather()
+		}
+		return nil, nil
+	})}
+	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, gather, reg, cfg.Pprof)
 	if err != nil {
 		p.ln.Close()
 		if w != nil {
@@ -107,6 +119,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 			w.Close()
 			return fmt.Errorf("proxy: %w", err)
 		}
+		shadows.Store(&sh)
 	}
 	what := "relaying only (no --capture)"
 	if w != nil {

@@ -5,9 +5,10 @@
 # with capture and two shadows (an InnoDB copy and a MyRocks copy, replaying
 # live on servers that share this machine's CPUs).
 # Runs alternate, ROUNDS times, in one session; prints mean QPS, p95 and ratios,
-# and the proxy's CPU per statement on the client path (from a CPU profile of
-# each capturing proxy: every sample not labelled as a shadow's), capture on
-# with shadows against without.
+# and CPU per statement, capture on with shadows against without: the proxy
+# process's (exact, from /proc: the shadows run in worker processes of their
+# own), its client path's (from a CPU profile: the goroutines serving
+# clients), and the shadows' workers'.
 #   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8)
 set -euo pipefail
 tandem=${1:-bin/tandem}
@@ -70,7 +71,12 @@ sleep 1
 declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem-blocking]=$p_port [tandem+capture]=$c_port [tandem+capture+2shadows]=$s_port)
 declare -A prof=([tandem+capture]=$c_metrics [tandem+capture+2shadows]=$s_metrics)
 targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
-declare -A cpu
+declare -A cpu pcpu wcpu
+
+# ticks PID...: CPU time (user + system) of the processes, in clock ticks.
+ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
+hz=$(getconf CLK_TCK)
+declare -A ppid_of=([tandem+capture]=$capture_pid [tandem+capture+2shadows]=$shadows_pid)
 
 # The client path is the goroutines that serve clients (the session loop:
 # relaying, parsing, recording into the capture queue), found by their
@@ -88,17 +94,16 @@ client_cpu() {
   go tool pprof -top -nodefraction=0 -edgefraction=0 -focus="$client_focus" "$1" 2>/dev/null | awk "$awk_secs"'
     /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
     $NF ~ /linux\.Syscall6$|^syscall\.(Raw)?Syscall6?$|linux\.EpollWait$|^runtime\.(futex|usleep|osyield)$/ { k += secs($1) }
-    END { printf "%.3f %.3f", c, k }'
+    END { printf "%.3f %.3f\n", c, k }'
 }
 
-# other_cpu PROFILE C: CPU seconds of every other sample not labelled as a
-# shadow's (C: the client path's): the capture's commits, Go's scheduler
-# and GC (which the shadows' allocations also drive), metrics.
+# other_cpu PROFILE C: CPU seconds of every other sample (C: the client
+# path's): the capture's commits, the shadows' feeders (labelled
+# tandem=shadow-feed), Go's scheduler and GC, metrics.
 other_cpu() {
-  { go tool pprof -top "$1" 2>/dev/null | head -8; go tool pprof -tags "$1" 2>/dev/null; } | awk -v c="$2" "$awk_secs"'
+  go tool pprof -top "$1" 2>/dev/null | head -8 | awk -v c="$2" "$awk_secs"'
     /Total samples = / { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
-    /^ *tandem: Total / { shadow = secs($3) }
-    END { printf "%.3f", total - shadow - c }'
+    END { printf "%.3f", total - c }'
 }
 workloads=(oltp_point_select oltp_read_write)
 declare -A qps p95 ucpu ocpu
@@ -108,12 +113,19 @@ for round in $(seq "$ROUNDS"); do
     for tgt in "${targets[@]}"; do
       ppid=""
       if [ -n "${prof[$tgt]:-}" ]; then
+        workers=($(pgrep -P "${ppid_of[$tgt]}" || true))
+        t0=$(ticks "${ppid_of[$tgt]}"); w0=$(ticks "${workers[@]}")
         curl -s -o "$work/cpu-$tgt.pb.gz" "http://127.0.0.1:${prof[$tgt]}/debug/pprof/profile?seconds=$((SECS - 1))" & ppid=$!
       fi
       out=$(sysbench "$w" "${sb_common[@]}" --mysql-port="${port[$tgt]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run)
       if [ -n "$ppid" ]; then
+        t1=$(ticks "${ppid_of[$tgt]}"); w1=$(ticks "${workers[@]}")
         wait "$ppid"
         qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
+        # The whole proxy process, exactly, over the whole run; and the
+        # shadows' workers over the same time (they go on after it).
+        pcpu[$w,$tgt]="${pcpu[$w,$tgt]:-} $(awk -v t=$((t1 - t0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
+        wcpu[$w,$tgt]="${wcpu[$w,$tgt]:-} $(awk -v t=$((w1 - w0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
         read -r c k < <(client_cpu "$work/cpu-$tgt.pb.gz")
         o=$(other_cpu "$work/cpu-$tgt.pb.gz" "$c")
         # CPU per statement, µs: the profile spans SECS-1 of the SECS run.
@@ -154,9 +166,18 @@ for w in "${workloads[@]}"; do
   done
 done
 echo
-echo "CPU per statement of the capturing proxy, µs, without and with 2 shadows: the client path (the"
-echo "goroutines serving clients), of it the part outside system calls, and the rest of the process"
-echo "outside the shadows' own goroutines (capture commits, Go's scheduler and GC)"
+echo "CPU per statement, µs, capture on without and with 2 shadows: the whole proxy process (exact,"
+echo "from /proc; the shadows run in worker processes), and the shadows' workers during the run"
+printf '%-18s %8s %9s %6s   %8s\n' workload proxy "+shadows" ratio workers
+for w in "${workloads[@]}"; do
+  a=$(mean "${pcpu[$w,tandem+capture]}"); b=$(mean "${pcpu[$w,tandem+capture+2shadows]}")
+  printf '%-18s %8s %9s %6s   %8s\n' "$w" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a > 0) printf "%.3f", b/a; else print "-" }')" "$(mean "${wcpu[$w,tandem+capture+2shadows]}")"
+done
+echo
+echo "Of the proxy process, from its CPU profile (sampled at 100 Hz: a 10 s run holds a few hundred"
+echo "samples, so each figure is good to about ±5 %): the client path (the goroutines serving"
+echo "clients), of it the part outside system calls, and the rest of the process (capture commits,"
+echo "the shadows' feeders, Go's scheduler and GC)"
 printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s\n' workload client "+shadows" ratio own "+shadows" ratio rest "+shadows" ratio
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0) printf "%.3f", b/a; else print "-" }'; }
 for w in "${workloads[@]}"; do
@@ -167,7 +188,7 @@ for w in "${workloads[@]}"; do
 done
 echo
 echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem);"
-echo "         shadows add <= 5% to the client path's CPU per statement (their servers share these CPUs: QPS alone misleads)"
+echo "         shadows add <= 5% to the proxy's CPU per statement on the client path (their servers share these CPUs: QPS alone misleads)"
 echo
 curl -s "http://127.0.0.1:$s_metrics/metrics" | grep -E '^tandem_shadow_(lag_seconds|compared_total|up)' || true
 kill -TERM "$capture_pid" && wait "$capture_pid" || true   # flushes and closes the capture

@@ -34,8 +34,10 @@ const (
 
 // Config is what `tandem proxy --shadow …` runs.
 type Config struct {
-	// Specs are targets, "name=DSN[,engine=X][,options=…]".
-	Specs []string
+	// Specs are targets, "name=DSN[,engine=X][,options=…]"; Listed are
+	// more, from a --config file's shadows: list.
+	Specs  []string
+	Listed []targets.Target
 	// Mode is All (default) or ReadOnly.
 	Mode string
 	// Runs is where each shadow's run directory goes (default
@@ -46,10 +48,13 @@ type Config struct {
 	// (default 10s). TargetTimeout fails a shadow whose server stops
 	// answering a call (default 30s).
 	MaxLag, StatusInterval, TargetTimeout time.Duration
+	// Worker is the command line that starts a shadow's worker process
+	// (default: this executable's WorkerCommand).
+	Worker []string
 }
 
-// Set is the running shadows of one proxy.
-type Set struct {
+// local is shadows running in this process: a worker's (worker.go).
+type local struct {
 	log    *slog.Logger
 	lives  []*replay.Live
 	dirs   []string
@@ -81,12 +86,16 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	var ts []targets.Target
+	all := slices.Clone(cfg.Listed)
 	for _, spec := range cfg.Specs {
 		t, err := targets.Parse(spec)
 		if err != nil {
 			return nil, fmt.Errorf("--shadow: %w", err)
 		}
+		all = append(all, t)
+	}
+	var ts []targets.Target
+	for _, t := range all {
 		if slices.ContainsFunc(ts, func(o targets.Target) bool { return o.Name == t.Name }) {
 			return nil, fmt.Errorf("--shadow: two shadows are named %q", t.Name)
 		}
@@ -104,22 +113,17 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 	return ts, nil
 }
 
-// Start starts a live replay of the capture w writes into dir on each of
-// ts, the targets Targets checked.
-func (cfg Config) Start(ctx context.Context, ts []targets.Target, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
-	runs := cfg.Runs
-	if runs == "" {
-		runs = strings.TrimRight(dir, "/") + ".shadows"
-	}
+// startLocal starts a live replay of the capture dir, as live (a live
+// reader) holds it, on each of ts, in this process.
+func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.Reader, reg prometheus.Registerer, log *slog.Logger) (*local, error) {
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Set{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	s := &local{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	metrics := replay.NewMetrics(reg)
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "tandem_shadow_statement_duration_seconds",
 		Help:    "Latency of the statements a shadow compared, by side: on the primary (as the proxy captured it: from the command's arrival to the reply's end) and on the shadow (its service time), and by statement class.",
 		Buckets: replay.MetricBuckets}, []string{"shadow", "side", "class"})
 	reg.MustRegister(latency)
-	live := w.Live()
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
 		var lv *replay.Live
@@ -146,7 +150,7 @@ func (cfg Config) Start(ctx context.Context, ts []targets.Target, dir string, w 
 }
 
 // status logs every shadow's state every interval until the shadows end.
-func (s *Set) status(every time.Duration) {
+func (s *local) status(every time.Duration) {
 	defer close(s.done)
 	if every <= 0 {
 		every = 10 * time.Second
@@ -193,21 +197,16 @@ func classes(m map[string]int64) string {
 	return strings.Join(parts, ",")
 }
 
-// Stop lets every shadow replay what the capture holds (up to timeout),
-// then ends them and prints one line each.
-func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
-	if s == nil {
-		return nil
-	}
+// stop lets every shadow replay what the capture holds, until abort is
+// closed, then ends them and prints one line each.
+func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 	close(s.drain)
 	<-s.done
-	deadline := time.After(timeout)
 	var errs []error
 	for i, lv := range s.lives {
 		select {
 		case <-lv.Done():
-		case <-deadline:
-			s.log.Warn("shadows did not catch up in time; stopping them", "timeout", timeout)
+		case <-abort:
 			s.cancel()
 			<-lv.Done()
 		}
@@ -230,11 +229,13 @@ func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
 	return errors.Join(errs...)
 }
 
+const descUpHelp = "1 while the shadow's server answers, 0 while it is down (its feed waits and retries) or its worker has ended."
+
 // collector exports the shadows' state to Prometheus.
-type collector struct{ s *Set }
+type collector struct{ s *local }
 
 var (
-	descShadowUp        = prometheus.NewDesc("tandem_shadow_up", "1 while the shadow's server answers, 0 while it is down (its feed waits and retries).", []string{"shadow"}, nil)
+	descShadowUp        = prometheus.NewDesc("tandem_shadow_up", descUpHelp, []string{"shadow"}, nil)
 	descShadowLagRecs   = prometheus.NewDesc("tandem_shadow_lag_records", "Records committed to the capture that the shadow has not dispatched yet.", []string{"shadow"}, nil)
 	descShadowLagSecs   = prometheus.NewDesc("tandem_shadow_lag_seconds", "How far behind the capture the record the shadow dispatched last is.", []string{"shadow"}, nil)
 	descShadowLagging   = prometheus.NewDesc("tandem_shadow_lagging", "1 while the shadow is past --shadow-max-lag and skipping ahead.", []string{"shadow"}, nil)

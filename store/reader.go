@@ -163,50 +163,89 @@ var ErrNotLive = errors.New("store: Follow needs a live reader (Writer.Live)")
 // error, if it has one). The *Record is reused from one step to the next.
 func (r *Reader) Follow(ctx context.Context, from uint64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
-		w := r.live
-		if w == nil {
-			yield(nil, ErrNotLive)
-			return
+		err := r.follow(ctx, from, func(ri *recordIter) (bool, error) {
+			if err := ri.decode(); err != nil {
+				return false, err
+			}
+			return yield(&ri.rec, nil), nil
+		})
+		if err != nil {
+			yield(nil, err)
 		}
-		next := max(from, 1)
-		for {
-			sig := *w.commitSig.Load()
-			if durable := w.DurableSeq(); durable >= next {
-				ri, err := r.newRecordIterRange(next, durable)
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				for ok := ri.it.First(); ok; ok = ri.it.Next() {
-					if err := ri.decode(); err != nil {
-						ri.it.Close()
-						yield(nil, err)
-						return
-					}
-					next = ri.rec.Seq + 1
-					if !yield(&ri.rec, nil) {
-						ri.it.Close()
-						return
-					}
-				}
-				err = ri.err()
-				ri.it.Close()
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				continue
+	}
+}
+
+// Raw is a record as stored: its seq, and its encoding relative to the
+// capture's Meta().BaseTime (DecodeRecord reads it).
+type Raw struct {
+	Seq   uint64
+	Value []byte
+	// Durable is the last committed seq when this record was read: Seq ==
+	// Durable means the reader has caught up with the writer for now.
+	Durable uint64
+}
+
+// FollowRaw is Follow without decoding: it yields each record's stored
+// bytes, valid until the next step. A process that feeds the capture to
+// another (a shadow's worker) copies bytes and decodes nothing.
+func (r *Reader) FollowRaw(ctx context.Context, from uint64) iter.Seq2[Raw, error] {
+	return func(yield func(Raw, error) bool) {
+		err := r.follow(ctx, from, func(ri *recordIter) (bool, error) {
+			k := ri.it.Key()
+			if len(k) != 9 {
+				return false, fmt.Errorf("%w: %s: record key of %d bytes", ErrCorrupt, r.dir, len(k))
 			}
-			select {
-			case <-sig:
-			case <-ctx.Done():
-				return
-			case <-w.failed:
-				yield(nil, w.Err())
-				return
-			case <-w.done:
-				return // the writer is closing its store: stop following first
+			v, err := ri.it.ValueAndErr()
+			if err != nil {
+				return false, r.wrap(err)
 			}
+			return yield(Raw{Seq: binary.BigEndian.Uint64(k[1:]), Value: v, Durable: ri.hi}, nil), nil
+		})
+		if err != nil {
+			yield(Raw{}, err)
+		}
+	}
+}
+
+// follow calls step on each committed record from seq from on, waiting
+// for commits, until step says stop, ctx ends, or the writer closes or
+// fails.
+func (r *Reader) follow(ctx context.Context, from uint64, step func(*recordIter) (bool, error)) error {
+	w := r.live
+	if w == nil {
+		return ErrNotLive
+	}
+	next := max(from, 1)
+	for {
+		sig := *w.commitSig.Load()
+		if durable := w.DurableSeq(); durable >= next {
+			ri, err := r.newRecordIterRange(next, durable)
+			if err != nil {
+				return err
+			}
+			for ok := ri.it.First(); ok; ok = ri.it.Next() {
+				more, err := step(ri)
+				if err != nil || !more {
+					ri.it.Close()
+					return err
+				}
+				next = binary.BigEndian.Uint64(ri.it.Key()[1:]) + 1
+			}
+			err = ri.err()
+			ri.it.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return nil
+		case <-w.failed:
+			return w.Err()
+		case <-w.done:
+			return nil // the writer is closing its store: stop following first
 		}
 	}
 }
@@ -217,7 +256,7 @@ func (r *Reader) newRecordIterRange(lo, hi uint64) (*recordIter, error) {
 	if err != nil {
 		return nil, r.wrap(err)
 	}
-	return &recordIter{r: r, it: it}, nil
+	return &recordIter{r: r, it: it, hi: hi}, nil
 }
 
 // recordIter walks record keys with one Pebble iterator.
@@ -226,6 +265,7 @@ type recordIter struct {
 	it  *pebble.Iterator
 	rec Record
 	key [9]byte
+	hi  uint64 // the last seq of a range's iterator
 }
 
 func (r *Reader) newRecordIter() (*recordIter, error) {

@@ -24,8 +24,11 @@ import (
 //	    options: "COMMENT='engine trial, week 2'"
 //
 // Each entry becomes a Target as it is: an option's value may hold commas.
+// tandem proxy's --config has a shadows: list of the same entries instead
+// (without baseline: the primary is the baseline).
 type File struct {
 	Targets []FileTarget `yaml:"targets"`
+	Shadows []FileTarget `yaml:"shadows"`
 }
 
 // FileTarget is one entry of a targets file.
@@ -37,29 +40,58 @@ type FileTarget struct {
 	Baseline bool   `yaml:"baseline"`
 }
 
-// Load reads a targets file; unknown keys are errors.
+// Load reads a targets file's targets: list; unknown keys are errors.
 func Load(path string) ([]Target, error) {
-	b, err := os.ReadFile(path)
+	f, err := load(path)
 	if err != nil {
-		return nil, fmt.Errorf("targets: %w", err)
-	}
-	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadSpec, path, err)
+		return nil, err
 	}
 	if len(f.Targets) == 0 {
 		return nil, fmt.Errorf("%w: %s has no targets: list; see 'tandem replay --help'", ErrBadSpec, path)
 	}
+	return convert(path, "target", f.Targets)
+}
+
+// LoadShadows reads a file's shadows: list (tandem proxy --config).
+func LoadShadows(path string) ([]Target, error) {
+	f, err := load(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Shadows) == 0 {
+		return nil, fmt.Errorf("%w: %s has no shadows: list; see 'tandem proxy --help'", ErrBadSpec, path)
+	}
+	for _, s := range f.Shadows {
+		if s.Baseline {
+			return nil, fmt.Errorf("%w: %s: shadow %s: a shadow cannot be the baseline (the primary is)", ErrBadSpec, path, s.Name)
+		}
+	}
+	return convert(path, "shadow", f.Shadows)
+}
+
+func load(path string) (File, error) {
+	var f File
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("targets: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return f, fmt.Errorf("%w: %s: %v", ErrBadSpec, path, err)
+	}
+	return f, nil
+}
+
+func convert(path, what string, fts []FileTarget) ([]Target, error) {
 	var out []Target
-	for i, ft := range f.Targets {
+	for i, ft := range fts {
 		if ft.Name == "" || ft.DSN == "" {
-			return nil, fmt.Errorf("%w: %s: target %d needs a name and a dsn", ErrBadSpec, path, i+1)
+			return nil, fmt.Errorf("%w: %s: %s %d needs a name and a dsn", ErrBadSpec, path, what, i+1)
 		}
 		dsn, err := expandEnv(ft.DSN)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: target %s: %v", ErrBadSpec, path, ft.Name, err)
+			return nil, fmt.Errorf("%w: %s: %s %s: %v", ErrBadSpec, path, what, ft.Name, err)
 		}
 		t := Target{Name: ft.Name, DSN: dsn, Engine: "InnoDB", Options: ft.Options, Baseline: ft.Baseline}
 		if ft.Engine != "" {

@@ -77,6 +77,38 @@ func TestLoadFile(t *testing.T) {
 	}
 }
 
+// tandem proxy's --config has a shadows: list of the same entries; a
+// shadow cannot be a baseline, and a file without the list is an error.
+func TestLoadShadows(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, "s.yaml")
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ts, err := LoadShadows(write("shadows:\n  - name: rocks\n    dsn: root@tcp(127.0.0.1:3307)/shop\n    engine: myrocks\n  - name: zipped\n    dsn: root@tcp(127.0.0.1:3308)/shop\n    options: ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8\n"))
+	want := []Target{{Name: "rocks", DSN: "root@tcp(127.0.0.1:3307)/shop", Engine: "ROCKSDB"},
+		{Name: "zipped", DSN: "root@tcp(127.0.0.1:3308)/shop", Engine: "InnoDB", Options: "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"}}
+	if err != nil || !reflect.DeepEqual(ts, want) {
+		t.Fatalf("LoadShadows = %+v, %v", ts, err)
+	}
+	for bad, msg := range map[string]string{
+		"targets:\n  - name: x\n    dsn: root@tcp(h:1)/d\n":                     "has no shadows: list; see 'tandem proxy --help'",
+		"shadows:\n  - name: x\n    dsn: root@tcp(h:1)/d\n    baseline: true\n": "shadow x: a shadow cannot be the baseline (the primary is)",
+		"shadows:\n  - name: x\n":                                               "shadow 1 needs a name and a dsn",
+	} {
+		if _, err := LoadShadows(write(bad)); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("LoadShadows(%q): %v, want ErrBadSpec …%s", bad, err, msg)
+		}
+	}
+	// A replay's file with a shadows: list only has no targets.
+	if _, err := Load(write("shadows:\n  - name: x\n    dsn: root@tcp(h:1)/d\n")); err == nil || !strings.Contains(err.Error(), "has no targets: list") {
+		t.Errorf("Load of a shadows file: %v", err)
+	}
+}
+
 // A targets file names credentials from the environment (a Kubernetes
 // Secret), never holding them; an unset one is an error naming it.
 func TestLoadExpandsCredentials(t *testing.T) {

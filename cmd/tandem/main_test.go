@@ -54,6 +54,17 @@ func run(t *testing.T, env []string, args ...string) (string, string, int) {
 
 func TestCLIErrors(t *testing.T) {
 	empty := t.TempDir()
+	conf := t.TempDir()
+	confFile := func(name, body string) string {
+		p := filepath.Join(conf, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	replayConf := confFile("replay.yaml", "targets:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n")
+	baselineConf := confFile("baseline.yaml", "shadows:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n    baseline: true\n")
+	unreachableConf := confFile("shadows.yaml", "shadows:\n  - name: fromfile\n    dsn: root@tcp(127.0.0.1:1)/db\n    engine: rocksdb\n")
 	cases := []struct {
 		name string
 		env  []string
@@ -84,6 +95,14 @@ func TestCLIErrors(t *testing.T) {
 			"--shadow-mode", "sometimes", "--metrics-addr", "off"}, `--shadow-mode "sometimes": want all or read-only`},
 		{"proxy unreachable shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c3",
 			"--shadow", "x=root@tcp(127.0.0.1:1)/db", "--metrics-addr", "off"}, "shadow x: target: unreachable: target x: cannot query 127.0.0.1:1"},
+		{"proxy config without shadows", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c1", "--config", replayConf, "--metrics-addr", "off"},
+			replayConf + " has no shadows: list; see 'tandem proxy --help'"},
+		{"proxy config baseline shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c1", "--config", baselineConf, "--metrics-addr", "off"},
+			"shadow x: a shadow cannot be the baseline (the primary is)"},
+		{"proxy config shadows without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--config", unreachableConf, "--metrics-addr", "off"},
+			"--shadow needs --capture DIR"},
+		{"proxy config unreachable shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c3",
+			"--config", unreachableConf, "--metrics-addr", "off"}, "shadow fromfile: target: unreachable: target fromfile: cannot query 127.0.0.1:1"},
 		{"replay without capture", nil, []string{"replay"}, "replay takes one capture directory"},
 		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
 		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},

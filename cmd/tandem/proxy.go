@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +26,7 @@ func newProxyCmd() *cobra.Command {
 	var logLevel string
 	var procs int
 	var sh shadow.Config
+	var configFile string
 	cmd := &cobra.Command{
 		Use:   "proxy --backend HOST:PORT [--capture DIR]",
 		Short: "Relay MySQL clients to a server and record every command exchange",
@@ -37,8 +42,12 @@ a server of its own — a copy of the primary on another engine — with the
 replay engine (sessions, prepared statements, the capture's order, the
 client's deadlock retries), and compare every statement with the primary's
 captured response (row checksums are captured automatically). Clients are
-served by the primary exactly as without shadows: shadows only read the
-capture log. A shadow whose server goes down waits and retries with
+served by the primary exactly as without shadows: each shadow runs in a
+worker process of its own (its heap, garbage collector and crashes are
+not the proxy's), fed the capture's committed records by the proxy, which
+only reads the capture log for it; the worker keeps them in a copy,
+CAPTURE.shadows/NAME.feed, removed at its end. A shadow whose server goes
+down waits and retries with
 backoff, then catches up from the log; one further behind than
 --shadow-max-lag skips ahead at transaction boundaries and counts what it
 skipped (differences on the tables of skipped writes are counted apart).
@@ -58,7 +67,10 @@ open sessions finish for --drain-timeout, and flush the capture.`,
       --tls-cert proxy.pem --tls-key proxy.key --capture-results checksum
   tandem proxy --backend 127.0.0.1:3306 --capture ./cap \
       --shadow myrocks='root@tcp(127.0.0.1:3307)/shop,engine=rocksdb' \
-      --shadow zipped='root@tcp(127.0.0.1:3308)/shop,options=ROW_FORMAT=COMPRESSED' --shadow-max-lag 30s`,
+      --shadow zipped='root@tcp(127.0.0.1:3308)/shop,options=ROW_FORMAT=COMPRESSED' --shadow-max-lag 30s
+  # the same shadows from a file (shadows: - name, dsn, engine, options; a dsn
+  # may name ${ENV} variables, so that no password is on the command line)
+  tandem proxy --backend 127.0.0.1:3306 --capture ./capture --config shadows.yaml`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var lvl slog.Level
@@ -74,7 +86,12 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 			if err != nil {
 				return err
 			}
-			if len(sh.Specs) > 0 {
+			if configFile != "" {
+				if sh.Listed, err = targets.LoadShadows(configFile); err != nil {
+					return err
+				}
+			}
+			if len(sh.Specs)+len(sh.Listed) > 0 {
 				if cfg.CaptureDir == "" {
 					return fmt.Errorf("--shadow needs --capture DIR: shadows replay the capture as it is written")
 				}
@@ -87,10 +104,14 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 				if !c.Flags().Changed("capture-results") {
 					cfg.CaptureResults = proxy.ResultsChecksum // shadows compare rows with the primary's
 				}
-				cfg.Shadows = shadowStarter{sh, ts}
-				if !c.Flags().Changed("procs") {
-					n++ // the shadows' replay runs beside the relaying, not on its CPU
+				// Each shadow runs in a worker process of its own (this
+				// executable's hidden shadow-worker command).
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--shadow: finding tandem's own executable to run the shadows' workers: %w", err)
 				}
+				sh.Worker = []string{exe, shadow.WorkerCommand, "--log-level", logLevel}
+				cfg.Shadows = shadowStarter{sh, ts}
 			}
 			runtime.GOMAXPROCS(n)
 			cfg.Procs = n
@@ -119,6 +140,7 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too: name=DSN[,engine=X][,options=…] (repeatable; needs --capture)")
+	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")
 	f.StringVar(&sh.Mode, "shadow-mode", shadow.All, "all (every statement: shadows cloned from the primary) or read-only (no writes: shadows with other data)")
 	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")
 	f.StringVar(&sh.Runs, "shadow-runs", "", "directory for the shadows' run directories (default CAPTURE.shadows)")
@@ -163,4 +185,39 @@ func proxyProcs(flag int, set bool, io string) (int, error) {
 		return runtime.NumCPU(), nil
 	}
 	return max(1, runtime.NumCPU()/4), nil
+}
+
+// newShadowWorkerCmd is the hidden command a proxy starts for each
+// --shadow: the shadow's live replay, in a process of its own (package
+// shadow). It reads the capture's records on stdin and takes the proxy's
+// calls on fd 3.
+func newShadowWorkerCmd() *cobra.Command {
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:    shadow.WorkerCommand,
+		Short:  "a shadow's worker process (started by tandem proxy --shadow)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			// The proxy decides when its shadows end (it drains them): a
+			// terminal's Ctrl-C or a service manager's SIGTERM is its.
+			signal.Ignore(os.Interrupt, syscall.SIGTERM)
+			f := os.NewFile(3, "shadow-control")
+			if f == nil {
+				return errors.New("shadow-worker is started by tandem proxy --shadow, not by hand")
+			}
+			conn, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("shadow-worker is started by tandem proxy --shadow, not by hand (fd 3: %v)", err)
+			}
+			return shadow.Work(conn, os.Stdin, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+		},
+	}
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
 }

@@ -92,7 +92,7 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 	}
 	m := replay.NewMetrics(r)
 	ctx, cancel := context.WithCancel(context.Background())
-	bound, wait, err := metricsrv.Listen(ctx, addr, reg, withPprof)
+	bound, wait, err := metricsrv.Listen(ctx, addr, reg, reg, withPprof)
 	if err != nil {
 		cancel()
 		if c.Flags().Changed("metrics-addr") {

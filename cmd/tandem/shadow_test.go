@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -374,4 +375,102 @@ func TestShadowReadOnlySendsNoWrites(t *testing.T) {
 		t.Errorf("read-only shadow: %d writes sent, divergent %v, apart %v", reps["ro"].Writes, vc.ByClass, vc.AmbiguousBy)
 	}
 	t.Logf("sysbench %d transactions; read-only shadow: %d compared, %d reads after a skipped write counted apart", n, vc.Compared, vc.AmbiguousBy["not-replayed"])
+}
+
+// childPIDs lists the processes whose parent is pid (from /proc).
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
+
+// Each shadow runs in a worker process of its own. Killed mid-run, it
+// takes nothing with it: sysbench goes on with 0 errors, the shadow shows
+// down, the capture closes cleanly with every record, the proxy says
+// what happened, and the worker's copy of the feed is removed. Its
+// command line carries no DSN (a password would show in ps).
+func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB and sysbench; skipped with -short")
+	}
+	inno := sandboxtest.Server(t, "innodb")
+	_, primary := inno.FreshDB(t)
+	_, cp := inno.FreshDB(t)
+	loadSbtest(t, 2, 2000, primary, cp)
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
+	done := make(chan int)
+	go func() { done <- r.sysbench("--tables=2", "--table-size=2000", "--threads=8", "--time=10", "--rate=30") }()
+	time.Sleep(3 * time.Second)
+	kids := childPIDs(t, r.p.Process.Pid)
+	if len(kids) != 1 {
+		t.Fatalf("want 1 shadow worker process, the proxy has %d children: %v", len(kids), kids)
+	}
+	argv, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Split(strings.TrimRight(string(argv), "\x00"), "\x00"), []string{tandemBin, "shadow-worker", "--log-level", "info"}; !slices.Equal(got, want) {
+		t.Errorf("worker command line %q, want %q", got, want)
+	}
+	feed := r.capDir + ".shadows/copy.feed"
+	if _, err := os.Stat(feed); err != nil {
+		t.Errorf("the worker's copy of the feed: %v", err)
+	}
+	if got := r.metricFloat(`tandem_shadow_compared_total{shadow="copy"}`); got == 0 {
+		t.Errorf("before the kill: tandem_shadow_compared_total %v, want > 0 (the worker's metrics reach the proxy's /metrics)", got)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	sawDown := false
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !sawDown; time.Sleep(100 * time.Millisecond) {
+		sawDown = r.metric(`tandem_shadow_up{shadow="copy"}`) == "0"
+	}
+	if !sawDown {
+		t.Errorf("tandem_shadow_up{shadow=\"copy\"} is %q after its worker was killed, want 0", r.metric(`tandem_shadow_up{shadow="copy"}`))
+	}
+	n := <-done // fails the test on any client error
+	r.p.Process.Signal(os.Interrupt)
+	err = r.p.Wait()
+	logs, out := r.logs.w.(*strings.Builder).String(), r.out.w.(*strings.Builder).String()
+	if err == nil {
+		t.Errorf("the proxy exited 0 although a shadow was lost")
+	}
+	for _, want := range []string{`msg="shadow worker ended; this shadow is gone (the clients and the capture are not affected)" shadow=copy err="signal: killed"`, "tandem: shadow copy: its worker ended: signal: killed"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("proxy log lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`(\d+) records captured into .*, 0 dropped`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("proxy output: %s", out)
+	}
+	insp, stderr, code := run(t, nil, "inspect", r.capDir)
+	if code != 0 || !strings.Contains(insp, "closed cleanly") || !regexp.MustCompile(`records\s+`+m[1]+` in`).MatchString(insp) {
+		t.Errorf("inspect after the proxy ended (%s records captured): %s%s", m[1], insp, stderr)
+	}
+	if _, err := os.Stat(feed); !os.IsNotExist(err) {
+		t.Errorf("the killed worker's copy of the feed is still there: %v", err)
+	}
+	t.Logf("sysbench %d transactions, 0 errors; %s records captured", n, m[1])
 }

@@ -19,11 +19,12 @@ import (
 const Off = "off"
 
 // Listen resolves addr ("off", "HOST:PORT", or ":PORT" meaning loopback)
-// and starts serving /metrics from reg (and, with withPprof, Go's profiles
+// and starts serving /metrics from g (and, with withPprof, Go's profiles
 // under /debug/pprof/) in a goroutine that ends with ctx.
 // It returns the bound address ("" when off) and a function that waits for
 // the server to stop.
-func Listen(ctx context.Context, addr string, reg *prometheus.Registry, withPprof bool) (string, func(), error) {
+// The handler's own metrics go into reg.
+func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *prometheus.Registry, withPprof bool) (string, func(), error) {
 	if addr == "" || addr == Off {
 		return "", func() {}, nil
 	}
@@ -39,7 +40,7 @@ func Listen(ctx context.Context, addr string, reg *prometheus.Registry, withPpro
 		return "", nil, fmt.Errorf("metrics endpoint: %w (choose another with --metrics-addr, or --metrics-addr=%s)", err, Off)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg}))
 	// Profiles, on the same (by default loopback) endpoint, only when asked:
 	// they expose the process's memory and stacks.
 	if withPprof {

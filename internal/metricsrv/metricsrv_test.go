@@ -24,7 +24,7 @@ func get(t *testing.T, url string) int {
 func TestListen(t *testing.T) {
 	for _, withPprof := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		addr, wait, err := Listen(ctx, ":0", prometheus.NewRegistry(), withPprof)
+		addr, wait, err := Listen(ctx, ":0", prometheus.NewRegistry(), nil, withPprof)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestListen(t *testing.T) {
 		cancel()
 		wait()
 	}
-	if addr, _, err := Listen(context.Background(), Off, prometheus.NewRegistry(), true); addr != "" || err != nil {
+	if addr, _, err := Listen(context.Background(), Off, prometheus.NewRegistry(), nil, true); addr != "" || err != nil {
 		t.Errorf("off: %q, %v", addr, err)
 	}
 }
