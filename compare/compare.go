@@ -277,7 +277,9 @@ func (t *Tally) Judge(st Statement, ok bool, order OrderWhy) (why, reason string
 		}
 	}
 	if ok {
-		if g, hit := t.Gaps.Before(st.To, st.Tables); hit {
+		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Failed {
+			return fmt.Sprintf("a write of session %d to %s before it failed on this side and succeeded in the capture, so the data differs from then on", g.Session, g.Table), ReasonNotReplayed
+		} else if hit {
 			return fmt.Sprintf("session %d wrote to %s before it with a statement replay could not run (see skipped)", g.Session, g.Table), ReasonNotReplayed
 		}
 	}

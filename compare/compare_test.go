@@ -258,3 +258,31 @@ func TestGapsMakeLaterReadsAmbiguous(t *testing.T) {
 		t.Error("nil Gaps found a gap")
 	}
 }
+
+// A write that failed on the compared side (a shadow's engine rolled its
+// transaction back) while the capture's succeeded: later differences on
+// its tables are counted apart and say so; the failed write itself, and
+// reads before it, are not.
+func TestFailedWriteMakesLaterReadsAmbiguous(t *testing.T) {
+	g := NewGaps()
+	g.AddFailed(7, 2000, []string{"db.t", "db.u"}) // its captured end: 2000
+	src := fakeSource{
+		1: {Session: 7, SQL: "UPDATE t SET c=1 WHERE id=5", Digest: "w", From: 1900, To: 2000, Tables: []string{"db.t"}},
+		2: {Session: 3, SQL: "SELECT c FROM u WHERE id=5", Digest: "r", From: 2100, To: 2200, Tables: []string{"db.u"}},
+		3: {Session: 3, SQL: "SELECT c FROM v WHERE id=5", Digest: "r2", From: 2100, To: 2200, Tables: []string{"db.v"}},
+	}
+	tl := NewTally(5, nil, src)
+	tl.Gaps = g
+	tl.Note(1, ErrorVsOK, false, OrderKept, "ok", "error 1213")
+	tl.Note(2, Content, false, OrderKept, "1 rows", "1 rows")
+	tl.Note(3, Content, false, OrderKept, "1 rows", "1 rows")
+	d := tl.D
+	if d.ByClass[ErrorVsOK] != 1 || d.ByClass[Content] != 1 || d.AmbiguousBy[ReasonNotReplayed] != 1 || d.Ambiguous != 1 {
+		t.Fatalf("tally %+v", d)
+	}
+	for _, s := range d.Samples {
+		if s.Seq == 2 && !strings.Contains(s.Why, "a write of session 7 to db.u before it failed on this side and succeeded in the capture") {
+			t.Errorf("sample says %q", s.Why)
+		}
+	}
+}

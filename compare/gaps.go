@@ -28,12 +28,16 @@ type Gap struct {
 	Session uint64
 	Start   int64
 	Table   string
+	// Failed: the write ran and failed on this side, where the capture's
+	// succeeded (a shadow's engine rolled its transaction back).
+	Failed bool
 }
 
 type gapEvent struct {
 	at      int64
 	session uint64
 	reset   bool // the table started over here
+	failed  bool
 }
 
 // NewGaps returns an empty index.
@@ -52,6 +56,18 @@ func (g *Gaps) Add(session uint64, start int64, tables []string) {
 	defer g.mu.Unlock()
 	for _, t := range tables {
 		g.insert(t, gapEvent{at: start, session: session})
+		g.n++
+	}
+}
+
+// AddFailed records writes by session, ending at end, that failed on the
+// side compared while the capture's succeeded: the side's data in tables
+// differs from the capture's from then on.
+func (g *Gaps) AddFailed(session uint64, end int64, tables []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, t := range tables {
+		g.insert(t, gapEvent{at: end, session: session, failed: true})
 		g.n++
 	}
 }
@@ -89,7 +105,7 @@ func (g *Gaps) Before(to int64, tables []string) (Gap, bool) {
 		evs := g.byTable[t]
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at >= to })
 		if i > 0 && !evs[i-1].reset {
-			return Gap{Session: evs[i-1].session, Start: evs[i-1].at, Table: t}, true
+			return Gap{Session: evs[i-1].session, Start: evs[i-1].at, Table: t, Failed: evs[i-1].failed}, true
 		}
 	}
 	return Gap{}, false

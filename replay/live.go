@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,14 @@ type live struct {
 	unavailable atomic.Int64
 	lagging     atomic.Bool
 	skipTrx     map[uint64]bool // sessions whose transaction is left out; follow's own
+
+	// trxWrites holds, per session, the tables its open transaction wrote
+	// as the shadow ran it: a transaction the shadow's engine rolls back
+	// (1213) loses them all (note).
+	trxWrites struct {
+		sync.Mutex
+		by map[uint64]map[string]bool
+	}
 
 	// flight holds the records dispatched and not finished, in dispatch
 	// order, with their captured end: the oldest is how far behind the
@@ -179,6 +188,7 @@ func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
 	an := sqlinfo.NewAnalyzer()
 	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}}
 	l.flight.done = map[uint64]bool{}
+	l.trxWrites.by = map[uint64]map[string]bool{}
 	l.mu.classOf = map[uint64]verdict{}
 	cfg.live = l
 	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
@@ -244,6 +254,10 @@ func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 		return
 	}
 	class, nondet := compare.ClassifyCaptured(&rec.Resp, o)
+	// After judging it: a write the shadow's engine failed (and the
+	// primary did not) leaves the shadow's tables unlike the primary's;
+	// later differences there follow from it and are counted apart.
+	defer l.trackWrites(rn, j, o)
 	v := verdict{class: class, nondet: nondet}
 	if l.sh.Observe != nil && j.info != nil && rec.Kind != store.KindFetch {
 		l.sh.Observe(j.info.Class.String(), rec.Duration, o.Service)
@@ -274,6 +288,50 @@ func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	}
 	l.mu.classOf[o.Seq] = v
 	l.count(v, 1)
+}
+
+// trackWrites follows the shadow's open transaction per session (from
+// BEGIN to its end; autocommit=0 sessions are not followed), and marks
+// the tables a failed write lost: its own, and with a deadlock (1213,
+// which rolls the transaction back) every table the transaction wrote
+// before.
+func (l *live) trackWrites(rn *runner, j *job, o *store.Outcome) {
+	rec := j.rec
+	if rec.Kind == store.KindFetch {
+		return
+	}
+	info := rn.an.Info(j.sql)
+	tables := qualify(info.Writes, rec.Schema, nil)
+	l.trxWrites.Lock()
+	defer l.trxWrites.Unlock()
+	open, inTrx := l.trxWrites.by[rec.Session]
+	if info.Begin {
+		open, inTrx = map[string]bool{}, true
+	}
+	if o.ErrCode != 0 && rec.Resp.Kind != store.RespError && (info.Class == sqlinfo.ClassWrite || info.TableDDL) {
+		lost := tables
+		if o.ErrCode == 1213 {
+			for t := range open {
+				if !slices.Contains(lost, t) {
+					lost = append(lost, t)
+				}
+			}
+			inTrx = false
+		}
+		l.sc.x.gaps.AddFailed(rec.Session, rec.Start.UnixNano()+int64(rec.Duration), lost)
+	} else if o.ErrCode == 0 && inTrx {
+		for _, t := range tables {
+			open[t] = true
+		}
+	}
+	if info.End || info.ImplicitCommit {
+		inTrx = false
+	}
+	if inTrx {
+		l.trxWrites.by[rec.Session] = open
+	} else {
+		delete(l.trxWrites.by, rec.Session)
+	}
 }
 
 func (l *live) count(v verdict, d int64) {

@@ -8,7 +8,9 @@
 # and CPU per statement, capture on with shadows against without: the proxy
 # process's (exact, from /proc: the shadows run in worker processes of their
 # own), its client path's (from a CPU profile: the goroutines serving
-# clients), and the shadows' workers'.
+# clients), and the shadows' workers'. Then both capturing proxies serve
+# sysbench at the same time, half the threads each, so that they share the
+# machine's load: the ratio of their CPU per statement is the shadows' own.
 #   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8)
 set -euo pipefail
 tandem=${1:-bin/tandem}
@@ -30,14 +32,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 "$tandem" sandbox up innodb rocksdb --dir "$work/sandbox" >/dev/null
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
 db_port=$TANDEM_INNODB_PORT
-mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest; CREATE DATABASE sbtest_copy"
+mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest; CREATE DATABASE sbtest_copy; CREATE DATABASE sbtest_b"
 mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 sb_common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000)
 copy_dsn="root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_copy"
 rocks_dsn="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest,engine=rocksdb"
 # The same rows everywhere: the shadows start as copies of the primary.
+# sbtest_b is the capture-only proxy's in the side-by-side runs.
 "$tandem" prepare --tables 4 --table-size 20000 --threads 2 --target "primary=root@tcp(127.0.0.1:$db_port)/sbtest" \
-  --target "copy=$copy_dsn" --target "rocks=$rocks_dsn" >/dev/null
+  --target "copy=$copy_dsn" --target "rocks=$rocks_dsn" --target "b=root@tcp(127.0.0.1:$db_port)/sbtest_b" >/dev/null
 
 ha_port=$(free_port)
 cat > "$work/haproxy.cfg" <<CFG
@@ -76,6 +79,14 @@ declare -A cpu pcpu wcpu
 # ticks PID...: CPU time (user + system) of the processes, in clock ticks.
 ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
 hz=$(getconf CLK_TCK)
+# wait_shadows waits until the shadows have replayed everything captured.
+wait_shadows() {
+  for _ in $(seq 600); do
+    behind=$(curl -s "http://127.0.0.1:$s_metrics/metrics" | awk '/^tandem_shadow_lag_records/ {n += $2} END {print n + 0}')
+    [ "$behind" = 0 ] && break
+    sleep 0.5
+  done
+}
 declare -A ppid_of=([tandem+capture]=$capture_pid [tandem+capture+2shadows]=$shadows_pid)
 
 # The client path is the goroutines that serve clients (the session loop:
@@ -105,8 +116,15 @@ other_cpu() {
     /Total samples = / { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
     END { printf "%.3f", total - c }'
 }
+# feed_cpu PROFILE: CPU seconds of the shadows' feeders (labelled
+# tandem=shadow-feed): all the shadow work the proxy process does.
+feed_cpu() {
+  go tool pprof -top -tagfocus='tandem=shadow-feed' "$1" 2>/dev/null | awk "$awk_secs"'
+    /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
+    END { printf "%.3f\n", c + 0 }'
+}
 workloads=(oltp_point_select oltp_read_write)
-declare -A qps p95 ucpu ocpu
+declare -A qps p95 ucpu ocpu fcpu
 
 for round in $(seq "$ROUNDS"); do
   for w in "${workloads[@]}"; do
@@ -128,6 +146,8 @@ for round in $(seq "$ROUNDS"); do
         wcpu[$w,$tgt]="${wcpu[$w,$tgt]:-} $(awk -v t=$((w1 - w0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
         read -r c k < <(client_cpu "$work/cpu-$tgt.pb.gz")
         o=$(other_cpu "$work/cpu-$tgt.pb.gz" "$c")
+        fd=$(feed_cpu "$work/cpu-$tgt.pb.gz")
+        fcpu[$w,$tgt]="${fcpu[$w,$tgt]:-} $(awk -v f="${fd:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", f*1e6/(q*(s-1)/s)}')"
         # CPU per statement, µs: the profile spans SECS-1 of the SECS run.
         cpu[$w,$tgt]="${cpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", c*1e6/(q*(s-1)/s)}')"
         ucpu[$w,$tgt]="${ucpu[$w,$tgt]:-} $(awk -v c="${c:-0}" -v k="${k:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", (c-k)*1e6/(q*(s-1)/s)}')"
@@ -143,13 +163,41 @@ for round in $(seq "$ROUNDS"); do
       if [ "$tgt" = tandem+capture+2shadows ]; then
         # The shadows finish their backlog before the next run, so that no
         # run shares the CPUs with them but their own.
-        for _ in $(seq 600); do
-          behind=$(curl -s "http://127.0.0.1:$s_metrics/metrics" | awk '/^tandem_shadow_lag_records/ {n += $2} END {print n + 0}')
-          [ "$behind" = 0 ] && break
-          sleep 0.5
-        done
+        wait_shadows
       fi
     done
+  done
+done
+
+# Side by side: both capturing proxies serve sysbench at the same time,
+# THREADS/2 threads each (the capture-only proxy's on a copy of the tables,
+# sbtest_b), so that both share one machine's load — the shadows' servers
+# and workers included — and the only difference between them is the
+# shadows in one. CPU per statement of each proxy process (exact) and of
+# its client path (profile).
+half=$(( THREADS / 2 > 0 ? THREADS / 2 : 1 ))
+sb_b=("${sb_common[@]/--mysql-db=sbtest/--mysql-db=sbtest_b}")
+declare -A side_p side_c side_q
+for round in $(seq "$ROUNDS"); do
+  for w in "${workloads[@]}"; do
+    wait_shadows
+    a0=$(ticks "$capture_pid"); b0=$(ticks "$shadows_pid")
+    curl -s -o "$work/pair-a.pb.gz" "http://127.0.0.1:$c_metrics/debug/pprof/profile?seconds=$((SECS - 1))" & pa=$!
+    curl -s -o "$work/pair-b.pb.gz" "http://127.0.0.1:$s_metrics/debug/pprof/profile?seconds=$((SECS - 1))" & pb=$!
+    sysbench "$w" "${sb_b[@]}" --mysql-port="$c_port" --threads="$half" --time="$SECS" --report-interval=0 run >"$work/pair-a.out" & sa=$!
+    sysbench "$w" "${sb_common[@]}" --mysql-port="$s_port" --threads="$half" --time="$SECS" --report-interval=0 run >"$work/pair-b.out" & sbp=$!
+    wait "$sa" "$sbp"
+    a1=$(ticks "$capture_pid"); b1=$(ticks "$shadows_pid")
+    wait "$pa" "$pb"
+    for side in a b; do
+      qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' "$work/pair-$side.out")
+      if [ "$side" = a ]; then t=$((a1 - a0)); else t=$((b1 - b0)); fi
+      read -r c k < <(client_cpu "$work/pair-$side.pb.gz")
+      side_q[$w,$side]="${side_q[$w,$side]:-} $(sed -n 's/.*queries:.*(\([0-9.]*\) per sec.)/\1/p' "$work/pair-$side.out")"
+      side_p[$w,$side]="${side_p[$w,$side]:-} $(awk -v t="$t" -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
+      side_c[$w,$side]="${side_c[$w,$side]:-} $(awk -v c="${c:-0}" -v q="$qn" -v s="$SECS" 'BEGIN{printf "%.2f", c*1e6/(q*(s-1)/s)}')"
+    done
+    printf 'side by side round %d  %-18s  capture only %s qps, capture+2shadows %s qps\n' "$round" "$w" "${side_q[$w,a]##* }" "${side_q[$w,b]##* }"
   done
 done
 
@@ -177,14 +225,24 @@ echo
 echo "Of the proxy process, from its CPU profile (sampled at 100 Hz: a 10 s run holds a few hundred"
 echo "samples, so each figure is good to about ±5 %): the client path (the goroutines serving"
 echo "clients), of it the part outside system calls, and the rest of the process (capture commits,"
-echo "the shadows' feeders, Go's scheduler and GC)"
-printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s\n' workload client "+shadows" ratio own "+shadows" ratio rest "+shadows" ratio
+echo "the shadows' feeders, Go's scheduler and GC: an idle scheduler polls the network, so this grows"
+echo "per statement as QPS falls), and of it the shadows' feeders: all the shadow work in the proxy"
+printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s   %8s\n' workload client "+shadows" ratio own "+shadows" ratio rest "+shadows" ratio feeders
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a > 0) printf "%.3f", b/a; else print "-" }'; }
 for w in "${workloads[@]}"; do
   a=$(mean "${cpu[$w,tandem+capture]}"); b=$(mean "${cpu[$w,tandem+capture+2shadows]}")
   ua=$(mean "${ucpu[$w,tandem+capture]}"); ub=$(mean "${ucpu[$w,tandem+capture+2shadows]}")
   oa=$(mean "${ocpu[$w,tandem+capture]}"); ob=$(mean "${ocpu[$w,tandem+capture+2shadows]}")
-  printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s\n' "$w" "$a" "$b" "$(ratio "$a" "$b")" "$ua" "$ub" "$(ratio "$ua" "$ub")" "$oa" "$ob" "$(ratio "$oa" "$ob")"
+  printf '%-18s %8s %9s %6s   %8s %9s %6s   %8s %9s %6s   %8s\n' "$w" "$a" "$b" "$(ratio "$a" "$b")" "$ua" "$ub" "$(ratio "$ua" "$ub")" "$oa" "$ob" "$(ratio "$oa" "$ob")" "$(mean "${fcpu[$w,tandem+capture+2shadows]}")"
+done
+echo
+echo "Side by side, at the same time on the same machine ($half threads each), CPU per statement, µs:"
+echo "the capture-only proxy and the one with 2 shadows; the whole process (exact) and its client path"
+printf '%-18s %8s %9s %6s   %8s %9s %6s\n' workload proxy "+shadows" ratio client "+shadows" ratio
+for w in "${workloads[@]}"; do
+  a=$(mean "${side_p[$w,a]}"); b=$(mean "${side_p[$w,b]}")
+  ca=$(mean "${side_c[$w,a]}"); cb=$(mean "${side_c[$w,b]}")
+  printf '%-18s %8s %9s %6s   %8s %9s %6s\n' "$w" "$a" "$b" "$(ratio "$a" "$b")" "$ca" "$cb" "$(ratio "$ca" "$cb")"
 done
 echo
 echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem);"

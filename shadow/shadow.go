@@ -18,9 +18,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -51,16 +53,24 @@ type Config struct {
 	// Worker is the command line that starts a shadow's worker process
 	// (default: this executable's WorkerCommand).
 	Worker []string
+	// MinFreeBytes is the free-space floor of a worker's copy of the feed
+	// (the capture's, --capture-min-free): past it the shadow's feed ends
+	// (it replays what it has) before the disk the capture may share fills.
+	MinFreeBytes int64
 }
 
 // local is shadows running in this process: a worker's (worker.go).
 type local struct {
-	log    *slog.Logger
-	lives  []*replay.Live
-	dirs   []string
-	drain  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{} // the status loop ended
+	log   *slog.Logger
+	lives []*replay.Live
+	lats  []*latencies // per shadow, as lives
+	// feedLost says why the worker's feed broke off ("" while it flows):
+	// the shadow then replays what it has and shows down.
+	feedLost atomic.Pointer[string]
+	dirs     []string
+	drain    chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{} // the status loop ended
 }
 
 // Check says what is wrong with the configuration's settings; Targets
@@ -128,6 +138,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		rd := filepath.Join(runs, t.Name)
 		var lv *replay.Live
 		var err error
+		lat := &latencies{interval: map[string]*latPair{}, total: map[string]*latPair{}}
 		// The shadow's goroutines carry a profiler label, so a CPU profile
 		// of the proxy (--pprof) tells the client path from the shadows'
 		// work (make bench-proxy).
@@ -135,13 +146,14 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 			lv, err = replay.RunLive(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
 				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
 				replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
-					Observe: observer(latency, t.Name)})
+					Observe: observer(latency, t.Name, lat)})
 		})
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
 		}
 		s.lives = append(s.lives, lv)
+		s.lats = append(s.lats, lat)
 		s.dirs = append(s.dirs, rd)
 	}
 	reg.MustRegister(collector{s})
@@ -162,14 +174,24 @@ func (s *local) status(every time.Duration) {
 		case <-s.drain:
 			return
 		case <-t.C:
-			for _, lv := range s.lives {
-				st := lv.Stats()
+			for i, lv := range s.lives {
+				st := s.stats(lv)
 				s.log.Info("shadow status", "shadow", lv.Name, "state", stateOf(st), "lag_records", st.LagRecords,
 					"lag", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Millisecond), "compared", st.Compared,
-					"divergent", classes(st.Divergent), "counted_apart", classes(st.Ambiguous), "skipped", st.Skipped, "unanswered", st.Unavailable)
+					"divergent", classes(st.Divergent), "counted_apart", classes(st.Ambiguous), "skipped", st.Skipped, "unanswered", st.Unavailable,
+					"p95_vs_primary", s.lats[i].ratios(true))
 			}
 		}
 	}
+}
+
+// stats is a shadow's state, down if its feed broke off.
+func (s *local) stats(lv *replay.Live) replay.LiveStats {
+	st := lv.Stats()
+	if why := s.feedLost.Load(); why != nil {
+		st.Up, st.Down = false, "its feed broke off: "+*why
+	}
+	return st
 }
 
 func stateOf(st replay.LiveStats) string {
@@ -215,15 +237,18 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.Name, err))
 			continue
 		}
-		st := lv.Stats()
+		st := s.stats(lv)
 		end := ""
 		if pts := rep.Points; len(pts) > 0 && len(pts[0].Targets) > 0 {
 			if tg := pts[0].Targets[0]; tg.Failed != "" {
 				end = ", failed: " + tg.Failed
 			}
 		}
-		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered%s; tandem report %s\n",
-			lv.Name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, end, s.dirs[i])
+		if why := s.feedLost.Load(); why != nil {
+			end += ", its feed broke off (it replayed what had arrived): " + *why
+		}
+		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered; p95 vs the primary %s%s; tandem report %s\n",
+			lv.Name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])
 	}
 	s.cancel()
 	return errors.Join(errs...)
@@ -260,7 +285,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	for _, lv := range c.s.lives {
-		st := lv.Stats()
+		st := c.s.stats(lv)
 		n := lv.Name
 		ch <- prometheus.MustNewConstMetric(descShadowUp, prometheus.GaugeValue, b(st.Up), n)
 		ch <- prometheus.MustNewConstMetric(descShadowLagRecs, prometheus.GaugeValue, float64(st.LagRecords), n)
@@ -278,9 +303,68 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// latencies are a shadow's compared statements' latencies, on the primary
+// and on the shadow, per class: since the last status line, and in all.
+type latencies struct {
+	mu              sync.Mutex
+	interval, total map[string]*latPair
+}
+
+type latPair struct{ primary, shadow latency.Histogram }
+
+func (l *latencies) add(class string, primary, shadow time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range []map[string]*latPair{l.interval, l.total} {
+		p := m[class]
+		if p == nil {
+			p = &latPair{}
+			m[class] = p
+		}
+		p.primary.Record(primary)
+		p.shadow.Record(shadow)
+	}
+}
+
+// ratios says, per class, the shadow's p95 latency against the primary's:
+// "read 0.81ms/0.62ms=1.31x, write …" (since the last call, with
+// interval; else in all), "none" with nothing compared.
+func (l *latencies) ratios(interval bool) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.total
+	if interval {
+		m = l.interval
+		defer func() { l.interval = map[string]*latPair{} }()
+	}
+	var parts []string
+	for class, p := range m {
+		sp, pp := p.shadow.Quantile(0.95), p.primary.Quantile(0.95)
+		ratio := "-"
+		if pp > 0 {
+			ratio = fmt.Sprintf("%.2fx", float64(sp)/float64(pp))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s/%s=%s", class, roundDur(sp), roundDur(pp), ratio))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// roundDur keeps a latency's three leading digits.
+func roundDur(d time.Duration) time.Duration {
+	for r := time.Duration(1); ; r *= 10 {
+		if d < 1000*r {
+			return d.Round(r)
+		}
+	}
+}
+
 // observer feeds a shadow's latency histograms, primary and shadow side by
 // side per class.
-func observer(h *prometheus.HistogramVec, name string) func(class string, primary, shadow time.Duration) {
+func observer(h *prometheus.HistogramVec, name string, lat *latencies) func(class string, primary, shadow time.Duration) {
 	obs := map[string][2]prometheus.Observer{}
 	var mu sync.Mutex
 	return func(class string, primary, shadow time.Duration) {
@@ -293,5 +377,6 @@ func observer(h *prometheus.HistogramVec, name string) func(class string, primar
 		mu.Unlock()
 		o[0].Observe(primary.Seconds())
 		o[1].Observe(shadow.Seconds())
+		lat.add(class, primary, shadow)
 	}
 }

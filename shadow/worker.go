@@ -62,9 +62,9 @@ func (w *worker) Start(args WorkerStart, reply *string) error {
 		return fmt.Errorf("shadow run directory: %w", err)
 	}
 	// The mirror is a working copy, removed at the end: no fsync (a crash
-	// of the machine ends the shadow anyway), no free-space floor of its
-	// own beyond the writer's default behaviour of failing cleanly.
-	m, err := store.Create(args.Mirror, store.WriterOptions{Source: args.Source, NoSync: true, Logger: w.log})
+	// of the machine ends the shadow anyway); the capture's free-space
+	// floor, so that it never takes the capture's last bytes.
+	m, err := store.Create(args.Mirror, store.WriterOptions{Source: args.Source, NoSync: true, Logger: w.log, MinFreeBytes: args.Config.MinFreeBytes})
 	if err != nil {
 		return fmt.Errorf("shadow's copy of the capture: %w", err)
 	}
@@ -89,6 +89,8 @@ func (w *worker) read() {
 	var buf []byte
 	fail := func(err error) {
 		w.feedErr = err
+		why := err.Error()
+		w.shadows.feedLost.Store(&why)
 		w.log.Error("shadow worker: the feed broke off; replaying what arrived", "shadow", w.args.Target.Name, "err", err)
 	}
 	for {

@@ -111,6 +111,7 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 					return fmt.Errorf("--shadow: finding tandem's own executable to run the shadows' workers: %w", err)
 				}
 				sh.Worker = []string{exe, shadow.WorkerCommand, "--log-level", logLevel}
+				sh.MinFreeBytes = cfg.CaptureMinFree
 				cfg.Shadows = shadowStarter{sh, ts}
 			}
 			runtime.GOMAXPROCS(n)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -208,6 +209,9 @@ func TestShadowsCompareLiveTraffic(t *testing.T) {
 	//   transaction retried), so each is the engine's behaviour, counted;
 	// - the retried transaction runs on later data: its outcomes and the
 	//   reads that overlapped it are counted apart (retried, commit-overlap);
+	// - a transaction whose retries all hit 1213 again is lost on the
+	//   shadow: later differences on the tables it wrote are counted apart
+	//   (not-replayed; TestShadowFailedWriteCountsLaterReadsApart);
 	// - so row content, row counts and affected rows may differ only on
 	//   statements touched by a retry: at most as many as the 1213s times
 	//   a transaction's 18 statements; never error-vs-ok or error-code.
@@ -224,6 +228,18 @@ func TestShadowsCompareLiveTraffic(t *testing.T) {
 	}
 	if rv.Total() > 18*rkRep.ErrorCodes["1213"] {
 		t.Errorf("MyRocks shadow: %d divergences for %d snapshot conflicts: %+v", rv.Total(), rkRep.ErrorCodes["1213"], rv.Samples)
+	}
+	// Latency against the primary's, per class: in each status line (since
+	// the last) and in each shadow's closing line (in all).
+	logs, out := r.logs.w.(*strings.Builder).String(), r.out.w.(*strings.Builder).String()
+	ratio := `read [0-9.]+[µm]?s/[0-9.]+[µm]?s=[0-9]+\.[0-9]{2}x, write [0-9.]+[µm]?s/[0-9.]+[µm]?s=[0-9]+\.[0-9]{2}x`
+	for _, n := range []string{"copy", "rocks"} {
+		if !regexp.MustCompile(`msg="shadow status" shadow=` + n + ` .* p95_vs_primary="other [^"]*` + ratio).MatchString(logs) {
+			t.Errorf("no status line of %s gives its p95 latency against the primary's per class", n)
+		}
+		if !regexp.MustCompile(`tandem proxy: shadow ` + n + `: .*; p95 vs the primary other [^;]*` + ratio + `; tandem report`).MatchString(out) {
+			t.Errorf("%s's closing line lacks its p95 latency against the primary's:\n%s", n, out)
+		}
 	}
 	t.Logf("sysbench %d transactions; copy: %d compared, ambiguous %v; rocks: %d compared, divergent %v, ambiguous %v, errors %v; p95 ms read/write: copy %.2f/%.2f, rocks %.2f/%.2f",
 		n, cpRep.VsCapture.Compared, cpRep.VsCapture.AmbiguousBy, rv.Compared, rv.ByClass, rv.AmbiguousBy, rkRep.ErrorCodes,
@@ -473,4 +489,50 @@ func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
 		t.Errorf("the killed worker's copy of the feed is still there: %v", err)
 	}
 	t.Logf("sysbench %d transactions, 0 errors; %s records captured", n, m[1])
+}
+
+// A write the shadow's engine fails for good (here a trigger on the
+// shadow answers 1213 to every UPDATE of b, so the retries fail too),
+// while the primary's succeeded: that statement is the divergence; the
+// later reads of its tables differ because of it, and are counted apart
+// (not-replayed), not as divergences of their own.
+func TestShadowFailedWriteCountsLaterReadsApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB; skipped with -short")
+	}
+	inno := sandboxtest.Server(t, "innodb")
+	pconn, primary := inno.FreshDB(t)
+	sconn, cp := inno.FreshDB(t)
+	for _, db := range []*sql.DB{pconn, sconn} {
+		for _, q := range []string{"CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := sconn.Exec("CREATE TRIGGER b_conflict BEFORE UPDATE ON b FOR EACH ROW SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'shadow conflict'"); err != nil {
+		t.Fatal(err)
+	}
+	pc, _ := driver.ParseDSN(primary)
+	pdb := pc.DBName
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
+	_, lport, _ := net.SplitHostPort(r.listen)
+	sql := "SELECT v FROM b WHERE id = 1; BEGIN; INSERT INTO a VALUES (1, 1); UPDATE b SET v = 2 WHERE id = 1; COMMIT; " +
+		"SELECT v FROM b WHERE id = 1; SELECT SUM(v) FROM b; SELECT v FROM b WHERE id = 2; SELECT COUNT(*) FROM a"
+	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", lport, "-u", "root", "--skip-ssl", pdb, "-e", sql).CombinedOutput(); err != nil {
+		t.Fatalf("through the proxy: %v: %s", err, out)
+	}
+	vc := r.stop("copy")["copy"].VsCapture
+	// The UPDATE: 1213 against ok after the shadow's retries, counted
+	// apart as retried (replay retried what the client did not). The two
+	// reads of b that see v = 2 on the primary: counted apart because of
+	// it. Equal reads (id 2, a's count) are equal. Nothing is divergent.
+	if vc.Total() != 0 || vc.AmbiguousBy["retried"] != 1 || vc.AmbiguousBy["not-replayed"] != 2 || vc.Ambiguous != 3 {
+		t.Errorf("divergent %v (total %d), apart %v", vc.ByClass, vc.Total(), vc.AmbiguousBy)
+	}
+	for _, s := range vc.Samples {
+		if strings.HasPrefix(s.Statement, "SELECT") && !strings.Contains(s.Why, "a write of session 1 to "+pdb+".b before it failed on this side and succeeded in the capture") {
+			t.Errorf("sample %q: %s", s.Statement, s.Why)
+		}
+	}
 }
