@@ -171,9 +171,9 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 				rep := replayRun(t, capDir, mode.mod, ta, tb)
 				d, vc := rep.Divergences[0], rep.VsCapture[1]
 				ra, rb := rep.Targets[0], rep.Targets[1]
-				t.Logf("compared %d: divergent %d %v, order-ambiguous %d %v; vs capture: compared %d, divergent %d, ambiguous %d; "+
+				t.Logf("compared %d (skipped %d): divergent %d %v, order-ambiguous %d %v; vs capture: compared %d, divergent %d, ambiguous %d; "+
 					"order waits %d/%d, reruns %d/%d, released %d/%d; %.1fs",
-					d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, vc.Compared, vc.Total(), vc.Ambiguous,
+					d.Compared, d.Skipped, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, vc.Compared, vc.Total(), vc.Ambiguous,
 					ra.OrderWaits, rb.OrderWaits, ra.OrderReruns, rb.OrderReruns, ra.OrderReleased, rb.OrderReleased, rep.Elapsed)
 				for _, s := range d.Samples {
 					if !s.Ambiguous {
@@ -223,10 +223,17 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 					want += kinds[store.KindConnect] + kinds[store.KindPrepare]
 				}
 				// A statement a target got no answer to (refused, reset,
-				// timed out) is not compared: there must be none here.
-				if d.Compared != want || d.Missing != 0 || d.Extra != 0 || d.Unavailable != 0 {
-					t.Errorf("compared %d (want %d), missing %d, extra %d, unanswered %d; errors a %v, b %v",
-						d.Compared, want, d.Missing, d.Extra, d.Unavailable, ra.ErrorCodes, rb.ErrorCodes)
+				// timed out) is not compared: there must be none here. A
+				// statement the capture's client saw fail with a deadlock
+				// that replay ran without one is rolled back, as the
+				// capture's was, and not compared (skipped): at most one
+				// per deadlock in the capture. (16 threads capture one now
+				// and then; --concurrency, which regroups transactions,
+				// then does not meet it again.)
+				deadlocks := capturedErrors(t, capDir, 1213)
+				if d.Compared+d.Skipped != want || d.Skipped > deadlocks || d.Missing != 0 || d.Extra != 0 || d.Unavailable != 0 {
+					t.Errorf("compared %d + skipped %d (want %d, skipped at most the capture's %d deadlocks), missing %d, extra %d, unanswered %d; errors a %v, b %v",
+						d.Compared, d.Skipped, want, deadlocks, d.Missing, d.Extra, d.Unavailable, ra.ErrorCodes, rb.ErrorCodes)
 				}
 			})
 		}
@@ -512,6 +519,27 @@ func captureKinds(t *testing.T, capDir string) map[store.Kind]int64 {
 		out[rec.Kind]++
 	}
 	return out
+}
+
+// capturedErrors counts the statements the capture holds as failed with
+// code.
+func capturedErrors(t *testing.T, capDir string, code uint16) int64 {
+	t.Helper()
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var n int64
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Resp.Kind == store.RespError && rec.Resp.ErrCode == code {
+			n++
+		}
+	}
+	return n
 }
 
 type rowReads struct {

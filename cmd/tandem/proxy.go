@@ -52,7 +52,7 @@ backoff, then catches up from the log; one further behind than
 --shadow-max-lag skips ahead at transaction boundaries and counts what it
 skipped (differences on the tables of skipped writes are counted apart).
 Every --shadow-status-interval a log line gives each shadow's state, lag,
-and divergences by class; /metrics has tandem_shadow_* and the shadows'
+divergences by class, and p95 latency per class against the primary's; /metrics has tandem_shadow_* and the shadows'
 latencies (tandem_replay_*, run="shadow-NAME"). On shutdown each shadow
 replays what the capture holds, then its run directory
 (CAPTURE.shadows/NAME) is a replay's: 'tandem report' reads it.

@@ -23,7 +23,7 @@ const Off = "off"
 // under /debug/pprof/) in a goroutine that ends with ctx.
 // It returns the bound address ("" when off) and a function that waits for
 // the server to stop.
-// The handler's own metrics go into reg.
+// The handler's own metrics go into reg, if not nil.
 func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *prometheus.Registry, withPprof bool) (string, func(), error) {
 	if addr == "" || addr == Off {
 		return "", func() {}, nil
@@ -40,7 +40,11 @@ func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *promet
 		return "", nil, fmt.Errorf("metrics endpoint: %w (choose another with --metrics-addr, or --metrics-addr=%s)", err, Off)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg}))
+	var opts promhttp.HandlerOpts
+	if reg != nil { // (a nil *Registry in the interface would be called)
+		opts.Registry = reg
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(g, opts))
 	// Profiles, on the same (by default loopback) endpoint, only when asked:
 	// they expose the process's memory and stacks.
 	if withPprof {
