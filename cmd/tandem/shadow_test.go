@@ -50,6 +50,18 @@ func loadSbtest(t *testing.T, tables, size int, dsns ...string) {
 	}
 }
 
+// sbtestCopies makes two fresh databases on the InnoDB sandbox server, a
+// primary and its copy, with the same sysbench tables, and returns the
+// server and their DSNs.
+func sbtestCopies(t *testing.T, tables, size int) (*sandboxtest.Handle, string, string) {
+	t.Helper()
+	inno := sandboxtest.Server(t, "innodb")
+	_, primary := inno.FreshDB(t)
+	_, cp := inno.FreshDB(t)
+	loadSbtest(t, tables, size, primary, cp)
+	return inno, primary, cp
+}
+
 func startShadowProxy(t *testing.T, backend, primaryDSN string, flags ...string) *shadowRun {
 	t.Helper()
 	c, _ := driver.ParseDSN(primaryDSN)
@@ -337,10 +349,7 @@ func TestShadowSlowedFallsBehindAndSkips(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
-	inno := sandboxtest.Server(t, "innodb")
-	_, primary := inno.FreshDB(t)
-	_, cp := inno.FreshDB(t)
-	loadSbtest(t, 2, 5000, primary, cp)
+	inno, primary, cp := sbtestCopies(t, 2, 5000)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp, "--shadow-max-lag", "2s")
 	done := make(chan int)
 	go func() { done <- r.sysbench("--tables=2", "--table-size=5000", "--threads=8", "--time=20", "--rate=30") }()
@@ -375,10 +384,7 @@ func TestShadowReadOnlySendsNoWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
-	inno := sandboxtest.Server(t, "innodb")
-	_, primary := inno.FreshDB(t)
-	_, ro := inno.FreshDB(t)
-	loadSbtest(t, 2, 2000, primary, ro)
+	inno, primary, ro := sbtestCopies(t, 2, 2000)
 	before := checksums(t, ro, 2)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "ro="+ro, "--shadow-mode", "read-only")
 	n := r.sysbench("--tables=2", "--table-size=2000", "--threads=4", "--time=6", "--rate=30")
@@ -429,10 +435,7 @@ func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
-	inno := sandboxtest.Server(t, "innodb")
-	_, primary := inno.FreshDB(t)
-	_, cp := inno.FreshDB(t)
-	loadSbtest(t, 2, 2000, primary, cp)
+	inno, primary, cp := sbtestCopies(t, 2, 2000)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
 	done := make(chan int)
 	go func() { done <- r.sysbench("--tables=2", "--table-size=2000", "--threads=8", "--time=10", "--rate=30") }()
