@@ -11,7 +11,9 @@
 # clients), and the shadows' workers'. Then both capturing proxies serve
 # sysbench at the same time, half the threads each, so that they share the
 # machine's load: the ratio of their CPU per statement is the shadows' own.
-#   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8)
+#   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8);
+#   SECS=20 ROUNDS=3 (about 25 minutes) narrows the side-by-side ratios to a
+#   few per cent: on 2 CPUs, single 10 s runs vary by 10-20 %.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SECS=${SECS:-10}

@@ -84,8 +84,9 @@ type WorkerEnd struct {
 }
 
 // Start starts a worker per target in ts (checked by Targets): each
-// replays, live, the capture w writes into dir.
-func (cfg Config) Start(ctx context.Context, ts []targets.Target, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
+// replays, live, the capture w writes into dir. The workers run until
+// Stop, not until the proxy's context ends: the proxy drains them then.
+func (cfg Config) Start(_ context.Context, ts []targets.Target, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (*Set, error) {
 	runs := cfg.Runs
 	if runs == "" {
 		runs = strings.TrimRight(dir, "/") + ".shadows"
@@ -107,6 +108,11 @@ func (cfg Config) Start(ctx context.Context, ts []targets.Target, dir string, w 
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
 		}
 		s.procs = append(s.procs, p)
+		// The feed's own progress, from the proxy's side: it goes on
+		// showing whether the worker reads, even if the worker dies.
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_shadow_fed_seq",
+			Help:        "The last capture record the proxy handed to the shadow's worker (compare tandem_capture_*'s committed records).",
+			ConstLabels: prometheus.Labels{"shadow": p.name}}, func() float64 { return float64(p.fed.Load()) }))
 	}
 	live := w.Live()
 	for _, p := range s.procs {

@@ -458,6 +458,10 @@ func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
 	if got := r.metricFloat(`tandem_shadow_compared_total{shadow="copy"}`); got == 0 {
 		t.Errorf("before the kill: tandem_shadow_compared_total %v, want > 0 (the worker's metrics reach the proxy's /metrics)", got)
 	}
+	fed := r.metricFloat(`tandem_shadow_fed_seq{shadow="copy"}`)
+	if fed == 0 {
+		t.Errorf("before the kill: tandem_shadow_fed_seq 0, want the feed's progress")
+	}
 	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -469,6 +473,10 @@ func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
 		t.Errorf("tandem_shadow_up{shadow=\"copy\"} is %q after its worker was killed, want 0", r.metric(`tandem_shadow_up{shadow="copy"}`))
 	}
 	n := <-done // fails the test on any client error
+	// The proxy's own series stay: the feed stopped when the worker died.
+	if after := r.metricFloat(`tandem_shadow_fed_seq{shadow="copy"}`); after < fed {
+		t.Errorf("tandem_shadow_fed_seq went from %v to %v", fed, after)
+	}
 	r.p.Process.Signal(os.Interrupt)
 	err = r.p.Wait()
 	logs, out := r.logs.w.(*strings.Builder).String(), r.out.w.(*strings.Builder).String()
