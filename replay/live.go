@@ -363,19 +363,8 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if l.sh.Drain != nil {
-		go func() {
-			select {
-			case <-l.sh.Drain:
-			case <-fctx.Done():
-				return
-			}
-			// Replay what is committed now, then stop.
-			target := r.DurableSeq()
-			for l.seq.Load() < target && fctx.Err() == nil && rn.failed() == "" {
-				time.Sleep(5 * time.Millisecond)
-			}
-			cancel()
-		}()
+		// Replay what is committed then, and stop.
+		r.EndOnDrain(fctx, l.sh.Drain, func(target uint64) bool { return l.seq.Load() >= target || rn.failed() != "" }, cancel)
 	}
 	inTrx := map[uint64]bool{}
 	for rec, err := range r.Follow(fctx, l.from) {

@@ -52,7 +52,6 @@ type Set struct {
 
 type proc struct {
 	name   string
-	runDir string
 	mirror string // the worker's copy of the feed
 	cmd    *exec.Cmd
 	ctl    *rpc.Client
@@ -155,7 +154,7 @@ func (s *Set) spawn(argv []string, args WorkerStart) (*proc, error) {
 		feedW.Close()
 		return nil, fmt.Errorf("starting its worker (%s): %w", argv[0], err)
 	}
-	p := &proc{name: args.Target.Name, runDir: args.RunDir, mirror: args.Mirror, cmd: cmd, ctl: rpc.NewClient(conn), feed: feedW,
+	p := &proc{name: args.Target.Name, mirror: args.Mirror, cmd: cmd, ctl: rpc.NewClient(conn), feed: feedW,
 		drain: make(chan struct{}), fedAll: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -166,6 +165,7 @@ func (s *Set) spawn(argv []string, args WorkerStart) (*proc, error) {
 	}()
 	var reply string
 	if err := p.call("Worker.Start", args, &reply, time.Minute); err != nil {
+		p.stopping.Store(true) // its end is this error, said once
 		p.ctl.Close()
 		feedW.Close()
 		cmd.Process.Kill()
@@ -227,26 +227,15 @@ func (p *proc) feedFrom(live *store.Reader, log *slog.Logger) {
 	defer p.feed.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
+	// Once drained: what is committed then, and the end frame.
+	live.EndOnDrain(ctx, p.drain, func(target uint64) bool {
 		select {
-		case <-p.drain:
 		case <-p.exited:
-			cancel()
-			return
-		case <-ctx.Done():
-			return
+			return true // no one reads the feed
+		default:
+			return p.fed.Load() >= target
 		}
-		target := live.DurableSeq()
-		for p.fed.Load() < target && ctx.Err() == nil {
-			select {
-			case <-p.exited:
-				cancel()
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-		cancel()
-	}()
+	}, cancel)
 	bw := bufio.NewWriterSize(p.feed, 256<<10)
 	var hdr [2 * binary.MaxVarintLen64]byte
 	pace := time.NewTimer(0)

@@ -138,7 +138,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		rd := filepath.Join(runs, t.Name)
 		var lv *replay.Live
 		var err error
-		lat := &latencies{interval: map[string]*latPair{}, total: map[string]*latPair{}}
+		lat := newLatencies(latency, t.Name)
 		// The shadow's goroutines carry a profiler label, so a CPU profile
 		// of the proxy (--pprof) tells the client path from the shadows'
 		// work (make bench-proxy).
@@ -146,7 +146,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 			lv, err = replay.RunLive(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
 				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
 				replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
-					Observe: observer(latency, t.Name, lat)})
+					Observe: lat.observe})
 		})
 		if err != nil {
 			cancel()
@@ -304,25 +304,47 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // latencies are a shadow's compared statements' latencies, on the primary
-// and on the shadow, per class: since the last status line, and in all.
+// and on the shadow, per class: exported to Prometheus
+// (tandem_shadow_statement_duration_seconds), and kept for the status
+// line (since the last one) and the closing line (in all).
 type latencies struct {
-	mu              sync.Mutex
-	interval, total map[string]*latPair
+	h    *prometheus.HistogramVec
+	name string
+	mu   sync.Mutex
+	by   map[string]*classLat
+}
+
+type classLat struct {
+	obs             [2]prometheus.Observer // primary, shadow
+	interval, total latPair
 }
 
 type latPair struct{ primary, shadow latency.Histogram }
 
-func (l *latencies) add(class string, primary, shadow time.Duration) {
+func newLatencies(h *prometheus.HistogramVec, name string) *latencies {
+	return &latencies{h: h, name: name, by: map[string]*classLat{}}
+}
+
+// observe takes one compared statement's latency on each side (a
+// replay.Shadow's Observe).
+func (l *latencies) observe(class string, primary, shadow time.Duration) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range []map[string]*latPair{l.interval, l.total} {
-		p := m[class]
-		if p == nil {
-			p = &latPair{}
-			m[class] = p
+	c := l.by[class]
+	if c == nil {
+		c = &classLat{}
+		if l.h != nil {
+			c.obs = [2]prometheus.Observer{l.h.WithLabelValues(l.name, "primary", class), l.h.WithLabelValues(l.name, "shadow", class)}
 		}
+		l.by[class] = c
+	}
+	for _, p := range []*latPair{&c.interval, &c.total} {
 		p.primary.Record(primary)
 		p.shadow.Record(shadow)
+	}
+	l.mu.Unlock()
+	if c.obs[0] != nil {
+		c.obs[0].Observe(primary.Seconds())
+		c.obs[1].Observe(shadow.Seconds())
 	}
 }
 
@@ -332,19 +354,25 @@ func (l *latencies) add(class string, primary, shadow time.Duration) {
 func (l *latencies) ratios(interval bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := l.total
-	if interval {
-		m = l.interval
-		defer func() { l.interval = map[string]*latPair{} }()
-	}
 	var parts []string
-	for class, p := range m {
+	for class, c := range l.by {
+		p := &c.total
+		if interval {
+			p = &c.interval
+		}
+		if p.primary.Count() == 0 {
+			continue
+		}
 		sp, pp := p.shadow.Quantile(0.95), p.primary.Quantile(0.95)
 		ratio := "-"
 		if pp > 0 {
 			ratio = fmt.Sprintf("%.2fx", float64(sp)/float64(pp))
 		}
 		parts = append(parts, fmt.Sprintf("%s %s/%s=%s", class, roundDur(sp), roundDur(pp), ratio))
+		if interval {
+			p.primary.Reset()
+			p.shadow.Reset()
+		}
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -359,24 +387,5 @@ func roundDur(d time.Duration) time.Duration {
 		if d < 1000*r {
 			return d.Round(r)
 		}
-	}
-}
-
-// observer feeds a shadow's latency histograms, primary and shadow side by
-// side per class.
-func observer(h *prometheus.HistogramVec, name string, lat *latencies) func(class string, primary, shadow time.Duration) {
-	obs := map[string][2]prometheus.Observer{}
-	var mu sync.Mutex
-	return func(class string, primary, shadow time.Duration) {
-		mu.Lock()
-		o, ok := obs[class]
-		if !ok {
-			o = [2]prometheus.Observer{h.WithLabelValues(name, "primary", class), h.WithLabelValues(name, "shadow", class)}
-			obs[class] = o
-		}
-		mu.Unlock()
-		o[0].Observe(primary.Seconds())
-		o[1].Observe(shadow.Seconds())
-		lat.add(class, primary, shadow)
 	}
 }

@@ -9,13 +9,13 @@ import (
 // the primary's and their ratio; the interval's resets at each line, the
 // total's does not.
 func TestLatencyRatios(t *testing.T) {
-	l := &latencies{interval: map[string]*latPair{}, total: map[string]*latPair{}}
+	l := newLatencies(nil, "s")
 	if got := l.ratios(true); got != "none" {
 		t.Fatalf("empty: %q", got)
 	}
 	for i := 0; i < 100; i++ {
-		l.add("read", 500*time.Microsecond, time.Millisecond)
-		l.add("write", 2*time.Millisecond, time.Millisecond)
+		l.observe("read", 500*time.Microsecond, time.Millisecond)
+		l.observe("write", 2*time.Millisecond, time.Millisecond)
 	}
 	const want = "read 1ms/500µs=2.00x, write 1ms/2ms=0.50x"
 	if got := l.ratios(true); got != want {
@@ -24,7 +24,7 @@ func TestLatencyRatios(t *testing.T) {
 	if got := l.ratios(true); got != "none" {
 		t.Errorf("interval after a line: %q, want none", got)
 	}
-	l.add("read", 500*time.Microsecond, 500*time.Microsecond)
+	l.observe("read", 500*time.Microsecond, 500*time.Microsecond)
 	if got := l.ratios(false); got != want {
 		t.Errorf("total: %q, want %q", got, want)
 	}

@@ -44,7 +44,6 @@ type worker struct {
 	mirror    *store.Writer
 	shadows   *local
 	fedAll    chan struct{} // the feed ended
-	feedErr   error
 	abort     chan struct{}
 	abortOnce sync.Once
 	finished  bool
@@ -88,7 +87,6 @@ func (w *worker) read() {
 	var rec store.Record
 	var buf []byte
 	fail := func(err error) {
-		w.feedErr = err
 		why := err.Error()
 		w.shadows.feedLost.Store(&why)
 		w.log.Error("shadow worker: the feed broke off; replaying what arrived", "shadow", w.args.Target.Name, "err", err)

@@ -175,6 +175,26 @@ func (r *Reader) Follow(ctx context.Context, from uint64) iter.Seq2[*Record, err
 	}
 }
 
+// EndOnDrain ends a follower of this live reader once drain is closed:
+// it waits until reached(target) says the follower has handed on every
+// record committed at that moment (target), or has given up, then calls
+// cancel (the context of its Follow). It returns at once; it gives up
+// when ctx ends.
+func (r *Reader) EndOnDrain(ctx context.Context, drain <-chan struct{}, reached func(target uint64) bool, cancel context.CancelFunc) {
+	go func() {
+		select {
+		case <-drain:
+		case <-ctx.Done():
+			return
+		}
+		target := r.DurableSeq()
+		for !reached(target) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+}
+
 // Raw is a record as stored: its seq, and its encoding relative to the
 // capture's Meta().BaseTime (DecodeRecord reads it).
 type Raw struct {
