@@ -97,6 +97,10 @@ type Info struct {
 	// ROLLBACK TO SAVEPOINT). ImplicitCommit: the statement commits an open
 	// transaction (DDL, LOCK TABLES, BEGIN itself …).
 	Begin, End, ImplicitCommit bool
+	// Chain: COMMIT/ROLLBACK … AND CHAIN (a new transaction opens at once).
+	// XARollback: XA ROLLBACK (End set; XA START is a Begin, XA COMMIT an
+	// End).
+	Chain, XARollback bool
 	// Use: USE db (UseSchema gives the schema). Set: a SET of session or
 	// user variables only (SetAssignments gives them); SetAutocommit
 	// holds autocommit's new value when the SET names it: '0', '1' or 0.
@@ -172,7 +176,7 @@ var nondeterministicFuncs = map[string]bool{
 
 // lexFacts fills what the tokens of one statement tell.
 func lexFacts(sql string, st []Token, info *Info, first bool) {
-	w := words(sql, st, 4)
+	w := words(sql, st, 6)
 	verb := ""
 	if len(w) > 0 {
 		verb = w[0]
@@ -198,10 +202,21 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 		}
 	case "COMMIT":
 		info.End = true
+		info.Chain = chained(w)
 	case "ROLLBACK":
 		// ROLLBACK [WORK] TO [SAVEPOINT] keeps the transaction open.
 		if !at(1, "TO") && !(at(1, "WORK") && at(2, "TO")) {
 			info.End = true
+			info.Chain = chained(w)
+		}
+	case "XA":
+		switch {
+		case at(1, "START") || at(1, "BEGIN"):
+			info.Begin, info.ImplicitCommit = true, true
+		case at(1, "COMMIT"):
+			info.End = true
+		case at(1, "ROLLBACK"):
+			info.End, info.XARollback = true, true
 		}
 	case "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE":
 		info.ImplicitCommit = true
@@ -304,6 +319,17 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			info.Nondeterministic = true
 		}
 	}
+}
+
+// chained reports … AND CHAIN (not AND NO CHAIN) among a COMMIT's or
+// ROLLBACK's first words.
+func chained(w []string) bool {
+	for i := 1; i+1 < len(w); i++ {
+		if w[i] == "AND" {
+			return w[i+1] == "CHAIN"
+		}
+	}
+	return false
 }
 
 func autocommitValue(v string) byte {
