@@ -17,7 +17,7 @@ import (
 
 // RunFormatVersion is the run format this package writes and the newest it
 // reads. Part of the format: bump it for any incompatible change.
-const RunFormatVersion = 1
+const RunFormatVersion = 2
 
 const runMagic = "tandem-run"
 
@@ -127,10 +127,26 @@ type TargetResult struct {
 	// replayer's with their cause ("2013 timeout").
 	ErrorCodes map[string]int64 `json:"error_codes,omitempty"`
 	// Deadlocks counts deadlocks and lock wait timeouts (1213, 1205) the
-	// target gave, retried or not: engine behaviour.
+	// target gave, retried or not: engine behaviour. Errors, ErrorCodes and
+	// Deadlocks count every time a statement failed, first runs, retries
+	// and reruns alike (run format 2; format 1 counted each record's first
+	// run only), so they equal what the server counts.
 	Deadlocks        int64 `json:"deadlocks_and_lock_waits"`
 	Retries          int64 `json:"retries"`
 	RetriesSucceeded int64 `json:"retries_succeeded"`
+	// Reexecuted counts statements run again beyond their first run: by
+	// retries and by reruns for order.
+	Reexecuted int64 `json:"reexecuted,omitempty"`
+	// FailedTransactions counts the transactions that failed for good on
+	// the target: rolled back there, never committed in part, the rest of
+	// their statements not run (SkipTrxFailed). FailedByCode splits them by
+	// the error that ended the last attempt ("1213"; "2013 connection
+	// reset" when the connection was lost, which is no engine's verdict).
+	// Failures lists them (the first maxFailures), for the attribution of
+	// later differences.
+	FailedTransactions int64            `json:"failed_transactions,omitempty"`
+	FailedByCode       map[string]int64 `json:"failed_transactions_by_code,omitempty"`
+	Failures           []FailedTrx      `json:"failures,omitempty"`
 	// CaptureRollbacks: statements that failed with a deadlock in the
 	// capture, where the target was rolled back to match.
 	CaptureRollbacks int64            `json:"capture_rollbacks,omitempty"`
@@ -163,6 +179,33 @@ type TargetResult struct {
 	FootprintBefore []TableFootprint `json:"footprint_before,omitempty"`
 	FootprintError  string           `json:"footprint_error,omitempty"`
 }
+
+// FailedTrx is a transaction that failed for good on a target.
+type FailedTrx struct {
+	Session uint64 `json:"session"`
+	// Loop is the pass over the capture (--loop); FirstSeq the
+	// transaction's first record, FailedSeq the statement whose last
+	// attempt failed, LastSeq its last record.
+	Loop      int    `json:"loop,omitempty"`
+	FirstSeq  uint64 `json:"first_seq"`
+	FailedSeq uint64 `json:"failed_seq"`
+	LastSeq   uint64 `json:"last_seq"`
+	// Code is the error of the last attempt; Cause is set when it was the
+	// replayer's (the connection was lost: no engine verdict).
+	Code     uint16 `json:"code"`
+	Cause    byte   `json:"cause,omitempty"`
+	Attempts int    `json:"attempts"`
+	// Statements counts the transaction's statements; Tables are those it
+	// writes, schema-qualified as in the capture.
+	Statements int      `json:"statements"`
+	Tables     []string `json:"tables,omitempty"`
+	// At is when its first record started, on the capture's clock (ns,
+	// Unix), shifted by whole capture spans for later passes.
+	At int64 `json:"at_ns"`
+}
+
+// MaxFailures bounds TargetResult.Failures.
+const MaxFailures = 100000
 
 // Divergences is one target's comparison with the baseline or with the
 // responses the capture holds.
@@ -244,6 +287,10 @@ type TableState struct {
 	Checksum string `json:"checksum"`
 	// Differs from the baseline's table of the same name.
 	Differs bool `json:"differs_from_baseline,omitempty"`
+	// Because names the transaction that failed for good on this target
+	// or the baseline and wrote the table, when it differs: the
+	// difference follows from it, no engine's otherwise (run format 2).
+	Because string `json:"because,omitempty"`
 }
 
 // CreatedTable is a table the replay created, with its engine as the

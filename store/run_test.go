@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,8 +31,10 @@ func goldenHist(vals ...time.Duration) *latency.Histogram {
 	return h
 }
 
-func goldenOutcomes() [][]Outcome {
-	return [][]Outcome{
+// goldenOutcomes are the outcomes of the golden run of a run format
+// version: format 2 adds a transaction that failed for good.
+func goldenOutcomes(version int) [][]Outcome {
+	os := [][]Outcome{
 		{ // innodb
 			{Seq: 2, Session: 1, Flags: OutcomeRows | OutcomeOrdered, Service: 120 * time.Microsecond, Results: 1, Rows: 3, Columns: 2, Ordered: 7, Unordered: 9},
 			{Seq: 3, Session: 1, Service: time.Millisecond, Lag: 2 * time.Millisecond, Results: 1, Affected: 1, InsertID: 42, Warnings: 1},
@@ -42,19 +45,32 @@ func goldenOutcomes() [][]Outcome {
 			{Seq: 3, Session: 1, Flags: OutcomeSkipped | OutcomeRetried | OutcomeCaptureRollback, SkipReason: SkipTargetFailed},
 		},
 	}
+	if version >= 2 {
+		os[1] = append(os[1],
+			Outcome{Seq: 5, Session: 2, Flags: OutcomeError | OutcomeRetried | OutcomeTrxFailed, ErrCode: 1213, Results: 1},
+			Outcome{Seq: 6, Session: 2, Flags: OutcomeSkipped | OutcomeTrxFailed, SkipReason: SkipTrxFailed})
+	}
+	return os
 }
 
-func goldenResult() *TargetResult {
-	return &TargetResult{Target: "myrocks", Elapsed: 1.5, Transactions: 10, Reads: 20, Writes: 5, Other: 3, Errors: 2,
+func goldenResult(version int) *TargetResult {
+	r := &TargetResult{Target: "myrocks", Elapsed: 1.5, Transactions: 10, Reads: 20, Writes: 5, Other: 3, Errors: 2,
 		ErrorCodes: map[string]int64{"1213": 1, "2013 timeout": 1}, Deadlocks: 1, Retries: 1, RetriesSucceeded: 1, Connections: 2,
 		Skipped: 1, SkippedBy: map[string]int64{"target had failed": 1}, OrderWaits: 7, OrderReruns: 1, Failed: "statement timed out",
 		VsBaseline: &Divergences{Compared: 3, Ambiguous: 1, ByClass: map[string]int64{"error-vs-ok": 1},
 			Samples: []Sample{{Class: "error-vs-ok", Seq: 2, Session: 1, Digest: "d1", Statement: "SELECT 1", Baseline: "1 rows", Target: "error 2013"}}},
 		EndState: &EndState{Tables: []TableState{{Table: "sbtest.t", Exists: true, Rows: 3, Checksum: "00ff", Differs: true}}},
 		Created:  []CreatedTable{{Table: "sbtest.t", Engine: "ROCKSDB", Want: "ROCKSDB"}}}
+	if version >= 2 {
+		r.Reexecuted, r.FailedTransactions, r.FailedByCode = 4, 1, map[string]int64{"1213": 1}
+		r.Failures = []FailedTrx{{Session: 2, FirstSeq: 4, FailedSeq: 5, LastSeq: 7, Code: 1213, Attempts: 4, Statements: 3,
+			Tables: []string{"sbtest.t"}, At: 1764579600000000000}}
+		r.EndState.Tables[0].Because = "a transaction of session 2 failed for good on myrocks"
+	}
+	return r
 }
 
-func writeGoldenRun(t *testing.T, dir string) {
+func writeGoldenRun(t *testing.T, dir string, version int) {
 	t.Helper()
 	w, err := CreateRun(dir, goldenRunMeta())
 	if err != nil {
@@ -68,7 +84,7 @@ func writeGoldenRun(t *testing.T, dir string) {
 	}
 	must(w.PutPoint(Point{Point: 0, Label: "replay", Targets: []string{"innodb", "myrocks"}, Order: "capture", IO: "blocking",
 		Started: time.Date(2026, 12, 1, 9, 0, 1, 0, time.UTC), Elapsed: 1.5}))
-	for ti, os := range goldenOutcomes() {
+	for ti, os := range goldenOutcomes(version) {
 		b := w.NewOutcomeBatch(0, ti)
 		for i := range os {
 			b.Add(&os[i])
@@ -82,15 +98,15 @@ func writeGoldenRun(t *testing.T, dir string) {
 		Latency: *goldenHist(time.Millisecond, time.Millisecond)}))
 	must(w.PutInterval(0, 0, 1, &Interval{Start: time.Second, Length: 500 * time.Millisecond, Errors: 1, Deadlocks: 1, Retries: 1}))
 	must(w.PutDigest("d1", DigestInfo{Text: "select ?", Class: "read"}))
-	must(w.PutResult(0, 1, goldenResult()))
+	must(w.PutResult(0, 1, goldenResult(version)))
 	must(w.End(RunEnd{Ended: time.Date(2026, 12, 1, 9, 0, 3, 0, time.UTC), Elapsed: 2, Notes: []string{"a note"}}))
 }
 
-func checkRun(t *testing.T, r *RunReader) {
+func checkRun(t *testing.T, r *RunReader, version int) {
 	t.Helper()
 	m := goldenRunMeta()
 	got := r.Meta()
-	if got.Magic != "tandem-run" || got.RunFormat != 1 || got.ToolVersion == "" {
+	if got.Magic != "tandem-run" || got.RunFormat != version || got.ToolVersion == "" {
 		t.Fatalf("meta %+v", got)
 	}
 	got.Magic, got.RunFormat, got.ToolVersion = "", 0, ""
@@ -105,7 +121,7 @@ func checkRun(t *testing.T, r *RunReader) {
 	if err != nil || len(pts) != 1 || pts[0].Label != "replay" || pts[0].Order != "capture" || pts[0].Elapsed != 1.5 || len(pts[0].Targets) != 2 {
 		t.Errorf("points %+v %v", pts, err)
 	}
-	for ti, want := range goldenOutcomes() {
+	for ti, want := range goldenOutcomes(version) {
 		var gotOs []Outcome
 		for o, err := range r.Outcomes(0, ti) {
 			if err != nil {
@@ -138,8 +154,8 @@ func checkRun(t *testing.T, r *RunReader) {
 		t.Errorf("digests %v %v", ds, err)
 	}
 	res, ok, err := r.Result(0, 1)
-	if err != nil || !ok || !reflect.DeepEqual(res, goldenResult()) {
-		t.Errorf("result\n got %+v\nwant %+v (%v %v)", res, goldenResult(), ok, err)
+	if err != nil || !ok || !reflect.DeepEqual(res, goldenResult(version)) {
+		t.Errorf("result\n got %+v\nwant %+v (%v %v)", res, goldenResult(version), ok, err)
 	}
 	if _, ok, _ := r.Result(0, 0); ok {
 		t.Error("a result that was never written")
@@ -148,27 +164,32 @@ func checkRun(t *testing.T, r *RunReader) {
 
 func TestRunRoundTrip(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	writeGoldenRun(t, dir)
+	writeGoldenRun(t, dir, RunFormatVersion)
 	r, err := OpenRun(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	checkRun(t, r)
+	checkRun(t, r, RunFormatVersion)
 }
 
-func TestGoldenRunV1(t *testing.T) {
-	dir := filepath.Join("testdata", "run-v1")
-	if _, err := os.Stat(dir); os.IsNotExist(err) && *updateGolden && RunFormatVersion == 1 {
-		writeGoldenRun(t, dir)
-		os.Remove(filepath.Join(dir, "LOCK"))
+// Runs written by every run format version read as they were written.
+func TestGoldenRuns(t *testing.T) {
+	for v := 1; v <= RunFormatVersion; v++ {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			dir := filepath.Join("testdata", fmt.Sprintf("run-v%d", v))
+			if _, err := os.Stat(dir); os.IsNotExist(err) && *updateGolden && v == RunFormatVersion {
+				writeGoldenRun(t, dir, v)
+				os.Remove(filepath.Join(dir, "LOCK"))
+			}
+			r, err := OpenRun(copyDir(t, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			checkRun(t, r, v)
+		})
 	}
-	r, err := OpenRun(copyDir(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	checkRun(t, r)
 }
 
 func TestOpenRunRejects(t *testing.T) {
@@ -190,7 +211,7 @@ func TestOpenRunRejects(t *testing.T) {
 }
 
 func FuzzDecodeOutcome(f *testing.F) {
-	for _, os := range goldenOutcomes() {
+	for _, os := range goldenOutcomes(RunFormatVersion) {
 		for i := range os {
 			f.Add(AppendOutcome(nil, &os[i]))
 		}

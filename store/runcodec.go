@@ -22,19 +22,26 @@ const (
 	OutcomeRetried          = 1 << 7 // the outcome of a retry after a deadlock or lock wait timeout
 	OutcomeCaptureRollback  = 1 << 8 // the capture failed here (deadlock); the target was rolled back to match
 	OutcomeOrderRerun       = 1 << 9 // its transaction was rolled back and run again to keep the capture's order
+	// OutcomeTrxFailed: its transaction failed for good on the target (a
+	// deadlock or lock wait timeout on every retry, or its connection
+	// lost): rolled back, the rest of it not run (run format 2).
+	OutcomeTrxFailed = 1 << 10
+	outcomeFlagsMax  = 1<<11 - 1
 )
 
 // Why a record was skipped (Outcome.SkipReason). Part of the run format.
 const (
-	SkipNotReplayable    byte = 1 // LOAD DATA LOCAL and the like: the capture flags it
-	SkipMasked           byte = 2 // its secrets were masked in the capture
-	SkipTruncated        byte = 3 // cut to the capture's size limit
-	SkipUnknownStatement byte = 4 // an execute of a statement prepared before the capture began
-	SkipKind             byte = 5 // a command replay does not send (COM_FIELD_LIST, binlog …)
-	SkipTargetFailed     byte = 6 // the target had failed before this record
-	SkipUnrewritable     byte = 7 // table DDL whose engine could not be rewritten (--on-unrewritable skip)
-	SkipLongData         byte = 8 // long data past the capture's size limit
-	skipMax              byte = 8
+	SkipNotReplayable     byte = 1  // LOAD DATA LOCAL and the like: the capture flags it
+	SkipMasked            byte = 2  // its secrets were masked in the capture
+	SkipTruncated         byte = 3  // cut to the capture's size limit
+	SkipUnknownStatement  byte = 4  // an execute of a statement prepared before the capture began
+	SkipKind              byte = 5  // a command replay does not send (COM_FIELD_LIST, binlog …)
+	SkipTargetFailed      byte = 6  // the target had failed before this record
+	SkipUnrewritable      byte = 7  // table DDL whose engine could not be rewritten (--on-unrewritable skip)
+	SkipLongData          byte = 8  // long data past the capture's size limit
+	SkipTrxFailed         byte = 9  // its transaction had failed for good on the target (run format 2)
+	SkipCaptureRolledBack byte = 10 // the capture's server rolled it back (deadlock, lock wait timeout): not sent (run format 2)
+	skipMax               byte = 10
 )
 
 // SkipReasonText names a skip reason for reports.
@@ -56,6 +63,10 @@ func SkipReasonText(r byte) string {
 		return "engine could not be rewritten"
 	case SkipLongData:
 		return "long data truncated in the capture"
+	case SkipTrxFailed:
+		return "its transaction had failed for good"
+	case SkipCaptureRolledBack:
+		return "rolled back in the capture (deadlock, lock wait timeout)"
 	}
 	return fmt.Sprintf("reason %d", r)
 }
@@ -155,7 +166,7 @@ func DecodeOutcome(b []byte, o *Outcome) error {
 	}
 	seq := o.Seq
 	*o = Outcome{Seq: seq}
-	o.Flags = uint32(d.uvarintMax(1<<10-1, "outcome flags"))
+	o.Flags = uint32(d.uvarintMax(outcomeFlagsMax, "outcome flags"))
 	o.Session = d.uvarint()
 	o.Service = time.Duration(d.uvarintMax(math.MaxInt64, "service time"))
 	o.Lag = time.Duration(d.uvarintMax(math.MaxInt64, "lag"))

@@ -116,6 +116,13 @@
 // length (ns from the run's start), transactions, reads, writes, other,
 // errors, deadlocks, retries, threads; then a histogram value.
 //
+// Run format 2 adds the outcome flag OutcomeTrxFailed (bit 10) and the skip
+// reason SkipTrxFailed (9), the results' failed transactions
+// (failed_transactions, failed_transactions_by_code, failures), reexecuted,
+// and an end-state table's "because"; its error counts count every failed
+// run of a statement, not only each record's first. A format 1 run reads
+// as before.
+//
 // testdata/run-v1 is a run written by the version 1 writer; a test decodes
 // it to spelled-out values.
 //
