@@ -22,7 +22,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values for the parser
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values for the parser (point.go reads them)
 )
 
 // Class is how sysbench counts a statement.
@@ -123,6 +123,9 @@ type Info struct {
 	Unanalysable bool
 	// LexError is set when even the lexer could not read the text.
 	LexError string
+	// Point says which rows the statement touches when it names them by
+	// equality (nil when it does not, or is several statements).
+	Point *Point
 }
 
 // Changes reports whether the statement can change what other sessions
@@ -386,6 +389,9 @@ func parse(sql string, info *Info) (ok bool) {
 	stmts, _, err := p.ParseSQL(sql)
 	if err != nil || len(stmts) == 0 {
 		return false
+	}
+	if len(stmts) == 1 {
+		info.Point = pointOf(stmts[0])
 	}
 	for k, st := range stmts {
 		v := &tableVisitor{}

@@ -1,0 +1,65 @@
+package sqlinfo
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Which rows a statement names, as keys on a primary key, with an
+// execute's parameters resolved; nil when the rows are not all named.
+func TestPointKeys(t *testing.T) {
+	params := []string{"5", "7", "9"}
+	resolve := func(i int) (string, bool) {
+		if i < len(params) {
+			return params[i], true
+		}
+		return "", false
+	}
+	for _, c := range []struct {
+		sql  string
+		pk   []string
+		want []string // "" joins: table|v|v
+	}{
+		{"UPDATE sbtest1 SET k = k + 1 WHERE id = ?", []string{"id"}, []string{"sbtest1|5"}},
+		{"UPDATE sbtest1 SET c = ? WHERE id = ?", []string{"id"}, []string{"sbtest1|7"}},
+		{"DELETE FROM sbtest1 WHERE id = 42", []string{"id"}, []string{"sbtest1|42"}},
+		{"SELECT id, balance FROM accounts WHERE id IN (?, ?) ORDER BY id FOR UPDATE", []string{"id"}, []string{"accounts|5", "accounts|7"}},
+		{"SELECT qty FROM stock WHERE item = ? FOR UPDATE", []string{"item"}, []string{"stock|5"}},
+		{"UPDATE orders SET carrier = ? WHERE d_id = ? AND o_id = ?", []string{"d_id", "o_id"}, []string{"orders|7|9"}},
+		{"UPDATE orders SET carrier = 1 WHERE (o_id = ? AND d_id = 3) AND carrier IS NULL", []string{"d_id", "o_id"}, []string{"orders|3|5"}},
+		{"DELETE FROM new_order WHERE d_id IN (1, 2) AND o_id = ?", []string{"d_id", "o_id"}, []string{"new_order|1|5", "new_order|2|5"}},
+		{"UPDATE warehouse SET ytd = ytd + ? WHERE id = 1", []string{"id"}, []string{"warehouse|1"}},
+		{"UPDATE t SET v = 1 WHERE -3 = id", []string{"id"}, []string{"t|-3"}},
+		{"INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", []string{"id"}, []string{"sbtest1|5"}},
+		{"INSERT INTO t (a, id) VALUES (1, 10), (2, 11)", []string{"id"}, []string{"t|10", "t|11"}},
+		{"REPLACE INTO t (id, v) VALUES (?, ?)", []string{"id"}, []string{"t|5"}},
+		// Not all named: nil.
+		{"INSERT INTO transfers (from_id, to_id, amount) VALUES (?, ?, ?)", []string{"id"}, nil}, // AUTO_INCREMENT key
+		{"INSERT INTO t VALUES (1, 2)", []string{"id"}, nil},                                     // no column list
+		{"UPDATE sbtest1 SET k = k + 1 WHERE id BETWEEN ? AND ?", []string{"id"}, nil},
+		{"UPDATE t SET v = 1 WHERE id = 1 OR id = 2", []string{"id"}, nil},
+		{"UPDATE orders SET carrier = ? WHERE o_id = ?", []string{"d_id", "o_id"}, nil},
+		{"UPDATE t SET v = 1", []string{"id"}, nil},
+		{"UPDATE t JOIN u ON t.id = u.id SET t.v = 1 WHERE t.id = 1", []string{"id"}, nil},
+		{"SELECT v FROM t WHERE id = (SELECT 1)", []string{"id"}, nil},
+		{"UPDATE t SET v = 1 WHERE id = ?", nil, nil}, // no known key
+		{"INSERT INTO t (id) SELECT id FROM u", []string{"id"}, nil},
+		{"UPDATE t SET v = 1 WHERE id = ? + 1", []string{"id"}, nil},
+	} {
+		info := Analyze(c.sql)
+		table := ""
+		if info.Point != nil {
+			table = info.Point.Table.Name
+		}
+		got := info.Point.Keys(table, c.pk, resolve)
+		var want []string
+		for _, w := range c.want {
+			parts := strings.SplitN(w, "|", 2)
+			want = append(want, parts[0]+"\x00"+strings.ReplaceAll(parts[1], "|", "\x01"))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (pk %v): keys %q, want %q", c.sql, c.pk, got, want)
+		}
+	}
+}
