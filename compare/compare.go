@@ -48,6 +48,9 @@ const (
 	// replay could not run (Gaps) reached one of the statement's tables
 	// before it.
 	ReasonNotReplayed = "not-replayed"
+	// ReasonFailedTrx: a transaction that failed for good on one side
+	// (Failures) wrote one of the statement's tables before it.
+	ReasonFailedTrx = "after-failed-transaction"
 )
 
 // Classes lists the divergence classes in report order.
@@ -222,9 +225,12 @@ type Tally struct {
 	// Gaps, set for the comparison with the capture only, makes a
 	// difference after a write replay skipped ambiguous.
 	Gaps *Gaps
-	src  Source
-	per  int
-	seen map[string]int
+	// Failed, if set, makes a difference after a transaction that failed
+	// for good on either side counted apart (ReasonFailedTrx).
+	Failed *Failures
+	src    Source
+	per    int
+	seen   map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
@@ -245,7 +251,7 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 		return
 	}
 	st, ok := t.src.Statement(key)
-	why, reason := t.Judge(st, ok, order)
+	why, reason := t.Judge(key, st, ok, order)
 	if why != "" {
 		t.D.Ambiguous++
 		if t.D.AmbiguousBy == nil {
@@ -253,8 +259,11 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 		}
 		t.D.AmbiguousBy[reason]++
 		class := Ambiguous
-		if reason == ReasonNotReplayed {
+		switch reason {
+		case ReasonNotReplayed:
 			class = AfterSkip
+		case ReasonFailedTrx:
+			class = ReasonFailedTrx
 		}
 		t.sample(key, class, st, ok, base, target, why)
 		return
@@ -263,9 +272,18 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 	t.sample(key, class, st, ok, base, target, "")
 }
 
-// Judge says why a differing outcome of st (ok: st is known) is
-// ambiguous, and the reason's name, or "" when it is a divergence.
-func (t *Tally) Judge(st Statement, ok bool, order OrderWhy) (why, reason string) {
+// Judge says why a differing outcome of st (outcome key key; ok: st is
+// known) is ambiguous, and the reason's name, or "" when it is a
+// divergence.
+func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, reason string) {
+	if order == OrderVerdict {
+		return "", ""
+	}
+	if ok {
+		if why, _ := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
+			return why, ReasonFailedTrx
+		}
+	}
 	switch {
 	case order == OrderReleased:
 		return "replay could not keep its order exactly (it went ahead after --order-timeout, or its transaction ran again to let a blocked statement through)", ReasonReplayOrder
@@ -339,6 +357,10 @@ const (
 	OrderKept     OrderWhy = iota
 	OrderReleased          // replay could not keep the capture's order exactly for one side
 	OrderRetried           // one side ran it again after a deadlock in its transaction
+	// OrderVerdict: on one side it is the statement whose transaction
+	// failed for good (a deadlock or lock wait timeout on every retry):
+	// the engine's verdict, never explained away.
+	OrderVerdict
 )
 
 // OrderOf tells how ordering went for the outcomes compared: replay could
@@ -347,6 +369,11 @@ const (
 // one side's outcome is a retry's.
 func OrderOf(os ...*store.Outcome) OrderWhy {
 	why := OrderKept
+	for _, o := range os {
+		if o.Flags&(store.OutcomeTrxFailed|store.OutcomeError) == store.OutcomeTrxFailed|store.OutcomeError && o.Flags&store.OutcomeClientError == 0 {
+			return OrderVerdict
+		}
+	}
 	for _, o := range os {
 		switch {
 		case o.Flags&(store.OutcomeOrderReleased|store.OutcomeOrderRerun) != 0:

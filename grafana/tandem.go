@@ -104,8 +104,9 @@ func New() *Dashboard {
 		q(`sum by (target, code) (`+rate("tandem_replay_errors_total", sel)+`)`, "{{target}} {{code}}"))
 	l.add("timeseries", "Deadlocks and lock wait timeouts per second", "1213 and 1205 the target gave: engine behaviour (MyRocks' snapshot conflicts show here).", "ops", 8, 8,
 		q(`sum by (target) (`+rate("tandem_replay_deadlocks_total", sel)+`)`, "{{target}}"))
-	l.add("timeseries", "Retries per second", "Transactions retried after a deadlock or lock wait timeout the capture did not have, by result.", "ops", 8, 8,
-		q(`sum by (target, result) (`+rate("tandem_replay_retries_total", sel)+`)`, "{{target}} {{result}}"))
+	l.add("timeseries", "Retries and failed transactions per second", "Transactions retried after a deadlock or lock wait timeout the capture did not have, by result; and those that failed for good (rolled back on the target, never committed in part: the engine's verdict).", "ops", 8, 8,
+		q(`sum by (target, result) (`+rate("tandem_replay_retries_total", sel)+`)`, "{{target}} retry {{result}}"),
+		q(`sum by (target) (`+rate("tandem_replay_failed_transactions_total", sel)+`)`, "{{target}} failed for good"))
 
 	l.row("Replay progress")
 	l.add("timeseries", "Progress", "Records handled over the records of one pass (above 100 % with --loop or --duration).", "percentunit", 8, 8,

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,44 +11,82 @@ import (
 
 // board keeps the statements of regrouped units (--concurrency) in the
 // capture's order among the units running at once, as far as it can
-// without deadlock: before a statement, a unit waits while another running
-// unit's current statement ended, in the capture, before this one began —
-// a read only for statements that change what others see, a change for
-// every statement (as the gate orders tickets). Statements then take row
-// locks in the order they took them in the capture, so fewer transactions
-// meet in an order cycle the gate must break by a rerun. The wait is
-// bounded (boardWait): a unit blocked on a lock, or waiting at the gate, is
-// idle here and holds no one.
+// without deadlock, by the gate's rules (see gate): before a statement, a
+// unit waits while another running unit's current statement ended, in the
+// capture, before this one began — a read only for statements that change
+// what others see, a change for every statement — and a statement that
+// changes what others see also waits while a conflicting one (it changes
+// too, on a table of this one's) that overlapped it and ended before it
+// has not yet been sent: conflicting locks are then requested in the
+// order the capture granted them, so fewer units meet in a lock cycle
+// (which MyRocks, without deadlock detection, ends only at its lock wait
+// timeout) or in an order cycle the gate must break by a rerun. Waits go
+// from a statement to ones that ended before it, so they form no cycle,
+// and each is bounded (boardWait): a unit blocked on a lock, or waiting at
+// the gate, is idle here and holds no one.
+//
+// A unit that waits here behind another's statement that has been on the
+// server for lockBound, and that its own transaction's locks may block
+// (lockSet.mayBlock), yields at once (wait returns that slot): the gate
+// would see the same stall only at its COMMIT, and meanwhile every other
+// unit waits behind the stuck statement.
 //
 // Each connection has a slot, written by its worker alone; a statement's
-// cost when nobody waits is two atomic stores.
+// cost when nobody waits is a few atomic stores.
 type board struct {
-	end     []atomic.Int64 // per connection: the capture end of its statement; MaxInt64 when idle
-	changes []atomic.Bool  // per connection: that statement changes what others see
+	slots   []slot
 	waiters atomic.Int32
 	mu      sync.Mutex
 	ch      chan struct{} // closed and replaced when a slot changes while someone waits
+}
+
+// slot is one connection's current statement.
+type slot struct {
+	end     atomic.Int64 // its capture end; MaxInt64 when idle
+	changes atomic.Bool  // it changes what others see
+	sent    atomic.Bool  // it has gone to the server
+	tables  atomic.Pointer[[]string]
+	keys    atomic.Pointer[[]string] // the rows it locks (nil: any of its tables')
+	unit    atomic.Pointer[ticket]   // the unit the connection runs (nil: none)
 }
 
 // boardWait bounds a statement's wait on the board.
 const boardWait = 20 * time.Millisecond
 
 func newBoard(conns int) *board {
-	b := &board{end: make([]atomic.Int64, conns), changes: make([]atomic.Bool, conns), ch: make(chan struct{})}
-	for i := range b.end {
-		b.end[i].Store(math.MaxInt64)
+	b := &board{slots: make([]slot, conns), ch: make(chan struct{})}
+	for i := range b.slots {
+		b.slots[i].end.Store(math.MaxInt64)
 	}
 	return b
 }
 
 // set records that connection i now runs a statement that ended, in the
-// capture, at end (negative: i is idle).
-func (b *board) set(i int, end int64, changes bool) {
+// capture, at end (negative: i is idle), touching tables; it is not yet
+// sent (sent says when it is).
+func (b *board) set(i int, end int64, changes bool, tables, keys []string) {
 	if end < 0 {
 		end = math.MaxInt64
 	}
-	b.changes[i].Store(changes)
-	b.end[i].Store(end)
+	s := &b.slots[i]
+	s.sent.Store(false)
+	s.changes.Store(changes)
+	s.tables.Store(&tables)
+	s.keys.Store(&keys)
+	s.end.Store(end)
+	b.notify()
+}
+
+// running records the ticket of the unit connection i runs (nil: none).
+func (b *board) running(i int, t *ticket) { b.slots[i].unit.Store(t) }
+
+// sent records that connection i's current statement went to the server.
+func (b *board) sent(i int) {
+	b.slots[i].sent.Store(true)
+	b.notify()
+}
+
+func (b *board) notify() {
 	if b.waiters.Load() > 0 {
 		b.mu.Lock()
 		close(b.ch)
@@ -56,39 +95,122 @@ func (b *board) set(i int, end int64, changes bool) {
 	}
 }
 
-// behind reports whether another connection runs a statement connection i
-// must wait for before a statement that began at start.
-func (b *board) behind(i int, start int64, changes bool) bool {
-	for j := range b.end {
-		if j != i && b.end[j].Load() < start && (changes || b.changes[j].Load()) {
+// behind returns the connection whose statement connection i's
+// statement [start, end] must wait for (see board), or -1.
+func (b *board) behind(i int, start, end int64, changes bool, tables, keys []string) int {
+	for j := range b.slots {
+		s := &b.slots[j]
+		if j == i {
+			continue
+		}
+		e := s.end.Load()
+		switch {
+		case e < start && (changes || s.changes.Load()):
+			return j
+		case changes && e < end && e >= start && s.changes.Load() && !s.sent.Load() && shareRow(s.tables.Load(), s.keys.Load(), tables, keys):
+			return j
+		}
+	}
+	return -1
+}
+
+// shareRow reports whether two statements can lock a row in common: by
+// their row keys when both have them, else by their tables.
+func shareRow(pt, pk *[]string, tables, keys []string) bool {
+	if pk != nil && *pk != nil && keys != nil {
+		return sharedKey(*pk, keys)
+	}
+	return shareTable(pt, tables)
+}
+
+func shareTable(p *[]string, tables []string) bool {
+	if p == nil || *p == nil || tables == nil {
+		return true // unknown: any
+	}
+	for _, t := range *p {
+		if slices.Contains(tables, t) {
 			return true
 		}
 	}
 	return false
 }
 
+// stuck reports whether connection j's statement has been on the server
+// for lockBound and locks may block it.
+func (b *board) stuck(j int, locks *lockSet, now int64) bool {
+	s := &b.slots[j]
+	t := s.unit.Load()
+	if t == nil || !s.sent.Load() || locks == nil {
+		return false
+	}
+	sent := t.sent.Load()
+	return sent != 0 && time.Duration(now-sent) >= lockBound(t) && locks.mayBlock(t)
+}
+
 // wait holds connection i until no statement it must follow is running,
-// or boardWait has passed.
-func (b *board) wait(ctx context.Context, i int, start int64, changes bool) {
-	if !b.behind(i, start, changes) {
-		return
+// or boardWait has passed; it returns the connection whose stuck
+// statement locks may block (see board), or -1.
+func (b *board) wait(ctx context.Context, i int, start, end int64, changes bool, tables, keys []string, locks *lockSet) int {
+	j := b.behind(i, start, end, changes, tables, keys)
+	if j < 0 {
+		return -1
 	}
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
-	timer := time.NewTimer(boardWait)
-	defer timer.Stop()
+	deadline := time.Now().Add(boardWait)
 	for {
 		b.mu.Lock()
 		ch := b.ch
 		b.mu.Unlock()
-		if !b.behind(i, start, changes) {
-			return
+		if j = b.behind(i, start, end, changes, tables, keys); j < 0 {
+			return -1
 		}
+		if b.stuck(j, locks, time.Now().UnixNano()) {
+			return j
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return -1
+		}
+		timer := time.NewTimer(min(left, lockBoundMin))
 		select {
 		case <-ch:
 		case <-timer.C:
-			return
 		case <-ctx.Done():
+			timer.Stop()
+			return -1
+		}
+		timer.Stop()
+	}
+}
+
+// until waits, up to limit, until connection j no longer runs the
+// statement it ran (it finished, or its unit moved on).
+func (b *board) until(ctx context.Context, j int, limit time.Duration) {
+	s := &b.slots[j]
+	e, t := s.end.Load(), s.unit.Load()
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	deadline := time.Now().Add(limit)
+	for s.end.Load() == e && s.unit.Load() == t {
+		b.mu.Lock()
+		ch := b.ch
+		b.mu.Unlock()
+		if s.end.Load() != e || s.unit.Load() != t {
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		if ctx.Err() != nil {
 			return
 		}
 	}

@@ -240,6 +240,11 @@ func (lv *Live) Stats() LiveStats {
 // earlier verdict.
 func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	rec := j.rec
+	if o.Flags&store.OutcomeTrxFailed != 0 && j.info != nil {
+		// A write of a transaction that failed for good here (run and
+		// rolled back, or not run): the shadow's tables lack it from now on.
+		l.sc.x.gaps.AddFailed(rec.Session, rec.Start.UnixNano()+int64(rec.Duration), qualify(j.info.Writes, rec.Schema, nil))
+	}
 	switch vsCapture(rec, o) {
 	case capturedNone, capturedSkipped:
 		return
@@ -273,7 +278,7 @@ func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	if class != "" {
 		l.mu.src.forget(rec.Session) // the session has grown since it was read
 		st, ok := l.mu.src.Statement(o.Seq)
-		if _, reason := t.Judge(st, ok, compare.OrderOf(o)); reason != "" {
+		if _, reason := t.Judge(o.Seq, st, ok, compare.OrderOf(o)); reason != "" {
 			v.reason = reason
 		}
 	}

@@ -11,18 +11,18 @@ import (
 // never for one it overlapped in the capture.
 func TestGateWaitsForWhatEndedBefore(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
-	a := g.register(0, 10, nil, true)  // ended before c started
-	b := g.register(5, 30, nil, true)  // overlaps c
-	c := g.register(20, 40, nil, true) // waits for a only
+	a := g.register(0, 10, nil, true, nil, false)  // ended before c started
+	b := g.register(5, 30, nil, true, nil, false)  // overlaps c
+	c := g.register(20, 40, nil, true, nil, false) // waits for a only
 	ctx := context.Background()
-	if r := first(g.wait(ctx, a, a.start, 1, 0)); r != waitNone {
+	if r := first(g.wait(ctx, a, a.start, 1, 0, nil)); r != waitNone {
 		t.Fatalf("a waited: %v", r)
 	}
-	if r := first(g.wait(ctx, b, b.start, 1, 0)); r != waitNone {
+	if r := first(g.wait(ctx, b, b.start, 1, 0, nil)); r != waitNone {
 		t.Fatalf("b waited for a although they overlapped: %v", r)
 	}
 	done := make(chan waitResult)
-	go func() { done <- first(g.wait(ctx, c, c.start, 1, 0)) }()
+	go func() { done <- first(g.wait(ctx, c, c.start, 1, 0, nil)) }()
 	select {
 	case r := <-done:
 		t.Fatalf("c went before a finished: %v", r)
@@ -48,16 +48,16 @@ func TestGateWaitsForWhatEndedBefore(t *testing.T) {
 // is done; registration out of end order is sorted.
 func TestGateOutOfOrderFinish(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
-	x := g.register(0, 50, nil, true)
-	y := g.register(0, 10, nil, true) // registered later, ends earlier
-	z := g.register(60, 70, nil, true)
+	x := g.register(0, 50, nil, true, nil, false)
+	y := g.register(0, 10, nil, true, nil, false) // registered later, ends earlier
+	z := g.register(60, 70, nil, true, nil, false)
 	if g.all.pending[0] != y || g.all.minEnd.Load() != 10 {
 		t.Fatalf("registration not sorted by end")
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var got waitResult
-	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, 1, 0)) }()
+	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, 1, 0, nil)) }()
 	g.finish(x) // y still pending: z keeps waiting
 	time.Sleep(30 * time.Millisecond)
 	if g.all.minEnd.Load() != 10 {
@@ -78,35 +78,35 @@ func TestGateStallsAndBounds(t *testing.T) {
 	g := newGate(40*time.Millisecond, 300*time.Millisecond)
 	ctx := context.Background()
 	sa := &cursor{}
-	a := g.register(0, 1, sa, true)
-	b := g.register(10, 20, nil, true)
+	a := g.register(0, 1, sa, true, nil, false)
+	b := g.register(10, 20, nil, true, nil, false)
 	sa.at(a)
 	g.markSent(a, 0)
 	start := time.Now()
-	if r := first(g.wait(ctx, b, b.start, 1, 0)); r != waitStalled {
+	if r := first(g.wait(ctx, b, b.start, 1, 0, nil)); r != waitStalled {
 		t.Fatalf("b: %v, want waitStalled", r)
 	}
 	if took := time.Since(start); took < 35*time.Millisecond || took > 250*time.Millisecond {
 		t.Fatalf("stalled after %v, want about the 40ms bound", took)
 	}
 	// Queued behind its session's record in flight: stalled too.
-	a2 := g.register(2, 3, sa, true) // a's session, not yet handled
-	c := g.register(30, 40, nil, true)
-	if r := first(g.wait(ctx, c, c.start, 1, 0)); r != waitStalled {
+	a2 := g.register(2, 3, sa, true, nil, false) // a's session, not yet handled
+	c := g.register(30, 40, nil, true, nil, false)
+	if r := first(g.wait(ctx, c, c.start, 1, 0, nil)); r != waitStalled {
 		t.Fatalf("c (waiting for a2 behind a): %v, want waitStalled", r)
 	}
 	// Not reporting stalls: the waiter waits for them to finish.
 	g.finish(b)
 	go func() { time.Sleep(60 * time.Millisecond); g.finish(a); g.finish(a2) }()
-	if r := first(g.wait(ctx, c, c.start, 0, 0)); r != waitOrdered {
+	if r := first(g.wait(ctx, c, c.start, 0, 0, nil)); r != waitOrdered {
 		t.Fatalf("c after a finished: %v, want waitOrdered", r)
 	}
 	g.finish(c)
 	// A record never sent is waited for up to the hard bound.
-	d := g.register(5, 6, nil, true)
-	e := g.register(50, 60, nil, true)
+	d := g.register(5, 6, nil, true, nil, false)
+	e := g.register(50, 60, nil, true, nil, false)
 	start = time.Now()
-	if r := first(g.wait(ctx, e, e.start, 1, 0)); r != waitTimeout {
+	if r := first(g.wait(ctx, e, e.start, 1, 0, nil)); r != waitTimeout {
 		t.Fatalf("e: %v, want waitTimeout", r)
 	}
 	if took := time.Since(start); took < 290*time.Millisecond {
@@ -114,21 +114,21 @@ func TestGateStallsAndBounds(t *testing.T) {
 	}
 	// A threshold later than the ticket's start (a unit's COMMIT) waits for
 	// what ended before it.
-	f := g.register(55, 100, nil, true)
+	f := g.register(55, 100, nil, true, nil, false)
 	g.finish(e)
-	if r := first(g.wait(ctx, f, f.start, 1, 0)); r != waitTimeout {
+	if r := first(g.wait(ctx, f, f.start, 1, 0, nil)); r != waitTimeout {
 		t.Fatalf("f waits for d (never sent) up to the bound: %v", r)
 	}
 	g.finish(d)
-	if r := first(g.wait(ctx, f, 99, 1, 0)); r != waitNone && r != waitOrdered {
+	if r := first(g.wait(ctx, f, 99, 1, 0, nil)); r != waitNone && r != waitOrdered {
 		t.Fatalf("f's commit: %v", r)
 	}
 	// A cancelled context ends a wait at once.
-	h := g.register(200, 201, nil, true)
-	k := g.register(300, 301, nil, true)
+	h := g.register(200, 201, nil, true, nil, false)
+	k := g.register(300, 301, nil, true, nil, false)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if r := first(g.wait(cctx, k, k.start, 1, 0)); r != waitTimeout {
+	if r := first(g.wait(cctx, k, k.start, 1, 0, nil)); r != waitTimeout {
 		t.Fatalf("cancelled wait: %v", r)
 	}
 	g.finish(f)
@@ -146,23 +146,23 @@ func first(r waitResult, _ []*ticket) waitResult { return r }
 func TestGateReadsWaitOnlyForChanges(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
 	ctx := context.Background()
-	r1 := g.register(0, 10, nil, false) // a read
-	w1 := g.register(0, 20, nil, true)  // a write
-	r2 := g.register(15, 30, nil, false)
-	if res := first(g.wait(ctx, r2, r2.start, 0, 0)); res != waitNone {
+	r1 := g.register(0, 10, nil, false, nil, false) // a read
+	w1 := g.register(0, 20, nil, true, nil, false)  // a write
+	r2 := g.register(15, 30, nil, false, nil, false)
+	if res := first(g.wait(ctx, r2, r2.start, 0, 0, nil)); res != waitNone {
 		t.Fatalf("a read waited for a read: %v", res)
 	}
-	r3 := g.register(25, 40, nil, false) // after w1 ended: waits for it
+	r3 := g.register(25, 40, nil, false, nil, false) // after w1 ended: waits for it
 	done := make(chan waitResult, 1)
-	go func() { done <- first(g.wait(ctx, r3, r3.start, 0, 0)) }()
+	go func() { done <- first(g.wait(ctx, r3, r3.start, 0, 0, nil)) }()
 	select {
 	case <-done:
 		t.Fatal("a read went before the write that ended before it")
 	case <-time.After(30 * time.Millisecond):
 	}
-	w2 := g.register(12, 50, nil, true) // a write after r1: waits for it
+	w2 := g.register(12, 50, nil, true, nil, false) // a write after r1: waits for it
 	wdone := make(chan waitResult, 1)
-	go func() { wdone <- first(g.wait(ctx, w2, w2.start, 0, 0)) }()
+	go func() { wdone <- first(g.wait(ctx, w2, w2.start, 0, 0, nil)) }()
 	g.finish(w1)
 	if res := <-done; res != waitOrdered {
 		t.Fatalf("r3: %v", res)
@@ -187,8 +187,8 @@ func BenchmarkGateNoConflict(b *testing.B) {
 	g := newGate(50*time.Millisecond, time.Second)
 	ctx := context.Background()
 	for i := range b.N {
-		t := g.register(int64(i), int64(i)+10, nil, true)
-		first(g.wait(ctx, t, t.start, 1, 0))
+		t := g.register(int64(i), int64(i)+10, nil, true, nil, false)
+		first(g.wait(ctx, t, t.start, 1, 0, nil))
 		g.finish(t)
 	}
 }
@@ -201,13 +201,13 @@ func TestGateReopen(t *testing.T) {
 	g := newGate(time.Hour, time.Hour)
 	ctx := context.Background()
 	st := &cursor{}
-	del := g.register(0, 10, st, true)    // T: DELETE id=1
-	ins := g.register(11, 20, st, true)   // T: INSERT id=1
-	early := g.register(5, 40, nil, true) // overlapped T: never waits for it
-	late := g.register(25, 30, nil, true) // U: DELETE id=1, after T's INSERT
+	del := g.register(0, 10, st, true, nil, false)    // T: DELETE id=1
+	ins := g.register(11, 20, st, true, nil, false)   // T: INSERT id=1
+	early := g.register(5, 40, nil, true, nil, false) // overlapped T: never waits for it
+	late := g.register(25, 30, nil, true, nil, false) // U: DELETE id=1, after T's INSERT
 	g.finish(del)
 	g.finish(ins)
-	if r := first(g.wait(ctx, late, late.start, 0, 0)); r != waitNone {
+	if r := first(g.wait(ctx, late, late.start, 0, 0, nil)); r != waitNone {
 		t.Fatalf("late waited with T done: %v", r)
 	}
 	// T is rolled back to run again: del is popped already, ins too.
@@ -215,11 +215,11 @@ func TestGateReopen(t *testing.T) {
 	if del.done || ins.done || !del.in[0] || !ins.in[1] || g.all.minEnd.Load() != 10 {
 		t.Fatalf("reopen: done %v/%v, lanes %v/%v, minEnd %d", del.done, ins.done, del.in, ins.in, g.all.minEnd.Load())
 	}
-	if r := first(g.wait(ctx, early, early.start, 0, 0)); r != waitNone {
+	if r := first(g.wait(ctx, early, early.start, 0, 0, nil)); r != waitNone {
 		t.Fatalf("early waited for a ticket it overlapped: %v", r)
 	}
 	done := make(chan waitResult)
-	go func() { done <- first(g.wait(ctx, late, late.start, 0, 0)) }()
+	go func() { done <- first(g.wait(ctx, late, late.start, 0, 0, nil)) }()
 	g.finish(del)
 	select {
 	case r := <-done:
@@ -237,8 +237,8 @@ func TestGateReopen(t *testing.T) {
 	}
 	// Reopening a done ticket still held in a lane (not popped) does not
 	// put it there twice.
-	a := g.register(50, 60, nil, true)
-	b := g.register(51, 70, nil, true)
+	a := g.register(50, 60, nil, true, nil, false)
+	b := g.register(51, 70, nil, true, nil, false)
 	g.finish(early)
 	g.finish(late)
 	g.finish(b) // a still pending: b stays in the lanes
@@ -255,7 +255,7 @@ func TestGateReopen(t *testing.T) {
 // and patience 0 never reports a stall.
 func TestGatePatience(t *testing.T) {
 	g := newGate(40*time.Millisecond, 2*time.Second)
-	a := g.register(0, 1, nil, true)
+	a := g.register(0, 1, nil, true, nil, false)
 	for _, c := range []struct {
 		patience int
 		want     time.Duration
@@ -266,18 +266,102 @@ func TestGatePatience(t *testing.T) {
 	}
 	g.markSent(a, 0)
 	a.sent.Store(g.now().Add(-60 * time.Millisecond).UnixNano()) // in flight 60ms
-	now := g.now().UnixNano()
-	if s := g.stalled(a, now, 1, 0); s != a {
-		t.Errorf("patience 1 (bound 40ms), in flight 60ms: stalled = %v, want a", s)
+	b := g.register(10, 20, nil, true, nil, false)
+	for _, c := range []struct {
+		patience int
+		stuck    int
+	}{{0, 0}, {1, 1}, {2, 0}} {
+		g.mu.Lock()
+		first, stuck, _, _ := g.blockerLocked(g.lane(b), b, b.start, c.patience, nil)
+		g.mu.Unlock()
+		if first != a || len(stuck) != c.stuck || c.stuck > 0 && stuck[0] != a {
+			t.Errorf("patience %d, in flight 60ms: blocker %v, stuck %v; want a, and %d stuck", c.patience, first, stuck, c.stuck)
+		}
 	}
-	if s := g.stalled(a, now, 2, 0); s != nil {
-		t.Errorf("patience 2 (bound 80ms), in flight 60ms: stalled = %v, want none", s)
+}
+
+// A waiter whose transaction may hold a lock the statement it waits for
+// needs — one of its locking statements did not end, in the capture,
+// before that statement started, and they share a table — yields as soon
+// as the statement has been in flight for lockBound, whatever its
+// patience; one whose locking statements all ended before it started, or
+// touch other tables, cannot be in its way and waits for the in-flight
+// bound.
+func TestGateYieldsAtOnceToWhatItMayBlock(t *testing.T) {
+	g := newGate(time.Second, 10*time.Second)
+	// s: a statement in flight on accounts, captured at [100, 110].
+	s := g.register(100, 110, nil, true, []string{"accounts"}, false)
+	g.markSent(s, 700*time.Microsecond)
+	s.sent.Store(g.now().Add(-25 * time.Millisecond).UnixNano()) // 25ms: past lockBound (1.4ms), far from the in-flight bound (1s)
+	waiter := g.register(200, 210, nil, true, []string{"accounts"}, false)
+	holding := func(end int64, tables ...string) *cursor {
+		c := &cursor{}
+		c.locks.Store(&lockSet{stmts: []lockStmt{{end: end, tables: tables}}})
+		return c
 	}
-	b := g.register(10, 20, nil, true)
+	for _, c := range []struct {
+		name  string
+		h     *cursor
+		stuck bool
+	}{
+		{"its write overlapped s", holding(105, "accounts"), true},
+		{"its locking read ended after s", holding(150, "accounts"), true},
+		{"its write ended before s began", holding(90, "accounts"), false},
+		{"its write is on another table", holding(105, "other"), false},
+		{"it holds nothing", nil, false},
+	} {
+		for _, patience := range []int{1, 6} {
+			g.mu.Lock()
+			_, stuck, _, wake := g.blockerLocked(g.lane(waiter), waiter, waiter.start, patience, c.h)
+			g.mu.Unlock()
+			if got := len(stuck) == 1 && stuck[0] == s; got != c.stuck {
+				t.Errorf("%s, patience %d: stuck %v, want %v", c.name, patience, got, c.stuck)
+			}
+			if !c.stuck && c.h != nil && wake > lockBoundMax {
+				t.Errorf("%s: looks again in %v, want at most %v", c.name, wake, lockBoundMax)
+			}
+		}
+	}
+	if b := lockBound(s); b != 1400*time.Microsecond {
+		t.Errorf("lockBound of a 0.7ms statement = %v, want 1.4ms", b)
+	}
+	s.span.Store(int64(time.Hour))
+	if b := lockBound(s); b != lockBoundMax {
+		t.Errorf("lockBound of a long statement = %v, want %v", b, lockBoundMax)
+	}
+}
+
+// A cycle through another transaction: the waiter waits for s; s is stuck
+// behind x's locks; x's own statement in flight is stuck behind the
+// waiter's. The waiter yields at lockBound although it cannot block s
+// itself; without the link through x it waits.
+func TestGateYieldsToALockChain(t *testing.T) {
+	g := newGate(time.Second, 10*time.Second)
+	s := g.register(100, 110, nil, true, []string{"district"}, false)
+	g.markSent(s, time.Millisecond)
+	s.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
+	xs := g.register(105, 250, &cursor{}, true, []string{"stock"}, false) // x's statement in flight, not waited for
+	g.markSent(xs, time.Millisecond)
+	xs.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
+	x := xs.session.Load()
+	x.at(xs)
+	x.locks.Store(&lockSet{stmts: []lockStmt{{end: 120, tables: []string{"district"}}}}) // may block s
+	g.holds(x)
+	waiter := g.register(200, 210, nil, true, []string{"district"}, false)
+	h := &cursor{}
+	h.locks.Store(&lockSet{stmts: []lockStmt{{end: 140, tables: []string{"stock"}}}}) // may block xs, not s
+	g.holds(h)
 	g.mu.Lock()
-	first, stuck, _ := g.blockerLocked(g.lane(b), b, b.start, 0)
+	_, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.start, 1, h)
 	g.mu.Unlock()
-	if first != a || len(stuck) != 0 {
-		t.Errorf("patience 0: blocker %v stuck %d, want a and none", first, len(stuck))
+	if len(stuck) != 1 || stuck[0] != s {
+		t.Fatalf("through x: stuck %v, want s", stuck)
+	}
+	x.locks.Store(&lockSet{stmts: []lockStmt{{end: 120, tables: []string{"orders"}}}}) // x cannot block s
+	g.mu.Lock()
+	_, stuck, _, _ = g.blockerLocked(g.lane(waiter), waiter, waiter.start, 1, h)
+	g.mu.Unlock()
+	if len(stuck) != 0 {
+		t.Fatalf("no chain: stuck %v, want none", stuck)
 	}
 }

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func tgt(t *testing.T, name, dsn, extra string) targets.Target {
+func tgt(t testing.TB, name, dsn, extra string) targets.Target {
 	t.Helper()
 	x, err := targets.Parse(name + "=" + dsn + extra)
 	if err != nil {
@@ -94,7 +94,7 @@ func wrapReport(r *report.Report) *testReport {
 	return tr
 }
 
-func replayRun(t *testing.T, capDir string, mod func(*Config), ts ...targets.Target) *testReport {
+func replayRun(t testing.TB, capDir string, mod func(*Config), ts ...targets.Target) *testReport {
 	t.Helper()
 	cfg := Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: ts, Speed: 0}
 	if mod != nil {

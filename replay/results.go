@@ -35,9 +35,15 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 			Errors: t.c.errors, Deadlocks: t.c.deadlocks, Retries: t.c.retries, RetriesSucceeded: t.c.retriesOK,
 			CaptureRollbacks: t.c.captureRollbacks, Connections: t.c.connections, ConnectFailures: t.c.connectFailures,
 			Skipped: t.c.skipped, OrderWaits: t.c.orderWaits, OrderReruns: t.c.orderReruns, OrderReleased: t.c.orderReleased,
-			PinnedSessions: rn.pinned.Load(), Failed: rn.failed()}
+			PinnedSessions: rn.pinned.Load(), Failed: rn.failed(), Reexecuted: t.c.reexecuted, FailedTransactions: t.c.failedTrx}
 		if len(t.errCodes) > 0 {
 			res.ErrorCodes = t.errCodes
+		}
+		if len(t.failedBy) > 0 {
+			res.FailedByCode = t.failedBy
+		}
+		if fs := rn.failures(); len(fs) > 0 {
+			res.Failures = fs[:min(len(fs), store.MaxFailures)]
 		}
 		if len(t.skippedBy) > 0 {
 			res.SkippedBy = t.skippedBy
@@ -68,6 +74,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 				continue
 			}
 			tl := compare.NewTally(cfg.Samples, x.commits, h)
+			tl.Failed = failuresOf(map[string][]store.FailedTrx{base.t.Name: results[baseK].Failures, rn.t.Name: results[k].Failures})
 			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
 				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
 					tl.D.Skipped++
@@ -88,7 +95,8 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		}
 	}
 	for k, rn := range runners {
-		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h)
+		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
+			failuresOf(map[string][]store.FailedTrx{rn.t.Name: results[k].Failures}))
 		if err != nil {
 			return results, err
 		}
@@ -144,9 +152,9 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // compareCaptured merge-joins a target's outcomes of the capture's first
 // pass with the responses the capture holds. Only statements (queries and
 // executes) and fetches whose capture has a response are compared.
-func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories) (*store.Divergences, error) {
+func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
-	tl.Gaps = x.gaps
+	tl.Gaps, tl.Failed = x.gaps, failed
 	nextR, stopR := iter.Pull2(r.Records())
 	defer stopR()
 	rec, rerr, rok := nextR()
@@ -286,11 +294,15 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 			}
 		}
 	}
-	for k := range runners {
+	for k, rn := range runners {
 		if states[k] == nil {
 			continue
 		}
 		es := &store.EndState{Same: true}
+		var fs *compare.Failures
+		if baseK >= 0 && k != baseK {
+			fs = failuresOf(map[string][]store.FailedTrx{runners[baseK].t.Name: results[baseK].Failures, rn.t.Name: results[k].Failures})
+		}
 		for i, ts := range states[k] {
 			if !keep[i] {
 				continue
@@ -298,6 +310,11 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 			if baseK >= 0 && states[baseK] != nil && k != baseK {
 				b := states[baseK][i]
 				ts.Differs = b.Exists != ts.Exists || b.Rows != ts.Rows || b.Checksum != ts.Checksum
+				if ts.Differs {
+					// A transaction that failed for good on one side and
+					// wrote the table explains the difference.
+					ts.Because = fs.Explain(x.tables[i])
+				}
 			}
 			if ts.Differs {
 				es.Same = false
@@ -309,6 +326,17 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 		}
 		results[k].EndState = es
 	}
+}
+
+// failuresOf indexes the failed transactions of each side named.
+func failuresOf(by map[string][]store.FailedTrx) *compare.Failures {
+	fs := compare.NewFailures()
+	for side, l := range by {
+		for _, f := range l {
+			fs.Add(side, f)
+		}
+	}
+	return fs
 }
 
 // tableStates reads a checksum of each table's rows (a multiset of the

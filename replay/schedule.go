@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +70,9 @@ type runner struct {
 	// downMsg says why the last connection attempt failed ("" once one
 	// succeeds): a shadow holds its feed while it is set (live.waitUp).
 	downMsg atomic.Pointer[string]
+	// pks are the primary keys of the capture's tables on this target,
+	// by captured name (loadPrimaryKeys).
+	pks map[string][]string
 }
 
 // setDown records the outcome of a connection attempt.
@@ -118,11 +123,22 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	}
 	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: c.DBName,
 		gate: newGate(cfg.OrderInflight, cfg.OrderTimeout)}
-	rn.connCfg = conn.Config{Addr: c.Addr, User: c.User, Password: c.Passwd, Dial: rn.dial, Timeout: 10 * time.Second}
+	rn.connCfg = conn.Config{Addr: c.Addr, User: c.User, Password: c.Passwd, Dial: rn.dial, Timeout: 10 * time.Second, Vars: sessionVars(c.Params)}
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
 	rn.mu.conns = map[*conn.Conn]struct{}{}
 	rn.mu.rewrites = map[string]rewritten{}
 	return rn, nil
+}
+
+// sessionVars are a DSN's parameters that are session variables, sorted
+// by name (go-sql-driver sends each as SET name=value).
+func sessionVars(params map[string]string) [][2]string {
+	out := make([][2]string, 0, len(params))
+	for k, v := range params {
+		out = append(out, [2]string{k, v})
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return out
 }
 
 // dial opens a connection on raw system calls. With IOBlocking a worker
@@ -294,12 +310,20 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 }
 
 // ticket registers a record's (or unit's) place in the order, in the
-// session at c; changes: it changes what other sessions see.
-func (rn *runner) ticket(start, end int64, c *cursor, changes bool) *ticket {
+// session at c: its captured interval, the statements it runs, and the
+// keys of the rows those that change what others see lock (nil when one
+// does not name its rows: see rowKeys).
+func (rn *runner) ticket(start, end int64, c *cursor, keys []string, infos ...*sqlinfo.Info) *ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
-	return rn.gate.register(start, end, c, changes)
+	changes := false
+	for _, info := range infos {
+		changes = changes || info == nil || info.Changes()
+	}
+	tables, anyT := ticketTables(nil, infos...)
+	return rn.gate.add(&ticket{start: start, end: end, changes: changes, tables: tables, anyTable: anyT || slices.Contains(infos, nil),
+		keys: keys, sendOrder: c != nil && changes && len(infos) > 0}, c) // a record's statement (units: the board orders theirs)
 }
 
 // waitTurn holds w until every record (or unit) that ended, in the
@@ -314,10 +338,14 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) 
 	w.released = false
 	rn.gate.markIdle(t)
 	if rn.board != nil && w.regrouped {
-		rn.board.set(w.slot, -1, false)
+		rn.board.set(w.slot, -1, false, nil, nil)
 	}
 	began := time.Now()
-	res, _ := rn.gate.wait(rn.ctx, t, threshold, patience, rn.cfg.OrderTimeout)
+	var h *cursor
+	if patience > 0 {
+		h = w.held(len(w.trx))
+	}
+	res, _ := rn.gate.wait(rn.ctx, t, threshold, patience, rn.cfg.OrderTimeout, h)
 	if res == waitStalled {
 		rerun = true
 		w.st.count(func(c *counters) { c.orderReruns++ })
@@ -327,7 +355,7 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) 
 			w.st.count(func(c *counters) { c.orderWaits++ })
 			return true
 		}
-		res, _ = rn.gate.wait(rn.ctx, t, threshold, 0, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond))
+		res, _ = rn.gate.wait(rn.ctx, t, threshold, 0, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond), nil)
 	}
 	switch res {
 	case waitOrdered, waitStalled:
@@ -392,8 +420,11 @@ func newSessionRunner() *sessionRunner {
 	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*cursor{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
-// changes reports whether rec changes what other sessions see.
-func (rn *runner) changes(sr *sessionRunner, key uint64, rec *store.Record) bool {
+// statementOf returns the analysis of rec's statement for its ticket: a
+// query's, an execute's prepared SQL's (nil when the session prepared
+// none: it may change anything); none for other records, which change
+// nothing others see.
+func (rn *runner) statementOf(sr *sessionRunner, key uint64, rec *store.Record) []*sqlinfo.Info {
 	switch rec.Kind {
 	case store.KindPrepare:
 		if sr.sqlOf[key] == nil {
@@ -401,12 +432,14 @@ func (rn *runner) changes(sr *sessionRunner, key uint64, rec *store.Record) bool
 		}
 		sr.sqlOf[key][rec.StmtID] = rec.SQL
 	case store.KindQuery:
-		return rn.an.Info(rec.SQL).Changes()
+		return []*sqlinfo.Info{rn.an.Info(rec.SQL)}
 	case store.KindExecute:
-		sql, ok := sr.sqlOf[key][rec.StmtID]
-		return !ok || rn.an.Info(sql).Changes()
+		if sql, ok := sr.sqlOf[key][rec.StmtID]; ok {
+			return []*sqlinfo.Info{rn.an.Info(sql)}
+		}
+		return []*sqlinfo.Info{nil}
 	}
-	return false
+	return nil
 }
 
 func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
@@ -419,24 +452,12 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 		w := newWorker(rn, 256) // many sessions: small outcome batches each
 		defer w.close()
 		for j := range ch {
-			rerun := false
 			w.cur = j.t
 			if j.t != nil {
+				w.cursor = j.t.session.Load()
 				j.t.current()
 			}
-			if rn.failed() == "" {
-				sleepUntil(ctx, j.intended)
-				// Stuck behind its own locks: the transaction runs again
-				// (its records waiting their turns), then j waits again.
-				for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
-					if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt)) {
-						break
-					}
-					rerun = true
-					w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2)
-				}
-			}
-			w.run(rn.ctx, &j, rerun)
+			w.handle(ctx, &j)
 			rn.gate.finish(j.t)
 			if l := rn.cfg.live; l != nil {
 				l.finished(j.rec.Seq)
@@ -460,7 +481,18 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		c = &cursor{}
 		sr.cursors[key] = c
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, rn.changes(sr, key, rec))
+	infos := rn.statementOf(sr, key, rec)
+	var keys []string
+	if len(infos) == 1 && infos[0] != nil && infos[0].Changes() {
+		keys = rn.rowKeys(infos[0], rec)
+	}
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, infos...)
+	if t != nil && isLockError(capturedError(rec)) {
+		// Not sent (rolledBack): its rollback, which the capture's server
+		// did as the deadlock formed, before the answer, waits for no lock
+		// queue.
+		t.sendOrder = false
+	}
 	jb := job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
 	ch <- jb
 	if rec.Kind == store.KindQuit {
@@ -534,6 +566,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			w.regrouped, w.slot = true, slot
 			defer w.close()
 			queue := &cursor{}
+			w.cursor = queue
 			for us := range units {
 				for _, u := range us {
 					u.t.queue(queue)
@@ -576,11 +609,23 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		// transaction blocked on another's locks is released inside the
 		// other's COMMIT, before the proxy saw that COMMIT end: their commit
 		// intervals can overlap, their commit starts cannot.
-		changes := false
+		infos := make([]*sqlinfo.Info, 0, len(u.jobs))
+		var keys []string
+		keyed := true
 		for _, j := range u.jobs {
-			changes = changes || j.info != nil && j.info.Changes()
+			if j.info != nil {
+				infos = append(infos, j.info)
+				if j.info.Changes() && keyed {
+					k := rn.rowKeys(j.info, j.rec)
+					keyed = k != nil
+					keys = append(keys, k...)
+				}
+			}
 		}
-		u.t = rn.ticket(u.start, u.commitStart, nil, changes) // queued where it is taken
+		if !keyed {
+			keys = nil
+		}
+		u.t = rn.ticket(u.start, u.commitStart, nil, keys, infos...) // queued where it is taken
 
 		pending = append(pending, u)
 		if len(pending) >= batch {

@@ -82,15 +82,24 @@ func (d *digestRegistry) index(info *sqlinfo.Info) int {
 
 // counters are what a worker counts.
 type counters struct {
-	trx, errors, deadlocks, retries, retriesOK, captureRollbacks int64
-	queries                                                      [3]int64 // by sqlinfo.Class
-	errClass, skippedClass                                       [3]int64 // errors and skipped records by class
-	connections, connectFailures, skipped                        int64
-	orderWaits, orderReruns, orderReleased                       int64
+	trx, retries, retriesOK, captureRollbacks int64
+	// errors and deadlocks (1213, 1205) count every failed run of a
+	// statement or command, first runs, retries and reruns alike: what
+	// the server counts.
+	errors, deadlocks int64
+	// reexecuted: statements run again by retries and reruns;
+	// failedTrx: transactions that failed for good.
+	reexecuted, failedTrx                  int64
+	queries                                [3]int64 // by sqlinfo.Class (each record's first run)
+	errClass, skippedClass                 [3]int64 // records whose first run failed, skipped records, by class
+	connections, connectFailures, skipped  int64
+	orderWaits, orderReruns, orderReleased int64
 }
 
 func (c *counters) add(o *counters) {
 	c.trx += o.trx
+	c.reexecuted += o.reexecuted
+	c.failedTrx += o.failedTrx
 	c.errors += o.errors
 	c.deadlocks += o.deadlocks
 	c.retries += o.retries
@@ -115,6 +124,7 @@ type wstats struct {
 	c         counters
 	errCodes  map[string]int64
 	skippedBy map[string]int64
+	failedBy  map[string]int64
 	service   latency.Histogram
 	lag       latency.Histogram
 	byClass   [3]latency.Histogram
@@ -129,7 +139,7 @@ type wstats struct {
 }
 
 func newWStats() *wstats {
-	return &wstats{errCodes: map[string]int64{}, skippedBy: map[string]int64{}, digestOf: map[*sqlinfo.Info]int{}}
+	return &wstats{errCodes: map[string]int64{}, skippedBy: map[string]int64{}, failedBy: map[string]int64{}, digestOf: map[*sqlinfo.Info]int{}}
 }
 
 // statement records one executed statement.
@@ -147,15 +157,8 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 			c.trx++
 		}
 		if o.Flags&store.OutcomeError != 0 {
-			c.errors++
 			c.errClass[info.Class]++
-			if o.ErrCode == 1213 || o.ErrCode == 1205 {
-				c.deadlocks++
-			}
 		}
-	}
-	if o.Flags&store.OutcomeError != 0 {
-		s.errCodes[errorKey(o)]++
 	}
 	s.service.Record(o.Service)
 	s.ivLat.Record(o.Service)
@@ -198,12 +201,28 @@ func (s *wstats) skip(reason byte, class sqlinfo.Class) {
 	s.mu.Unlock()
 }
 
-// lifecycleError records a failed non-statement command (a connect, a
-// prepare) in the error codes, not in the statement counts.
-func (s *wstats) lifecycleError(o *store.Outcome) {
+// failedRun counts one failed run of a statement or command (a connect,
+// a prepare), by its error code.
+func (s *wstats) failedRun(o *store.Outcome) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.errCodes[errorKey(o)]++
-	s.mu.Unlock()
+	for _, c := range []*counters{&s.c, &s.iv} {
+		c.errors++
+		if o.Flags&store.OutcomeClientError == 0 && (o.ErrCode == sqlinfo.ErrDeadlock || o.ErrCode == sqlinfo.ErrLockWaitTimeout) {
+			c.deadlocks++
+		}
+	}
+}
+
+// failedTrx counts a transaction that failed for good, by the error of
+// its last attempt.
+func (s *wstats) failedTrx(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c.failedTrx++
+	s.iv.failedTrx++
+	s.failedBy[key]++
 }
 
 // takeInterval returns and resets the interval's counters and histogram.
@@ -227,6 +246,7 @@ type totals struct {
 	c         counters
 	errCodes  map[string]int64
 	skippedBy map[string]int64
+	failedBy  map[string]int64
 	service   latency.Histogram
 	lag       latency.Histogram
 	byClass   [3]latency.Histogram
@@ -239,10 +259,13 @@ func (t *totals) merge(s *wstats) {
 	defer s.mu.Unlock()
 	t.c.add(&s.c)
 	if t.errCodes == nil {
-		t.errCodes, t.skippedBy, t.digests = map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
+		t.errCodes, t.skippedBy, t.failedBy, t.digests = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
 	}
 	for k, v := range s.errCodes {
 		t.errCodes[k] += v
+	}
+	for k, v := range s.failedBy {
+		t.failedBy[k] += v
 	}
 	for k, v := range s.skippedBy {
 		t.skippedBy[k] += v

@@ -243,223 +243,60 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 // InnoDB against MyRocks on the 16-thread capture: the engines' own
 // behaviour shows — MyRocks answers some write conflicts with 1213
 // (snapshot conflict), which replay counts and retries as the client
-// would — and every difference left is one the test explains. Retrying
-// moves a transaction later: the transaction MyRocks let through while it
-// rolled the first one back commits before it, so the row both wrote can
-// end as the capture never had it, and reads of that row differ after. So
-// every row whose end state differs, and every read that differs outside
-// the ambiguous count, must concern a row written by a transaction that
-// was retried (or run again for order) on one side.
+// would — and nothing else differs. A retried transaction runs whole, in
+// the capture's order (its records wait their turns again), so it ends as
+// it did in the capture; one that fails on every retry is rolled back,
+// never committed in part. So every divergence is MyRocks' verdict on a
+// transaction that failed for good (its failing statement, error-vs-ok),
+// what follows one is counted apart, naming it, and every table that
+// differs at the end names the failed transaction that wrote it.
 func TestTruthInnoDBVsMyRocks(t *testing.T) {
 	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
-	dba, a := inno.FreshDB(t)
-	dbr, r := rocks.FreshDB(t)
+	_, a := inno.FreshDB(t)
+	_, r := rocks.FreshDB(t)
 	ta, tr := tgt(t, "innodb", a, ""), tgt(t, "myrocks", r, ",engine=rocksdb")
 	prepareTruth(t, ta, tr)
 	capDir := truthCapture(t, 16)
 	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.Samples = 0, 1000000 }, ta, tr)
 	d, ri, rr := rep.Divergences[0], rep.Targets[0], rep.Targets[1]
-	t.Logf("compared %d: divergent %d %v, order-ambiguous %d %v; innodb deadlocks %d, myrocks deadlocks %d (errors %v), retries %d (%d succeeded)",
-		d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, ri.Deadlocks, rr.Deadlocks, rr.ErrorCodes, rr.Retries, rr.RetriesSucceeded)
-	// Every failure MyRocks had is a deadlock or lock wait timeout, each
-	// retried; what is compared is the retried outcome.
-	if rr.Deadlocks == 0 || rr.Retries < rr.Deadlocks {
-		t.Errorf("MyRocks: %d deadlocks, %d retries; want its snapshot conflicts counted and each retried", rr.Deadlocks, rr.Retries)
-	}
-	moved := movedRows(t, capDir, rep.RunDirs[0])
-	// A duplicate key (1062) can follow a retry: the retried transaction's
-	// DELETE of an id landed after another session's INSERT of it. Each
-	// must be an INSERT of a row a retried transaction wrote.
-	dupes := duplicateInserts(t, capDir, rep.RunDirs[0], 1)
-	for _, k := range dupes {
-		if !moved[k] {
-			t.Errorf("MyRocks: duplicate key inserting sbtest%d id %d, a row no retried transaction wrote", k.table, k.id)
-		}
+	t.Logf("compared %d: divergent %d %v, counted apart %d %v; innodb deadlocks %d, myrocks deadlocks %d (errors %v), retries %d (%d succeeded), failed for good %d",
+		d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, ri.Deadlocks, rr.Deadlocks, rr.ErrorCodes, rr.Retries, rr.RetriesSucceeded, rr.FailedTransactions)
+	if rr.Deadlocks == 0 || rr.Retries == 0 {
+		t.Errorf("MyRocks: %d deadlocks, %d retries; want its snapshot conflicts counted and retried", rr.Deadlocks, rr.Retries)
 	}
 	for code, n := range rr.ErrorCodes {
-		if code != "1213" && code != "1205" && !(code == "1062" && int(n) == len(dupes)) {
+		if code != "1213" && code != "1205" {
 			t.Errorf("MyRocks failed %d statements with %s", n, code)
 		}
 	}
-	t.Logf("rows written by a transaction retried or run again: %d", len(moved))
+	if ri.Errors != 0 || d.Missing != 0 || d.Extra != 0 || d.Unavailable != 0 {
+		t.Errorf("InnoDB errors %v; missing %d, extra %d, unanswered %d", ri.ErrorCodes, d.Missing, d.Extra, d.Unavailable)
+	}
 	for _, s := range d.Samples {
-		if s.Ambiguous {
-			continue
-		}
-		switch {
-		case s.Class == compare.ErrorVsOK && (strings.Contains(s.Target, "error 1213") || strings.Contains(s.Target, "error 1205")):
-			// it still failed after every retry: MyRocks' conflict, counted
-		case s.Class == compare.Content && readsMoved(s, moved):
-			// it read a row a retried transaction wrote
-		default:
+		if !s.Ambiguous && !(s.Class == compare.ErrorVsOK && (strings.Contains(s.Target, "error 1213") || strings.Contains(s.Target, "error 1205"))) {
 			t.Errorf("unexplained divergence [%s] seq %d: %s %v (%s vs %s)", s.Class, s.Seq, s.Statement, s.Params, s.Baseline, s.Target)
 		}
 	}
-	// End states, row by row (the engines' CHECKSUM TABLE differ by
-	// format): each differing row is one a retried transaction wrote.
+	if d.Total() != d.ByClass[compare.ErrorVsOK] || d.ByClass[compare.ErrorVsOK] != rr.FailedTransactions {
+		t.Errorf("divergent %v; want exactly one error-vs-ok per transaction that failed for good on MyRocks (%d)", d.ByClass, rr.FailedTransactions)
+	}
 	es := rr.EndState
 	if es == nil || len(es.Tables) != truthTables {
 		t.Fatalf("end state %+v", es)
 	}
 	differ := 0
-	for i := 1; i <= truthTables; i++ {
-		ra, rm := tableRows(t, dba, i), tableRows(t, dbr, i)
-		for id, v := range ra {
-			if rm[id] != v && !moved[movedKey{i, id}] {
-				t.Errorf("sbtest%d row %d differs (innodb %q, myrocks %q) and no retried transaction wrote it", i, id, v, rm[id])
-			}
-			if rm[id] != v {
-				differ++
-			}
-		}
-		for id := range rm {
-			if _, ok := ra[id]; !ok && !moved[movedKey{i, id}] {
-				t.Errorf("sbtest%d row %d is on MyRocks only and no retried transaction wrote it", i, id)
+	for _, ts := range es.Tables {
+		if ts.Differs {
+			differ++
+			if !strings.Contains(ts.Because, "failed for good on myrocks") {
+				t.Errorf("end state: %s differs and no failed transaction explains it (%q)", ts.Table, ts.Because)
 			}
 		}
 	}
-	if es.Same != (differ == 0) {
-		t.Errorf("the report says end state same %v; %d rows differ", es.Same, differ)
+	if differ > 0 && rr.FailedTransactions == 0 || es.Same != (differ == 0) {
+		t.Errorf("end state same %v, %d tables differ, %d transactions failed for good", es.Same, differ, rr.FailedTransactions)
 	}
-	t.Logf("%d rows differ at the end, each written by a retried transaction", differ)
-}
-
-type movedKey struct {
-	table int
-	id    int64
-}
-
-// pickedStatements calls f, in capture order, with every record (but
-// prepares) whose outcome on one of the targets ts satisfies pick, and the
-// text its statement was prepared with ("" for a text query).
-func pickedStatements(t *testing.T, capDir, runDir string, ts []int, pick func(*store.Outcome) bool, f func(rec *store.Record, sql string)) {
-	t.Helper()
-	run, err := store.OpenRun(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	picked := map[uint64]bool{}
-	for _, ti := range ts {
-		for o, err := range run.Outcomes(0, ti) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pick(o) {
-				picked[o.Seq] = true
-			}
-		}
-	}
-	run.Close()
-	if len(picked) == 0 {
-		return
-	}
-	r, err := store.Open(capDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	sqlOf := map[[2]uint64]string{}
-	for rec, err := range r.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.Kind == store.KindPrepare {
-			sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}] = rec.SQL
-			continue
-		}
-		if picked[rec.Seq] {
-			f(rec, sqlOf[[2]uint64{rec.Session, uint64(rec.StmtID)}])
-		}
-	}
-}
-
-// sbtestOf is the table number a statement names (ok false if none).
-func sbtestOf(sql string) (int, bool) {
-	i := strings.Index(sql, "sbtest")
-	var tbl int
-	if i < 0 {
-		return 0, false
-	}
-	_, err := fmt.Sscanf(sql[i+6:], "%d", &tbl)
-	return tbl, err == nil
-}
-
-// movedRows lists the rows (table number, id) written by a statement whose
-// outcome, on either target, is a retry's or an order rerun's.
-func movedRows(t *testing.T, capDir, runDir string) map[movedKey]bool {
-	t.Helper()
-	out := map[movedKey]bool{}
-	rerun := func(o *store.Outcome) bool { return o.Flags&(store.OutcomeRetried|store.OutcomeOrderRerun) != 0 }
-	pickedStatements(t, capDir, runDir, []int{0, 1}, rerun, func(rec *store.Record, sql string) {
-		tbl, ok := sbtestOf(sql)
-		if rec.Kind != store.KindExecute || !ok {
-			return
-		}
-		switch {
-		case strings.HasPrefix(sql, "UPDATE") && len(rec.Params) == 2:
-			out[movedKey{tbl, rec.Params[1].Int}] = true
-		case strings.HasPrefix(sql, "UPDATE") || strings.HasPrefix(sql, "DELETE") || strings.HasPrefix(sql, "INSERT"):
-			out[movedKey{tbl, rec.Params[0].Int}] = true
-		}
-	})
-	return out
-}
-
-// duplicateInserts lists the rows of the INSERTs that failed with 1062 on
-// target ti.
-func duplicateInserts(t *testing.T, capDir, runDir string, ti int) []movedKey {
-	t.Helper()
-	var out []movedKey
-	dup := func(o *store.Outcome) bool { return o.ErrCode == 1062 }
-	pickedStatements(t, capDir, runDir, []int{ti}, dup, func(rec *store.Record, sql string) {
-		tbl, ok := sbtestOf(sql)
-		if !strings.HasPrefix(sql, "INSERT") || !ok || len(rec.Params) == 0 {
-			t.Errorf("1062 on a statement that is no INSERT: %q", sql)
-			return
-		}
-		out = append(out, movedKey{tbl, rec.Params[0].Int})
-	})
-	return out
-}
-
-// readsMoved reports whether a sampled read covers a moved row.
-func readsMoved(s store.Sample, moved map[movedKey]bool) bool {
-	tbl, ok := sbtestOf(s.Statement)
-	if !ok || len(s.Params) == 0 {
-		return false
-	}
-	var lo, hi int64
-	fmt.Sscan(s.Params[0], &lo)
-	hi = lo
-	if len(s.Params) == 2 {
-		fmt.Sscan(s.Params[1], &hi)
-	}
-	for id := lo; id <= hi; id++ {
-		if moved[movedKey{tbl, id}] {
-			return true
-		}
-	}
-	return false
-}
-
-// tableRows reads sbtest<i>'s rows as "k c pad" by id.
-func tableRows(t *testing.T, db *sql.DB, i int) map[int64]string {
-	t.Helper()
-	rows, err := db.Query(fmt.Sprintf("SELECT id, k, c, pad FROM sbtest%d", i))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[int64]string{}
-	for rows.Next() {
-		var id, k int64
-		var c, pad string
-		if err := rows.Scan(&id, &k, &c, &pad); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = fmt.Sprint(k, " ", c, " ", pad)
-	}
-	return out
+	t.Logf("%d of %d tables differ at the end, each after a transaction that failed for good", differ, truthTables)
 }
 
 // A row changed on one target before the replay is found exactly, with

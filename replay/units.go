@@ -42,7 +42,9 @@ type unit struct {
 	// open: the capture ended (or the session quit) with the transaction
 	// open; the server rolled it back.
 	open bool
-	t    *ticket
+	// manual: the session had autocommit off when the unit began.
+	manual bool
+	t      *ticket
 }
 
 // clientFlags are the captured client's result-relevant flags.
@@ -208,7 +210,7 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
 	return &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
-		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start}
+		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.autocommit}
 }
 
 // setVar records a's value as the session's latest for its variable.

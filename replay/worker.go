@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -48,26 +49,43 @@ type worker struct {
 	session uint64 // whose state the connection carries (--concurrency)
 	version int
 	carried int // variables that session's state set on the connection
-	// trx holds the records of the open transaction, for a retry; inTrx
-	// and autocommit follow the session as the server sees it.
-	trx        []*job
-	inTrx      bool
-	autocommit bool
-	statsTrx   bool // sysbench's transaction count: inside BEGIN … COMMIT
-	released   bool // the current record went before all it waits for
+
+	// ctrx follows the captured session's transaction (session mode), as
+	// its server saw it: where each captured transaction begins and ends.
+	ctrx sqlinfo.Trx
+	// trx holds the records of the open transaction that ran on the
+	// target, in order, and trxOut their latest outcomes: what a retry or
+	// a rerun runs again, and what a transaction that fails for good
+	// flags. The target holds their locks while trx is not empty.
+	trx    []*job
+	trxOut []store.Outcome
+	// failures are the transactions that failed for good here; failing
+	// is the index of the one whose remaining records are being skipped
+	// (-1: none).
+	failures []store.FailedTrx
+	failing  int
+	// lastFail is the last lock error a retry met (its code goes into a
+	// failure that ran out of retries).
+	lastFail uint16
+
+	statsTrx bool // sysbench's transaction count: inside BEGIN … COMMIT
+	released bool // the current record went before all it waits for
 
 	nextDial time.Time
 	backoff  time.Duration
 	dialErr  error // why the last connect failed, for the records that wait it out
 	// cur is the ticket the worker runs records for: every statement it
-	// sends marks it executing (for the gate's stall detection).
-	cur *ticket
+	// sends marks it executing (for the gate's stall detection). cursor
+	// is where the worker stands in the order, and what it publishes of
+	// its transaction's locks (publishLocks).
+	cur    *ticket
+	cursor *cursor
 }
 
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: newWStats(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
 		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, stmts: map[string]*conn.Stmt{},
-		autocommit: true, client: defaultClient}
+		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
 }
@@ -98,7 +116,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	}
 	w.rn.setDown(nil)
 	w.rn.track(c)
-	w.backoff, w.c, w.schema, w.session, w.version, w.carried, w.inTrx, w.autocommit = 0, c, cfg.DB, 0, 0, 0, false, true
+	w.backoff, w.c, w.schema, w.session, w.version, w.carried = 0, c, cfg.DB, 0, 0, 0
 	w.forgetStatements()
 	w.st.count(func(c *counters) { c.connections++ })
 	return nil
@@ -110,7 +128,7 @@ func (w *worker) drop() {
 		w.rn.untrack(w.c)
 		w.c.Close()
 	}
-	w.c, w.inTrx = nil, false
+	w.c = nil
 	w.forgetStatements()
 }
 
@@ -192,13 +210,8 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
-	case store.KindQuery:
-		j.sql = rec.SQL
 	case store.KindExecute:
-		if j.sql == "" {
-			j.sql = w.sqlOf[rec.StmtID]
-		}
-		if j.sql == "" {
+		if !w.resolve(j) {
 			return skip(o, store.SkipUnknownStatement) // prepared before the capture began
 		}
 		if w.lost[rec.StmtID] {
@@ -207,11 +220,8 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	}
 	kind := lifecycle
-	if rec.Kind == store.KindQuery || rec.Kind == store.KindExecute {
+	if w.resolve(j) {
 		kind = statement
-		if j.info == nil {
-			j.info = w.rn.an.Info(j.sql)
-		}
 	}
 	if rec.Kind == store.KindLongData {
 		kind = notCompared
@@ -233,6 +243,12 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			return skip(o, store.SkipUnrewritable)
 		}
 	}
+	if kind == statement {
+		if err := w.before(ctx, j); err != nil {
+			w.fill(o, nil, err, j.info)
+			return kind
+		}
+	}
 	w.res = conn.Result{}
 	w.rn.gate.markSent(w.cur, max(rec.Duration, 1))
 	start := time.Now()
@@ -251,7 +267,6 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		err = w.c.ResetConnection(ctx)
 		w.forgetStatements()
 		clear(w.sqlOf)
-		w.inTrx, w.autocommit = false, true
 		if err == nil && rec.Kind == store.KindChangeUser && rec.Schema != "" {
 			db := w.rn.schemaFor(rec.Schema)
 			if err = w.c.InitDB(ctx, db); err == nil {
@@ -311,6 +326,71 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 }
 
 var lifecycleInfo sqlinfo.Info
+
+// resolve sets j's SQL and its analysis — a query's text, an execute's
+// prepared SQL — and reports whether j is a statement the session can
+// run (an execute of a statement prepared before the capture began is
+// not).
+func (w *worker) resolve(j *job) bool {
+	rec := j.rec
+	switch rec.Kind {
+	case store.KindQuery:
+		j.sql = rec.SQL
+	case store.KindExecute:
+		if j.sql == "" {
+			j.sql = w.sqlOf[rec.StmtID]
+		}
+	default:
+		return false
+	}
+	if j.sql == "" {
+		return false
+	}
+	if j.info == nil {
+		j.info = w.rn.an.Info(j.sql)
+	}
+	return true
+}
+
+// before sends what must precede a statement on the target, outside its
+// measured time: the AUTO_INCREMENT value its captured INSERT generated
+// (SET insert_id, as statement-based replication's INSERT_ID event does,
+// so that retries, reruns and inserts that overlapped in the capture give
+// every target the captured ids). Only a broken connection is an error.
+func (w *worker) before(ctx context.Context, j *job) error {
+	if id := capturedInsertID(j); id != 0 {
+		return w.helper(ctx, "SET insert_id = "+strconv.FormatUint(id, 10))
+	}
+	return nil
+}
+
+// helper runs one of replay's own statements on the connection; a
+// server error is the statement's business (the capture shows what
+// follows), a broken connection is returned.
+func (w *worker) helper(ctx context.Context, q string) error {
+	var r conn.Result
+	if err := w.c.Query(ctx, q, &r); err != nil {
+		var se *conn.ServerError
+		if !errors.As(err, &se) {
+			return err
+		}
+	}
+	return nil
+}
+
+// capturedInsertID is the AUTO_INCREMENT value a captured INSERT or
+// REPLACE generated (its OK packet's insert id; the first of a multi-row
+// insert), 0 when there is none to give the target.
+func capturedInsertID(j *job) uint64 {
+	r := &j.rec.Resp
+	if r.Kind != store.RespOK || r.InsertID == 0 || len(r.More) > 0 || j.info == nil || j.info.Statements != 1 {
+		return 0
+	}
+	if j.info.Verb != "INSERT" && j.info.Verb != "REPLACE" {
+		return 0
+	}
+	return r.InsertID
+}
 
 // statement returns the connection's statement for a captured statement
 // id (session mode) or for its SQL in the current schema (--concurrency),
@@ -382,6 +462,7 @@ func (w *worker) fill(o *store.Outcome, r *conn.Result, err error, info *sqlinfo
 			o.ErrCode, o.Cause = codeLost, store.CauseReset
 			w.drop()
 		}
+		w.st.failedRun(o) // every failed run, first or again, where it happened
 		return
 	}
 	if r == nil {
@@ -420,187 +501,6 @@ func capturedError(rec *store.Record) uint16 {
 	return 0
 }
 
-// run executes a record in session mode: once, and again as the client
-// would have after a deadlock the capture did not have. rerun: its
-// transaction was just run again to keep the capture's order (the
-// outcome is flagged).
-func (w *worker) run(ctx context.Context, j *job, rerun bool) {
-	var o store.Outcome
-	kind := w.exec(ctx, j, &o)
-	if rerun {
-		o.Flags |= store.OutcomeOrderRerun
-	}
-	if kind == statement {
-		switch {
-		case retryable(&o) && capturedError(j.rec) != o.ErrCode && w.rn.cfg.Retries > 0:
-			w.finish(j, &o, kind) // the first failure is the engine's behaviour: counted
-			o = w.retry(ctx, j)
-			w.track(j)
-			w.record(j, &o)
-			return
-		case o.Flags&store.OutcomeError == 0 && capturedError(j.rec) == mysql.ER_LOCK_DEADLOCK:
-			// The client's transaction was rolled back here in the capture:
-			// roll the target back too, so both go on from the same state.
-			w.rollback(ctx)
-			o.Flags |= store.OutcomeCaptureRollback
-			w.st.count(func(c *counters) { c.captureRollbacks++ })
-		}
-		w.track(j)
-	}
-	w.finish(j, &o, kind)
-}
-
-// track follows the session's transaction (for retries) after a statement.
-func (w *worker) track(j *job) {
-	info := j.info
-	if info.Set && info.SetAutocommit != 0 {
-		w.autocommit = info.SetAutocommit == '1'
-	}
-	switch {
-	case info.Begin:
-		w.trx, w.inTrx = append(w.trx[:0], j), true
-	case info.End || info.ImplicitCommit:
-		w.trx, w.inTrx = w.trx[:0], false
-	case w.inTrx || !w.autocommit:
-		w.trx = append(w.trx, j)
-		w.inTrx = true
-	}
-}
-
-// rerunTrx rolls back the open transaction and runs its records again,
-// their outcomes flagged with flag (replacing the first ones). It reports
-// false when one of them hit a deadlock or lock wait timeout again.
-//
-// In a session replay each record has a ticket: the rollback reopens them
-// (what came after them in the capture waits again), and each record
-// waits its turn again before it runs. A record that finds the order stuck
-// behind the transaction's locks while it waits starts the transaction
-// over, with patience (see gate.wait) one step longer each time: a
-// statement that is merely slow gets the time it needs, and no
-// transaction ever waits holding locks without watching for what it
-// blocks (until maxRestarts, far beyond the hard bound).
-func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
-	trx := append([]*job(nil), w.trx...)
-	cur := w.cur
-	defer func() {
-		w.cur = cur
-		if cur != nil {
-			cur.current()
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		w.rollbackReopen(ctx, trx)
-		p := patience + attempt
-		if attempt >= maxRestarts {
-			p = 0
-		}
-		ok, restart := w.replayTrx(ctx, trx, flag, p)
-		if restart {
-			w.st.count(func(c *counters) { c.orderReruns++ })
-			continue
-		}
-		if !ok {
-			// Given up: the records not run again must not hold others back.
-			for _, p := range trx {
-				w.rn.gate.finish(p.t)
-			}
-			return false
-		}
-		w.trx, w.inTrx = trx, len(trx) > 0
-		return true
-	}
-}
-
-// maxRestarts bounds how often a transaction starts over for order; by
-// then the in-flight bound (doubled per restart) is far past the hard
-// bound, so in practice the hard bound ends the wait first.
-const maxRestarts = 16
-
-// patience is how long a record about to run waits for a stuck statement
-// before it rolls back its session's open transaction (see gate.wait): 0,
-// no stall detection, when the session holds no transaction (nothing of
-// its own can be in the way); else one step more per earlier attempt.
-func (w *worker) patience(attempt int) int {
-	if !w.inTrx || w.c == nil || len(w.trx) == 0 || attempt >= maxRestarts {
-		return 0
-	}
-	return attempt + 1
-}
-
-// replayTrx runs a rolled-back transaction's records again (see rerunTrx):
-// ok false when one hit a deadlock or lock wait timeout; restart when one,
-// waiting its turn, found the order stuck behind this transaction's locks.
-func (w *worker) replayTrx(ctx context.Context, trx []*job, flag uint32, patience int) (ok, restart bool) {
-	for i, p := range trx {
-		if p.t != nil && w.rn.failed() == "" {
-			w.cur = p.t
-			p.t.current()
-			w.rn.gate.markIdle(p.t)
-			pt := patience
-			if i == 0 {
-				pt = 0 // rolled back: holds no locks yet
-			}
-			res, _ := w.rn.gate.wait(w.rn.ctx, p.t, p.t.start, pt, w.rn.cfg.OrderTimeout)
-			switch res {
-			case waitStalled:
-				return false, true
-			case waitTimeout, waitReleased:
-				w.released = true
-				w.st.count(func(c *counters) { c.orderReleased++ })
-			}
-		}
-		var po store.Outcome
-		kind := w.exec(ctx, p, &po)
-		po.Flags |= flag
-		if kind != notCompared {
-			w.record(p, &po)
-		}
-		w.rn.gate.finish(p.t)
-		if kind == statement && retryable(&po) {
-			return false, false
-		}
-	}
-	return true, false
-}
-
-// rollbackReopen rolls back the open transaction trx and reopens its
-// records' tickets (session replays); it returns how many it reopened.
-func (w *worker) rollbackReopen(ctx context.Context, trx []*job) int {
-	w.rollback(ctx)
-	ts := make([]*ticket, 0, len(trx))
-	for _, p := range trx {
-		if p.t != nil {
-			ts = append(ts, p.t)
-		}
-	}
-	if len(ts) > 0 {
-		w.rn.gate.reopen(ts)
-	}
-	return len(ts)
-}
-
-// retry rolls back and runs the open transaction's records again, then j,
-// up to --retries times; it returns j's last outcome.
-func (w *worker) retry(ctx context.Context, j *job) store.Outcome {
-	var o store.Outcome
-	for attempt := 0; attempt < w.rn.cfg.Retries; attempt++ {
-		w.st.count(func(c *counters) { c.retries++ })
-		if !w.rerunTrx(ctx, store.OutcomeRetried, 1) {
-			continue
-		}
-		w.exec(ctx, j, &o)
-		o.Flags |= store.OutcomeRetried
-		if retryable(&o) {
-			continue
-		}
-		if o.Flags&store.OutcomeError == 0 {
-			w.st.count(func(c *counters) { c.retriesOK++ })
-		}
-		return o
-	}
-	return o
-}
-
 // rollback ends the connection's transaction.
 func (w *worker) rollback(ctx context.Context) {
 	if w.c != nil {
@@ -612,7 +512,6 @@ func (w *worker) rollback(ctx context.Context) {
 			}
 		}
 	}
-	w.inTrx = false
 }
 
 // finish counts an outcome and buffers it for the run store.
@@ -638,10 +537,6 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 			w.statsTrx = false
 		}
 		w.st.statement(w.rn.reg, info, o, paced, trxEnd)
-	case lifecycle:
-		if o.Flags&store.OutcomeError != 0 {
-			w.st.lifecycleError(o)
-		}
 	case skipped:
 		class := sqlinfo.ClassOther
 		if j.info != nil {
@@ -653,7 +548,9 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 }
 
 // record buffers an outcome (a retry's replaces the first attempt's).
+// Every outcome carries its record.
 func (w *worker) record(j *job, o *store.Outcome) {
+	o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session
 	if w.released {
 		o.Flags |= store.OutcomeOrderReleased
 	}
@@ -709,83 +606,4 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 	}
 	w.session, w.version = u.session, u.version
 	return nil
-}
-
-// runUnit runs a unit (--concurrency): its records in order; before its
-// COMMIT, it waits for every unit that committed earlier in the capture
-// (rolling back and running again if that one is stuck behind this unit's
-// locks); and the whole transaction runs again after a deadlock the
-// capture did not have.
-func (w *worker) runUnit(ctx context.Context, u *unit) {
-	if err := w.adopt(ctx, u); err != nil && w.c == nil {
-		// Every record fails as the connection did.
-		for i := range u.jobs {
-			j := &u.jobs[i]
-			o := store.Outcome{Seq: store.OutcomeSeq(j.rec.Seq, j.loop), Session: j.rec.Session}
-			kind := statement
-			if j.info == nil {
-				kind = notCompared
-			}
-			w.fill(&o, nil, err, j.info)
-			w.finish(j, &o, kind)
-		}
-		return
-	}
-	w.trx, w.inTrx = w.trx[:0], false
-	rerun := false
-	for i := range u.jobs {
-		j := &u.jobs[i]
-		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
-			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1) {
-				rerun = true
-				w.trx, w.inTrx = append(w.trx[:0], jobPtrs(u.jobs[:i])...), true
-				w.rerunTrx(ctx, store.OutcomeOrderRerun, 2)
-			}
-		}
-		if b := w.rn.board; b != nil && u.t != nil {
-			at := w.rn.offset(j.rec, j.loop)
-			changes := j.info == nil || j.info.Changes()
-			b.set(w.slot, at+int64(j.rec.Duration), changes)
-			if i > 0 {
-				b.wait(ctx, w.slot, at, changes)
-			}
-		}
-		var o store.Outcome
-		kind := w.exec(ctx, j, &o)
-		if rerun {
-			o.Flags |= store.OutcomeOrderRerun
-		}
-		if kind == statement && retryable(&o) && capturedError(j.rec) != o.ErrCode && w.rn.cfg.Retries > 0 {
-			w.finish(j, &o, kind)
-			o = w.retry(ctx, j)
-			w.trx = append(w.trx, j)
-			w.record(j, &o)
-			continue
-		}
-		if kind == statement && o.Flags&store.OutcomeError == 0 && capturedError(j.rec) == mysql.ER_LOCK_DEADLOCK {
-			w.rollback(ctx)
-			o.Flags |= store.OutcomeCaptureRollback
-			w.st.count(func(c *counters) { c.captureRollbacks++ })
-		}
-		if kind != notCompared || j.rec.Kind == store.KindLongData {
-			w.trx = append(w.trx, j)
-			w.inTrx = true
-		}
-		w.finish(j, &o, kind)
-	}
-	if u.open && w.c != nil {
-		w.rollback(ctx) // the client left with the transaction open
-	}
-	w.inTrx = false
-	if b := w.rn.board; b != nil {
-		b.set(w.slot, -1, false)
-	}
-}
-
-func jobPtrs(js []job) []*job {
-	out := make([]*job, len(js))
-	for i := range js {
-		out[i] = &js[i]
-	}
-	return out
 }

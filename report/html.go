@@ -196,6 +196,7 @@ figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}figure svg{max
 <tr><th class="l">queries r/w/o</th>{{range .Targets}}<td>{{.Reads}}/{{.Writes}}/{{.Other}}</td>{{end}}</tr>
 <tr><th class="l">errors (deadlocks)</th>{{range .Targets}}<td>{{.Errors}} ({{.Deadlocks}})</td>{{end}}</tr>
 <tr><th class="l">retries (succeeded)</th>{{range .Targets}}<td>{{.Retries}} ({{.RetriesSucceeded}})</td>{{end}}</tr>
+<tr><th class="l">transactions failed for good</th>{{range .Targets}}<td>{{.FailedTransactions}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p50</th>{{range .Targets}}<td>{{ms .Latency.P50}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p95</th>{{range .Targets}}<td>{{ms .Latency.P95}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p99</th>{{range .Targets}}<td>{{ms .Latency.P99}}</td>{{end}}</tr>

@@ -118,8 +118,12 @@ func mergeTarget(o, t *Target, last map[string]float64) {
 	r.OrderReruns += x.OrderReruns
 	r.OrderReleased += x.OrderReleased
 	r.PinnedSessions += x.PinnedSessions
+	r.Reexecuted += x.Reexecuted
+	r.FailedTransactions += x.FailedTransactions
 	r.ErrorCodes = addCounts(r.ErrorCodes, x.ErrorCodes)
 	r.SkippedBy = addCounts(r.SkippedBy, x.SkippedBy)
+	r.FailedByCode = addCounts(r.FailedByCode, x.FailedByCode)
+	r.Failures = append(r.Failures, x.Failures[:min(len(x.Failures), store.MaxFailures-len(r.Failures))]...)
 	if x.Failed != "" && r.Failed == "" {
 		r.Failed = x.Failed
 	}

@@ -120,6 +120,10 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	if any(func(t *Target) bool { return t.Retries > 0 }) {
 		row("retries (succeeded)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Retries, t.RetriesSucceeded) })
 	}
+	if any(func(t *Target) bool { return t.FailedTransactions > 0 }) {
+		// Rolled back on the target, never committed in part.
+		row("trx failed for good", func(t *Target) string { return fmt.Sprint(t.FailedTransactions) })
+	}
 	row("skipped", func(t *Target) string { return fmt.Sprint(t.Skipped) })
 	row("connections (failed)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Connections, t.ConnectFailures) })
 	for _, q := range []struct {
@@ -164,7 +168,14 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		return vs(func(d *store.Divergences) string { return fmt.Sprint(d.Compared) })(t)
 	})
 	row("nondeterministic", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Nondeterministic) }))
-	row("order-ambiguous", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Ambiguous) }))
+	row("order-ambiguous", vs(func(d *store.Divergences) string {
+		return fmt.Sprint(d.Ambiguous - d.AmbiguousBy[compare.ReasonFailedTrx])
+	}))
+	if any(func(t *Target) bool {
+		return t.VsBaseline != nil && t.VsBaseline.AmbiguousBy[compare.ReasonFailedTrx] > 0
+	}) {
+		row("after a failed trx", vs(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[compare.ReasonFailedTrx]) }))
+	}
 	if any(func(t *Target) bool {
 		return t.VsBaseline != nil && t.VsBaseline.Unavailable > 0 || t.VsCapture != nil && t.VsCapture.Unavailable > 0
 	}) {
@@ -185,8 +196,13 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.Compared > 0 }) {
 		row("compared with capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.Compared) })
 		row("  order-ambiguous", func(t *Target) string {
-			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed])
+			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] - t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx])
 		})
+		if any(func(t *Target) bool {
+			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx] > 0
+		}) {
+			row("  after a failed trx", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx]) })
+		}
 		if any(func(t *Target) bool {
 			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] > 0
 		}) {
@@ -206,11 +222,17 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			case t.EndState.Same:
 				return "same as baseline"
 			}
-			n := 0
+			n, explained := 0, 0
 			for _, ts := range t.EndState.Tables {
 				if ts.Differs {
 					n++
+					if ts.Because != "" {
+						explained++
+					}
 				}
+			}
+			if explained > 0 {
+				return fmt.Sprintf("%d of %d differ (%d: failed trx)", n, len(t.EndState.Tables), explained)
 			}
 			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
 		})
@@ -340,6 +362,23 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 		if len(t.SkippedBy) > 0 {
 			p("skipped on %s: %s\n", t.Name, counts(t.SkippedBy))
 		}
+		if t.FailedTransactions > 0 {
+			named := make(map[string]int64, len(t.FailedByCode))
+			for code, n := range t.FailedByCode {
+				if name := serverErrorNames[code]; name != "" {
+					code += " " + name
+				}
+				named[code] += n
+			}
+			p("transactions that failed for good on %s (rolled back there, never committed in part; the rest of each not run): %d, by the last attempt's error: %s\n",
+				t.Name, t.FailedTransactions, counts(named))
+			for _, f := range t.Failures[:min(len(t.Failures), 3)] {
+				p("  session %d, seq %d–%d (%d statements, failed at seq %d) writing %s\n", f.Session, f.FirstSeq, f.LastSeq, f.Statements, f.FailedSeq, strings.Join(f.Tables, ", "))
+			}
+			if len(t.Failures) > 3 {
+				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)
+			}
+		}
 	}
 	// End state: which tables differ.
 	for i := range pt.Targets {
@@ -351,18 +390,26 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			p("\nend state of %s could not be read: %s\n", t.Name, t.EndState.Error)
 			continue
 		}
-		var differ []string
+		var differ, because []string
 		for _, ts := range t.EndState.Tables {
-			if ts.Differs {
-				s := ts.Table
-				if !ts.Exists {
-					s += " (missing)"
-				}
+			if !ts.Differs {
+				continue
+			}
+			s := ts.Table
+			if !ts.Exists {
+				s += " (missing)"
+			}
+			if ts.Because != "" {
+				because = append(because, fmt.Sprintf("  %s: diverged because %s", s, ts.Because))
+			} else {
 				differ = append(differ, s)
 			}
 		}
 		if len(differ) > 0 {
 			p("\nend state of %s differs from %s in: %s\n", t.Name, rep.Baseline, strings.Join(differ, ", "))
+		}
+		if len(because) > 0 {
+			p("\nend state of %s differs from %s after transactions that failed for good:\n%s\n", t.Name, rep.Baseline, strings.Join(because, "\n"))
 		}
 	}
 	// Created tables and their engines, as the servers report them.
@@ -419,7 +466,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			return
 		}
 		shown := d.Samples[:min(len(d.Samples), 8)]
-		p("\ndivergences of %s from %s (%d, and %d ambiguous: order, or after a write replay skipped); %d of %d samples (all in --json and the run directory):\n",
+		p("\ndivergences of %s from %s (%d, and %d counted apart: order-ambiguous, after a write replay skipped or a transaction that failed); %d of %d samples (all in --json and the run directory):\n",
 			name, from, d.Total(), d.Ambiguous, len(shown), len(d.Samples))
 		for _, s := range shown {
 			loop := ""

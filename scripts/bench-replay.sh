@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replay benchmark, two parts, against sandboxed servers:
+# Replay benchmark, three parts, against sandboxed servers:
 #  1. Replay as a load generator: sysbench oltp_point_select at THREADS threads
 #     vs `tandem replay --speed 0 --concurrency THREADS` of a point-select
 #     capture, same server, alternating ROUNDS times; replay runs with
@@ -9,8 +9,11 @@
 #     more, the blocking run with --metrics-addr off; prints QPS and the ratios.
 #  2. Memory: a MEM_RECORDS-record capture replayed against two targets
 #     (InnoDB and MyRocks) as fast as they go; prints peak RSS (target < 300 MB).
+#  3. Pacing: the invariant workloads captured through the proxy, replayed at
+#     --speed 1 onto two identical InnoDB copies (BenchmarkPacedReplayKeepsUp):
+#     replay time over the capture's span, lag p95, releases per 10,000.
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
-#   MEM_RECORDS (default 5000000; 0 skips part 2)
+#   MEM_RECORDS (default 5000000; 0 skips part 2), PACE_SECS (default 10)
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SECS=${SECS:-10}
@@ -80,3 +83,16 @@ if [ "$MEM_RECORDS" -gt 0 ]; then
   read -r rss secs <"$work/time"
   printf 'peak RSS %.1f MB over %.0f s (target < 300 MB)\n' "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$secs"
 fi
+
+echo
+echo "== 3. pacing: the invariant workloads (bank, order entry) captured through the proxy from 8 connections for ${PACE_SECS:-10} s,"
+echo "   replayed at --speed 1 onto two identical InnoDB copies: replay time / capture span (target <= 1.10), lag p95 (target < 1000 ms),"
+echo "   releases at --order-timeout per 10,000 records (target <= 1)"
+BENCH_SECS="${PACE_SECS:-10}" go test -run '^$' -bench BenchmarkPacedReplayKeepsUp -benchtime=1x -timeout 20m ./replay 2>&1 |
+  awk '/^BenchmarkPacedReplayKeepsUp\// {
+    name=$1; sub(/^BenchmarkPacedReplayKeepsUp\//, "", name); sub(/-[0-9]+$/, "", name)
+    for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
+    ok = (v["replay/span-a"] <= 1.10 && v["replay/span-b"] <= 1.10 && v["lag-p95-ms-a"] < 1000 && v["lag-p95-ms-b"] < 1000 && v["released/10k-a"] <= 1 && v["released/10k-b"] <= 1)
+    printf "%-8s replay/span %.3f / %.3f   lag p95 %.0f / %.0f ms   reruns %d / %d   released/10k %.2f / %.2f   %s\n", name,
+      v["replay/span-a"], v["replay/span-b"], v["lag-p95-ms-a"], v["lag-p95-ms-b"], v["reruns-a"], v["reruns-b"], v["released/10k-a"], v["released/10k-b"], ok ? "meets the targets" : "MISSES a target"
+  } /FAIL|panic/ { print }'

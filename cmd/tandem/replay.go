@@ -153,26 +153,43 @@ Order. With --order capture (the default), on each target a record starts
 only after every record that ended, in the capture, before it started has
 completed there, at every --speed: concurrent read-write traffic then does
 to identical targets the same thing in the same order. Records that
-overlapped in the capture run concurrently, as they did. A record that
-waits for one held up on the server (a lock held by a transaction that
-itself waits) is let through: once it has been stuck for --order-inflight
-(at least 50ms), the waiting transaction is rolled back and runs again
-after it, as the capture had it. No record waits longer than
---order-timeout; reruns and timeouts are counted, and their outcomes are
-order-ambiguous when they differ. A statement whose outcome
-differs but whose captured interval (from its transaction's start)
-overlapped a commit of another session on one of its tables is counted as
-order-ambiguous, apart from the divergences: the capture itself does not
-say whether it saw that commit. --order none replays sessions freely (a
-load generator; divergences of concurrent writes then mean little); it is
-the default for a capture made by tandem synth, whose timeline is made up.
+overlapped in the capture run concurrently, as they did; conflicting
+writes and locking reads among them go to the server in the order they
+ended in the capture, which is the order the capture's server granted
+their locks. When a statement is stuck on the server behind the locks of
+a transaction that waits for it (replay let the other take a lock first),
+the waiting transaction rolls back at once and runs again after it, as
+the capture had it; --order-inflight bounds how long a stuck statement
+that no waiting transaction can explain is given. No record waits longer
+than --order-timeout (a rare fault, counted and labelled); reruns and
+timeouts are counted, and their outcomes are order-ambiguous when they
+differ. A statement whose outcome differs but whose captured interval
+(from its transaction's start) overlapped a commit of another session on
+one of its tables is counted as order-ambiguous, apart from the
+divergences: the capture itself does not say whether it saw that commit.
+--order none replays sessions freely (a load generator; divergences of
+concurrent writes then mean little); it is the default for a capture made
+by tandem synth, whose timeline is made up.
 
-Client error handling. A deadlock or lock wait timeout (1213, 1205) that the
-capture did not have is counted as the target's behaviour, then the
-transaction is rolled back and retried from its first statement, as the
-client would have, up to --retries times; only the retried outcome is
-compared. Where the capture holds a deadlock and the target succeeded, the
-target is rolled back there too.
+Transactions. A captured transaction runs on every target whole or not at
+all. A deadlock or lock wait timeout (1213, 1205) that the capture did not
+have is the target's engine behaviour, counted; then the transaction is
+rolled back and retried from its first statement, as the client would,
+up to --retries times; only the retried outcome is compared. A
+transaction that fails on every retry (or whose connection is lost) has
+failed for good on that target: it is rolled back, the rest of it is not
+run (it would commit in part), and it is listed with its error and the
+tables it writes. Its failing statement is the engine's verdict
+(error-vs-ok); later differences on the tables it wrote are counted apart
+("after a failed trx", naming it), and so is every table it leaves unlike
+the baseline at the end. A statement the capture's server answered with a
+deadlock or lock wait timeout had no effect there: it is not sent, and
+the target's transaction is rolled back where the capture's was. Every
+error is counted where it happened, first runs, retries and reruns alike:
+the counts are what the servers count. An INSERT whose captured answer
+carried an AUTO_INCREMENT id gets that id on every target (SET insert_id,
+as statement-based replication does), so retries, reruns and overlapping
+inserts never shift the ids.
 
 Modes: each captured session on its own connection, paced by --speed (1 as
 captured, 0 no clock waits); or --concurrency K, whole transactions
@@ -244,9 +261,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
-	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record stuck on the server this long (or 20x its captured time) is let through: the transaction waiting for it rolls back and runs again")
+	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
 	f.DurationVar(&cfg.OrderTimeout, "order-timeout", 2*time.Second, "with --order capture, the longest a record waits for those before it")
-	f.IntVar(&retries, "retries", 3, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never)")
+	f.IntVar(&retries, "retries", 3, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never); one that fails every time is rolled back and counted as failed for good")
 	f.DurationVar(&cfg.TargetTimeout, "target-timeout", 30*time.Second, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
 	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "regroup transactions onto this many connections per target (0: one per captured session)")

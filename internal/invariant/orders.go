@@ -15,17 +15,21 @@ import (
 // item's stock FOR UPDATE and writes the new quantity back, and inserts
 // the order, its lines and a new-order row; payment adds to the
 // warehouse's and the district's year-to-date totals and logs a history
-// row (AUTO_INCREMENT); delivery takes a district's oldest new order FOR
-// UPDATE, deletes it and marks the order delivered.
+// row (AUTO_INCREMENT); delivery reads its district's next order to
+// deliver FOR UPDATE (a point lookup: a locking range read lets MyRocks
+// resolve snapshot conflicts inside the scan, counted by the server and
+// never seen by the client), deletes its new-order row, marks it
+// delivered and moves the district's pointer on.
 //
 // Invariants (TPC-C 3.3.2's consistency conditions, and the stock's):
 // the warehouse's ytd is the sum of its districts'; the history adds up to
 // what payments added; each district's next_o_id - 1 is its largest order
 // id and its orders are numbered 1, 2, … without a gap; each order has as
-// many lines as it says, and its total is theirs; the undelivered orders
-// are exactly the new-order rows; each item's quantity plus what its
-// order lines took is its starting quantity, and its ytd and order count
-// are its lines'.
+// many lines as it says, and its total is theirs; the orders below the
+// district's delivery pointer are delivered and have no new-order row,
+// the others are undelivered and have one; each item's quantity plus what
+// its order lines took is its starting quantity, and its ytd and order
+// count are its lines'.
 type Orders struct {
 	// Districts (default 4) and Items (default 50).
 	Districts, Items int
@@ -56,7 +60,7 @@ func (Orders) Tables() []string {
 func (o Orders) Setup(ctx context.Context, db *sql.DB, engine string) error {
 	err := createTables(ctx, db, engine, o.Tables(), []string{
 		"CREATE TABLE warehouse (id INT PRIMARY KEY, ytd DECIMAL(14,2) NOT NULL)",
-		"CREATE TABLE district (id INT PRIMARY KEY, next_o_id INT NOT NULL, ytd DECIMAL(14,2) NOT NULL)",
+		"CREATE TABLE district (id INT PRIMARY KEY, next_o_id INT NOT NULL, next_d_o_id INT NOT NULL, ytd DECIMAL(14,2) NOT NULL)",
 		"CREATE TABLE stock (item INT PRIMARY KEY, qty INT NOT NULL, ytd INT NOT NULL, order_cnt INT NOT NULL)",
 		"CREATE TABLE orders (d_id INT NOT NULL, o_id INT NOT NULL, line_cnt INT NOT NULL, total DECIMAL(12,2) NOT NULL, carrier INT NULL, PRIMARY KEY (d_id, o_id))",
 		"CREATE TABLE order_line (d_id INT NOT NULL, o_id INT NOT NULL, number INT NOT NULL, item INT NOT NULL, qty INT NOT NULL, amount DECIMAL(10,2) NOT NULL, PRIMARY KEY (d_id, o_id, number))",
@@ -69,7 +73,7 @@ func (o Orders) Setup(ctx context.Context, db *sql.DB, engine string) error {
 	districts, items := o.size()
 	var ds, ss []string
 	for d := 1; d <= districts; d++ {
-		ds = append(ds, fmt.Sprintf("(%d, 1, %s)", d, ordersDistYTD))
+		ds = append(ds, fmt.Sprintf("(%d, 1, 1, %s)", d, ordersDistYTD))
 	}
 	for i := 1; i <= items; i++ {
 		ss = append(ss, fmt.Sprintf("(%d, %d, 0, 0)", i, ordersStock))
@@ -111,9 +115,13 @@ func (o Orders) Check(ctx context.Context, db *sql.DB) ([]string, error) {
 		WHERE o.o_id IS NULL GROUP BY l.d_id, l.o_id ORDER BY l.d_id, l.o_id`, 3, func(v []string) string {
 		return fmt.Sprintf("order_line: %s lines of order %s/%s, which does not exist", v[2], v[0], v[1])
 	})
-	c.each(`SELECT o.d_id, o.o_id, o.carrier IS NULL, n.o_id IS NOT NULL FROM orders o LEFT JOIN new_order n ON n.d_id = o.d_id AND n.o_id = o.o_id
-		WHERE (o.carrier IS NULL) <> (n.o_id IS NOT NULL) ORDER BY o.d_id, o.o_id`, 4, func(v []string) string {
-		return fmt.Sprintf("new_order: order %s/%s is undelivered %s, in new_order %s", v[0], v[1], v[2], v[3])
+	c.each(`SELECT o.d_id, o.o_id, o.carrier IS NULL, n.o_id IS NOT NULL, d.next_d_o_id FROM orders o JOIN district d ON d.id = o.d_id
+		LEFT JOIN new_order n ON n.d_id = o.d_id AND n.o_id = o.o_id
+		WHERE (o.carrier IS NULL) <> (n.o_id IS NOT NULL) OR (o.carrier IS NULL) <> (o.o_id >= d.next_d_o_id) ORDER BY o.d_id, o.o_id`, 5, func(v []string) string {
+		return fmt.Sprintf("new_order: order %s/%s is undelivered %s, in new_order %s, the district delivers from %s", v[0], v[1], v[2], v[3], v[4])
+	})
+	c.each("SELECT id, next_d_o_id, next_o_id FROM district WHERE next_d_o_id < 1 OR next_d_o_id > next_o_id ORDER BY id", 3, func(v []string) string {
+		return fmt.Sprintf("district %s: delivers from %s, its next order is %s", v[0], v[1], v[2])
 	})
 	c.each(`SELECT n.d_id, n.o_id FROM new_order n LEFT JOIN orders o ON o.d_id = n.d_id AND o.o_id = n.o_id WHERE o.o_id IS NULL ORDER BY n.d_id, n.o_id`, 2,
 		func(v []string) string { return fmt.Sprintf("new_order: order %s/%s does not exist", v[0], v[1]) })
@@ -126,14 +134,14 @@ func (o Orders) Check(ctx context.Context, db *sql.DB) ([]string, error) {
 }
 
 type ordersClient struct {
-	districts, items int
-	sts              []*sql.Stmt
-	nextID, setNext  *sql.Stmt
-	stock, setStock  *sql.Stmt
-	line, order, neu *sql.Stmt
-	payW, payD, hist *sql.Stmt
-	oldest, deliver  *sql.Stmt
-	carry            *sql.Stmt
+	districts, items  int
+	sts               []*sql.Stmt
+	nextID, setNext   *sql.Stmt
+	stock, setStock   *sql.Stmt
+	line, order, neu  *sql.Stmt
+	payW, payD, hist  *sql.Stmt
+	toDeliver, setDel *sql.Stmt
+	deliver, carry    *sql.Stmt
 }
 
 func (o Orders) prepare(ctx context.Context, db *sql.DB) (client, error) {
@@ -148,7 +156,8 @@ func (o Orders) prepare(ctx context.Context, db *sql.DB) (client, error) {
 		"UPDATE warehouse SET ytd = ytd + ? WHERE id = 1",
 		"UPDATE district SET ytd = ytd + ? WHERE id = ?",
 		"INSERT INTO history (d_id, amount) VALUES (?, ?)",
-		"SELECT MIN(o_id) FROM new_order WHERE d_id = ? FOR UPDATE",
+		"SELECT next_d_o_id, next_o_id FROM district WHERE id = ? FOR UPDATE",
+		"UPDATE district SET next_d_o_id = ? WHERE id = ?",
 		"DELETE FROM new_order WHERE d_id = ? AND o_id = ?",
 		"UPDATE orders SET carrier = ? WHERE d_id = ? AND o_id = ?")
 	if err != nil {
@@ -156,7 +165,7 @@ func (o Orders) prepare(ctx context.Context, db *sql.DB) (client, error) {
 	}
 	districts, items := o.size()
 	return &ordersClient{districts: districts, items: items, sts: sts, nextID: sts[0], setNext: sts[1], stock: sts[2], setStock: sts[3],
-		line: sts[4], order: sts[5], neu: sts[6], payW: sts[7], payD: sts[8], hist: sts[9], oldest: sts[10], deliver: sts[11], carry: sts[12]}, nil
+		line: sts[4], order: sts[5], neu: sts[6], payW: sts[7], payD: sts[8], hist: sts[9], toDeliver: sts[10], setDel: sts[11], deliver: sts[12], carry: sts[13]}, nil
 }
 
 func (c *ordersClient) close() { closeAll(c.sts) }
@@ -184,18 +193,22 @@ func (c *ordersClient) txn(ctx context.Context, db *sql.DB, rng *rand.Rand) (boo
 		})
 	default:
 		return inTx(ctx, db, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-			var oid sql.NullInt64
-			if err := tx.Stmt(c.oldest).QueryRowContext(ctx, d).Scan(&oid); err != nil {
+			var oid, next int64
+			if err := tx.Stmt(c.toDeliver).QueryRowContext(ctx, d).Scan(&oid, &next); err != nil {
 				return false, err
 			}
-			if !oid.Valid {
+			if oid >= next {
 				return true, nil // nothing to deliver
 			}
-			if _, err := tx.Stmt(c.deliver).ExecContext(ctx, d, oid.Int64); err != nil {
-				return false, err
+			for _, x := range []struct {
+				st   *sql.Stmt
+				args []any
+			}{{c.deliver, []any{d, oid}}, {c.carry, []any{1 + rng.IntN(10), d, oid}}, {c.setDel, []any{oid + 1, d}}} {
+				if _, err := tx.Stmt(x.st).ExecContext(ctx, x.args...); err != nil {
+					return false, err
+				}
 			}
-			_, err := tx.Stmt(c.carry).ExecContext(ctx, 1+rng.IntN(10), d, oid.Int64)
-			return err == nil, err
+			return true, nil
 		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -56,6 +57,10 @@ type Config struct {
 	// utf8mb4_general_ci).
 	Collation byte
 	TLS       *tls.Config
+	// Vars are session variables set right after login ("name" =
+	// "value" as the DSN gives them, e.g. innodb_lock_wait_timeout=1),
+	// in order, as go-sql-driver sets a DSN's parameters.
+	Vars [][2]string
 	// Dial opens the TCP connection (internal/blockio or rawio); nil uses
 	// net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -129,6 +134,9 @@ type Conn struct {
 	seq         byte         // the sequence id of the last packet read
 	// ID is the server's connection id.
 	ID uint32
+	// setVars sets the session variables of Config (Vars, Interactive)
+	// again after a reset.
+	setVars string
 }
 
 // Dial connects and logs in. The connection lives until Close or until
@@ -186,11 +194,19 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	c.wc = wire.NewConn(c.nc)
 	c.nc.SetDeadline(time.Time{})
 	c.stop = context.AfterFunc(ctx, func() { c.nc.Close() })
+	var set []string
 	if cfg.Interactive {
+		set = append(set, "wait_timeout = @@global.interactive_timeout")
+	}
+	for _, v := range cfg.Vars {
+		set = append(set, v[0]+" = "+v[1])
+	}
+	if len(set) > 0 {
 		var r Result
-		if err := c.Query(ctx, "SET SESSION wait_timeout = @@global.interactive_timeout", &r); err != nil {
+		c.setVars = "SET SESSION " + strings.Join(set, ", ")
+		if err := c.Query(ctx, c.setVars, &r); err != nil {
 			c.Close()
-			return nil, err
+			return nil, fmt.Errorf("conn: setting the session variables %s: %w", strings.Join(set, ", "), err)
 		}
 	}
 	return c, nil
@@ -402,7 +418,14 @@ func (c *Conn) Ping(ctx context.Context) error { return c.simple(ctx, "ping", []
 // variables, temporary tables and prepared statements are gone; the schema
 // stays.
 func (c *Conn) ResetConnection(ctx context.Context) error {
-	return c.simple(ctx, "reset-connection", []byte{mysql.COM_RESET_CONNECTION})
+	if err := c.simple(ctx, "reset-connection", []byte{mysql.COM_RESET_CONNECTION}); err != nil {
+		return err
+	}
+	if c.setVars == "" {
+		return nil
+	}
+	var r Result // the reset cleared them: the target's own session variables again
+	return c.Query(ctx, c.setVars, &r)
 }
 
 // Query sends COM_QUERY and reads every result into r.

@@ -1,0 +1,111 @@
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// Failures indexes, per table, the transactions that failed for good on a
+// side (a deadlock or lock wait timeout on every retry, or the connection
+// lost in the middle): rolled back there, so from then on that side's
+// tables they wrote lack their writes, and a later statement on one of
+// them can differ although no engine does — the literals its client
+// computed from what it read no longer fit. Such a difference is counted
+// apart (ReasonFailedTrx), naming the transaction; so is a table that
+// differs at the end (Explain). The transaction's own statements are not
+// explained by it: the failure itself is the engine's verdict.
+type Failures struct {
+	byTable map[string][]failure
+}
+
+type failure struct {
+	at          int64
+	session     uint64
+	first, last uint64 // outcome keys of its first and last record
+	why         string
+}
+
+// AnyTable in a failure's tables stands for every table (it ran a
+// statement whose writes the analysis cannot name).
+const AnyTable = "*"
+
+// NewFailures returns an empty index.
+func NewFailures() *Failures { return &Failures{byTable: map[string][]failure{}} }
+
+// Add records f, which failed on the side named side.
+func (fs *Failures) Add(side string, f store.FailedTrx) {
+	code := fmt.Sprint(f.Code)
+	if f.Cause != 0 {
+		code += " " + store.CauseText(f.Cause)
+	}
+	why := fmt.Sprintf("a transaction of session %d (seq %d–%d) failed for good on %s (%s after %d attempts)",
+		f.Session, f.FirstSeq, f.LastSeq, side, code, f.Attempts)
+	if f.Cause != 0 {
+		why = fmt.Sprintf("a transaction of session %d (seq %d–%d) lost its connection on %s (%s) and was rolled back",
+			f.Session, f.FirstSeq, f.LastSeq, side, code)
+	}
+	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop), why: why}
+	for _, t := range f.Tables {
+		fs.byTable[t] = append(fs.byTable[t], x)
+	}
+}
+
+// Len is the number of (failure, table) entries.
+func (fs *Failures) Len() int {
+	if fs == nil {
+		return 0
+	}
+	n := 0
+	for _, l := range fs.byTable {
+		n += len(l)
+	}
+	return n
+}
+
+// Before returns why the statement with outcome key key, of session,
+// whose captured interval ends at to, on tables, follows a failed
+// transaction that wrote one of its tables (or any) before it: "" when
+// none did, or when the statement is one of that transaction's own.
+func (fs *Failures) Before(key, session uint64, to int64, tables []string) (string, string) {
+	if fs == nil || len(fs.byTable) == 0 {
+		return "", ""
+	}
+	check := func(t, name string) (string, string) {
+		for _, f := range fs.byTable[t] {
+			if f.at < to && !(f.session == session && f.first <= key && key <= f.last) {
+				return f.why + ", and wrote " + name + " before this", name
+			}
+		}
+		return "", ""
+	}
+	for _, t := range tables {
+		if why, n := check(t, t); why != "" {
+			return why, n
+		}
+	}
+	if len(tables) > 0 {
+		return check(AnyTable, "tables it may have written")
+	}
+	return "", ""
+}
+
+// Explain says which failed transaction a table that differs at the end
+// follows from ("" if none wrote it).
+func (fs *Failures) Explain(table string) string {
+	if fs == nil {
+		return ""
+	}
+	for _, t := range []string{table, AnyTable} {
+		if l := fs.byTable[t]; len(l) > 0 {
+			first := slices.MinFunc(l, func(a, b failure) int { return cmp.Compare(a.at, b.at) })
+			if len(l) == 1 {
+				return first.why
+			}
+			return fmt.Sprintf("%s, and %d more", first.why, len(l)-1)
+		}
+	}
+	return ""
+}

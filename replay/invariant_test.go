@@ -1,0 +1,319 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/internal/invariant"
+	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// captureWorkload runs w from threads connections for d through a
+// capturing proxy (row checksums on) in front of the origin database dsn
+// on srv, and returns the capture.
+func captureWorkload(t testing.TB, w invariant.Workload, srv *sandboxtest.Handle, dsn string, threads int, d time.Duration) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "capture-"+w.Name())
+	st, err := store.Create(dir, store.WriterOptions{Source: "invariant test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := capture.NewRecorder(st, nil)
+	p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Backend: srv.Addr(), Recorder: rec, CaptureResults: proxy.ResultsChecksum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx) }()
+	db := dsn[strings.LastIndex(dsn, "/")+1:]
+	stats, runErr := invariant.Run(context.Background(), "root@tcp("+p.Addr().String()+")/"+db, w, threads, d, 7)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	t.Logf("captured %s: %+v", w.Name(), stats)
+	return dir
+}
+
+// rowsDigest is every table's rows, as text, sorted: equal across engines
+// for equal rows (CHECKSUM TABLE is not).
+func rowsDigest(t testing.TB, db *sql.DB, tables []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, tbl := range tables {
+		rs, err := db.Query("SELECT * FROM " + tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rs.Columns()
+		var lines []string
+		for rs.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, v := range vals {
+				fmt.Fprintf(&b, "%q ", v.String)
+			}
+			lines = append(lines, b.String())
+		}
+		rs.Close()
+		slices.Sort(lines)
+		out[tbl] = strings.Join(lines, "\n")
+	}
+	return out
+}
+
+// lockCounters reads a server's own counts of deadlocks and lock wait
+// timeouts: InnoDB's, or MyRocks' (deadlocks and snapshot conflicts both
+// answer 1213).
+func lockCounters(t *testing.T, db *sql.DB, engine string) (deadlocks, timeouts int64) {
+	t.Helper()
+	get := func(q string) int64 {
+		var name string
+		var v int64
+		if err := db.QueryRow(q).Scan(&name, &v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return v
+	}
+	if engine == "ROCKSDB" {
+		return get("SHOW GLOBAL STATUS LIKE 'Rocksdb_row_lock_deadlocks'") + get("SHOW GLOBAL STATUS LIKE 'Rocksdb_snapshot_conflict_errors'"),
+			get("SHOW GLOBAL STATUS LIKE 'Rocksdb_row_lock_wait_timeouts'")
+	}
+	return get("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'"),
+		get("SELECT name, count FROM information_schema.INNODB_METRICS WHERE name = 'lock_timeouts'")
+}
+
+// The invariant workloads captured through the proxy from eight
+// connections, replayed in every mode onto InnoDB (the baseline), a
+// second InnoDB copy whose lock waits time out after a second, and
+// MyRocks (whose own lock wait timeout is a second, and which answers
+// snapshot conflicts with 1213). Each transaction is all or nothing on
+// every target, so the invariants hold wherever no transaction failed
+// for good; the InnoDB copies end exactly as the origin did (captured
+// AUTO_INCREMENT ids included); every error a server counted is in the
+// report; the ordering gate resolves its stalls without its timeout.
+func TestInvariantsHoldAfterReplay(t *testing.T) {
+	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
+	innoRoot, err := sql.Open("mysql", inno.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer innoRoot.Close()
+	rocksRoot, err := sql.Open("mysql", rocks.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rocksRoot.Close()
+	ctx := context.Background()
+	for _, w := range []invariant.Workload{invariant.Bank{}, invariant.Orders{}} {
+		t.Run(w.Name(), func(t *testing.T) {
+			origin, originDSN := inno.FreshDB(t)
+			if err := w.Setup(ctx, origin, "InnoDB"); err != nil {
+				t.Fatal(err)
+			}
+			capDir := captureWorkload(t, w, inno, originDSN, 8, 3*time.Second)
+			if bad, err := w.Check(ctx, origin); err != nil || len(bad) > 0 {
+				t.Fatalf("the origin itself breaks %q (%v)", bad, err)
+			}
+			want := rowsDigest(t, origin, w.Tables())
+			dba, a := inno.FreshDB(t)
+			dbb, b := inno.FreshDB(t)
+			dbr, r := rocks.FreshDB(t)
+			ta, tb, tr := tgt(t, "innodb", a, ""), tgt(t, "innodb-1s", b+"?innodb_lock_wait_timeout=1", ""), tgt(t, "myrocks", r, ",engine=rocksdb")
+			for _, mode := range truthModes {
+				t.Run(mode.name, func(t *testing.T) {
+					for _, x := range []struct {
+						db     *sql.DB
+						engine string
+					}{{dba, "InnoDB"}, {dbb, "InnoDB"}, {dbr, "ROCKSDB"}} {
+						if err := w.Setup(ctx, x.db, x.engine); err != nil {
+							t.Fatal(err)
+						}
+					}
+					idl0, ito0 := lockCounters(t, innoRoot, "InnoDB")
+					rdl0, rto0 := lockCounters(t, rocksRoot, "ROCKSDB")
+					rep := replayRun(t, capDir, mode.mod, ta, tb, tr)
+					idl1, ito1 := lockCounters(t, innoRoot, "InnoDB")
+					rdl1, rto1 := lockCounters(t, rocksRoot, "ROCKSDB")
+					ra, rb, rr := rep.Targets[0], rep.Targets[1], rep.Targets[2]
+					db1s, drk := rep.Divergences[0], rep.Divergences[1]
+					var records int64
+					for _, n := range captureKinds(t, capDir) {
+						records += n
+					}
+					t.Logf("%d records, %.1fs; innodb-1s vs innodb: compared %d, divergent %d %v, ambiguous %d %v; myrocks vs innodb: compared %d, divergent %d %v, ambiguous %d %v",
+						records, rep.Elapsed, db1s.Compared, db1s.Total(), db1s.ByClass, db1s.Ambiguous, db1s.AmbiguousBy, drk.Compared, drk.Total(), drk.ByClass, drk.Ambiguous, drk.AmbiguousBy)
+					for _, x := range rep.Targets {
+						t.Logf("  %s: errors %v, retries %d (%d ok), order waits %d reruns %d released %d", x.Name, x.ErrorCodes, x.Retries, x.RetriesSucceeded,
+							x.OrderWaits, x.OrderReruns, x.OrderReleased)
+					}
+
+					// Every error a server counted is in the report, exactly.
+					errs := func(x ...*store.TargetResult) (dl, to int64) {
+						for _, tr := range x {
+							dl += tr.ErrorCodes["1213"]
+							to += tr.ErrorCodes["1205"]
+						}
+						return dl, to
+					}
+					if dl, to := errs(&ra.TargetResult, &rb.TargetResult); dl != idl1-idl0 || to != ito1-ito0 {
+						t.Errorf("InnoDB targets report 1213 ×%d, 1205 ×%d; the server counted %d deadlocks, %d lock wait timeouts", dl, to, idl1-idl0, ito1-ito0)
+					}
+					if dl, to := errs(&rr.TargetResult); dl != rdl1-rdl0 || to != rto1-rto0 {
+						t.Errorf("MyRocks reports 1213 ×%d, 1205 ×%d; the server counted %d deadlocks and snapshot conflicts, %d lock wait timeouts", dl, to, rdl1-rdl0, rto1-rto0)
+					}
+
+					// The InnoDB copies: invariants hold, end states are the
+					// origin's (ids as captured), nothing diverges outside
+					// what is labelled.
+					for _, x := range []struct {
+						name string
+						db   *sql.DB
+					}{{"innodb", dba}, {"innodb-1s", dbb}} {
+						if bad, err := w.Check(ctx, x.db); err != nil || len(bad) > 0 {
+							t.Errorf("%s breaks %d invariants (%v): %q", x.name, len(bad), err, firstN(bad, 5))
+						}
+						got := rowsDigest(t, x.db, w.Tables())
+						for _, tbl := range w.Tables() {
+							if got[tbl] != want[tbl] {
+								t.Errorf("%s: table %s differs from the origin's", x.name, tbl)
+							}
+						}
+					}
+					if db1s.Total() != 0 || db1s.Missing != 0 || db1s.Extra != 0 {
+						t.Errorf("innodb-1s: %d divergent %v, missing %d, extra %d", db1s.Total(), db1s.ByClass, db1s.Missing, db1s.Extra)
+						for _, s := range db1s.Samples {
+							if !s.Ambiguous {
+								t.Logf("  [%s] seq %d session %d: %s %v (%s vs %s)", s.Class, s.Seq, s.Session, s.Statement, s.Params, s.Baseline, s.Target)
+							}
+						}
+					}
+					if es := rb.EndState; es == nil || !es.Same {
+						t.Errorf("innodb-1s: the report's end state %+v", es)
+					}
+
+					// Identical copies: no transaction fails for good.
+					if ra.FailedTransactions != 0 || rb.FailedTransactions != 0 {
+						t.Errorf("transactions failed for good on identical copies: innodb %d %v, innodb-1s %d %v", ra.FailedTransactions, ra.FailedByCode, rb.FailedTransactions, rb.FailedByCode)
+					}
+
+					// MyRocks: where no transaction failed for good, the
+					// invariants hold and the end state is the origin's;
+					// after one did, every invariant it breaks and every
+					// table unlike the origin's is one that transaction wrote,
+					// and the report names it for each such table.
+					bad, err := w.Check(ctx, dbr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := rowsDigest(t, dbr, w.Tables())
+					var differ []string
+					for _, tbl := range w.Tables() {
+						if got[tbl] != want[tbl] {
+							differ = append(differ, tbl)
+						}
+					}
+					failed := map[string]bool{}
+					for _, f := range rr.Failures {
+						for _, tb := range f.Tables {
+							failed[tb[strings.Index(tb, ".")+1:]] = true
+						}
+					}
+					t.Logf("  myrocks: %d transactions failed for good %v (tables %v); %d invariants broken %q, tables unlike the origin's %v",
+						rr.FailedTransactions, rr.FailedByCode, failed, len(bad), firstN(bad, 3), differ)
+					if rr.FailedTransactions == 0 && (len(bad) > 0 || len(differ) > 0) {
+						t.Errorf("myrocks: no transaction failed for good, yet %d invariants broken, tables %v differ", len(bad), differ)
+					}
+					for _, v := range bad {
+						if !slices.ContainsFunc(violationTables(v), func(tb string) bool { return failed[tb] }) {
+							t.Errorf("myrocks: %q follows no transaction that failed for good (they wrote %v)", v, failed)
+						}
+					}
+					for _, tbl := range differ {
+						if !failed[tbl] {
+							t.Errorf("myrocks: %s differs from the origin's and no transaction that failed for good wrote it", tbl)
+						}
+					}
+					for _, ts := range rr.EndState.Tables {
+						if ts.Differs && ts.Because == "" {
+							t.Errorf("myrocks: the report says %s differs from the baseline and names no failed transaction", ts.Table)
+						}
+					}
+
+					// Releases at the gate's timeout are rare faults: at most 1
+					// in 10,000 records in a session replay; regrouped
+					// (--concurrency), which may request locks in another
+					// order than the capture's, at most 0.5 %.
+					bound := int64(10000)
+					if strings.HasPrefix(mode.name, "concurrency") {
+						bound = 200
+					}
+					for _, x := range rep.Targets {
+						if bound*x.OrderReleased > records {
+							t.Errorf("%s: %d records released at --order-timeout, want at most 1 in %d of %d", x.Name, x.OrderReleased, bound, records)
+						}
+					}
+					// Every insert got its captured id on the InnoDB copies.
+					for _, vc := range rep.VsCapture[:2] {
+						if vc.ByClass[compare.InsertID] != 0 {
+							t.Errorf("insert-id divergences from the capture: %d", vc.ByClass[compare.InsertID])
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// violationTables are the tables an invariant violation (Workload.Check's
+// line) concerns.
+func violationTables(v string) []string {
+	subject, _, _ := strings.Cut(v, ":")
+	switch word, _, _ := strings.Cut(subject, " "); word {
+	case "accounts":
+		return []string{"accounts"}
+	case "transfers":
+		return []string{"transfers", "accounts"}
+	case "warehouse":
+		return []string{"warehouse", "district"}
+	case "history":
+		return []string{"history", "district"}
+	case "district":
+		return []string{"district", "orders"}
+	case "order":
+		return []string{"orders", "order_line"}
+	case "order_line":
+		return []string{"order_line", "orders"}
+	case "new_order":
+		return []string{"new_order", "orders", "district"}
+	case "stock":
+		return []string{"stock", "order_line"}
+	}
+	return nil
+}
+
+func firstN(s []string, n int) []string { return s[:min(n, len(s))] }

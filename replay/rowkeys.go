@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Row keys tell the ordering gate whether two statements can lock the
+// same row: a statement that names its rows by equality on the table's
+// primary key (sqlinfo.Point: WHERE pk = ?, pk IN (…), INSERT … VALUES
+// with the key's columns) has the keys of those rows, from its captured
+// literals and bound parameters; two statements that both have keys
+// conflict only if a key is in both. Any other statement on a table
+// conflicts with every statement on it. A primary key is read from each
+// target (a table the replay creates has none known: table-level). What
+// row keys miss — a unique secondary key, a gap lock on a missing row, a
+// foreign key check — only makes a stall wait for the gate's in-flight
+// bound instead of yielding at once.
+
+// loadPrimaryKeys reads, on the target, the primary key columns of the
+// tables the capture touches, by captured name ("schema.table",
+// lower-case). Errors leave the map short: those tables are table-level.
+func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
+	rn.pks = map[string][]string{}
+	if len(tables) == 0 {
+		return
+	}
+	db, err := openDB(rn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	byTarget := map[[2]string]string{}
+	schemas := map[string]bool{}
+	for _, t := range tables {
+		schema, name := rn.targetTable(t)
+		byTarget[[2]string{strings.ToLower(schema), strings.ToLower(name)}] = strings.ToLower(t)
+		schemas[schema] = true
+	}
+	for schema := range schemas {
+		rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", schema)
+		if err != nil {
+			continue
+		}
+		for rows.Next() {
+			var tbl, col string
+			if rows.Scan(&tbl, &col) != nil {
+				break
+			}
+			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
+				rn.pks[captured] = append(rn.pks[captured], strings.ToLower(col))
+			}
+		}
+		rows.Close()
+	}
+}
+
+// rowKeys are the keys of the rows rec's statement (info) names, nil when
+// it does not name them all (see loadPrimaryKeys).
+func (rn *runner) rowKeys(info *sqlinfo.Info, rec *store.Record) []string {
+	if info == nil || info.Point == nil {
+		return nil
+	}
+	table := strings.ToLower(info.Point.Table.In(rec.Schema).String())
+	pk := rn.pks[table]
+	if pk == nil {
+		return nil
+	}
+	return info.Point.Keys(table, pk, func(i int) (string, bool) {
+		if i >= len(rec.Params) {
+			return "", false
+		}
+		return keyText(&rec.Params[i])
+	})
+}
+
+// keyText renders a bound value as the literal of it would read in a key
+// (false for NULL or long data: no key).
+func keyText(v *store.Value) (string, bool) {
+	switch {
+	case v.Null || v.LongData:
+		return "", false
+	case v.Bytes != nil:
+		return string(v.Bytes), true
+	case v.Type == store.TypeFloat || v.Type == store.TypeDouble:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64), true
+	case v.Unsigned:
+		return strconv.FormatUint(uint64(v.Int), 10), true
+	}
+	return strconv.FormatInt(v.Int, 10), true
+}
+
+// sharedKey reports whether two key sets have a key in common.
+func sharedKey(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}

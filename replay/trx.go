@@ -1,0 +1,625 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Transactions on a target.
+//
+// A captured transaction runs on every target whole or not at all. Its
+// records go out one by one, in the capture's order; the worker keeps
+// those that ran (trx) until the transaction ends, as the captured
+// session's server saw it (sqlinfo.Trx, fed the captured responses).
+// When a statement meets a deadlock or lock wait timeout the capture did
+// not have, the client's behaviour is replayed: the transaction is rolled
+// back and run again from its first record, then the statement, up to
+// --retries times (retry). When every attempt fails — or the connection
+// is lost in the middle — the transaction has failed for good on this
+// target: it is rolled back, its records already run are flagged, its
+// remaining records are skipped up to its end (never run in autocommit,
+// never committed), and it is listed (store.FailedTrx) so that later
+// differences on the tables it wrote are counted apart and the end state
+// names it. A transaction rolled back to let a statement stuck behind its
+// locks go first (see gate) runs again the same way; if that run meets a
+// lock error, it is retried as above.
+
+// handle runs one record of a captured session (session mode).
+func (w *worker) handle(ctx context.Context, j *job) {
+	rn := w.rn
+	stmt := w.resolve(j)
+	next, step := w.ctrx, sqlinfo.Step{}
+	switch {
+	case stmt:
+		step = next.Apply(j.info, capturedError(j.rec))
+	case j.rec.Kind == store.KindConnect || j.rec.Kind == store.KindChangeUser || j.rec.Kind == store.KindResetConnection || j.rec.Kind == store.KindQuit:
+		// The server rolls back what is open and starts over.
+		step.CommitBefore = next.Open()
+		next.Reset()
+	default:
+		step.In = next.Open() && (j.rec.Kind == store.KindLongData || j.rec.Kind == store.KindFetch)
+	}
+	if step.CommitBefore || stmt && !step.In {
+		w.endTrx() // the transaction before j ended (by j, or before it)
+	}
+	if w.failing >= 0 {
+		switch {
+		case step.In:
+			w.ctrx = next
+			w.skipFailed(j, step)
+			return
+		case stmt || step.CommitBefore:
+			w.failing = -1 // the failed transaction ended before j
+		}
+		// Other records (a prepare, a close, a ping) are the session's,
+		// not the transaction's: they run.
+	}
+	rerun := false
+	if rn.failed() == "" {
+		sleepUntil(ctx, j.intended)
+		// Stuck behind its own locks: the transaction runs again (its
+		// records waiting their turns), then j waits again.
+		for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
+			if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt)) {
+				break
+			}
+			rerun = true
+			if !w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2) && !w.retryTrx(rn.ctx) {
+				w.ctrx = next
+				w.giveUp(j, nil, step)
+				return
+			}
+		}
+	}
+	if stmt && w.rolledBack(rn.ctx, j, step) {
+		w.ctrx = next
+		return
+	}
+	var o store.Outcome
+	kind := w.exec(rn.ctx, j, &o)
+	if rerun {
+		o.Flags |= store.OutcomeOrderRerun
+	}
+	w.ctrx = next
+	if kind == statement {
+		w.afterStatement(rn.ctx, j, &o, step)
+		return
+	}
+	if step.In && kind != skipped {
+		w.keep(j, &o, step)
+	}
+	w.finish(j, &o, kind)
+}
+
+// rolledBack handles a statement the capture's server answered with a
+// deadlock or lock wait timeout: it had no effect there (the statement,
+// or with a deadlock the whole transaction, was rolled back), so it is not
+// sent — run again, it could meet the same deadlock, and the server could
+// pick another victim this time — and the target's transaction is rolled
+// back where the capture's was. Its outcome is not compared. It reports
+// false for any other statement.
+func (w *worker) rolledBack(ctx context.Context, j *job, step sqlinfo.Step) bool {
+	if !isLockError(capturedError(j.rec)) || w.rn.failed() != "" {
+		return false
+	}
+	if step.End == sqlinfo.EndRollback {
+		w.rollback(ctx)
+	}
+	var o store.Outcome
+	o.Flags |= store.OutcomeCaptureRollback
+	kind := skip(&o, store.SkipCaptureRolledBack)
+	w.st.count(func(c *counters) { c.captureRollbacks++ })
+	w.keep(j, &o, step)
+	w.finish(j, &o, kind)
+	return true
+}
+
+// afterStatement decides what a statement's outcome asks of its
+// transaction (session mode and --concurrency alike), then counts and
+// records it.
+func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, step sqlinfo.Step) {
+	switch {
+	case retryable(o) && w.rn.cfg.Retries > 0:
+		// A deadlock or lock wait timeout the capture did not have: the
+		// engine's behaviour, counted; then the client's: roll back, run
+		// the transaction again.
+		w.finish(j, o, statement)
+		final, ok := w.retry(ctx, j, *o)
+		if !ok {
+			w.giveUp(j, &final, step)
+			return
+		}
+		w.keep(j, &final, step)
+		w.record(j, &final)
+		return
+	case retryable(o):
+		// --retries 0: the client gives up at once.
+		w.finish(j, o, statement)
+		w.lastFail = o.ErrCode
+		final := *o
+		w.giveUp(j, &final, step)
+		return
+	case o.Flags&store.OutcomeClientError != 0 && step.In && step.End == sqlinfo.EndNone:
+		// The connection was lost inside the transaction: the server rolled
+		// it back; the rest of it must not run on its own.
+		w.finish(j, o, statement)
+		final := *o
+		w.giveUp(j, &final, step)
+		return
+	}
+	w.keep(j, o, step)
+	w.finish(j, o, statement)
+}
+
+func isLockError(code uint16) bool {
+	return code == sqlinfo.ErrDeadlock || code == sqlinfo.ErrLockWaitTimeout
+}
+
+// keep notes that j ran as part of its transaction (step), or that the
+// transaction ended with it.
+func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
+	if !step.In || step.End != sqlinfo.EndNone {
+		w.endTrx()
+		return
+	}
+	w.trx = append(w.trx, j)
+	w.trxOut = append(w.trxOut, *o)
+	w.publishLocks(len(w.trx))
+}
+
+// endTrx forgets the transaction the target ran: it ended.
+func (w *worker) endTrx() {
+	clear(w.trx)
+	w.trx, w.trxOut = w.trx[:0], w.trxOut[:0]
+	w.publishLocks(0)
+}
+
+// retry rolls back and runs the open transaction's records again, then j,
+// up to --retries times, as a client does after a deadlock or lock wait
+// timeout. It returns j's last outcome, and false when every attempt met
+// one (first is j's failed first outcome).
+func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.Outcome, bool) {
+	last := first
+	w.lastFail = first.ErrCode
+	for range w.rn.cfg.Retries {
+		w.st.count(func(c *counters) { c.retries++ })
+		if !w.rerunTrx(ctx, store.OutcomeRetried, 1) {
+			continue
+		}
+		var o store.Outcome
+		w.exec(ctx, j, &o)
+		o.Flags |= store.OutcomeRetried
+		w.st.count(func(c *counters) { c.reexecuted++ })
+		last = o
+		if retryable(&o) {
+			w.lastFail = o.ErrCode
+			continue
+		}
+		if o.Flags&store.OutcomeError == 0 {
+			w.st.count(func(c *counters) { c.retriesOK++ })
+		}
+		return o, true
+	}
+	return last, false
+}
+
+// retryTrx runs the open transaction again, up to --retries times, after
+// a rerun of it met a deadlock or lock wait timeout: false when every
+// attempt did.
+func (w *worker) retryTrx(ctx context.Context) bool {
+	for range w.rn.cfg.Retries {
+		w.st.count(func(c *counters) { c.retries++ })
+		if w.rerunTrx(ctx, store.OutcomeRetried, 1) {
+			w.st.count(func(c *counters) { c.retriesOK++ })
+			return true
+		}
+	}
+	return false
+}
+
+// giveUp ends a transaction that failed for good on the target at j: it
+// is rolled back, the outcomes of its records that ran are flagged, and
+// j's (final, or j skipped when nil) is recorded. In session mode the
+// rest of the captured transaction is then skipped (skipFailed).
+func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
+	w.rollback(w.rn.ctx)
+	first := j
+	if len(w.trx) > 0 {
+		first = w.trx[0]
+	}
+	f := store.FailedTrx{Session: j.rec.Session, Loop: j.loop, FirstSeq: first.rec.Seq, FailedSeq: j.rec.Seq, LastSeq: j.rec.Seq,
+		Code: w.lastFail, Attempts: 1 + w.rn.cfg.Retries, Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
+	if final != nil && (!retryable(final) || final.Flags&store.OutcomeClientError != 0) {
+		f.Code, f.Cause, f.Attempts = final.ErrCode, final.Cause, 1
+	}
+	if f.Code == 0 {
+		f.Code = mysql.ER_LOCK_DEADLOCK
+	}
+	for i, p := range w.trx {
+		f.Tables = writesOf(p, f.Tables)
+		o := w.trxOut[i]
+		o.Flags |= store.OutcomeTrxFailed
+		w.record(p, &o)
+		w.rn.gate.finish(p.t) // what is not run again must not hold others back
+	}
+	f.Tables = writesOf(j, f.Tables)
+	if final != nil {
+		final.Flags |= store.OutcomeTrxFailed
+		w.record(j, final)
+	} else {
+		var o store.Outcome
+		o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session
+		kind := skip(&o, store.SkipTrxFailed)
+		o.Flags |= store.OutcomeTrxFailed
+		w.finish(j, &o, kind)
+	}
+	key := errorKey(&store.Outcome{ErrCode: f.Code, Cause: f.Cause, Flags: clientFlag(f.Cause)})
+	w.st.failedTrx(key)
+	w.endTrx()
+	w.failures = append(w.failures, f)
+	w.failing = -1
+	if step.In && step.End == sqlinfo.EndNone {
+		w.failing = len(w.failures) - 1
+	}
+}
+
+func clientFlag(cause byte) uint32 {
+	if cause != 0 {
+		return store.OutcomeClientError
+	}
+	return 0
+}
+
+// skipFailed skips a record of a transaction that failed for good here
+// (session mode); the transaction's end ends the skipping.
+func (w *worker) skipFailed(j *job, step sqlinfo.Step) {
+	f := &w.failures[w.failing]
+	var o store.Outcome
+	o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session
+	kind := skip(&o, store.SkipTrxFailed)
+	o.Flags |= store.OutcomeTrxFailed
+	if j.info == nil {
+		kind = notCompared // long data, a fetch: part of a statement not run
+	} else {
+		f.Statements++
+		f.Tables = writesOf(j, f.Tables)
+	}
+	f.LastSeq = j.rec.Seq
+	w.finish(j, &o, kind)
+	if step.End != sqlinfo.EndNone {
+		w.failing = -1
+		w.statsTrx = false
+	}
+}
+
+// writesOf adds the tables j's statement writes (schema-qualified, with
+// the record's schema) to dst.
+func writesOf(j *job, dst []string) []string {
+	if j.info == nil {
+		return dst
+	}
+	for _, t := range qualify(j.info.Writes, j.rec.Schema, nil) {
+		if !slices.Contains(dst, t) {
+			dst = append(dst, t)
+		}
+	}
+	if j.info.WritesUnknown && !slices.Contains(dst, anyTable) {
+		dst = append(dst, anyTable)
+	}
+	return dst
+}
+
+// anyTable stands for every table in a failed transaction's list: it ran
+// a statement whose writes the analysis cannot name (a CALL).
+const anyTable = "*"
+
+// rerunTrx rolls back the open transaction and runs its records again,
+// their outcomes flagged with flag (replacing the first ones). It reports
+// false when one of them hit a deadlock or lock wait timeout again.
+//
+// In a session replay each record has a ticket: the rollback reopens them
+// (what came after them in the capture waits again), and each record
+// waits its turn again before it runs. A record that finds the order stuck
+// behind the transaction's locks while it waits starts the transaction
+// over, with patience (see gate.wait) one step longer each time: a
+// statement that is merely slow gets the time it needs, and no
+// transaction ever waits holding locks without watching for what it
+// blocks (until maxRestarts, far beyond the hard bound).
+func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
+	cur := w.cur
+	defer func() {
+		w.cur = cur
+		if cur != nil {
+			cur.current()
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		w.rollbackReopen(ctx, w.trx)
+		p := patience + attempt
+		if attempt >= maxRestarts {
+			p = 0
+		}
+		ok, restart := w.replayTrx(ctx, flag, p)
+		if restart {
+			w.st.count(func(c *counters) { c.orderReruns++ })
+			continue
+		}
+		if !ok {
+			// Given up: the records not run again must not hold others back.
+			for _, p := range w.trx {
+				w.rn.gate.finish(p.t)
+			}
+			return false
+		}
+		return true
+	}
+}
+
+// maxRestarts bounds how often a transaction starts over for order; by
+// then the in-flight bound (doubled per restart) is far past the hard
+// bound, so in practice the hard bound ends the wait first.
+const maxRestarts = 16
+
+// patience is how long a record about to run waits for a stuck statement
+// before it rolls back its session's open transaction (see gate.wait): 0,
+// no stall detection, when the session holds no transaction (nothing of
+// its own can be in the way); else one step more per earlier attempt.
+func (w *worker) patience(attempt int) int {
+	if w.c == nil || len(w.trx) == 0 || attempt >= maxRestarts {
+		return 0
+	}
+	return attempt + 1
+}
+
+// replayTrx runs the rolled-back transaction's records again (see
+// rerunTrx): ok false when one hit a deadlock or lock wait timeout;
+// restart when one, waiting its turn, found the order stuck behind this
+// transaction's locks.
+func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, restart bool) {
+	for i, p := range w.trx {
+		if p.t != nil && w.rn.failed() == "" {
+			w.cur = p.t
+			p.t.current()
+			w.rn.gate.markIdle(p.t)
+			pt := patience
+			if i == 0 {
+				pt = 0 // rolled back: holds no locks yet
+			}
+			res, _ := w.rn.gate.wait(w.rn.ctx, p.t, p.t.start, pt, w.rn.cfg.OrderTimeout, w.held(i))
+			switch res {
+			case waitStalled:
+				return false, true
+			case waitTimeout, waitReleased:
+				w.released = true
+				w.st.count(func(c *counters) { c.orderReleased++ })
+			}
+		}
+		var po store.Outcome
+		kind := w.exec(ctx, p, &po)
+		po.Flags |= flag
+		if kind == statement {
+			w.st.count(func(c *counters) { c.reexecuted++ })
+		}
+		if kind != notCompared {
+			w.record(p, &po)
+		}
+		w.trxOut[i] = po
+		w.publishLocks(i + 1)
+		w.rn.gate.finish(p.t)
+		if kind == statement && retryable(&po) {
+			w.lastFail = po.ErrCode
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// rollbackReopen rolls back the open transaction trx and reopens its
+// records' tickets (session replays); it returns how many it reopened.
+func (w *worker) rollbackReopen(ctx context.Context, trx []*job) int {
+	w.rollback(ctx)
+	w.publishLocks(0)
+	ts := make([]*ticket, 0, len(trx))
+	for _, p := range trx {
+		if p.t != nil {
+			ts = append(ts, p.t)
+		}
+	}
+	if len(ts) > 0 {
+		w.rn.gate.reopen(ts)
+	}
+	return len(ts)
+}
+
+// runUnit runs a unit (--concurrency): its records in order; before its
+// COMMIT, it waits for every unit that committed earlier in the capture
+// (rolling back and running again if that one is stuck behind this unit's
+// locks); the whole transaction runs again after a deadlock the capture
+// did not have, and one that fails for good is rolled back with the rest
+// of its records skipped.
+func (w *worker) runUnit(ctx context.Context, u *unit) {
+	if err := w.adopt(ctx, u); err != nil && w.c == nil {
+		// Every record fails as the connection did.
+		for i := range u.jobs {
+			j := &u.jobs[i]
+			o := store.Outcome{Seq: store.OutcomeSeq(j.rec.Seq, j.loop), Session: j.rec.Session}
+			kind := statement
+			if j.info == nil {
+				kind = notCompared
+			}
+			w.fill(&o, nil, err, j.info)
+			w.finish(j, &o, kind)
+		}
+		return
+	}
+	w.endTrx()
+	w.failing = -1
+	if b := w.rn.board; b != nil {
+		b.running(w.slot, u.t)
+		defer b.running(w.slot, nil)
+	}
+	var tx sqlinfo.Trx
+	if u.manual {
+		tx.Apply(&manualInfo, 0)
+	}
+	rerun := false
+	for i := range u.jobs {
+		j := &u.jobs[i]
+		var step sqlinfo.Step
+		if j.info != nil {
+			step = tx.Apply(j.info, capturedError(j.rec))
+		} else {
+			step.In = tx.Open()
+		}
+		if w.failing >= 0 {
+			w.skipFailed(j, step)
+			continue
+		}
+		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
+			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1) {
+				rerun = true
+				if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
+					w.giveUp(j, nil, step)
+					continue
+				}
+			}
+		}
+		if b := w.rn.board; b != nil && u.t != nil {
+			at := w.rn.offset(j.rec, j.loop)
+			end := at + int64(j.rec.Duration)
+			changes := j.info == nil || j.info.Changes()
+			var tables, keys []string
+			if j.info != nil && !j.info.WritesUnknown && !j.info.Unanalysable {
+				tables, _ = ticketTables([]string{}, j.info)
+				keys = w.rn.rowKeys(j.info, j.rec)
+			}
+			b.set(w.slot, end, changes, tables, keys)
+			if i > 0 {
+				if k := b.wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.locks.Load()); k >= 0 {
+					// Stuck behind this unit's locks: roll back, let it go
+					// first, run the unit's records so far again.
+					rerun = true
+					w.st.count(func(c *counters) { c.orderReruns++ })
+					w.rollbackReopen(ctx, w.trx)
+					b.until(ctx, k, w.rn.cfg.OrderTimeout)
+					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
+						w.giveUp(j, nil, step)
+						continue
+					}
+				}
+			}
+			b.sent(w.slot)
+		}
+		if j.info != nil && w.rolledBack(ctx, j, step) {
+			continue
+		}
+		var o store.Outcome
+		kind := w.exec(ctx, j, &o)
+		if rerun {
+			o.Flags |= store.OutcomeOrderRerun
+		}
+		if kind == statement {
+			w.afterStatement(ctx, j, &o, step)
+			continue
+		}
+		if step.In && kind != skipped {
+			w.keep(j, &o, step)
+		}
+		w.finish(j, &o, kind)
+	}
+	if u.open && w.c != nil {
+		w.rollback(ctx) // the client left with the transaction open
+	}
+	w.endTrx()
+	w.failing = -1
+	if b := w.rn.board; b != nil {
+		b.set(w.slot, -1, false, nil, nil)
+	}
+}
+
+// publishLocks tells the gate what the first n records of the open
+// transaction locked (see lockSet): after each record that runs, and
+// empty once the transaction ends or is rolled back.
+func (w *worker) publishLocks(n int) {
+	c := w.cursor
+	if c == nil {
+		return
+	}
+	var ls *lockSet
+	for _, p := range w.trx[:n] {
+		if p.info == nil || !p.info.Changes() {
+			continue
+		}
+		if ls == nil {
+			ls = &lockSet{}
+		}
+		end := w.rn.offset(p.rec, p.loop) + int64(p.rec.Duration)
+		if p.t != nil {
+			end = p.t.end
+		}
+		tables, anyT := ticketTables(nil, p.info)
+		ls.stmts = append(ls.stmts, lockStmt{end: end, tables: tables, any: anyT, keys: w.rn.rowKeys(p.info, p.rec)})
+	}
+	if ls != nil {
+		w.rn.gate.holds(c)
+	}
+	c.locks.Store(ls)
+}
+
+// held returns the worker's cursor when the first n records of its open
+// transaction ran (it may hold locks: see gate.wait), else nil.
+func (w *worker) held(n int) *cursor {
+	if n == 0 || w.c == nil || len(w.trx) == 0 {
+		return nil
+	}
+	return w.cursor
+}
+
+// ticketTables are the table names (unqualified: a schema mismatch can
+// only make the gate more careful) that infos touch, and whether one may
+// touch any.
+func ticketTables(dst []string, infos ...*sqlinfo.Info) ([]string, bool) {
+	anyT := false
+	for _, info := range infos {
+		if info == nil {
+			continue
+		}
+		anyT = anyT || info.WritesUnknown || info.Unanalysable
+		for _, ts := range [][]sqlinfo.Table{info.Reads, info.Writes} {
+			for _, tb := range ts {
+				if n := strings.ToLower(tb.Name); !slices.Contains(dst, n) {
+					dst = append(dst, n)
+				}
+			}
+		}
+	}
+	return dst, anyT
+}
+
+// manualInfo is SET autocommit=0, for a unit of a session that had
+// autocommit off.
+var manualInfo = sqlinfo.Info{Set: true, SetAutocommit: '0'}
+
+// failures lists the transactions that failed for good on the target, in
+// the capture's order (after its workers have stopped).
+func (rn *runner) failures() []store.FailedTrx {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	var out []store.FailedTrx
+	for _, w := range rn.mu.workers {
+		out = append(out, w.failures...)
+	}
+	slices.SortFunc(out, func(a, b store.FailedTrx) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.FirstSeq, b.FirstSeq)
+	})
+	return out
+}
