@@ -48,12 +48,15 @@ const (
 // locks there in the order they ended (a waiter's statement returns once
 // it has its locks). So a record that changes what others see goes to the
 // server only after every ticket that changes what others see on one of
-// its tables, overlapped it, and ended before it, has been sent (the
-// server queues lock requests in the order they come); a record run again
-// after its transaction yielded waits until those are done (a statement
-// that locks several rows one after another would otherwise lose a row to
-// the rerun again). These waits too go from a ticket to tickets that ended
-// before it: the gate never waits in a cycle.
+// its rows (its tables, when either does not name its rows by key: see
+// rowKeys), overlapped it, and ended before it, has been sent when that
+// one locks a single row it names (the server queues lock requests in
+// the order they come), and is done when it locks several or rows it does
+// not name (it takes them one after another, and would otherwise lose one
+// it has not reached yet); a record run again after its transaction
+// yielded waits until all of them are done. These waits too go from a
+// ticket to tickets that ended before it: the gate never waits in a
+// cycle.
 //
 // Which in-flight statement s can a waiter's transaction block? Only one
 // whose lock one of the transaction's statements p took in replay but not
@@ -625,7 +628,11 @@ func (g *gate) sendBlockerLocked(t *ticket, patience int, h *cursor, wake time.D
 	i := sort.Search(len(pend), func(i int) bool { return pend[i].end >= t.start })
 	for ; i < len(pend) && pend[i].end < t.end; i++ {
 		p := pend[i]
-		if p == t || p.done || p.sent.Load() != 0 && !strict || !conflicts(p, t) || dependsOn(p, t, 0) {
+		// A statement that locks one row has its lock once the server has
+		// it; one that locks several, or rows it does not name, takes them
+		// one after another, so t goes after it is done.
+		ready := p.sent.Load() != 0 && !strict && len(p.keys) == 1
+		if p == t || p.done || ready || !conflicts(p, t) || dependsOn(p, t, 0) {
 			continue
 		}
 		if patience > 0 {

@@ -520,9 +520,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 	}
 	for _, rn := range runners {
 		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point
-		if pcfg.Order == OrderCapture {
-			rn.loadPrimaryKeys(ctx, x.tables)
-		}
+		rn.loadPrimaryKeys(ctx, x.tables)                     // row keys for the gate, AUTO_INCREMENT columns for captured ids
 	}
 	pcfg.metricsRun.start(pcfg.Metrics, runners)
 	stopProgress := func() {}

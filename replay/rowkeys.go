@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,6 +42,7 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 		byTarget[[2]string{strings.ToLower(schema), strings.ToLower(name)}] = strings.ToLower(t)
 		schemas[schema] = true
 	}
+	rn.autoinc = map[string]string{}
 	for schema := range schemas {
 		rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", schema)
 		if err != nil {
@@ -56,7 +58,58 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 			}
 		}
 		rows.Close()
+		// Which tables exist, and their AUTO_INCREMENT column ("" none).
+		rows, err = db.QueryContext(ctx, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", schema)
+		if err != nil {
+			continue
+		}
+		for rows.Next() {
+			var tbl, col string
+			if rows.Scan(&tbl, &col) != nil {
+				break
+			}
+			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
+				rn.autoinc[captured] = strings.ToLower(col)
+			}
+		}
+		rows.Close()
 	}
+}
+
+// generates reports whether rec's INSERT (info) can generate an
+// AUTO_INCREMENT value: its table has such a column (or is unknown: a
+// table the traffic creates) and some row leaves it out, NULL or 0. An
+// INSERT that gives every row its id needs no SET insert_id.
+func (rn *runner) generates(info *sqlinfo.Info, rec *store.Record) bool {
+	p := info.Point
+	if p == nil || p.Rows == nil {
+		return true
+	}
+	col, known := rn.autoinc[strings.ToLower(p.Table.In(rec.Schema).String())]
+	switch {
+	case !known:
+		return true
+	case col == "":
+		return false
+	}
+	i := slices.Index(p.Cols, col)
+	if i < 0 {
+		return true
+	}
+	for _, row := range p.Rows {
+		v := row[i]
+		s, ok := v.Lit, true
+		if v.Param >= 0 {
+			if v.Param >= len(rec.Params) {
+				return true
+			}
+			s, ok = keyText(&rec.Params[v.Param])
+		}
+		if !ok || s == "0" || strings.EqualFold(s, "NULL") || s == "<nil>" {
+			return true
+		}
+	}
+	return false
 }
 
 // rowKeys are the keys of the rows rec's statement (info) names, nil when

@@ -71,8 +71,10 @@ type runner struct {
 	// succeeds): a shadow holds its feed while it is set (live.waitUp).
 	downMsg atomic.Pointer[string]
 	// pks are the primary keys of the capture's tables on this target,
-	// by captured name (loadPrimaryKeys).
-	pks map[string][]string
+	// by captured name, and autoinc their AUTO_INCREMENT columns ("" for
+	// none; absent: not known) (loadPrimaryKeys).
+	pks     map[string][]string
+	autoinc map[string]string
 }
 
 // setDown records the outcome of a connection attempt.

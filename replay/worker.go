@@ -352,14 +352,16 @@ func (w *worker) resolve(j *job) bool {
 	return true
 }
 
-// before sends what must precede a statement on the target, outside its
-// measured time: the AUTO_INCREMENT value its captured INSERT generated
+// before sends what must precede a statement on the target: the
+// AUTO_INCREMENT value its captured INSERT generated
 // (SET insert_id, as statement-based replication's INSERT_ID event does,
 // so that retries, reruns and inserts that overlapped in the capture give
 // every target the captured ids). Only a broken connection is an error.
 func (w *worker) before(ctx context.Context, j *job) error {
-	if id := capturedInsertID(j); id != 0 {
-		return w.helper(ctx, "SET insert_id = "+strconv.FormatUint(id, 10))
+	if id := capturedInsertID(j); id != 0 && w.rn.generates(j.info, j.rec) {
+		// Sent with the statement, in one write (its time is in the
+		// statement's: a few microseconds of the server's).
+		w.c.Prelude("SET insert_id = " + strconv.FormatUint(id, 10))
 	}
 	return nil
 }

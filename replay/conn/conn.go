@@ -137,6 +137,8 @@ type Conn struct {
 	// setVars sets the session variables of Config (Vars, Interactive)
 	// again after a reset.
 	setVars string
+	// prelude is a text query that goes out with the next command.
+	prelude []byte
 }
 
 // Dial connects and logs in. The connection lives until Close or until
@@ -330,6 +332,7 @@ func (c *Conn) Close() error {
 // Quit sends COM_QUIT and closes the connection.
 func (c *Conn) Quit() {
 	if c.broken == nil {
+		c.prelude = nil // nothing of it matters once the session ends
 		c.buf = append(c.buf[:0], mysql.COM_QUIT)
 		c.send()
 	}
@@ -338,10 +341,39 @@ func (c *Conn) Quit() {
 
 // send writes c.buf as a command (sequence 0).
 func (c *Conn) send() error {
+	if c.prelude != nil {
+		if _, err := c.wc.WritePacket(0, c.prelude); err != nil {
+			return err
+		}
+	}
 	if _, err := c.wc.WritePacket(0, c.buf); err != nil {
 		return err
 	}
 	return c.wc.Flush()
+}
+
+// Prelude makes the next command go out behind a text query, in the same
+// write (the server reads commands in order): SET insert_id before an
+// INSERT costs no round trip of its own. The query's own answer is read
+// first; an error it gets is its own (a broken connection is the
+// command's).
+func (c *Conn) Prelude(sql string) {
+	c.prelude = append(append(c.prelude[:0], mysql.COM_QUERY), sql...)
+}
+
+// readPrelude reads the answer to a prelude sent with the command.
+func (c *Conn) readPrelude(ctx context.Context, op string) error {
+	if c.prelude == nil {
+		return nil
+	}
+	c.prelude = nil
+	var r Result
+	err := c.readResults(ctx, op, false, &r)
+	var se *ServerError
+	if errors.As(err, &se) {
+		return nil
+	}
+	return err
 }
 
 // readPacket reads one payload, joining the frames of a payload of 16 MiB
@@ -384,6 +416,9 @@ func (c *Conn) simple(ctx context.Context, op string, payload []byte) error {
 	c.buf = append(c.buf[:0], payload...)
 	if err := c.send(); err != nil {
 		return c.fail(op, err, ctx)
+	}
+	if err := c.readPrelude(ctx, op); err != nil {
+		return err
 	}
 	p, err := c.readPacket()
 	if err != nil {
@@ -439,6 +474,9 @@ func (c *Conn) Query(ctx context.Context, sql string, r *Result) error {
 	if err := c.send(); err != nil {
 		return c.fail("query", err, ctx)
 	}
+	if err := c.readPrelude(ctx, "query"); err != nil {
+		return err
+	}
 	return c.readResults(ctx, "query", false, r)
 }
 
@@ -452,6 +490,9 @@ func (c *Conn) Prepare(ctx context.Context, sql string) (*Stmt, error) {
 	c.buf = append(append(c.buf[:0], mysql.COM_STMT_PREPARE), sql...)
 	if err := c.send(); err != nil {
 		return nil, c.fail("prepare", err, ctx)
+	}
+	if err := c.readPrelude(ctx, "prepare"); err != nil {
+		return nil, err
 	}
 	p, err := c.readPacket()
 	if err != nil {
@@ -492,7 +533,9 @@ func (c *Conn) CloseStmt(st *Stmt) {
 	c.buf = append(c.buf[:0], mysql.COM_STMT_CLOSE, byte(st.ID), byte(st.ID>>8), byte(st.ID>>16), byte(st.ID>>24))
 	if err := c.send(); err != nil {
 		c.fail("close", err, nil)
+		return
 	}
+	c.readPrelude(c.life, "close") // a close has no answer; a prelude has
 }
 
 // ResetStmt sends COM_STMT_RESET (its long data and cursor are dropped).
@@ -511,6 +554,9 @@ func (c *Conn) SendLongData(ctx context.Context, st *Stmt, param uint16, data []
 	c.buf = l.Append(c.buf[:0])
 	if err := c.send(); err != nil {
 		return c.fail("long-data", err, ctx)
+	}
+	if err := c.readPrelude(ctx, "long-data"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -537,6 +583,9 @@ func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor b
 	if err := c.send(); err != nil {
 		return c.fail("execute", err, ctx)
 	}
+	if err := c.readPrelude(ctx, "execute"); err != nil {
+		return err
+	}
 	return c.readResults(ctx, "execute", true, r)
 }
 
@@ -551,6 +600,9 @@ func (c *Conn) Fetch(ctx context.Context, st *Stmt, rows uint32, r *Result) erro
 	c.buf = cmd.Append(c.buf[:0])
 	if err := c.send(); err != nil {
 		return c.fail("fetch", err, ctx)
+	}
+	if err := c.readPrelude(ctx, "fetch"); err != nil {
+		return err
 	}
 	// Rows of the cursor's result set, whose columns the execute described.
 	r.Results, r.Sets, r.Columns = 1, 1, uint32(st.Columns)
