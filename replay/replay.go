@@ -313,7 +313,8 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		if err != nil {
 			return nil, err
 		}
-		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline()}
+		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
+			TLS: info.TLS}
 	}
 	an := sqlinfo.NewAnalyzer()
 	var x *captureIndex

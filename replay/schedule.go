@@ -8,12 +8,10 @@ import (
 	"math"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/replay/conn"
@@ -119,28 +117,18 @@ type rewritten struct {
 
 func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *captureIndex, an *sqlinfo.Analyzer, r *store.Reader,
 	run *store.RunWriter, reg *digestRegistry) (*runner, error) {
-	c, err := mysql.ParseDSN(t.DSN)
+	cc, err := t.Conn() // the DSN's address, credentials, TLS and session variables
 	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		return nil, err
 	}
-	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: c.DBName,
+	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
 		gate: newGate(cfg.OrderInflight, cfg.OrderTimeout)}
-	rn.connCfg = conn.Config{Addr: c.Addr, User: c.User, Password: c.Passwd, Dial: rn.dial, Timeout: 10 * time.Second, Vars: sessionVars(c.Params)}
+	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
+	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
 	rn.mu.conns = map[*conn.Conn]struct{}{}
 	rn.mu.rewrites = map[string]rewritten{}
 	return rn, nil
-}
-
-// sessionVars are a DSN's parameters that are session variables, sorted
-// by name (go-sql-driver sends each as SET name=value).
-func sessionVars(params map[string]string) [][2]string {
-	out := make([][2]string, 0, len(params))
-	for k, v := range params {
-		out = append(out, [2]string{k, v})
-	}
-	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
-	return out
 }
 
 // dial opens a connection on raw system calls. With IOBlocking a worker

@@ -191,6 +191,7 @@ figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}figure svg{max
 <tr><th class="l"></th>{{range .Targets}}<th>{{.Name}}{{if .Baseline}} (baseline){{end}}</th>{{end}}</tr>
 <tr><th class="l">engine, options</th>{{range .Targets}}<td>{{.Engine}} {{.Options}}</td>{{end}}</tr>
 <tr><th class="l">server</th>{{range .Targets}}<td>{{.Version}} <span class="note">{{.Addr}}</span></td>{{end}}</tr>
+<tr><th class="l">connection</th>{{range .Targets}}<td>{{if .TLS}}TLS {{.TLS}}{{else}}in clear{{end}}</td>{{end}}</tr>
 <tr><th class="l">transactions/s</th>{{range .Targets}}<td>{{f1 .TPS}}</td>{{end}}</tr>
 <tr><th class="l">queries/s</th>{{range .Targets}}<td>{{f1 .QPS}}</td>{{end}}</tr>
 <tr><th class="l">queries r/w/o</th>{{range .Targets}}<td>{{.Reads}}/{{.Writes}}/{{.Other}}</td>{{end}}</tr>

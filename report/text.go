@@ -113,6 +113,12 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	row("", func(t *Target) string { return t.Name })
 	row("engine", func(t *Target) string { return clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
 	row("version", func(t *Target) string { return strings.SplitN(t.Version, "-", 3)[0] })
+	row("connection", func(t *Target) string {
+		if t.TLS == "" {
+			return "in clear"
+		}
+		return clip("TLS "+strings.TrimPrefix(t.TLS, "TLS_"), 22)
+	})
 	row("transactions", func(t *Target) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
 	row("queries (r/w/o)", func(t *Target) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
 	row("queries/s", func(t *Target) string { return fmt.Sprintf("%.1f", t.QPS) })

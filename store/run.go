@@ -86,6 +86,8 @@ type RunTarget struct {
 	Options  string `json:"options,omitempty"`
 	Version  string `json:"version"`
 	Baseline bool   `json:"baseline"`
+	// TLS is the cipher suite the target's connections ran ("" in clear).
+	TLS string `json:"tls,omitempty"`
 }
 
 // RunEnd is written when a run ends. A run without one did not finish.

@@ -119,7 +119,7 @@
 // Run format 2 adds the outcome flag OutcomeTrxFailed (bit 10) and the skip
 // reason SkipTrxFailed (9), the results' failed transactions
 // (failed_transactions, failed_transactions_by_code, failures), reexecuted,
-// and an end-state table's "because"; its error counts count every failed
+// an end-state table's "because", and a target's "tls"; its error counts count every failed
 // run of a statement, not only each record's first. A format 1 run reads
 // as before.
 //

@@ -37,6 +37,7 @@ type FileTarget struct {
 	DSN      string `yaml:"dsn"`
 	Engine   string `yaml:"engine"`
 	Options  string `yaml:"options"`
+	CA       string `yaml:"ca"`
 	Baseline bool   `yaml:"baseline"`
 }
 
@@ -93,7 +94,7 @@ func convert(path, what string, fts []FileTarget) ([]Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %s %s: %v", ErrBadSpec, path, what, ft.Name, err)
 		}
-		t := Target{Name: ft.Name, DSN: dsn, Engine: "InnoDB", Options: ft.Options, Baseline: ft.Baseline}
+		t := Target{Name: ft.Name, DSN: dsn, Engine: "InnoDB", Options: ft.Options, CA: ft.CA, Baseline: ft.Baseline}
 		if ft.Engine != "" {
 			t.Engine = CanonicalEngine(ft.Engine)
 		}

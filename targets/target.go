@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -33,6 +32,9 @@ type Target struct {
 	// Options are extra table options, e.g. "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8".
 	Options  string
 	Baseline bool
+	// CA is a PEM file of the CA that signed the server's certificate:
+	// every connection is TLS, verified against it (see connect.go).
+	CA string
 }
 
 // Known engine spellings, mapped to what SHOW ENGINES says.
@@ -49,13 +51,13 @@ func CanonicalEngine(name string) string {
 	return name
 }
 
-// Parse reads "name=DSN[,engine=X][,options=…][,baseline]". An options
-// value may hold commas (options=COMMENT='a, b'): a comma starts a new key
-// only when a known key follows it.
+// Parse reads "name=DSN[,engine=X][,options=…][,ca=FILE][,baseline]". An
+// options value may hold commas (options=COMMENT='a, b'): a comma starts a
+// new key only when a known key follows it.
 func Parse(spec string) (Target, error) {
 	name, rest, ok := strings.Cut(spec, "=")
 	if !ok || name == "" || rest == "" {
-		return Target{}, fmt.Errorf("%w %q: want name=DSN[,engine=X][,options=…][,baseline], e.g. innodb=root@tcp(127.0.0.1:3306)/sbtest,engine=innodb", ErrBadSpec, spec)
+		return Target{}, fmt.Errorf("%w %q: want name=DSN[,engine=X][,options=…][,ca=FILE][,baseline], e.g. innodb=root@tcp(127.0.0.1:3306)/sbtest,engine=innodb", ErrBadSpec, spec)
 	}
 	parts := strings.Split(rest, ",")
 	t := Target{Name: name, DSN: parts[0], Engine: "InnoDB"}
@@ -69,11 +71,13 @@ func Parse(spec string) (Target, error) {
 			t.Options = strings.TrimSpace(v)
 		case key == "baseline" && v == "":
 			t.Baseline = true
+		case key == "ca":
+			t.CA = strings.TrimSpace(v)
 		case last == "options":
 			t.Options += "," + p // a comma inside the options
 			continue
 		default:
-			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, baseline)", ErrBadSpec, spec, k)
+			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, ca, baseline)", ErrBadSpec, spec, k)
 		}
 		last = strings.ToLower(strings.TrimSpace(k))
 	}
@@ -93,6 +97,9 @@ func (t Target) validate() error {
 	}
 	if _, err := sqlinfo.ParseOptions(t.Options); err != nil {
 		return fmt.Errorf("%w %s: %v", ErrBadSpec, t.Name, err)
+	}
+	if _, err := t.config(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -125,6 +132,8 @@ type Engine struct {
 type Info struct {
 	Version string
 	Engines []Engine
+	// TLS is the cipher the check's connection negotiated ("" in clear).
+	TLS string
 }
 
 // Available lists the engines the server can use.
@@ -138,17 +147,15 @@ func (i Info) Available() []string {
 	return out
 }
 
-// Open opens the target's database handle (the DSN's schema need not exist).
+// Open opens the target's database handle (the DSN's schema need not
+// exist), with the DSN's TLS, timeouts and session variables (see
+// connect.go).
 func (t Target) Open() (*sql.DB, error) {
-	c, err := mysql.ParseDSN(t.DSN)
+	dsn, err := t.sqlDSN()
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrBadSpec, t.Name, err)
+		return nil, err
 	}
-	c.DBName = ""
-	if c.Timeout == 0 {
-		c.Timeout = 5 * time.Second
-	}
-	return sql.Open("mysql", c.FormatDSN())
+	return sql.Open("mysql", dsn)
 }
 
 // Check connects, records the version, and verifies the engine is there.
@@ -157,6 +164,8 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&info.Version); err != nil {
 		return info, fmt.Errorf("%w: target %s: cannot query %s: %v", ErrUnreachable, t.Name, t.Addr(), err)
 	}
+	var name string
+	db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &info.TLS)
 	rows, err := db.QueryContext(ctx, "SHOW ENGINES")
 	if err != nil {
 		return info, fmt.Errorf("target %s: SHOW ENGINES: %w", t.Name, err)

@@ -99,7 +99,7 @@ before and after every replay, and their reports show it.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,baseline], repeatable; the DSN names the database")
+	f.StringArrayVar(&specs, "target", nil, targetFlagHelp+"; the DSN names the database")
 	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
 	f.StringSliceVar(&tables, "tables", nil, "only these tables (comma-separated)")
 	f.BoolVar(&asJSON, "json", false, "print JSON: [{target, tables: [{table, engine, rows, data_bytes, index_bytes, source}]}]")
@@ -112,6 +112,12 @@ func tablesOrNil(t []string) []string {
 	}
 	return t
 }
+
+// targetFlagHelp is --target's (and --shadow's) help, the same for every
+// command that takes targets.
+const targetFlagHelp = "name=DSN[,engine=X][,options=TABLE OPTIONS][,ca=CA.pem][,baseline], repeatable; " +
+	"the DSN's tls=true|skip-verify|preferred (or ca=, verified against that CA) and its session variables " +
+	"(…/db?innodb_lock_wait_timeout=1) reach every connection to the target"
 
 // loadTargets reads --config and --target into targets, at least one.
 func loadTargets(configFile string, specs []string) ([]targets.Target, error) {

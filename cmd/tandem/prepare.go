@@ -55,7 +55,7 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=innodb|rocksdb|tokudb|…][,options=TABLE OPTIONS], repeatable")
+	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
 	f.IntVar(&cfg.Tables, "tables", 1, "number of tables")
 	f.IntVar(&cfg.TableSize, "table-size", 10000, "rows per table")
 	f.IntVar(&cfg.Threads, "threads", 1, "connections loading each target at once")

@@ -140,7 +140,7 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too: name=DSN[,engine=X][,options=…] (repeatable; needs --capture)")
+	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too (needs --capture): "+targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")
 	f.StringVar(&sh.Mode, "shadow-mode", shadow.All, "all (every statement: shadows cloned from the primary) or read-only (no writes: shadows with other data)")
 	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")

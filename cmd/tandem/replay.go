@@ -254,7 +254,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&specs, "target", nil, "name=DSN[,engine=X][,options=TABLE OPTIONS][,baseline], repeatable")
+	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")

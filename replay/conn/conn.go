@@ -57,6 +57,9 @@ type Config struct {
 	// utf8mb4_general_ci).
 	Collation byte
 	TLS       *tls.Config
+	// TLSFallback: a server that offers no TLS is reached in clear
+	// (go-sql-driver's tls=preferred).
+	TLSFallback bool
 	// Vars are session variables set right after login ("name" =
 	// "value" as the DSN gives them, e.g. innodb_lock_wait_timeout=1),
 	// in order, as go-sql-driver sets a DSN's parameters.
@@ -132,8 +135,10 @@ type Conn struct {
 	busy        atomic.Int64 // when the call in progress began (unix ns), 0 when idle
 	interrupted atomic.Bool  // Interrupt ended it
 	seq         byte         // the sequence id of the last packet read
-	// ID is the server's connection id.
-	ID uint32
+	// ID is the server's connection id; TLS the cipher suite it runs
+	// ("" in clear).
+	ID  uint32
+	TLS string
 	// setVars sets the session variables of Config (Vars, Interactive)
 	// again after a reset.
 	setVars string
@@ -144,6 +149,18 @@ type Conn struct {
 // Dial connects and logs in. The connection lives until Close or until
 // ctx ends.
 func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	c, err := dial(ctx, cfg)
+	if err != nil && cfg.TLS != nil && cfg.TLSFallback && errors.Is(err, errNoServerTLS) {
+		cfg.TLS = nil
+		return dial(ctx, cfg)
+	}
+	return c, err
+}
+
+// errNoServerTLS: TLS was asked for and the server offers none.
+var errNoServerTLS = errors.New("the server offers no TLS")
+
+func dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -190,9 +207,15 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		if raw != nil {
 			raw.Close()
 		}
+		if cfg.TLS != nil && strings.Contains(err.Error(), "does not support TLS") {
+			err = fmt.Errorf("%w: %v", errNoServerTLS, err)
+		}
 		return nil, dialError(err)
 	}
 	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID()}
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		c.TLS = tls.CipherSuiteName(tc.ConnectionState().CipherSuite)
+	}
 	c.wc = wire.NewConn(c.nc)
 	c.nc.SetDeadline(time.Time{})
 	c.stop = context.AfterFunc(ctx, func() { c.nc.Close() })
