@@ -41,8 +41,9 @@ type event struct {
 const (
 	evSchema byte = iota + 1
 	evPrepare
-	evTrxOpen
-	evTrxClose
+	evTrxOpen   // a transaction opens with this record
+	evTrxClose  // this record ends its transaction (it belongs to it)
+	evTrxBefore // the transaction open before this record ended before it (an implicit commit)
 )
 
 func newHistories(r *store.Reader, an *sqlinfo.Analyzer) *histories {
@@ -65,7 +66,7 @@ func (h *histories) session(id uint64) []event {
 	}
 	var evs []event
 	sqlOf := map[uint32]string{}
-	inTrx, autocommit := false, true
+	var trx sqlinfo.Trx
 	for x, err := range h.r.Session(id) {
 		if err != nil {
 			break
@@ -73,7 +74,19 @@ func (h *histories) session(id uint64) []event {
 		var sql string
 		switch x.Kind {
 		case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+			if x.Kind != store.KindInitDB && trx.Open() {
+				evs = append(evs, event{seq: x.Seq, kind: evTrxBefore})
+			}
+			if x.Kind != store.KindInitDB {
+				trx.Reset()
+			}
 			evs = append(evs, event{seq: x.Seq, kind: evSchema, text: x.Schema})
+			continue
+		case store.KindResetConnection:
+			if trx.Open() {
+				evs = append(evs, event{seq: x.Seq, kind: evTrxBefore})
+			}
+			trx.Reset()
 			continue
 		case store.KindPrepare:
 			sqlOf[x.StmtID] = x.SQL
@@ -92,19 +105,18 @@ func (h *histories) session(id uint64) []event {
 				evs = append(evs, event{seq: x.Seq, kind: evSchema, text: db})
 			}
 		}
-		if info.Set && info.SetAutocommit != 0 {
-			autocommit = info.SetAutocommit == '1'
+		step := trx.Apply(info, capturedError(x))
+		if step.CommitBefore {
+			evs = append(evs, event{seq: x.Seq, kind: evTrxBefore})
 		}
-		switch {
-		case info.Begin:
+		if step.Opened {
 			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
-			inTrx = true
-		case info.End || info.ImplicitCommit:
+		}
+		if step.End != sqlinfo.EndNone {
 			evs = append(evs, event{seq: x.Seq, kind: evTrxClose, start: x.Start.UnixNano() + int64(x.Duration)})
-			inTrx = false
-		case !inTrx && !autocommit:
-			evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano()})
-			inTrx = true
+			if info.Chain { // … AND CHAIN: the next one opens with it
+				evs = append(evs, event{seq: x.Seq, kind: evTrxOpen, start: x.Start.UnixNano() + int64(x.Duration)})
+			}
 		}
 	}
 	h.by[id] = evs
@@ -124,13 +136,17 @@ func (h *histories) before(rec *store.Record) (schema, preparedSQL string, trxSt
 			schema, haveSchema = e.text, true
 		case e.kind == evPrepare && !haveSQL && e.stmtID == rec.StmtID && e.seq < rec.Seq:
 			preparedSQL, haveSQL = e.text, true
-		case e.kind == evTrxOpen && !haveTrx:
+		case e.kind == evTrxOpen && !haveTrx && !(e.seq == rec.Seq && e.start > rec.Start.UnixNano()):
+			// (one that opens after rec's end, at rec, is an AND CHAIN's:
+			// rec belongs to the one before)
 			trxStart, haveTrx = e.start, true
 		case e.kind == evTrxClose && !haveTrx:
 			haveTrx = true // rec opens no transaction: its own start
 			if e.seq == rec.Seq {
 				haveTrx = false // rec itself closes the transaction: it belongs to it
 			}
+		case e.kind == evTrxBefore && !haveTrx:
+			haveTrx = true // what was open ended before rec (or at it): rec's own start
 		}
 	}
 	return schema, preparedSQL, trxStart

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,15 +72,10 @@ type live struct {
 	skipWrites  atomic.Uint64
 	unavailable atomic.Int64
 	lagging     atomic.Bool
-	skipTrx     map[uint64]bool // sessions whose transaction is left out; follow's own
-
-	// trxWrites holds, per session, the tables its open transaction wrote
-	// as the shadow ran it: a transaction the shadow's engine rolls back
-	// (1213) loses them all (note).
-	trxWrites struct {
-		sync.Mutex
-		by map[uint64]map[string]bool
-	}
+	// trx follows each session's transactions as captured, and skipTrx
+	// the sessions whose transaction is left out; follow's own (skip).
+	trx     map[uint64]*sqlinfo.Trx
+	skipTrx map[uint64]bool
 
 	// flight holds the records dispatched and not finished, in dispatch
 	// order, with their captured end: the oldest is how far behind the
@@ -186,9 +180,8 @@ func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
 		cfg.Order = OrderCapture
 	}
 	an := sqlinfo.NewAnalyzer()
-	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}}
+	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}, trx: map[uint64]*sqlinfo.Trx{}}
 	l.flight.done = map[uint64]bool{}
-	l.trxWrites.by = map[uint64]map[string]bool{}
 	l.mu.classOf = map[uint64]verdict{}
 	cfg.live = l
 	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
@@ -295,47 +288,17 @@ func (l *live) note(rn *runner, j *job, o *store.Outcome) {
 	l.count(v, 1)
 }
 
-// trackWrites follows the shadow's open transaction per session (from
-// BEGIN to its end; autocommit=0 sessions are not followed), and marks
-// the tables a failed write lost: its own, and with a deadlock (1213,
-// which rolls the transaction back) every table the transaction wrote
-// before.
+// trackWrites marks the tables of a write the shadow's engine failed
+// where the primary's succeeded: the shadow lacks it from then on. (A
+// transaction that failed for good comes flagged, each of its writes
+// marked in note.)
 func (l *live) trackWrites(rn *runner, j *job, o *store.Outcome) {
 	rec := j.rec
-	if rec.Kind == store.KindFetch {
+	if rec.Kind == store.KindFetch || o.ErrCode == 0 || rec.Resp.Kind == store.RespError || o.Flags&store.OutcomeTrxFailed != 0 {
 		return
 	}
-	info := rn.an.Info(j.sql)
-	tables := qualify(info.Writes, rec.Schema, nil)
-	l.trxWrites.Lock()
-	defer l.trxWrites.Unlock()
-	open, inTrx := l.trxWrites.by[rec.Session]
-	if info.Begin {
-		open, inTrx = map[string]bool{}, true
-	}
-	if o.ErrCode != 0 && rec.Resp.Kind != store.RespError && (info.Class == sqlinfo.ClassWrite || info.TableDDL) {
-		lost := tables
-		if o.ErrCode == 1213 {
-			for t := range open {
-				if !slices.Contains(lost, t) {
-					lost = append(lost, t)
-				}
-			}
-			inTrx = false
-		}
-		l.sc.x.gaps.AddFailed(rec.Session, rec.Start.UnixNano()+int64(rec.Duration), lost)
-	} else if o.ErrCode == 0 && inTrx {
-		for _, t := range tables {
-			open[t] = true
-		}
-	}
-	if info.End || info.ImplicitCommit {
-		inTrx = false
-	}
-	if inTrx {
-		l.trxWrites.by[rec.Session] = open
-	} else {
-		delete(l.trxWrites.by, rec.Session)
+	if info := rn.an.Info(j.sql); info.Class == sqlinfo.ClassWrite || info.TableDDL {
+		l.sc.x.gaps.AddFailed(rec.Session, rec.Start.UnixNano()+int64(rec.Duration), qualify(info.Writes, rec.Schema, nil))
 	}
 }
 
@@ -371,7 +334,6 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 		// Replay what is committed then, and stop.
 		r.EndOnDrain(fctx, l.sh.Drain, func(target uint64) bool { return l.seq.Load() >= target || rn.failed() != "" }, cancel)
 	}
-	inTrx := map[uint64]bool{}
 	for rec, err := range r.Follow(fctx, l.from) {
 		if err != nil {
 			return err
@@ -394,7 +356,7 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 				rn.cfg.Logger.Info("shadow caught up", "shadow", rn.t.Name, "skipped", l.skipped.Load())
 			}
 		}
-		if l.skip(rn, rec, inTrx) {
+		if l.skip(rn, rec) {
 			l.seq.Store(rec.Seq)
 			continue
 		}
@@ -408,13 +370,25 @@ func (l *live) follow(ctx context.Context, rn *runner, body func(rec *store.Reco
 }
 
 // skip decides whether a record is left out: when lagging, statements
-// outside transactions and whole transactions that begin while lagging;
-// in read-only mode, every write. Session state always replays.
-func (l *live) skip(rn *runner, rec *store.Record, inTrx map[uint64]bool) bool {
+// on their own and whole transactions that begin while lagging (as the
+// session's server saw them: BEGIN … COMMIT, or autocommit=0's implicit
+// ones, sqlinfo.Trx); in read-only mode, every write. Session state always
+// replays.
+func (l *live) skip(rn *runner, rec *store.Record) bool {
+	tx := l.trx[rec.Session]
+	if tx == nil {
+		tx = &sqlinfo.Trx{}
+		l.trx[rec.Session] = tx
+	}
 	var sql string
 	switch rec.Kind {
 	case store.KindQuit:
-		delete(inTrx, rec.Session)
+		delete(l.trx, rec.Session)
+		delete(l.skipTrx, rec.Session)
+		return false
+	case store.KindConnect, store.KindChangeUser, store.KindResetConnection:
+		tx.Reset()
+		l.skipTrx[rec.Session] = false
 		return false
 	case store.KindQuery:
 		sql = rec.SQL
@@ -424,21 +398,21 @@ func (l *live) skip(rn *runner, rec *store.Record, inTrx map[uint64]bool) bool {
 		return false
 	}
 	info := rn.an.Info(sql)
-	open := inTrx[rec.Session]
-	switch {
-	case info.Begin:
-		inTrx[rec.Session] = true
-	case info.End || info.ImplicitCommit:
-		inTrx[rec.Session] = false
+	step := tx.Apply(info, capturedError(rec))
+	if info.Set || info.Use {
+		return false // session state (SET autocommit=1 left out would leave the session's work uncommitted)
 	}
 	writes := info.Class == sqlinfo.ClassWrite || info.TableDDL || info.WritesUnknown
 	drop := l.sh.ReadOnly && writes
-	if !drop && l.lagging.Load() {
+	if !drop {
 		// A transaction open before the lag began runs to its end; one
-		// that begins while lagging is left out whole.
-		drop = !open && !info.End || open && l.skipTrx[rec.Session]
-		if info.Begin {
-			l.skipTrx[rec.Session] = drop
+		// that begins while lagging is left out whole, its end included.
+		if step.Opened || !step.In {
+			l.skipTrx[rec.Session] = l.lagging.Load()
+		}
+		drop = l.skipTrx[rec.Session]
+		if !step.In || step.End != sqlinfo.EndNone {
+			l.skipTrx[rec.Session] = false
 		}
 	}
 	if !drop {

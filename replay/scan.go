@@ -46,14 +46,12 @@ type digestCount struct {
 
 // scanSession is the scan's view of one captured session.
 type scanSession struct {
-	schema     string
-	sqlOf      map[uint32]string
-	inTrx      bool
-	autocommit bool
-	writes     map[string]bool
-	lostData   map[uint32]bool // statements whose long data the capture cut
-	unknown    bool
-	trxStart   int64
+	schema   string
+	sqlOf    map[uint32]string
+	trx      sqlinfo.Trx // where its transactions open and end
+	writes   map[string]bool
+	lostData map[uint32]bool // statements whose long data the capture cut
+	unknown  bool
 }
 
 // qualify names tables as "schema.name", unqualified ones in schema.
@@ -119,7 +117,7 @@ func (sc *scanner) add(rec *store.Record) {
 	x.recordsOf[rec.Session]++
 	s := sc.sessions[rec.Session]
 	if s == nil {
-		s = &scanSession{sqlOf: map[uint32]string{}, autocommit: true, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
+		s = &scanSession{sqlOf: map[uint32]string{}, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
 		sc.sessions[rec.Session] = s
 	}
 	start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
@@ -132,6 +130,7 @@ func (sc *scanner) add(rec *store.Record) {
 		if rec.Kind == store.KindChangeUser {
 			s.sqlOf = map[uint32]string{}
 			s.rollback()
+			s.trx.Reset()
 		}
 		return
 	case store.KindPrepare:
@@ -154,6 +153,7 @@ func (sc *scanner) add(rec *store.Record) {
 	case store.KindResetConnection:
 		s.sqlOf = map[uint32]string{}
 		s.rollback()
+		s.trx.Reset()
 		return
 	case store.KindQuit:
 		s.rollback()
@@ -222,35 +222,31 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 	}
 	// When writes become visible to other sessions.
-	if info.Begin || info.ImplicitCommit && !info.Begin {
+	step := s.trx.Apply(info, capturedError(rec))
+	if step.CommitBefore {
 		s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
-	}
-	if info.Set && info.SetAutocommit != 0 {
-		s.autocommit = info.SetAutocommit == '1'
 	}
 	if !failed {
 		writes := qualify(info.Writes, s.schema, nil)
-		if s.inTrx || !s.autocommit {
+		switch {
+		case step.In:
 			for _, w := range writes {
 				s.writes[w] = true
 			}
 			s.unknown = s.unknown || info.WritesUnknown
-			if !s.inTrx {
-				s.inTrx, s.trxStart = true, start
-			}
-		} else if len(writes) > 0 || info.WritesUnknown {
-			x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown)
+		case len(writes) > 0 || info.WritesUnknown:
+			x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown) // on its own
 		}
 	}
-	switch {
-	case info.Begin:
-		s.inTrx, s.trxStart = true, start
-	case info.End && info.Verb == "COMMIT" && !failed:
-		s.commit(x.commits, rec.Session, start, end)
-	case info.End:
+	switch step.End {
+	case sqlinfo.EndCommit:
+		if failed {
+			s.rollback() // a COMMIT that failed committed nothing
+		} else {
+			s.commit(x.commits, rec.Session, start, end)
+		}
+	case sqlinfo.EndRollback:
 		s.rollback()
-	case info.ImplicitCommit:
-		s.commit(x.commits, rec.Session, start, end)
 	}
 }
 
@@ -286,9 +282,9 @@ func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int
 	s.rollback()
 }
 
-// rollback forgets the session's open transaction.
+// rollback forgets the session's open transaction's writes.
 func (s *scanSession) rollback() {
-	s.inTrx, s.unknown = false, false
+	s.unknown = false
 	clear(s.writes)
 }
 

@@ -533,8 +533,11 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		}
 		w.finish(j, &o, kind)
 	}
-	if u.open && w.c != nil {
+	switch {
+	case u.open && w.c != nil:
 		w.rollback(ctx) // the client left with the transaction open
+	case u.commitAtEnd && w.c != nil && w.failing < 0:
+		w.helper(ctx, "COMMIT") // as the capture's next BEGIN did
 	}
 	w.endTrx()
 	w.failing = -1

@@ -44,7 +44,10 @@ type unit struct {
 	open bool
 	// manual: the session had autocommit off when the unit began.
 	manual bool
-	t      *ticket
+	// commitAtEnd: the capture's server committed the unit implicitly
+	// after its last record (a BEGIN or SET autocommit=1 that followed).
+	commitAtEnd bool
+	t           *ticket
 }
 
 // clientFlags are the captured client's result-relevant flags.
@@ -56,14 +59,13 @@ type clientFlags struct {
 
 // regroupSession is what regrouping tracks of a captured session.
 type regroupSession struct {
-	schema     string
-	sqlOf      map[uint32]string
-	sets       []setVar
-	version    int
-	autocommit bool
-	inTrx      bool
-	client     clientFlags
-	open       *unit
+	schema  string
+	sqlOf   map[uint32]string
+	sets    []setVar
+	version int
+	trx     sqlinfo.Trx // where its transactions open and end
+	client  clientFlags
+	open    *unit
 }
 
 // regrouper turns records, in capture order, into units.
@@ -80,7 +82,7 @@ func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *
 func (g *regrouper) session(rec *store.Record) *regroupSession {
 	s := g.sessions[rec.Session]
 	if s == nil {
-		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, autocommit: true, client: defaultClient}
+		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, client: defaultClient}
 		g.sessions[rec.Session] = s
 	}
 	return s
@@ -112,7 +114,8 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 		if rec.Kind == store.KindChangeUser {
 			s.schema = rec.Schema
 		}
-		s.sets, s.sqlOf, s.inTrx, s.autocommit = nil, map[uint32]string{}, false, true
+		s.sets, s.sqlOf = nil, map[uint32]string{}
+		s.trx.Reset()
 		s.version++
 		if s.open != nil {
 			s.open.open = true
@@ -151,23 +154,21 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 	}
 	j.info = g.an.Info(j.sql)
 	info := j.info
+	manual := !s.trx.Autocommit() // as the session stood when the statement began
+	step := s.trx.Apply(info, capturedError(rec))
+	if step.CommitBefore && (info.Begin || info.Set) && s.open != nil {
+		// BEGIN and SET autocommit=1 commit the transaction before them,
+		// and are not part of it: the unit ends with that commit. (A DDL's
+		// implicit commit stays the unit's last statement, on the
+		// connection that holds the transaction.)
+		s.open.commitAtEnd = true
+		closeOpen()
+	}
 	if info.Set {
 		if as, ok := sqlinfo.SetAssignments(j.sql); ok {
 			s.version++
 			for _, a := range as {
 				s.setVar(a, s.version)
-				if a.Name == "autocommit" {
-					switch info.SetAutocommit {
-					case '0':
-						s.autocommit = false
-					case '1':
-						s.autocommit = true
-						if s.open != nil {
-							closeOpen() // SET autocommit=1 commits
-							s.inTrx = false
-						}
-					}
-				}
 			}
 			if s.open == nil {
 				return done // state, applied before the session's next unit
@@ -180,11 +181,9 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 			return done
 		}
 	}
-	if info.Begin && s.open != nil && s.inTrx {
-		closeOpen() // BEGIN commits the transaction before it
-	}
 	if s.open == nil {
 		s.open = g.newUnit(rec, loop, s)
+		s.open.manual = manual
 	}
 	u := s.open
 	u.jobs = append(u.jobs, j)
@@ -195,14 +194,8 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 			s.schema = db
 		}
 	}
-	switch {
-	case info.Begin:
-		s.inTrx = true
-	case info.End, info.ImplicitCommit:
-		s.inTrx = false
-		closeOpen()
-	case !s.inTrx && s.autocommit:
-		closeOpen() // a statement on its own
+	if !step.In || step.End != sqlinfo.EndNone {
+		closeOpen() // a statement on its own, or the transaction's end
 	}
 	return done
 }
@@ -210,7 +203,7 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
 	return &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
-		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.autocommit}
+		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.trx.Autocommit()}
 }
 
 // setVar records a's value as the session's latest for its variable.

@@ -31,6 +31,9 @@ func unitsText(us []*unit) string {
 		if u.open {
 			open = " (open)"
 		}
+		if u.commitAtEnd {
+			open += " (commits at its end)"
+		}
 		parts = append(parts, fmt.Sprintf("%d@%s[%s]{%s}%s", u.session, u.schema, strings.Join(sets, ";"), strings.Join(stmts, ","), open))
 	}
 	return strings.Join(parts, " | ")
@@ -88,7 +91,7 @@ func TestRegroup(t *testing.T) {
 		"1@other[SET sql_mode = 'B';SET @x = 5]{SELECT @x}",
 		"2@s0[SET autocommit = 0]{INSERT INTO t VALUES (1),INSERT INTO t VALUES (2),CREATE TABLE u (a INT)}",
 		"1@other[SET sql_mode = 'B';SET @x = 5]{long-data,INSERT INTO b VALUES (?)}",
-		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 2}",
+		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 2} (commits at its end)",
 		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 3} (open)",
 		"2@s0[SET autocommit = 0]{DELETE FROM t} (open)",
 	}, " | ")
