@@ -109,7 +109,11 @@ type Writer struct {
 		stoppedAt time.Time
 	}
 	lastSpaceCheck time.Time
-	space          sync.Cond // signalled when a commit frees pending bytes
+	// bytesAtSpaceCheck are the records' bytes at the last look at the
+	// disk, spaceMargin what the floor left then (-1: not looked yet, or
+	// no floor); the flusher's own.
+	bytesAtSpaceCheck, spaceMargin int64
+	space                          sync.Cond // signalled when a commit frees pending bytes
 
 	// failed is closed when Pebble reported a fatal write error (fail):
 	// the store is abandoned, its goroutines parked, and nothing may call
@@ -151,7 +155,7 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	w := &Writer{
+	w := &Writer{spaceMargin: -1,
 		dir:      dir,
 		opts:     opts,
 		kick:     make(chan struct{}, 1),
@@ -419,14 +423,20 @@ func (w *Writer) flusher() {
 func (w *Writer) checkSpace() {
 	var why string
 	// The records' encoded bytes, at every commit (the log grows by as
-	// much); the directory's size and the disk's free space once a second.
-	if b := int64(w.bytes.Load()); w.opts.MaxBytes > 0 && b >= w.opts.MaxBytes {
+	// much); the directory's size and the disk's free space once a second,
+	// and sooner once what was written since the last look could have
+	// used a quarter of the margin the floor left then (the log, then the
+	// tables it is flushed into, hold the records twice): a burst of large
+	// statements must not write through the floor between two looks.
+	b := int64(w.bytes.Load())
+	if w.opts.MaxBytes > 0 && b >= w.opts.MaxBytes {
 		why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes of records)", w.opts.MaxBytes, b)
 	}
-	if why == "" && time.Since(w.lastSpaceCheck) < time.Second {
+	soon := w.spaceMargin >= 0 && b-w.bytesAtSpaceCheck >= w.spaceMargin/4
+	if why == "" && !soon && time.Since(w.lastSpaceCheck) < time.Second {
 		return
 	}
-	w.lastSpaceCheck = time.Now()
+	w.lastSpaceCheck, w.bytesAtSpaceCheck = time.Now(), b
 	if _, err := os.Stat(w.dir); errors.Is(err, os.ErrNotExist) {
 		// Records would go on into unlinked files until a new one could
 		// not be made; nothing of them would remain.
@@ -441,7 +451,9 @@ func (w *Writer) checkSpace() {
 	if why == "" && w.opts.MinFreeBytes > 0 {
 		var st syscall.Statfs_t
 		if syscall.Statfs(w.dir, &st) == nil {
-			if free := int64(st.Bavail) * int64(st.Bsize); free < w.opts.MinFreeBytes {
+			free := int64(st.Bavail) * int64(st.Bsize)
+			w.spaceMargin = max(free-w.opts.MinFreeBytes, 0)
+			if free < w.opts.MinFreeBytes {
 				why = fmt.Sprintf("the disk is nearly full (%d bytes free, under the floor of %d)", free, w.opts.MinFreeBytes)
 			}
 		}

@@ -2,6 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +15,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,27 +24,34 @@ import (
 	"github.com/tandemdb/tandem/store"
 )
 
-// A capture that cannot go on never reaches the clients: sysbench
-// oltp_read_write, 8 threads, through `tandem proxy` whose capture is on a
-// 20 MB tmpfs that fills, or whose capture directory is deleted mid-run,
-// finishes with 0 errors and 0 reconnects. The capture stops (cleanly at
-// the free-space floor, or failed at the full disk), the metric and the
-// log say so, and what was synced opens afterwards. Before, Pebble's
-// failed WAL rotation ended the proxy and every client with it.
+// A capture that cannot go on never reaches the clients: clients write
+// through `tandem proxy` whose capture is on a 20 MB tmpfs that fills, or
+// whose capture directory is deleted, and see no error; afterwards
+// sysbench runs through the same proxy with 0 errors and 0 reconnects.
+// The capture stops (cleanly at the free-space floor, or failed at the
+// full disk), the metric and the log say so, and what was synced opens
+// afterwards. Before, Pebble's failed WAL rotation ended the proxy and
+// every client with it.
+//
+// The disk fills by construction, whatever the machine's speed: a ballast
+// leaves a known margin, and eight connections write incompressible 48 KiB
+// statements until the capture's state changes (bounded: a minute).
 func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs sysbench for a minute; skipped with -short")
+		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
 	srv := sandboxtest.Server(t, "innodb")
-	_, dsn := srv.FreshDB(t)
+	sdb, dsn := srv.FreshDB(t)
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
-	common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-user=root", "--mysql-db=" + db, "--tables=4", "--table-size=10000"}
+	if _, err := sdb.Exec("CREATE TABLE fill (id INT AUTO_INCREMENT PRIMARY KEY, v MEDIUMTEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-user=root", "--mysql-db=" + db, "--tables=2", "--table-size=2000"}
 	if out, err := exec.Command("sysbench", append(common, fmt.Sprintf("--mysql-port=%d", srv.Port), "prepare")...).CombinedOutput(); err != nil {
 		t.Fatalf("sysbench prepare: %v\n%s", err, out)
 	}
 
-	// A 20 MB tmpfs, ballast MiB of it already used by other files, so
-	// that 15 s of traffic fill it.
+	// A 20 MB tmpfs, ballast MiB of it already used by other files.
 	tmpfs := func(ballast int) func(t *testing.T) string {
 		return func(t *testing.T) string {
 			if os.Geteuid() != 0 {
@@ -73,7 +86,7 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 		{name: "tmpfs-no-floor", dir: tmpfs(12), flags: []string{"--capture-min-free", "0"}, state: "failed", reason: "no space left on device"},
 		{name: "directory-deleted", dir: func(t *testing.T) string { return t.TempDir() },
 			during: func(t *testing.T, capDir string) {
-				time.Sleep(4 * time.Second)
+				waitFor(t, func() bool { _, err := os.Stat(capDir); return err == nil }, "the capture directory")
 				if err := os.RemoveAll(capDir); err != nil {
 					t.Error(err)
 				}
@@ -94,14 +107,20 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 			defer p.Process.Kill()
 			waitTCP(t, listen)
 			_, port, _ := net.SplitHostPort(listen)
-			done := make(chan struct{})
 			if c.during != nil {
-				go func() { defer close(done); c.during(t, capDir) }()
-			} else {
-				close(done)
+				c.during(t, capDir)
 			}
-			out, err := exec.Command("sysbench", append(common, "--mysql-port="+port, "--threads=8", "--time=15", "--report-interval=0", "run")...).CombinedOutput()
-			<-done
+			// Write until the capture's state changes: at most 20 MB each
+			// time, so it does within the first few hundred statements.
+			written, cerr := fillUntil(t, "root@tcp("+listen+")/"+db, func() bool {
+				st, err := captureState(metrics)
+				return err == nil && !strings.Contains(st, `state="recording"`)
+			}, time.Minute)
+			if cerr != nil {
+				t.Fatalf("a client through the proxy failed after %d statements: %v\nproxy log:\n%s", written, cerr, logs.String())
+			}
+			// Relaying goes on: sysbench through the proxy sees nothing.
+			out, err := exec.Command("sysbench", append(common, "--mysql-port="+port, "--threads=4", "--time=2", "--report-interval=0", "run")...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("sysbench through the proxy failed: %v\n%s\nproxy log:\n%s", err, out, logs.String())
 			}
@@ -157,26 +176,89 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 			if code != 0 || !strings.Contains(ins, c.reason) {
 				t.Errorf("inspect (exit %d) does not say why the capture stopped (%q):\n%s%s", code, c.reason, ins, stderr)
 			}
-			t.Logf("%s transactions, %s ignored errors (deadlocks); %d records readable; %s", counts["transactions"], counts["ignored errors"], n, state)
+			t.Logf("%d statements filled it; then sysbench %s transactions, %s ignored errors (deadlocks); %d records readable; %s",
+				written, counts["transactions"], counts["ignored errors"], n, state)
 		})
 	}
+}
+
+// fillUntil writes incompressible 48 KiB rows from 8 connections to dsn
+// until done reports true (checked after every statement) or limit
+// passes; it returns how many statements it wrote and the first error a
+// client got.
+func fillUntil(t *testing.T, dsn string, done func() bool, limit time.Duration) (int64, error) {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var n atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			raw := make([]byte, 36<<10)
+			for ctx.Err() == nil {
+				rand.Read(raw)
+				if _, err := db.ExecContext(ctx, "INSERT INTO fill (v) VALUES ('"+base64.StdEncoding.EncodeToString(raw)+"')"); err != nil {
+					if ctx.Err() == nil {
+						once.Do(func() { first = err })
+					}
+					cancel()
+					return
+				}
+				n.Add(1)
+				if done() {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && !done() {
+		first = fmt.Errorf("the capture was still recording after %v and %d statements", limit, n.Load())
+	}
+	return n.Load(), first
+}
+
+// waitFor polls cond every 20 ms for up to 10 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("waited 10 s for %s", what)
 }
 
 // scrapeCaptureState returns the tandem_capture_state line of a proxy's
 // /metrics.
 func scrapeCaptureState(t *testing.T, addr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	st, err := captureState(addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return st
+}
+
+func captureState(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "tandem_capture_state{") {
-			return sc.Text()
+			return sc.Text(), nil
 		}
 	}
-	return ""
+	return "", sc.Err()
 }
