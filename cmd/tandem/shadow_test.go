@@ -301,8 +301,10 @@ func TestShadowDownThenBackCatchesUp(t *testing.T) {
 			r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+copyDSN, "--shadow-target-timeout", "2s")
 
 			done := make(chan int)
-			go func() { done <- r.sysbench("--tables=2", "--table-size=5000", "--threads=8", "--time=24", "--rate=30") }()
-			time.Sleep(4 * time.Second)
+			// Traffic before, during and after the outage; how long each
+			// part lasts matters not (the waits below are bounded polls).
+			go func() { done <- r.sysbench("--tables=2", "--table-size=5000", "--threads=8", "--time=10", "--rate=30") }()
+			time.Sleep(2 * time.Second)
 			c.down(t, shadowSrv, restart)
 			sawDown := false
 			for end := time.Now().Add(8 * time.Second); time.Now().Before(end) && !sawDown; time.Sleep(200 * time.Millisecond) {
@@ -311,7 +313,7 @@ func TestShadowDownThenBackCatchesUp(t *testing.T) {
 			if !sawDown {
 				t.Errorf("the shadow never showed down")
 			}
-			time.Sleep(2 * time.Second)
+			time.Sleep(time.Second)
 			c.back(t, shadowSrv, restart)
 			n := <-done
 			var lag float64
