@@ -280,8 +280,8 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "", ""
 	}
 	if ok {
-		if why, _ := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
-			return why, ReasonFailedTrx
+		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
+			return why, reason
 		}
 	}
 	switch {

@@ -286,3 +286,44 @@ func TestFailedWriteMakesLaterReadsAmbiguous(t *testing.T) {
 		}
 	}
 }
+
+// Failed transactions and changes out of order explain later differences
+// on the tables they wrote, on their side: a failed transaction not its
+// own statements (the failure is the engine's verdict), a change out of
+// order every later statement, its own session's too.
+func TestFailuresExplainLaterDifferences(t *testing.T) {
+	fs := NewFailures()
+	fs.Add("b", store.FailedTrx{Session: 1, FirstSeq: 10, FailedSeq: 12, LastSeq: 13, Code: 1213, Attempts: 4, Tables: []string{"db.t"}, At: 100})
+	fs.AddReorder("b", store.Reorder{Session: 2, Seq: 20, Tables: []string{"db.u"}, At: 200})
+	for _, c := range []struct {
+		key, session uint64
+		to           int64
+		tables       []string
+		reason       string
+	}{
+		{store.OutcomeSeq(11, 0), 1, 150, []string{"db.t"}, ""},              // the failed transaction's own
+		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.t"}, ReasonFailedTrx}, // after it, same table
+		{store.OutcomeSeq(30, 0), 3, 90, []string{"db.t"}, ""},               // ended before it
+		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.v"}, ""},              // another table
+		{store.OutcomeSeq(21, 0), 2, 250, []string{"db.u"}, ReasonReplayOrder},
+		{store.OutcomeSeq(40, 0), 5, 250, []string{"db.u"}, ReasonReplayOrder},
+		{store.OutcomeSeq(40, 0), 5, 150, []string{"db.u"}, ""},
+	} {
+		why, reason := fs.Before(c.key, c.session, c.to, c.tables)
+		if reason != c.reason || (why == "") != (c.reason == "") {
+			t.Errorf("Before(seq %d, session %d, to %d, %v) = %q, %q; want reason %q", c.key, c.session, c.to, c.tables, why, reason, c.reason)
+		}
+	}
+	if got := fs.Explain("db.t"); !strings.Contains(got, "failed for good on b (1213 after 4 attempts)") {
+		t.Errorf("Explain(db.t) = %q", got)
+	}
+	if got := fs.Explain("db.u"); !strings.Contains(got, "change of session 2 (seq 20) to b ahead of a conflicting change") {
+		t.Errorf("Explain(db.u) = %q", got)
+	}
+	if got := fs.Explain("db.v"); got != "" {
+		t.Errorf("Explain(db.v) = %q, want nothing", got)
+	}
+	if fs.Len() != 2 {
+		t.Errorf("Len %d, want 2", fs.Len())
+	}
+}

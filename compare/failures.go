@@ -17,6 +17,10 @@ import (
 // apart (ReasonFailedTrx), naming the transaction; so is a table that
 // differs at the end (Explain). The transaction's own statements are not
 // explained by it: the failure itself is the engine's verdict.
+//
+// It indexes alike the changes replay sent out of the capture's order
+// (store.Reorder, ReasonReplayOrder): ahead of a conflicting change, they
+// leave other data on that side from then on.
 type Failures struct {
 	byTable map[string][]failure
 }
@@ -26,6 +30,7 @@ type failure struct {
 	session     uint64
 	first, last uint64 // outcome keys of its first and last record
 	why         string
+	reason      string // ReasonFailedTrx or ReasonReplayOrder
 }
 
 // AnyTable in a failure's tables stands for every table (it ran a
@@ -47,8 +52,21 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 		why = fmt.Sprintf("a transaction of session %d (seq %d–%d) lost its connection on %s (%s) and was rolled back",
 			f.Session, f.FirstSeq, f.LastSeq, side, code)
 	}
-	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop), why: why}
+	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop),
+		why: why, reason: ReasonFailedTrx}
 	for _, t := range f.Tables {
+		fs.byTable[t] = append(fs.byTable[t], x)
+	}
+}
+
+// AddReorder records r, a change replay sent out of the capture's order
+// on the side named side. Unlike a failed transaction's, the statement's
+// own outcome is explained too (its worker flags it released).
+func (fs *Failures) AddReorder(side string, r store.Reorder) {
+	why := fmt.Sprintf("replay sent a change of session %d (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
+		r.Session, r.Seq, side)
+	x := failure{at: r.At, session: r.Session, why: why, reason: ReasonReplayOrder}
+	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
 }
@@ -67,16 +85,17 @@ func (fs *Failures) Len() int {
 
 // Before returns why the statement with outcome key key, of session,
 // whose captured interval ends at to, on tables, follows a failed
-// transaction that wrote one of its tables (or any) before it: "" when
-// none did, or when the statement is one of that transaction's own.
-func (fs *Failures) Before(key, session uint64, to int64, tables []string) (string, string) {
+// transaction (or a change out of order) that wrote one of its tables (or
+// any) before it, and the reason's name: "" when none did, or when the
+// statement is one of that transaction's own.
+func (fs *Failures) Before(key, session uint64, to int64, tables []string) (why, reason string) {
 	if fs == nil || len(fs.byTable) == 0 {
 		return "", ""
 	}
 	check := func(t, name string) (string, string) {
 		for _, f := range fs.byTable[t] {
-			if f.at < to && !(f.session == session && f.first <= key && key <= f.last) {
-				return f.why + ", and wrote " + name + " before this", name
+			if f.at < to && (f.reason != ReasonFailedTrx || !(f.session == session && f.first <= key && key <= f.last)) {
+				return f.why + ", and wrote " + name + " before this", f.reason
 			}
 		}
 		return "", ""
@@ -92,20 +111,30 @@ func (fs *Failures) Before(key, session uint64, to int64, tables []string) (stri
 	return "", ""
 }
 
-// Explain says which failed transaction a table that differs at the end
-// follows from ("" if none wrote it).
+// Explain says which failed transaction — or, if none, which change out
+// of order — a table that differs at the end follows from ("" if none
+// wrote it).
 func (fs *Failures) Explain(table string) string {
 	if fs == nil {
 		return ""
 	}
-	for _, t := range []string{table, AnyTable} {
-		if l := fs.byTable[t]; len(l) > 0 {
-			first := slices.MinFunc(l, func(a, b failure) int { return cmp.Compare(a.at, b.at) })
-			if len(l) == 1 {
-				return first.why
+	for _, reason := range []string{ReasonFailedTrx, ReasonReplayOrder} {
+		var l []failure
+		for _, t := range []string{table, AnyTable} {
+			for _, f := range fs.byTable[t] {
+				if f.reason == reason {
+					l = append(l, f)
+				}
 			}
-			return fmt.Sprintf("%s, and %d more", first.why, len(l)-1)
 		}
+		if len(l) == 0 {
+			continue
+		}
+		first := slices.MinFunc(l, func(a, b failure) int { return cmp.Compare(a.at, b.at) })
+		if len(l) == 1 {
+			return first.why
+		}
+		return fmt.Sprintf("%s, and %d more", first.why, len(l)-1)
 	}
 	return ""
 }

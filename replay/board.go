@@ -34,6 +34,7 @@ import (
 // Each connection has a slot, written by its worker alone; a statement's
 // cost when nobody waits is a few atomic stores.
 type board struct {
+	bound   time.Duration // a statement's longest wait (boardWait)
 	slots   []slot
 	waiters atomic.Int32
 	mu      sync.Mutex
@@ -53,8 +54,11 @@ type slot struct {
 // boardWait bounds a statement's wait on the board.
 const boardWait = 20 * time.Millisecond
 
-func newBoard(conns int) *board {
-	b := &board{slots: make([]slot, conns), ch: make(chan struct{})}
+func newBoard(conns int, bound time.Duration) *board {
+	if bound <= 0 {
+		bound = boardWait
+	}
+	b := &board{bound: bound, slots: make([]slot, conns), ch: make(chan struct{})}
 	for i := range b.slots {
 		b.slots[i].end.Store(math.MaxInt64)
 	}
@@ -157,7 +161,7 @@ func (b *board) wait(ctx context.Context, i int, start, end int64, changes bool,
 	}
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
-	deadline := time.Now().Add(boardWait)
+	deadline := time.Now().Add(b.bound)
 	for {
 		b.mu.Lock()
 		ch := b.ch

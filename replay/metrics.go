@@ -82,7 +82,7 @@ var (
 	descDeadlocks    = mDesc("deadlocks_total", "Deadlocks and lock wait timeouts (1213, 1205) the target gave, retried or not.", "run", "target")
 	descRetries      = mDesc("retries_total", "Transactions retried after a deadlock or lock wait timeout, by result (succeeded, failed).", "run", "target", "result")
 	descFailedTrx    = mDesc("failed_transactions_total", "Transactions that failed for good on the target (a deadlock or lock wait timeout on every retry, or the connection lost): rolled back, never committed in part.", "run", "target")
-	descOrder        = mDesc("order_total", "Ordering between sessions: records that waited (wait), transactions run again so a blocked statement could go first (rerun), records released early (released).", "run", "target", "event")
+	descOrder        = mDesc("order_total", "Ordering between sessions: records that waited (wait), transactions run again so a blocked statement could go first (rerun), records released early (released), and of those the changes that went ahead of a conflicting change not yet done (reordered: their tables may differ from then on by replay's doing).", "run", "target", "event")
 	descDone         = mDesc("records_done_total", "Capture records handled (statements, lifecycle commands, skipped).", "run", "target")
 	descRecords      = mDesc("records", "Records in one pass over the capture.", "run")
 	descPass         = mDesc("pass", "The pass over the capture under way (1 = first; --loop, --duration).", "run", "target")
@@ -231,6 +231,7 @@ func (rm *runMetrics) collectTarget(ch chan<- prometheus.Metric, name string, v 
 	counter(descOrder, c.orderWaits, "wait")
 	counter(descOrder, c.orderReruns, "rerun")
 	counter(descOrder, c.orderReleased, "released")
+	counter(descOrder, c.reordered, "reordered")
 	counter(descDone, v.records)
 	ch <- prometheus.MustNewConstMetric(descPass, prometheus.GaugeValue, float64(v.pass), id, name)
 	up := 0.0

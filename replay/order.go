@@ -191,6 +191,15 @@ type ticket struct {
 	rerun atomic.Bool
 	// in says which lanes (all, changes) hold it.
 	in [2]bool
+	// overtaken: a record that changes what others see went to the
+	// server before this ticket was done, though it came after it in the
+	// capture (released: see overtake). What this ticket's records read
+	// from then on may include that change: their outcomes are flagged.
+	overtaken atomic.Bool
+	// reordered: this ticket, a change, went ahead of a conflicting change
+	// not yet done (see overtakeLocked); its worker lists it
+	// (store.Reorder) and clears it.
+	reordered atomic.Bool
 }
 
 // cursor is where a worker stands in its queue of tickets: the one it
@@ -487,6 +496,9 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 		}
 		released = released || cyclic
 		if blocker == nil {
+			if released {
+				g.overtakeLocked(ln, t, threshold)
+			}
 			g.mu.Unlock()
 			if released {
 				return waitReleased, nil
@@ -542,8 +554,54 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 		g.drop(ln, w)
 		t.waiting.Store(nil)
 		if g.now().Sub(began) >= limit {
+			g.mu.Lock()
+			g.overtakeLocked(ln, t, threshold)
+			g.mu.Unlock()
 			return waitTimeout, nil
 		}
+	}
+}
+
+// overtakeLocked notes that t goes to the server, at threshold, before
+// tickets it should follow are done (the hard bound ran out, or one of
+// them waits behind t itself). When t changes what others see, each such
+// ticket — one that ended before threshold, or (t's own statement, sent
+// in lock order) a conflicting change that overlapped t, ended before it
+// and is not yet sent — is marked overtaken: it, or a later read of its
+// transaction (a snapshot taken after t committed), may see t's change,
+// which it did not see in the capture. A change overtaking a conflicting
+// change also marks t reordered: two writes to the same rows applied in
+// the other order leave other data, so what its tables hold may differ
+// from then on by replay's doing. A read going ahead affects only its own
+// outcome (flagged by its worker).
+func (g *gate) overtakeLocked(ln *lane, t *ticket, threshold int64) {
+	if !t.changes {
+		return
+	}
+	reorder := false
+	mark := func(p *ticket) {
+		if p == t || p.done {
+			return
+		}
+		p.overtaken.Store(true)
+		reorder = reorder || p.changes && conflicts(p, t)
+	}
+	for _, p := range ln.pending {
+		if p.end >= threshold {
+			break
+		}
+		mark(p)
+	}
+	if t.sendOrder && threshold == t.start {
+		pend := g.changes.pending
+		for i := sort.Search(len(pend), func(i int) bool { return pend[i].end >= t.start }); i < len(pend) && pend[i].end < t.end; i++ {
+			if p := pend[i]; p.sent.Load() == 0 && conflicts(p, t) {
+				mark(p)
+			}
+		}
+	}
+	if reorder {
+		t.reordered.Store(true)
 	}
 }
 

@@ -365,3 +365,51 @@ func TestGateYieldsToALockChain(t *testing.T) {
 		t.Fatalf("no chain: stuck %v, want none", stuck)
 	}
 }
+
+// A change that goes ahead after the hard bound marks what it overtook:
+// every ticket that ended before it and is not done (their records may
+// see its change), and itself reordered only when one of those is a
+// conflicting change (the data differs from then on). A read going ahead
+// marks nothing; a change overtaking only reads or other tables' changes
+// is not reordered.
+func TestGateMarksWhatAReleasedChangeOvertakes(t *testing.T) {
+	g := newGate(time.Hour, 20*time.Millisecond)
+	ctx := context.Background()
+	read := g.register(0, 10, nil, false, []string{"t"}, false)
+	other := g.register(1, 11, nil, true, []string{"u"}, false) // another table's change
+	done := g.register(2, 12, nil, true, []string{"t"}, false)
+	g.finish(done)
+	// A read released: it marks nothing.
+	r := g.register(20, 30, nil, false, []string{"t"}, false)
+	if res := first(g.wait(ctx, r, r.start, 0, 0, nil)); res != waitTimeout {
+		t.Fatalf("read: %v, want waitTimeout", res)
+	}
+	if other.overtaken.Load() || r.reordered.Load() {
+		t.Fatalf("a read going ahead marked others (other overtaken %v, reordered %v)", other.overtaken.Load(), r.reordered.Load())
+	}
+	g.finish(r)
+	// A change to t released ahead of a read of t and a change to u.
+	c := g.register(40, 50, nil, true, []string{"t"}, false)
+	if res := first(g.wait(ctx, c, c.start, 0, 0, nil)); res != waitTimeout {
+		t.Fatalf("change: %v, want waitTimeout", res)
+	}
+	if !read.overtaken.Load() || !other.overtaken.Load() || done.overtaken.Load() {
+		t.Fatalf("overtaken: read %v other %v done %v, want true true false", read.overtaken.Load(), other.overtaken.Load(), done.overtaken.Load())
+	}
+	if c.reordered.Load() {
+		t.Fatal("reordered though no conflicting change was overtaken")
+	}
+	g.finish(c)
+	// A change to t released ahead of a change to t not yet done.
+	pending := g.register(41, 55, nil, true, []string{"t"}, false)
+	d := g.register(60, 70, nil, true, []string{"t"}, false)
+	if res := first(g.wait(ctx, d, d.start, 0, 0, nil)); res != waitTimeout {
+		t.Fatalf("second change: %v, want waitTimeout", res)
+	}
+	if !pending.overtaken.Load() || !d.reordered.Load() {
+		t.Fatalf("pending overtaken %v, d reordered %v: want both", pending.overtaken.Load(), d.reordered.Load())
+	}
+	for _, x := range []*ticket{read, other, pending, d} {
+		g.finish(x)
+	}
+}

@@ -60,6 +60,9 @@ type Config struct {
 	// bound the gate (see gate); defaults 50ms and 2s.
 	Order                       string
 	OrderInflight, OrderTimeout time.Duration
+	// boardWait bounds a regrouped statement's wait on the board (0:
+	// boardWait); tests shorten it to make replay go out of order.
+	boardWait time.Duration
 	// Retries is how often a transaction that fails with a deadlock or lock
 	// wait timeout the capture did not have is retried: 0 means the
 	// default (3), negative none.

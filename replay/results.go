@@ -45,6 +45,10 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		if fs := rn.failures(); len(fs) > 0 {
 			res.Failures = fs[:min(len(fs), store.MaxFailures)]
 		}
+		res.Reordered = t.c.reordered
+		if rs := rn.reorders(); len(rs) > 0 {
+			res.Reorders = rs[:min(len(rs), store.MaxFailures)]
+		}
 		if len(t.skippedBy) > 0 {
 			res.SkippedBy = t.skippedBy
 		}
@@ -74,7 +78,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 				continue
 			}
 			tl := compare.NewTally(cfg.Samples, x.commits, h)
-			tl.Failed = failuresOf(map[string][]store.FailedTrx{base.t.Name: results[baseK].Failures, rn.t.Name: results[k].Failures})
+			tl.Failed = failuresOf(map[string]*store.TargetResult{base.t.Name: results[baseK], rn.t.Name: results[k]})
 			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
 				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
 					tl.D.Skipped++
@@ -96,7 +100,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	}
 	for k, rn := range runners {
 		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
-			failuresOf(map[string][]store.FailedTrx{rn.t.Name: results[k].Failures}))
+			failuresOf(map[string]*store.TargetResult{rn.t.Name: results[k]}))
 		if err != nil {
 			return results, err
 		}
@@ -301,7 +305,7 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 		es := &store.EndState{Same: true}
 		var fs *compare.Failures
 		if baseK >= 0 && k != baseK {
-			fs = failuresOf(map[string][]store.FailedTrx{runners[baseK].t.Name: results[baseK].Failures, rn.t.Name: results[k].Failures})
+			fs = failuresOf(map[string]*store.TargetResult{runners[baseK].t.Name: results[baseK], rn.t.Name: results[k]})
 		}
 		for i, ts := range states[k] {
 			if !keep[i] {
@@ -312,7 +316,8 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 				ts.Differs = b.Exists != ts.Exists || b.Rows != ts.Rows || b.Checksum != ts.Checksum
 				if ts.Differs {
 					// A transaction that failed for good on one side and
-					// wrote the table explains the difference.
+					// wrote the table explains the difference; so does a
+					// change replay sent out of the capture's order.
 					ts.Because = fs.Explain(x.tables[i])
 				}
 			}
@@ -328,12 +333,16 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 	}
 }
 
-// failuresOf indexes the failed transactions of each side named.
-func failuresOf(by map[string][]store.FailedTrx) *compare.Failures {
+// failuresOf indexes the failed transactions, and the changes sent out
+// of the capture's order, of each side named.
+func failuresOf(by map[string]*store.TargetResult) *compare.Failures {
 	fs := compare.NewFailures()
-	for side, l := range by {
-		for _, f := range l {
+	for side, res := range by {
+		for _, f := range res.Failures {
 			fs.Add(side, f)
+		}
+		for _, r := range res.Reorders {
+			fs.AddReorder(side, r)
 		}
 	}
 	return fs

@@ -324,7 +324,11 @@ func (rn *runner) ticket(start, end int64, c *cursor, keys []string, infos ...*s
 // the caller must run it again. (The servers' lock tables cannot settle
 // whose lock it is: InnoDB was seen listing no wait for an UPDATE stuck
 // for seconds behind a transaction waiting here.)
-func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) (rerun bool) {
+//
+// first is the record t stands for (a unit's first, all its records in
+// unit): when t, a change, goes ahead of a conflicting change not yet
+// done, it is listed as a Reorder.
+func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int, first *job, unit []job) (rerun bool) {
 	w.released = false
 	rn.gate.markIdle(t)
 	if rn.board != nil && w.regrouped {
@@ -353,8 +357,27 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int) 
 	case waitTimeout, waitReleased:
 		w.released = true
 		w.st.count(func(c *counters) { c.orderWaits++; c.orderReleased++ })
+		w.noteReorder(t, first, unit)
 	}
 	return rerun
+}
+
+// noteReorder lists t's record (or unit) when the gate found it went
+// ahead of a conflicting change not yet done (ticket.reordered).
+func (w *worker) noteReorder(t *ticket, first *job, unit []job) {
+	if !t.reordered.Swap(false) {
+		return
+	}
+	w.st.count(func(c *counters) { c.reordered++ })
+	if len(w.reorders) >= store.MaxFailures {
+		return
+	}
+	r := store.Reorder{Session: first.rec.Session, Loop: first.loop, Seq: first.rec.Seq, At: w.rn.offset(first.rec, first.loop)}
+	r.Tables = writesOf(first, nil)
+	for i := range unit {
+		r.Tables = writesOf(&unit[i], r.Tables)
+	}
+	w.reorders = append(w.reorders, r)
 }
 
 // loops runs body over the capture as many times as Loop and Duration ask.
@@ -543,7 +566,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	}
 	units := make(chan []*unit, 2*rn.cfg.Concurrency)
 	if rn.cfg.Order == OrderCapture {
-		rn.board = newBoard(rn.cfg.Concurrency)
+		rn.board = newBoard(rn.cfg.Concurrency, rn.cfg.boardWait)
 	}
 	var wg sync.WaitGroup
 	for slot := range rn.cfg.Concurrency {
@@ -567,7 +590,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					if rn.failed() == "" {
 						sleepUntil(ctx, u.jobs[0].intended)
 						if u.t != nil {
-							rn.waitTurn(w, u.t, u.t.start, 0)
+							rn.waitTurn(w, u.t, u.t.start, 0, &u.jobs[0], u.jobs)
 						}
 					}
 					w.runUnit(rn.ctx, u)

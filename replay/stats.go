@@ -94,6 +94,9 @@ type counters struct {
 	errClass, skippedClass                 [3]int64 // records whose first run failed, skipped records, by class
 	connections, connectFailures, skipped  int64
 	orderWaits, orderReruns, orderReleased int64
+	// reordered: changes sent ahead of a conflicting change not yet done
+	// (store.Reorder).
+	reordered int64
 }
 
 func (c *counters) add(o *counters) {
@@ -116,6 +119,7 @@ func (c *counters) add(o *counters) {
 	c.orderWaits += o.orderWaits
 	c.orderReruns += o.orderReruns
 	c.orderReleased += o.orderReleased
+	c.reordered += o.reordered
 }
 
 // wstats are one worker's statistics.

@@ -66,7 +66,7 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		// Stuck behind its own locks: the transaction runs again (its
 		// records waiting their turns), then j waits again.
 		for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
-			if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt)) {
+			if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt), j, nil) {
 				break
 			}
 			rerun = true
@@ -177,6 +177,7 @@ func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 func (w *worker) endTrx() {
 	clear(w.trx)
 	w.trx, w.trxOut = w.trx[:0], w.trxOut[:0]
+	w.trxFlags = 0
 	w.publishLocks(0)
 }
 
@@ -398,6 +399,7 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 			case waitTimeout, waitReleased:
 				w.released = true
 				w.st.count(func(c *counters) { c.orderReleased++ })
+				w.noteReorder(p.t, p, nil)
 			}
 		}
 		var po store.Outcome
@@ -482,7 +484,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			continue
 		}
 		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
-			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1) {
+			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1, &u.jobs[0], u.jobs) {
 				rerun = true
 				if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
 					w.giveUp(j, nil, step)
@@ -608,6 +610,24 @@ func ticketTables(dst []string, infos ...*sqlinfo.Info) ([]string, bool) {
 // manualInfo is SET autocommit=0, for a unit of a session that had
 // autocommit off.
 var manualInfo = sqlinfo.Info{Set: true, SetAutocommit: '0'}
+
+// reorders lists the changes sent to the target out of the capture's
+// order, in the capture's order (after its workers have stopped).
+func (rn *runner) reorders() []store.Reorder {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	var out []store.Reorder
+	for _, w := range rn.mu.workers {
+		out = append(out, w.reorders...)
+	}
+	slices.SortFunc(out, func(a, b store.Reorder) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return out
+}
 
 // failures lists the transactions that failed for good on the target, in
 // the capture's order (after its workers have stopped).

@@ -64,12 +64,19 @@ type worker struct {
 	// (-1: none).
 	failures []store.FailedTrx
 	failing  int
+	// reorders are the changes this worker sent out of the capture's
+	// order (the first MaxFailures; counters.reordered counts them all).
+	reorders []store.Reorder
 	// lastFail is the last lock error a retry met (its code goes into a
 	// failure that ran out of retries).
 	lastFail uint16
 
 	statsTrx bool // sysbench's transaction count: inside BEGIN … COMMIT
 	released bool // the current record went before all it waits for
+	// trxFlags are the ordering flags (released, rerun, retried) a record
+	// of the open transaction had: the rest of it has them too (see
+	// record); cleared when it ends.
+	trxFlags uint32
 
 	nextDial time.Time
 	backoff  time.Duration
@@ -519,9 +526,6 @@ func (w *worker) rollback(ctx context.Context) {
 // finish counts an outcome and buffers it for the run store.
 func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 	w.st.records.Add(1)
-	if w.released {
-		o.Flags |= store.OutcomeOrderReleased
-	}
 	switch kind {
 	case notCompared:
 		return
@@ -553,8 +557,20 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 // Every outcome carries its record.
 func (w *worker) record(j *job, o *store.Outcome) {
 	o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session
-	if w.released {
+	// Out of the capture's order: the record went ahead of what it waits
+	// for, or a change went ahead of it. Either way what it saw is not
+	// what it saw in the capture, nor — its transaction's snapshot taken
+	// then — what the rest of its transaction sees (a unit's ticket is
+	// the whole transaction already).
+	if w.released || w.cur != nil && w.cur.overtaken.Load() {
 		o.Flags |= store.OutcomeOrderReleased
+	}
+	// A transaction that ran out of order, or again (for order or after a
+	// deadlock), took its snapshot at another point than in the capture:
+	// the rest of it is flagged alike.
+	o.Flags |= w.trxFlags
+	if w.regrouped || w.ctrx.Open() {
+		w.trxFlags |= o.Flags & (store.OutcomeOrderReleased | store.OutcomeOrderRerun | store.OutcomeRetried)
 	}
 	if l := w.rn.cfg.live; l != nil {
 		l.note(w.rn, j, o)

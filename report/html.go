@@ -142,13 +142,23 @@ var funcs = template.FuncMap{
 		case es.Same:
 			return "same as baseline"
 		}
-		var d []string
+		var d, by []string
 		for _, t := range es.Tables {
-			if t.Differs {
+			switch {
+			case t.Differs && t.Because != "":
+				by = append(by, t.Table)
+			case t.Differs:
 				d = append(d, t.Table)
 			}
 		}
-		return "differs: " + strings.Join(d, ", ")
+		var s []string
+		if len(d) > 0 {
+			s = append(s, "differs: "+strings.Join(d, ", "))
+		}
+		if len(by) > 0 {
+			s = append(s, "differs by what replay could not do as captured (failed transactions, changes out of order; see the text report): "+strings.Join(by, ", "))
+		}
+		return strings.Join(s, "; ")
 	},
 }
 
@@ -198,6 +208,7 @@ figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}figure svg{max
 <tr><th class="l">errors (deadlocks)</th>{{range .Targets}}<td>{{.Errors}} ({{.Deadlocks}})</td>{{end}}</tr>
 <tr><th class="l">retries (succeeded)</th>{{range .Targets}}<td>{{.Retries}} ({{.RetriesSucceeded}})</td>{{end}}</tr>
 <tr><th class="l">transactions failed for good</th>{{range .Targets}}<td>{{.FailedTransactions}}</td>{{end}}</tr>
+<tr><th class="l">changes sent out of the capture's order</th>{{range .Targets}}<td>{{.Reordered}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p50</th>{{range .Targets}}<td>{{ms .Latency.P50}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p95</th>{{range .Targets}}<td>{{ms .Latency.P95}}</td>{{end}}</tr>
 <tr><th class="l">latency ms p99</th>{{range .Targets}}<td>{{ms .Latency.P99}}</td>{{end}}</tr>

@@ -124,6 +124,8 @@ func mergeTarget(o, t *Target, last map[string]float64) {
 	r.SkippedBy = addCounts(r.SkippedBy, x.SkippedBy)
 	r.FailedByCode = addCounts(r.FailedByCode, x.FailedByCode)
 	r.Failures = append(r.Failures, x.Failures[:min(len(x.Failures), store.MaxFailures-len(r.Failures))]...)
+	r.Reordered += x.Reordered
+	r.Reorders = append(r.Reorders, x.Reorders[:min(len(x.Reorders), store.MaxFailures-len(r.Reorders))]...)
 	if x.Failed != "" && r.Failed == "" {
 		r.Failed = x.Failed
 	}

@@ -130,6 +130,11 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		// Rolled back on the target, never committed in part.
 		row("trx failed for good", func(t *Target) string { return fmt.Sprint(t.FailedTransactions) })
 	}
+	if any(func(t *Target) bool { return t.Reordered > 0 }) {
+		// Sent ahead of a conflicting change: replay's order, not the
+		// capture's (see the paragraph below the table).
+		row("changes out of order", func(t *Target) string { return fmt.Sprint(t.Reordered) })
+	}
 	row("skipped", func(t *Target) string { return fmt.Sprint(t.Skipped) })
 	row("connections (failed)", func(t *Target) string { return fmt.Sprintf("%d (%d)", t.Connections, t.ConnectFailures) })
 	for _, q := range []struct {
@@ -385,6 +390,21 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)
 			}
 		}
+		if t.Reordered > 0 {
+			var tables []string
+			for _, r := range t.Reorders {
+				for _, x := range r.Tables {
+					if !slices.Contains(tables, x) {
+						tables = append(tables, x)
+					}
+				}
+			}
+			slices.Sort(tables)
+			p("changes replay sent to %s ahead of a conflicting change it could not wait for (--order-timeout ran out, or the two waited for each other): %d;"+
+				" two writes to the same rows in the other order leave other data, so %s may differ from then on by replay's doing: differences there are counted order-ambiguous."+
+				" A larger --order-timeout lets replay wait longer for the order\n",
+				t.Name, t.Reordered, strings.Join(tables, ", "))
+		}
 	}
 	// End state: which tables differ.
 	for i := range pt.Targets {
@@ -415,7 +435,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			p("\nend state of %s differs from %s in: %s\n", t.Name, rep.Baseline, strings.Join(differ, ", "))
 		}
 		if len(because) > 0 {
-			p("\nend state of %s differs from %s after transactions that failed for good:\n%s\n", t.Name, rep.Baseline, strings.Join(because, "\n"))
+			p("\nend state of %s differs from %s by what replay could not do as captured (transactions that failed for good, changes out of order):\n%s\n", t.Name, rep.Baseline, strings.Join(because, "\n"))
 		}
 	}
 	// Created tables and their engines, as the servers report them.

@@ -149,6 +149,11 @@ type TargetResult struct {
 	FailedTransactions int64            `json:"failed_transactions,omitempty"`
 	FailedByCode       map[string]int64 `json:"failed_transactions_by_code,omitempty"`
 	Failures           []FailedTrx      `json:"failures,omitempty"`
+	// Reordered counts the changes replay sent to the target out of the
+	// capture's order (see Reorder); Reorders lists them (the first
+	// MaxFailures), for the attribution of later differences.
+	Reordered int64     `json:"reordered,omitempty"`
+	Reorders  []Reorder `json:"reorders,omitempty"`
 	// CaptureRollbacks: statements that failed with a deadlock in the
 	// capture, where the target was rolled back to match.
 	CaptureRollbacks int64            `json:"capture_rollbacks,omitempty"`
@@ -206,7 +211,26 @@ type FailedTrx struct {
 	At int64 `json:"at_ns"`
 }
 
-// MaxFailures bounds TargetResult.Failures.
+// Reorder is a change replay sent to a target out of the capture's
+// order: ahead of a conflicting change (same rows or table) that came
+// before it in the capture and was not done yet on the target, because
+// the longest wait (--order-timeout) ran out or the two waited for each
+// other. Two writes to the same rows applied in the other order leave
+// other data: from then on the tables it writes may differ on that
+// target by replay's doing, not the engine's.
+type Reorder struct {
+	Session uint64 `json:"session"`
+	Loop    int    `json:"loop,omitempty"`
+	// Seq is the record that went ahead (for a regrouped transaction, its
+	// first); Tables are those its transaction writes, schema-qualified.
+	Seq    uint64   `json:"seq"`
+	Tables []string `json:"tables,omitempty"`
+	// At is when it started in the capture (ns, Unix; shifted by whole
+	// capture spans for later passes).
+	At int64 `json:"at_ns"`
+}
+
+// MaxFailures bounds TargetResult.Failures and TargetResult.Reorders.
 const MaxFailures = 100000
 
 // Divergences is one target's comparison with the baseline or with the
