@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 )
@@ -54,19 +53,25 @@ func TestGateOutOfOrderFinish(t *testing.T) {
 	if g.all.pending[0] != y || g.all.minEnd.Load() != 10 {
 		t.Fatalf("registration not sorted by end")
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var got waitResult
-	go func() { defer wg.Done(); got = first(g.wait(context.Background(), z, z.start, 1, 0, nil)) }()
+	got := make(chan waitResult, 1)
+	go func() { got <- first(g.wait(context.Background(), z, z.start, 1, 0, nil)) }()
 	g.finish(x) // y still pending: z keeps waiting
-	time.Sleep(30 * time.Millisecond)
 	if g.all.minEnd.Load() != 10 {
 		t.Fatalf("minEnd %d after finishing x, want 10", g.all.minEnd.Load())
 	}
+	select {
+	case r := <-got:
+		t.Fatalf("z went (%v) with y, which ended before it, not done", r)
+	case <-time.After(50 * time.Millisecond):
+	}
 	g.finish(y)
-	wg.Wait()
-	if got != waitOrdered {
-		t.Fatalf("z: %v", got)
+	select {
+	case r := <-got:
+		if r != waitOrdered {
+			t.Fatalf("z: %v, want waitOrdered", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("z still waits after x and y are done")
 	}
 }
 

@@ -288,12 +288,16 @@ func TestMissingEngineStopsBeforeAnyStatement(t *testing.T) {
 	}
 }
 
-func TestPacingAchievesTheCapturedRate(t *testing.T) {
+// Paced replay runs every captured event at its intended time, and
+// measures for each how late it went (the lag). How close the achieved
+// rate comes to the captured one is a measurement of the machine:
+// BenchmarkPacedReplayKeepsUp and make bench-replay report it.
+func TestPacingReplaysEveryEventAndMeasuresItsLag(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
 	ta := tgt(t, "a", a, "")
 	prepared(t, 1, 1000, ta)
-	const rate, secs = 200.0, 6
+	const rate, secs = 200.0, 3
 	capDir := synthCapture(t, "oltp_point_select", func(c *synth.Config) {
 		c.Tables, c.TableSize, c.Threads, c.Events, c.Rate, c.Duration = 1, 1000, 4, 0, rate, secs*time.Second
 	})
@@ -330,11 +334,14 @@ func TestPacingAchievesTheCapturedRate(t *testing.T) {
 		want := captured * speed
 		t.Logf("speed %v: %d events in %.3fs = %.1f/s (captured rate x speed %.1f/s); lag from intended p50 %.3f p95 %.3f p99 %.3f max %.3f ms",
 			speed, tr.Transactions, rep.Elapsed, achieved, want, tr.Lag.P50, tr.Lag.P95, tr.Lag.P99, tr.Lag.Max)
-		if math.Abs(achieved-want)/want > 0.02 || tr.Transactions != int64(events) {
-			t.Errorf("speed %v: achieved %.1f/s over %d events, want %.1f/s within 2%% over %d", speed, achieved, tr.Transactions, want, events)
+		if tr.Transactions != int64(events) || tr.Errors != 0 {
+			t.Errorf("speed %v: %d events replayed with %d errors, want the capture's %d", speed, tr.Transactions, tr.Errors, events)
 		}
-		if tr.Lag == nil || tr.Lag.Count != tr.Transactions {
-			t.Errorf("lag measured for %d of %d statements", tr.Lag.Count, tr.Transactions)
+		if tr.Lag == nil {
+			t.Fatalf("speed %v: no lag measured", speed)
+		}
+		if tr.Lag.Count != tr.Transactions {
+			t.Errorf("speed %v: lag measured for %d of %d statements", speed, tr.Lag.Count, tr.Transactions)
 		}
 	}
 }
