@@ -41,6 +41,15 @@ import (
 	"github.com/tandemdb/tandem/targets"
 )
 
+// The defaults a zero Config field means; every command's flags show the
+// same (replay, sweep and shadows run one gate, whichever started them).
+const (
+	DefaultOrderInflight = 50 * time.Millisecond
+	DefaultOrderTimeout  = 2 * time.Second
+	DefaultRetries       = 3
+	DefaultTargetTimeout = 30 * time.Second
+)
+
 // Config is what `tandem replay` runs.
 type Config struct {
 	Capture string
@@ -57,7 +66,8 @@ type Config struct {
 	// Order is OrderCapture or OrderNone; "" picks OrderCapture for a
 	// recorded capture and OrderNone for a synthesized one, whose sessions
 	// have no real order between them. OrderInflight and OrderTimeout
-	// bound the gate (see gate); defaults 50ms and 2s.
+	// bound the gate (see gate); 0 means DefaultOrderInflight and
+	// DefaultOrderTimeout.
 	Order                       string
 	OrderInflight, OrderTimeout time.Duration
 	// boardWait bounds a regrouped statement's wait on the board (0:
@@ -160,20 +170,20 @@ func (c *Config) check() error {
 		return fmt.Errorf("replay: shard %d/%d: the index must be 0 to %d", c.Shard.Index, c.Shard.Count, c.Shard.Count-1)
 	}
 	if c.OrderInflight <= 0 {
-		c.OrderInflight = 100 * time.Millisecond
+		c.OrderInflight = DefaultOrderInflight
 	}
 	if c.OrderTimeout <= 0 {
-		c.OrderTimeout = 2 * time.Second
+		c.OrderTimeout = DefaultOrderTimeout
 	}
 	switch {
 	case c.Retries == 0:
-		c.Retries = 3
+		c.Retries = DefaultRetries
 	case c.Retries < 0:
 		c.Retries = 0
 	}
 	switch {
 	case c.TargetTimeout == 0:
-		c.TargetTimeout = 30 * time.Second
+		c.TargetTimeout = DefaultTargetTimeout
 	case c.TargetTimeout < 0:
 		c.TargetTimeout = 0
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -422,5 +423,39 @@ func TestCLIReportEqualsReplay(t *testing.T) {
 	}
 	if _, stderr, _ := run(t, nil, "report", capDir); !strings.Contains(stderr, "is a capture; 'tandem report' reads the run directories") {
 		t.Errorf("report of a capture: %q", stderr)
+	}
+}
+
+// The flags replay and sweep share are one definition: same defaults,
+// same help, and those defaults are what a zero replay.Config runs (so a
+// shadow, which sets none of them, runs the same gate). The proxy's
+// --shadow-target-timeout means what --target-timeout means.
+func TestSharedFlagsAgree(t *testing.T) {
+	rp, sw, px := newReplayCmd().Flags(), newSweepCmd().Flags(), newProxyCmd().Flags()
+	for _, name := range []string{"order-inflight", "order-timeout", "retries", "target-timeout", "on-unrewritable", "target", "config", "order", "unpack-dir", "run-id", "report-interval", "metrics-addr", "metrics-linger", "pprof", "json"} {
+		a, b := rp.Lookup(name), sw.Lookup(name)
+		if a == nil || b == nil {
+			t.Errorf("--%s: replay has it %v, sweep %v", name, a != nil, b != nil)
+			continue
+		}
+		if a.DefValue != b.DefValue {
+			t.Errorf("--%s: default %q in replay, %q in sweep", name, a.DefValue, b.DefValue)
+		}
+	}
+	for name, want := range map[string]string{"order-inflight": replay.DefaultOrderInflight.String(), "order-timeout": replay.DefaultOrderTimeout.String(),
+		"retries": fmt.Sprint(replay.DefaultRetries), "target-timeout": replay.DefaultTargetTimeout.String()} {
+		if got := rp.Lookup(name).DefValue; got != want {
+			t.Errorf("--%s defaults to %s, a zero replay.Config to %s", name, got, want)
+		}
+	}
+	st := px.Lookup("shadow-target-timeout")
+	if st.DefValue != rp.Lookup("target-timeout").DefValue || !strings.Contains(st.Usage, "0: wait forever") {
+		t.Errorf("--shadow-target-timeout %s %q; --target-timeout %s", st.DefValue, st.Usage, rp.Lookup("target-timeout").DefValue)
+	}
+	var g gateFlags
+	c := replay.Config{}
+	g.apply(&c)
+	if c.Retries != -1 || c.TargetTimeout != -1 {
+		t.Errorf("--retries 0 --target-timeout 0 give Config.Retries %d, TargetTimeout %v: want never (-1) and forever (-1)", c.Retries, c.TargetTimeout)
 	}
 }

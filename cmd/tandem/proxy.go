@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/shadow"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -112,6 +113,9 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 				}
 				sh.Worker = []string{exe, shadow.WorkerCommand, "--log-level", logLevel}
 				sh.MinFreeBytes = cfg.CaptureMinFree
+				if sh.TargetTimeout == 0 {
+					sh.TargetTimeout = -1 // replay.Config: negative is never, 0 its default
+				}
 				cfg.Shadows = shadowStarter{sh, ts}
 			}
 			runtime.GOMAXPROCS(n)
@@ -146,7 +150,7 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")
 	f.StringVar(&sh.Runs, "shadow-runs", "", "directory for the shadows' run directories (default CAPTURE.shadows)")
 	f.DurationVar(&sh.StatusInterval, "shadow-status-interval", 10*time.Second, "how often the shadows' state is logged")
-	f.DurationVar(&sh.TargetTimeout, "shadow-target-timeout", 30*time.Second, "a shadow whose server gives no answer to a call this long is marked failed")
+	f.DurationVar(&sh.TargetTimeout, "shadow-target-timeout", replay.DefaultTargetTimeout, "a shadow whose server gives no answer to a call this long is marked failed; the primary and the other shadows go on (0: wait forever, as replay's --target-timeout)")
 	f.DurationVar(&cfg.ShadowDrainTimeout, "shadow-drain-timeout", time.Minute, "on shutdown, how long the shadows may take to replay what the capture holds")
 	return cmd
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/store"
-	"github.com/tandemdb/tandem/targets"
 )
 
 // shardFlags applies --shard, --shards (with $JOB_COMPLETION_INDEX) and
@@ -123,7 +123,7 @@ func newReplayCmd() *cobra.Command {
 	var specs []string
 	var configFile string
 	var asJSON bool
-	var retries int
+	var gate gateFlags
 	var metricsAddr string
 	var linger time.Duration
 	var shard, startAt string
@@ -221,30 +221,15 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 				return err
 			}
 			cfg.Capture = dir
-			if configFile != "" {
-				ts, err := targets.Load(configFile)
-				if err != nil {
-					return err
-				}
-				cfg.Targets = append(cfg.Targets, ts...)
+			ts, err := loadTargets(configFile, specs)
+			if err != nil {
+				return err
 			}
-			for _, s := range specs {
-				t, err := targets.Parse(s)
-				if err != nil {
-					return err
-				}
-				cfg.Targets = append(cfg.Targets, t)
-			}
+			cfg.Targets = ts
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", time.Now().UTC().Format("20060102-150405"))
 			}
-			cfg.Retries = retries
-			if retries == 0 {
-				cfg.Retries = -1
-			}
-			if cfg.TargetTimeout == 0 {
-				cfg.TargetTimeout = -1
-			}
+			gate.apply(&cfg)
 			if err := shardFlags(&cfg, shard, shards, startAt); err != nil {
 				return err
 			}
@@ -261,11 +246,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
-	f.DurationVar(&cfg.OrderInflight, "order-inflight", 50*time.Millisecond, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
-	f.DurationVar(&cfg.OrderTimeout, "order-timeout", 2*time.Second, "with --order capture, the longest a record waits for those before it")
-	f.IntVar(&retries, "retries", 3, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never); one that fails every time is rolled back and counted as failed for good")
-	f.DurationVar(&cfg.TargetTimeout, "target-timeout", 30*time.Second, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
-	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")
+	gate.add(f, &cfg)
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "regroup transactions onto this many connections per target (0: one per captured session)")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times")
 	f.DurationVar(&cfg.Duration, "duration", 0, "keep looping the capture until this much time has passed")
@@ -281,4 +262,30 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.DurationVar(&linger, "metrics-linger", 0, "after the replay, keep /metrics up this long so a last scrape sees the final counts (e.g. 2x the scrape interval)")
 	f.StringVar(&cfg.IO, "io", replay.IOBlocking, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens) or poller (Go's poller: fewer threads, more scheduler hand-offs, slower)")
 	return cmd
+}
+
+// gateFlags are the flags replay and sweep share — how the capture's order
+// between sessions is kept, how lock errors are retried, when a target
+// counts as hung, what DDL that cannot be rewritten does — defined once,
+// with replay.Config's defaults, so both run the same replay.
+type gateFlags struct{ retries int }
+
+func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
+	f.DurationVar(&cfg.OrderInflight, "order-inflight", replay.DefaultOrderInflight, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
+	f.DurationVar(&cfg.OrderTimeout, "order-timeout", replay.DefaultOrderTimeout, "with --order capture, the longest a record waits for those before it; one that goes ahead is counted (order_released), and a change that overtakes a conflicting one makes later differences on its tables order-ambiguous")
+	f.IntVar(&g.retries, "retries", replay.DefaultRetries, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never); one that fails every time is rolled back and counted as failed for good")
+	f.DurationVar(&cfg.TargetTimeout, "target-timeout", replay.DefaultTargetTimeout, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
+	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")
+}
+
+// apply gives the flags' zeros their meaning on the command line ("never",
+// "wait forever"), where replay.Config's zero means its default.
+func (g *gateFlags) apply(cfg *replay.Config) {
+	cfg.Retries = g.retries
+	if g.retries == 0 {
+		cfg.Retries = -1
+	}
+	if cfg.TargetTimeout == 0 {
+		cfg.TargetTimeout = -1
+	}
 }

@@ -23,6 +23,7 @@ func newSweepCmd() *cobra.Command {
 	var asJSON bool
 	var linger time.Duration
 	var prep prepare.Config
+	var gate gateFlags
 	cmd := &cobra.Command{
 		Use:   "sweep CAPTURE_DIR --threads 1,2,4,… --duration D --target name=DSN …",
 		Short: "Replay a capture at several thread counts per target: throughput and latency against threads",
@@ -61,6 +62,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 				return err
 			}
 			cfg.Targets = ts
+			gate.apply(&cfg)
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", "sweep-"+time.Now().UTC().Format("20060102-150405"))
 			}
@@ -94,6 +96,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
 	f.StringVar(&cfg.Order, "order", "", "capture or none (default: capture, or none for a synthesized capture)")
+	gate.add(f, &cfg)
 	f.DurationVar(&cfg.ReportInterval, "report-interval", 0, "print a sysbench-style line per target this often (to stderr)")
 	f.IntVar(&prep.Tables, "prepare-tables", 0, "before every point, drop and load this many sbtest tables again (0: don't)")
 	f.IntVar(&prep.TableSize, "prepare-table-size", 10000, "rows per table with --prepare-tables")
