@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,14 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 	}
 	if readOnly {
 		o.FS = readerFS{vfs.Default}
+		// A damaged file is reported to whoever reads it, as an error
+		// (damaged); Pebble's default calls Fatalf, which for a reader
+		// could only panic.
+		o.EventListener = &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+			if log != nil {
+				log.Debug("damaged file", "component", "pebble", "path", info.Path, "err", info.Details)
+			}
+		}}
 	} else {
 		o.FS = writerFS{FS: vfs.Default}
 	}
@@ -86,6 +95,41 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	select {}
 }
 
+// damaged turns an error of Pebble's reading dir into one that says
+// which file is damaged and what it held: ErrCorrupt for a corruption,
+// err unchanged otherwise.
+func damaged(dir string, err error) error {
+	if err == nil || !pebble.IsCorruptionError(err) {
+		return err
+	}
+	info := pebble.ExtractDataCorruptionInfo(err)
+	if info == nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	held := heldRecords(info.Bounds.Start, info.Bounds.End.Key)
+	detail := "damaged"
+	if info.Details != nil {
+		detail = info.Details.Error()
+	}
+	return fmt.Errorf("%w: %s: %s is damaged (%s); it holds %s, which cannot be read. Restore the directory from a good copy (a packed capture: unpack it again)",
+		ErrCorrupt, dir, filepath.Base(info.Path), detail, held)
+}
+
+// heldRecords says which records a file whose keys span [lo, hi] holds.
+func heldRecords(lo, hi []byte) string {
+	if len(lo) == 0 || len(hi) == 0 || lo[0] > prefixRecord || hi[0] < prefixRecord {
+		return "no records (the capture's header or index)"
+	}
+	from, to := "1", "the last"
+	if len(lo) == 9 && lo[0] == prefixRecord {
+		from = fmt.Sprint(binary.BigEndian.Uint64(lo[1:]))
+	}
+	if len(hi) == 9 && hi[0] == prefixRecord {
+		to = fmt.Sprint(binary.BigEndian.Uint64(hi[1:]))
+	}
+	return "records " + from + " to " + to
+}
+
 // looksLikePebble reports whether dir holds a Pebble store, without
 // touching it (Pebble's own open creates a LOCK file, even read-only).
 func looksLikePebble(dir string) (bool, error) {
@@ -128,7 +172,7 @@ func checkCaptureDir(dir string) error {
 func openErr(dir string, err error) error {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, pebble.ErrCorruption):
+	case pebble.IsCorruptionError(err):
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
 	case errors.Is(err, syscall.EAGAIN) || strings.Contains(msg, "lock") && strings.Contains(msg, "held"):
 		return fmt.Errorf("store: %s is open for writing by another process (a running proxy or synth?); try again when it has finished: %v", dir, err)

@@ -94,8 +94,8 @@ func (r *Reader) get(key []byte) ([]byte, error) {
 }
 
 func (r *Reader) wrap(err error) error {
-	if errors.Is(err, pebble.ErrCorruption) {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, r.dir, err)
+	if pebble.IsCorruptionError(err) {
+		return damaged(r.dir, err)
 	}
 	return fmt.Errorf("store: %s: %w", r.dir, err)
 }

@@ -526,20 +526,20 @@ func OpenRun(dir string) (*RunReader, error) {
 	return r, nil
 }
 
-func getCopy(db *pebble.DB, key []byte) ([]byte, error) {
+func getCopy(db *pebble.DB, dir string, key []byte) ([]byte, error) {
 	v, closer, err := db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, damaged(dir, err)
 	}
 	defer closer.Close()
 	return append([]byte(nil), v...), nil
 }
 
 func (r *RunReader) readHeader() error {
-	hdr, err := getCopy(r.db, keyHeader)
+	hdr, err := getCopy(r.db, r.dir, keyHeader)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", r.dir, err)
 	}
@@ -567,7 +567,7 @@ func (r *RunReader) readHeader() error {
 	if err := json.Unmarshal(hdr, &r.meta); err != nil {
 		return fmt.Errorf("%w: %s: unreadable run header: %v", ErrCorrupt, r.dir, err)
 	}
-	end, err := getCopy(r.db, keyRunEnd)
+	end, err := getCopy(r.db, r.dir, keyRunEnd)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", r.dir, err)
 	}
@@ -636,6 +636,9 @@ func (r *RunReader) each(lo, hi []byte, f func(k, v []byte) error) error {
 		}
 	}
 	if err := it.Error(); err != nil {
+		if pebble.IsCorruptionError(err) {
+			return damaged(r.dir, err)
+		}
 		return fmt.Errorf("store: %s: %w", r.dir, err)
 	}
 	return nil
@@ -643,7 +646,7 @@ func (r *RunReader) each(lo, hi []byte, f func(k, v []byte) error) error {
 
 // Result returns a target's result in a point; false when there is none.
 func (r *RunReader) Result(point, target int) (*TargetResult, bool, error) {
-	v, err := getCopy(r.db, runKey(runResult, point, target))
+	v, err := getCopy(r.db, r.dir, runKey(runResult, point, target))
 	if err != nil || v == nil {
 		return nil, false, err
 	}
@@ -671,7 +674,7 @@ func (r *RunReader) Digests() (map[string]DigestInfo, error) {
 // Histogram returns one histogram; false when the run has none.
 func (r *RunReader) Histogram(point, target int, s Series, name string) (*latency.Histogram, bool, error) {
 	k := append(runKey(runHist, point, target), byte(s))
-	v, err := getCopy(r.db, append(k, name...))
+	v, err := getCopy(r.db, r.dir, append(k, name...))
 	if err != nil || v == nil {
 		return nil, false, err
 	}
@@ -752,7 +755,7 @@ func outcomes(db *pebble.DB, dir string, point, target int) iter.Seq2[*Outcome, 
 			}
 		}
 		if err := it.Error(); err != nil {
-			yield(nil, err)
+			yield(nil, damaged(dir, err))
 		}
 	}
 }
