@@ -19,17 +19,3 @@ func Params(dst []store.Value, ps []wire.Param) []store.Value {
 	}
 	return dst
 }
-
-// WireParams appends store values as execute parameters to dst: the
-// inverse of Params, for sending a captured execute again.
-func WireParams(dst []wire.Param, vs []store.Value) []wire.Param {
-	for i := range vs {
-		v := &vs[i]
-		p := wire.Param{ParamType: wire.ParamType{Type: v.Type}, Null: v.Null, LongData: v.LongData, Int: v.Int, Float: v.Float, Bytes: v.Bytes}
-		if v.Unsigned {
-			p.Flag = 0x80
-		}
-		dst = append(dst, p)
-	}
-	return dst
-}

@@ -1,5 +1,7 @@
 // Package capture turns protocol exchanges into store records and writes
-// them without ever making the client wait.
+// them without ever making the client wait: Session follows one client
+// session's conversation, fed by whoever sees it (the proxy today), and
+// Recorder appends its records to a capture.
 package capture
 
 import (

@@ -135,7 +135,6 @@ func (s *session) handshake() error {
 	// in case one does not, and change nothing else.
 	hr.Caps &^= strippedCaps
 	s.caps = hr.Caps &^ uint64(mysql.CLIENT_SSL)
-	s.deprecateEOF = uint32(s.caps)&mysql.CLIENT_DEPRECATE_EOF != 0
 	s.user, s.schema, s.collation = string(hr.User), string(hr.Database), hr.Charset
 
 	bseq := byte(0)

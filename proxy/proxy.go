@@ -1,7 +1,9 @@
 // Package proxy is a transparent MySQL-protocol proxy: clients connect to
 // it as they would to the server; it relays the handshake (authentication
 // is passed through, never stored) and every command and response, and
-// records each exchange through a capture.Recorder.
+// feeds each to its session's capture.Session, which builds the records
+// (and says when an answer is complete) and hands them to a
+// capture.Recorder.
 //
 // Each client connection is served by one goroutine that owns its two
 // connections; the Proxy owns those goroutines, and Serve returns only
@@ -28,7 +30,6 @@ import (
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
-	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
 
@@ -324,7 +325,7 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	bc = p.wrapIO(bc, log)
-	s := &session{p: p, id: id, client: client, backend: wire.NewConn(bc), stmts: map[uint32]*stmt{}}
+	s := &session{p: p, id: id, client: client, backend: wire.NewConn(bc)}
 	defer s.backend.Close()
 	p.mu.Lock()
 	p.mu.conns[s] = struct{}{}
@@ -347,38 +348,29 @@ func (p *Proxy) handle(c net.Conn) {
 	endHandshake()
 	// The client's flags and collation: replay asks for the ones that change
 	// results (CLIENT_FOUND_ROWS changes affected-row counts).
-	connect := store.Record{Session: id, Start: start, Duration: time.Since(start), Kind: store.KindConnect, User: s.user, Schema: s.schema,
-		ClientCaps: s.caps, Collation: s.collation}
+	s.cs = capture.NewSession(id, capture.State{User: s.user, Schema: s.schema, Caps: s.caps, Collation: s.collation},
+		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: p.cfg.CaptureResults == ResultsChecksum}, p.recorder)
 	if err != nil {
-		connect.Resp = store.Response{Kind: store.RespError}
+		msg := ""
 		var ce *connError
 		if errors.As(err, &ce) && ce.reason == reasonAuthFailed {
-			connect.Resp.Message = ce.err.Error()
+			msg = ce.err.Error()
 		}
-		if s.user != "" {
-			p.recorder.Record(&connect)
-		}
+		s.cs.Connect(start, time.Since(start), false, msg)
 		p.endWith(s, log, err)
 		return
 	}
-	connect.Resp = store.Response{Kind: store.RespOK}
-	p.recorder.Record(&connect)
+	s.cs.Connect(start, time.Since(start), true, "")
 	log.Debug("session started", "user", s.user, "schema", s.schema, "tls", s.clientTLS)
 
 	err = s.serveCommands()
 	if errors.Is(err, errRawMode) {
-		s.rec.Kind, s.rec.Flags = store.KindOther, s.rec.Flags|store.FlagNotReplayable
-		s.record(s.rec.Start)
-		log.Info("command the proxy does not parse; relaying the rest of the session unparsed and unrecorded", "command", fmt.Sprintf("0x%02x", s.rec.Command))
 		err = s.relayRaw()
 		if errors.Is(err, net.ErrClosed) {
 			err = nil
 		}
 	}
-	if !s.quitRecorded {
-		quit := store.Record{Session: id, Start: time.Now(), Kind: store.KindQuit}
-		p.recorder.Record(&quit)
-	}
+	s.cs.Close(time.Now())
 	p.endWith(s, log, err)
 }
 

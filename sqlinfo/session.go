@@ -228,9 +228,29 @@ func mayCarrySecret(sql string) bool {
 // password: in any statement of a multi-statement text, inside an
 // executable comment, or as the text of a string (PREPARE s FROM '…',
 // EXECUTE IMMEDIATE '…', SET @q = '…').
-func CarriesSecret(sql string) bool {
-	_, secret := mask(sql, 0)
-	return secret
+// It says so for a statement with no literal to mask too: a prepared
+// SET PASSWORD = PASSWORD(?) gets its password as a parameter.
+func CarriesSecret(sql string) bool { return carries(sql, 0) }
+
+func carries(sql string, depth int) bool {
+	if !mayCarrySecret(sql) || depth > 3 {
+		return false
+	}
+	toks, err := Lex(sql)
+	if err != nil {
+		return secretWords(sql, toks) || strings.Contains(strings.ToUpper(sql), "IDENTIFIED")
+	}
+	for _, st := range Statements(sql, toks) {
+		if secretWords(sql, st) {
+			return true
+		}
+		for _, t := range st {
+			if t.Kind == TokIdent && t.Is(sql, "IDENTIFIED") || t.Kind == TokString && carries(Unquote(t.Text(sql)), depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // MaskSecrets returns sql with every string literal of every statement that

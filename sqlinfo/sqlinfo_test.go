@@ -232,6 +232,18 @@ func TestMaskSecrets(t *testing.T) {
 			t.Errorf("CarriesSecret(%q) = false", c.in)
 		}
 	}
+	// Placeholders: nothing to mask, and yet the parameters are the
+	// password (a prepared statement's executes must not be recorded).
+	for _, prepared := range []string{"SET PASSWORD FOR x = PASSWORD(?)", "ALTER USER u IDENTIFIED BY ?", "CREATE USER u@h IDENTIFIED VIA ed25519 USING PASSWORD(?)"} {
+		if got, masked := MaskSecrets(prepared); got != prepared || masked || !CarriesSecret(prepared) {
+			t.Errorf("%q: MaskSecrets %q %v, CarriesSecret %v; want unchanged and carrying a secret", prepared, got, masked, CarriesSecret(prepared))
+		}
+	}
+	for _, plain := range []string{"SELECT ?", "UPDATE users SET name = ? WHERE id = ?", "SELECT user FROM t WHERE password = ?"} {
+		if CarriesSecret(plain) {
+			t.Errorf("CarriesSecret(%q) = true", plain)
+		}
+	}
 	for _, keep := range []string{"SELECT 'IDENTIFIED BY' FROM t", "INSERT INTO users (password) VALUES ('x')",
 		"UPDATE t SET c='x' WHERE id=1", "SELECT user, password FROM accounts WHERE user = 'bob'", "PREPARE s FROM 'SELECT 1'"} {
 		if got, masked := MaskSecrets(keep); got != keep || masked {

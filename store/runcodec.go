@@ -121,7 +121,7 @@ type Outcome struct {
 	Warnings uint16
 	Rows     uint64
 	Columns  uint32
-	// Ordered and Unordered are the row checksums (capture.RowSums).
+	// Ordered and Unordered are the row checksums (wire.RowSums).
 	Ordered, Unordered uint64
 	// Cause is set with OutcomeClientError; SkipReason with OutcomeSkipped.
 	Cause, SkipReason byte

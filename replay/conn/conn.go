@@ -29,7 +29,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser/charset"
-	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -108,7 +107,7 @@ type Result struct {
 	Columns uint32
 	// Rows and Sums are over every result set.
 	Rows uint64
-	Sums capture.RowSums
+	Sums wire.RowSums
 	// Affected, InsertID and Warnings are the last OK's (or EOF's warnings).
 	Affected, InsertID uint64
 	Warnings           uint16
@@ -600,7 +599,7 @@ func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor b
 		return err
 	}
 	defer end()
-	c.params = capture.WireParams(c.params[:0], ps)
+	c.params = wireParams(c.params[:0], ps)
 	e := wire.Execute{StmtID: st.ID, CursorType: cursor, Iterations: 1, NewParamsBound: true, Params: c.params}
 	c.buf = e.Append(c.buf[:0])
 	if err := c.send(); err != nil {
@@ -733,4 +732,18 @@ func (c *Conn) readRows(binary bool, r *Result) error {
 		r.Sums.AddRow(p)
 		r.Rows++
 	}
+}
+
+// wireParams appends store values as execute parameters to dst: the
+// inverse of capture.Params, for sending a captured execute again.
+func wireParams(dst []wire.Param, vs []store.Value) []wire.Param {
+	for i := range vs {
+		v := &vs[i]
+		p := wire.Param{ParamType: wire.ParamType{Type: v.Type}, Null: v.Null, LongData: v.LongData, Int: v.Int, Float: v.Float, Bytes: v.Bytes}
+		if v.Unsigned {
+			p.Flag = 0x80
+		}
+		dst = append(dst, p)
+	}
+	return dst
 }

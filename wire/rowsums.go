@@ -1,10 +1,10 @@
-package capture
+package wire
 
 import "github.com/cespare/xxhash/v2"
 
 // RowSums accumulates the two checksums of a result's rows, from each row's
 // 64-bit hash (xxhash of the row packet's payload): Ordered depends on the
-// rows' order, Unordered does not (a multiset). The proxy and replay use
+// rows' order, Unordered does not (a multiset). The capture and replay use
 // the same definition, so their checksums compare for the same protocol.
 type RowSums struct {
 	Ordered, Unordered uint64

@@ -1,0 +1,682 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+// Sink takes the records a Session builds (a *Recorder; nil records
+// nothing).
+type Sink interface{ Record(*store.Record) }
+
+// Options say what a Session keeps of what it sees.
+type Options struct {
+	// MaxRecordBytes bounds the SQL, long data and unknown command bytes
+	// a record keeps (the rest is cut, and the record marked truncated).
+	MaxRecordBytes int
+	// Checksums: result rows are checksummed (RowSums), as
+	// --capture-results checksum asks.
+	Checksums bool
+}
+
+// State is what a session carries from its handshake (or, for a session
+// found already open, from a snapshot of it): who it is, where it is, and
+// how it talks.
+type State struct {
+	User, Schema string
+	// Caps are the client's capability flags as the server sees them;
+	// Collation the handshake's.
+	Caps      uint64
+	Collation byte
+}
+
+// Session builds one client session's records from what crossed the
+// wire, without a socket: whoever sees the conversation feeds it — the
+// proxy relaying it, or a reader of packets or logs. Per command:
+// Command with the client's packet, then each frame of the server's answer
+// to Server (as long as it says Read, relaying a client turn when it says
+// ClientTurn or SendFile), then End. It keeps what later commands need:
+// the current schema, the user after COM_CHANGE_USER, and the prepared
+// statements (their parameter count and types, to decode executes).
+//
+// A session's goroutine owns it; it is not safe for concurrent use.
+type Session struct {
+	id    uint64
+	opts  Options
+	sink  Sink
+	st    State
+	eof   bool // the server sends EOF packets (no CLIENT_DEPRECATE_EOF)
+	stmts map[uint32]*stmt
+	rec   store.Record
+	quit  bool // a COM_QUIT was recorded
+
+	// The answer being decoded.
+	cmd    byte
+	pc     pending
+	phase  phase
+	resp   *store.Response
+	left   int  // column definitions (or prepare packets) still to come
+	binary bool // rows are binary (an execute's or a fetch's)
+	cont   bool // the next frame continues a packet of MaxPayload bytes
+	then   Step // what the packet being continued decided
+	row    bool // the packet being continued is a row
+	h      xxhash.Digest
+	err    error // why the answer was Malformed
+	perr   error // why the command was not decoded
+}
+
+// stmt is what a session must remember of a prepared statement to decode
+// its executes.
+type stmt struct {
+	params   int
+	types    []wire.ParamType
+	longData []bool
+	secret   bool // its SQL can carry a password: parameters are not recorded
+}
+
+// pending is what decoding the answer needs to know of the command.
+type pending struct {
+	st     *stmt
+	useDB  string // USE's schema, applied if the server says OK
+	cursor bool
+	secret bool // a prepare's SQL can carry a password
+}
+
+// phase is where in the server's answer the session is.
+type phase uint8
+
+const (
+	phaseNone        phase = iota
+	phaseResult            // a result's first packet: OK, ERR, LOCAL INFILE or a column count
+	phaseInfile            // the server's answer after the client sent a LOCAL INFILE file
+	phaseDefs              // column definitions
+	phaseDefsEOF           // the EOF after them (no CLIENT_DEPRECATE_EOF)
+	phaseRows              // rows, until the result set's end
+	phasePrepare           // COM_STMT_PREPARE's first packet
+	phasePrepareRest       // its parameter and column definitions
+	phaseSimple            // a one-packet answer: OK, ERR or EOF
+	phaseStatistics        // COM_STATISTICS's string
+	phaseFieldList         // COM_FIELD_LIST: definitions until EOF or ERR
+	phaseAuth              // COM_CHANGE_USER's authentication exchange
+)
+
+// Step says what follows a frame (or a command).
+type Step uint8
+
+const (
+	// Read: the answer goes on; feed the server's next frame.
+	Read Step = iota
+	// Done: the answer is complete; End the command.
+	Done
+	// ClientTurn: the server waits for the client's next packet
+	// (authentication data): relay it, then read on.
+	ClientTurn
+	// SendFile: the server asked for a LOCAL INFILE file: the client
+	// sends its contents and an empty packet (not recorded), then read on.
+	SendFile
+	// Raw: a command whose conversation is not decoded (a binlog dump):
+	// the rest of the connection is not recorded.
+	Raw
+	// Malformed: the answer cannot be decoded (Err says why); the
+	// conversation cannot be followed further.
+	Malformed
+)
+
+// NewSession starts following session id (the record's Session) in state
+// st, its records going to sink.
+func NewSession(id uint64, st State, opts Options, sink Sink) *Session {
+	return &Session{id: id, st: st, opts: opts, sink: sink, eof: uint32(st.Caps)&mysql.CLIENT_DEPRECATE_EOF == 0, stmts: map[uint32]*stmt{}}
+}
+
+// State is the session's current state.
+func (s *Session) State() State { return s.st }
+
+// Err says why the answer was Malformed.
+func (s *Session) Err() error { return s.err }
+
+// Kind is the kind of the command being recorded (for metrics).
+func (s *Session) Kind() store.Kind { return s.rec.Kind }
+
+// Connect records the session's login, at start and taking d: accepted
+// (ok), or refused with the server's message. A refusal before the client
+// said who it is records nothing.
+func (s *Session) Connect(start time.Time, d time.Duration, ok bool, msg string) {
+	r := store.Record{Session: s.id, Start: start, Duration: d, Kind: store.KindConnect, User: s.st.User, Schema: s.st.Schema,
+		ClientCaps: s.st.Caps, Collation: s.st.Collation, Resp: store.Response{Kind: store.RespOK}}
+	if !ok {
+		if s.st.User == "" {
+			return
+		}
+		r.Resp = store.Response{Kind: store.RespError, Message: msg}
+	}
+	s.record(&r)
+}
+
+// Command begins a command: p is the client's packet (or, for one of
+// MaxPayload bytes or more, its first bytes: truncated says the rest was
+// cut). It says what follows: Read (an answer), Done (none: long data, a
+// close, a quit) or Raw.
+//
+// A command that cannot be decoded for recording is recorded as not
+// replayable; its answer is still followed (the server decides what is
+// malformed).
+func (s *Session) Command(p []byte, truncated bool, at time.Time) Step {
+	s.rec = store.Record{Session: s.id, Start: at, Schema: s.st.Schema}
+	s.pc, s.phase, s.resp, s.cont, s.then, s.row, s.binary, s.err, s.perr = pending{}, phaseNone, &s.rec.Resp, false, Read, false, false, nil, nil
+	if len(p) == 0 {
+		s.rec.Kind, s.rec.Flags = store.KindOther, store.FlagNotReplayable
+		return Done
+	}
+	s.cmd = p[0]
+	s.rec.Command = p[0]
+	if truncated {
+		s.rec.Flags |= store.FlagTruncated
+	}
+	if err := s.parseCommand(p); err != nil {
+		s.rec.Flags |= store.FlagNotReplayable
+		s.rec.Kind = store.KindOther
+		s.pc = pending{}
+		s.perr = err
+	}
+	switch s.cmd {
+	case mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_CLOSE:
+		return Done // no answer
+	case mysql.COM_QUIT:
+		s.rec.Kind = store.KindQuit
+		return Done
+	case mysql.COM_QUERY, mysql.COM_PROCESS_INFO:
+		s.phase = phaseResult
+	case mysql.COM_STMT_EXECUTE:
+		s.phase, s.binary = phaseResult, true
+	case mysql.COM_STMT_PREPARE:
+		s.phase = phasePrepare
+	case mysql.COM_STMT_FETCH:
+		s.phase, s.binary = phaseRows, true
+		s.rec.Resp.Kind = store.RespResultSet
+	case mysql.COM_CHANGE_USER:
+		s.phase = phaseAuth
+	case mysql.COM_FIELD_LIST:
+		s.phase = phaseFieldList
+	case mysql.COM_STATISTICS:
+		s.phase = phaseStatistics
+	case mysql.COM_BINLOG_DUMP, mysql.COM_BINLOG_DUMP_GTID, mysql.COM_TABLE_DUMP, mysql.COM_CONNECT_OUT:
+		s.rec.Kind, s.rec.Flags = store.KindOther, s.rec.Flags|store.FlagNotReplayable
+		return Raw
+	default:
+		// INIT_DB, PING, RESET_CONNECTION, STMT_RESET and the rest
+		// (commands the server does not know included) are answered with
+		// one packet: OK, EOF or ERR.
+		s.phase = phaseSimple
+	}
+	return Read
+}
+
+// ParseErr says why the last command could not be decoded for recording
+// (it is then recorded as not replayable), or nil.
+func (s *Session) ParseErr() error { return s.perr }
+
+// Server takes one frame of the server's answer (a packet's payload, or
+// for a packet of MaxPayload bytes or more each of its frames in turn)
+// and says what follows.
+func (s *Session) Server(p []byte) Step {
+	if s.cont {
+		// A continuation of a packet of MaxPayload bytes or more: only a
+		// row's frames matter (its bytes and checksum).
+		if s.row {
+			s.resp.Bytes += uint64(len(p) + 4)
+			if s.opts.Checksums {
+				s.h.Write(p)
+			}
+		}
+		if len(p) == wire.MaxPayload {
+			return Read
+		}
+		s.cont = false
+		if s.row {
+			s.row = false
+			s.endRow()
+		}
+		return s.then
+	}
+	step := s.packet(p)
+	if len(p) == wire.MaxPayload && step != Malformed {
+		s.cont, s.then = true, step
+		return Read
+	}
+	return step
+}
+
+// packet decodes a packet's first frame.
+func (s *Session) packet(p []byte) Step {
+	if len(p) == 0 && (s.phase == phaseResult || s.phase == phaseAuth) {
+		return s.malformed(errors.New("empty response packet"))
+	}
+	head := byte(0x01) // no header of note (an empty packet)
+	if len(p) > 0 {
+		head = p[0]
+	}
+	switch s.phase {
+	case phaseResult:
+		switch p[0] {
+		case wire.HeaderOK, wire.HeaderErr:
+			s.summarize(p, s.resp)
+			if p[0] == wire.HeaderOK && s.pc.useDB != "" && s.resp == &s.rec.Resp {
+				s.st.Schema = s.pc.useDB
+			}
+			return s.resultEnd()
+		case wire.HeaderLocalInfile:
+			// MariaDB asks for the file in answer to a query or to the
+			// execute of a prepared LOAD DATA LOCAL alike.
+			s.phase = phaseInfile
+			s.rec.Flags |= store.FlagNotReplayable
+			return SendFile
+		}
+		n, metadata, err := wire.ParseColumnCount(p, s.st.Caps&wire.MariaDBClientCacheMetadata != 0)
+		if err != nil {
+			return s.malformed(fmt.Errorf("result set header: %w", err))
+		}
+		s.resp.Kind, s.resp.Columns = store.RespResultSet, uint32(n)
+		s.resp.Bytes = uint64(len(p) + 4)
+		s.left = int(n)
+		if !metadata {
+			s.left = 0 // MariaDB metadata caching: the client has the definitions
+		}
+		s.afterDefs()
+		return Read
+	case phaseInfile:
+		s.summarize(p, s.resp)
+		return s.resultEnd()
+	case phaseDefs:
+		s.resp.Bytes += uint64(len(p) + 4)
+		s.left--
+		s.afterDefs()
+		return Read
+	case phaseDefsEOF:
+		s.resp.Bytes += uint64(len(p) + 4)
+		e, err := wire.ParseEOF(p)
+		if err != nil {
+			return s.malformed(fmt.Errorf("EOF after column definitions: %w", err))
+		}
+		if s.pc.cursor && e.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+			// Rows come with COM_STMT_FETCH.
+			s.resp.Status = e.Status
+			return s.resultEnd()
+		}
+		s.phase = phaseRows
+		return Read
+	case phaseRows:
+		s.resp.Bytes += uint64(len(p) + 4)
+		switch {
+		case head == wire.HeaderErr:
+			// An error in the middle of the rows ends the statement.
+			s.summarize(p, s.resp)
+			return Done
+		case s.binary && head == wire.HeaderEOF, wire.IsResultEnd(p, !s.eof):
+			var end store.Response
+			s.summarize(p, &end)
+			s.resp.Status, s.resp.Warnings = end.Status, end.Warnings
+			s.resp.HasChecksums = s.opts.Checksums
+			if s.cmd == mysql.COM_STMT_FETCH {
+				return Done
+			}
+			return s.resultEnd()
+		}
+		s.resp.Rows++
+		if s.opts.Checksums {
+			s.h.Reset()
+			s.h.Write(p)
+		}
+		if len(p) == wire.MaxPayload { // a row of 16 MiB or more
+			s.row = true
+			return Read
+		}
+		s.endRow()
+		return Read
+	case phasePrepare:
+		if head == wire.HeaderErr {
+			s.summarize(p, &s.rec.Resp)
+			return Done
+		}
+		ok, err := wire.ParsePrepareOK(p)
+		if err != nil {
+			return s.malformed(fmt.Errorf("prepare response: %w", err))
+		}
+		s.rec.StmtID = ok.StmtID
+		s.rec.Resp = store.Response{Kind: store.RespOK, Columns: uint32(ok.Columns), Params: ok.Params, Warnings: ok.Warnings}
+		// A statement that can carry a password keeps its parameters out
+		// of the capture, literals to mask or not (SET PASSWORD =
+		// PASSWORD(?) has none).
+		secret := s.rec.Flags&store.FlagMasked != 0 || s.pc.secret
+		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret}
+		s.left = 0
+		for _, n := range []uint16{ok.Params, ok.Columns} {
+			if n > 0 {
+				s.left += int(n)
+				if s.eof {
+					s.left++
+				}
+			}
+		}
+		s.phase = phasePrepareRest
+		if s.left == 0 {
+			return Done
+		}
+		return Read
+	case phasePrepareRest:
+		if s.left--; s.left == 0 {
+			return Done
+		}
+		return Read
+	case phaseSimple:
+		s.summarize(p, &s.rec.Resp)
+		if s.rec.Resp.Kind == store.RespOK {
+			switch s.cmd {
+			case mysql.COM_INIT_DB:
+				s.st.Schema = s.pc.useDB
+			case mysql.COM_RESET_CONNECTION:
+				clear(s.stmts)
+			}
+		}
+		return Done
+	case phaseStatistics:
+		s.rec.Resp.Kind = store.RespOK
+		return Done
+	case phaseFieldList:
+		if head == wire.HeaderErr || wire.IsResultEnd(p, !s.eof) {
+			s.summarize(p, &s.rec.Resp)
+			return Done
+		}
+		return Read
+	case phaseAuth:
+		switch head {
+		case wire.HeaderOK:
+			s.rec.Resp.Kind = store.RespOK
+			s.st.User, s.st.Schema = s.rec.User, s.rec.Schema
+			clear(s.stmts)
+			return Done
+		case wire.HeaderErr:
+			msg := "malformed ERR"
+			if e, err := wire.ParseErr(p); err == nil {
+				msg = fmt.Sprintf("%d (%s) %s", e.Code, e.State, e.Message)
+			}
+			s.rec.Resp = store.Response{Kind: store.RespError, Message: msg}
+			return Done
+		case 0x01:
+			// AuthMoreData. caching_sha2_password's "fast auth success"
+			// (0x01 0x03) is followed by OK without a client reply.
+			if len(p) == 2 && p[1] == 0x03 {
+				return Read
+			}
+		}
+		return ClientTurn
+	}
+	return s.malformed(fmt.Errorf("a server packet where no answer was expected (%s)", commandName(s.cmd)))
+}
+
+// afterDefs moves past the column definitions once none is left.
+func (s *Session) afterDefs() {
+	switch {
+	case s.left > 0:
+		s.phase = phaseDefs
+	case s.eof:
+		s.phase = phaseDefsEOF
+	default:
+		// Rows follow, or (with a cursor) an end packet carrying
+		// SERVER_STATUS_CURSOR_EXISTS, after which rows come with fetches.
+		s.phase = phaseRows
+	}
+}
+
+// endRow folds a whole row's checksum in.
+func (s *Session) endRow() {
+	if s.opts.Checksums {
+		rs := wire.RowSums{Ordered: s.resp.Ordered, Unordered: s.resp.Unordered}
+		rs.Add(s.h.Sum64())
+		s.resp.Ordered, s.resp.Unordered = rs.Ordered, rs.Unordered
+	}
+}
+
+// resultEnd ends one result of a query or execute: Done, unless the
+// server said more follow (a multi-statement query, a procedure's
+// results), each of which the record keeps in Resp.More.
+func (s *Session) resultEnd() Step {
+	if s.resp.Kind == store.RespError || s.resp.Status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+		return Done
+	}
+	s.rec.Resp.More = append(s.rec.Resp.More, store.Response{})
+	s.resp = &s.rec.Resp.More[len(s.rec.Resp.More)-1]
+	s.phase = phaseResult
+	return Read
+}
+
+func (s *Session) malformed(err error) Step {
+	s.err = err
+	return Malformed
+}
+
+// End records the command, which ended at at.
+func (s *Session) End(at time.Time) {
+	s.rec.Duration = at.Sub(s.rec.Start)
+	if s.rec.Kind == store.KindQuit {
+		s.quit = true
+	}
+	s.record(&s.rec)
+}
+
+// Close records the session's end when it ended without a COM_QUIT (the
+// client or the server went away), at at.
+func (s *Session) Close(at time.Time) {
+	if !s.quit {
+		s.quit = true
+		s.record(&store.Record{Session: s.id, Start: at, Kind: store.KindQuit})
+	}
+}
+
+// record hands r to the sink. The server's message for a secret statement
+// can quote it, the password included (a syntax error "near 'IDENTIFEID
+// BY …'"): such a record keeps the code and state, never the text.
+func (s *Session) record(r *store.Record) {
+	if r.Flags&store.FlagMasked != 0 {
+		r.Resp.Message = redacted(r.Resp.Message)
+		for i := range r.Resp.More {
+			r.Resp.More[i].Message = redacted(r.Resp.More[i].Message)
+		}
+	}
+	if s.sink != nil {
+		s.sink.Record(r)
+	}
+}
+
+// redacted replaces an error message of a secret statement.
+func redacted(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return "(message of a statement with a secret, not stored)"
+}
+
+// summarize reads an OK, ERR or EOF packet into resp.
+func (s *Session) summarize(p []byte, resp *store.Response) {
+	if len(p) == 0 {
+		return
+	}
+	switch {
+	case p[0] == wire.HeaderErr:
+		resp.Kind = store.RespError
+		if e, err := wire.ParseErr(p); err == nil {
+			resp.ErrCode, resp.SQLState, resp.Message = e.Code, e.State, e.Message
+		}
+	case p[0] == wire.HeaderOK || p[0] == wire.HeaderEOF && len(p) >= 7:
+		resp.Kind = store.RespOK
+		if o, err := wire.ParseOK(p, s.st.Caps); err == nil {
+			resp.AffectedRows, resp.InsertID, resp.Status, resp.Warnings = o.AffectedRows, o.InsertID, o.Status, o.Warnings
+		}
+	case p[0] == wire.HeaderEOF:
+		resp.Kind = store.RespOK
+		if e, err := wire.ParseEOF(p); err == nil {
+			resp.Status, resp.Warnings = e.Status, e.Warnings
+		}
+	default:
+		resp.Kind = store.RespOK
+	}
+}
+
+// parseCommand fills s.rec from the command payload.
+func (s *Session) parseCommand(p []byte) error {
+	r := &s.rec
+	r.Kind = CommandKind(p[0])
+	truncated := r.Flags&store.FlagTruncated != 0
+	switch p[0] {
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
+		sql := string(p[1:])
+		if p[0] == mysql.COM_QUERY {
+			s.pc.useDB, _ = sqlinfo.UseSchema(sql)
+			if sqlinfo.IsLoadDataLocal(sql) {
+				r.Flags |= store.FlagNotReplayable
+			}
+		}
+		if masked, ok := sqlinfo.MaskSecrets(sql); ok {
+			sql = masked
+			r.Flags |= store.FlagMasked
+		} else if p[0] == mysql.COM_STMT_PREPARE && sqlinfo.CarriesSecret(sql) {
+			s.pc.secret = true
+		}
+		r.SQL = sql
+		if truncated {
+			r.Flags |= store.FlagNotReplayable
+		}
+	case mysql.COM_INIT_DB:
+		r.Schema = string(p[1:])
+		s.pc.useDB = r.Schema
+	case mysql.COM_STMT_EXECUTE:
+		if len(p) < 5 {
+			return fmt.Errorf("%w: execute of %d bytes", wire.ErrMalformed, len(p))
+		}
+		id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
+		st := s.stmts[id]
+		s.pc.st = st
+		r.StmtID = id
+		if st == nil {
+			// Unknown to us (and so to the server): the server answers ERR.
+			return nil
+		}
+		var longData func(int) bool
+		if st.longData != nil {
+			longData = func(i int) bool { return i < len(st.longData) && st.longData[i] }
+		}
+		e, err := wire.ParseExecute(p, st.params, st.types, longData)
+		switch {
+		case errors.Is(err, wire.ErrUnknownParamTypes):
+			r.Flags |= store.FlagNotReplayable
+		case err != nil && truncated:
+			r.Flags |= store.FlagNotReplayable
+		case err != nil:
+			return err
+		default:
+			if e.NewParamsBound {
+				st.types = e.Types
+				r.Flags |= store.FlagNewParamsBound
+			}
+			r.CursorType = e.CursorType
+			s.pc.cursor = e.CursorType != 0
+			if st.secret {
+				r.Flags |= store.FlagMasked
+			} else {
+				r.Params = Params(r.Params[:0], e.Params)
+			}
+		}
+		st.longData = nil // long data applies to one execute
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		l, err := wire.ParseLongData(p)
+		if err != nil {
+			return err
+		}
+		r.StmtID, r.ParamIndex = l.StmtID, l.Param
+		if st := s.stmts[l.StmtID]; st != nil && int(l.Param) < st.params {
+			if st.longData == nil {
+				st.longData = make([]bool, st.params)
+			}
+			st.longData[l.Param] = true
+			if st.secret {
+				r.Flags |= store.FlagMasked
+				break
+			}
+		}
+		r.Data = append(r.Data[:0], l.Data[:min(len(l.Data), s.opts.MaxRecordBytes)]...)
+		if len(l.Data) > s.opts.MaxRecordBytes || truncated {
+			r.Flags |= store.FlagTruncated | store.FlagNotReplayable
+		}
+	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_RESET, mysql.COM_STMT_FETCH:
+		c, err := wire.ParseStmtCommand(p)
+		if err != nil {
+			return err
+		}
+		r.StmtID, r.FetchRows = c.StmtID, c.Rows
+		if st := s.stmts[c.StmtID]; st != nil {
+			switch c.Command {
+			case mysql.COM_STMT_CLOSE:
+				delete(s.stmts, c.StmtID)
+			case mysql.COM_STMT_RESET:
+				st.longData = nil
+			}
+		}
+	case mysql.COM_CHANGE_USER:
+		cu, err := wire.ParseChangeUser(p, s.st.Caps)
+		if err != nil {
+			return err
+		}
+		r.User, r.Schema = string(cu.User), string(cu.Database)
+	case mysql.COM_QUIT, mysql.COM_PING, mysql.COM_RESET_CONNECTION:
+	default:
+		n := min(len(p)-1, 256)
+		r.Data = append(r.Data[:0], p[1:1+n]...)
+	}
+	return nil
+}
+
+// CommandKind maps a command byte to the record kind.
+func CommandKind(c byte) store.Kind {
+	switch c {
+	case mysql.COM_QUERY:
+		return store.KindQuery
+	case mysql.COM_STMT_PREPARE:
+		return store.KindPrepare
+	case mysql.COM_STMT_EXECUTE:
+		return store.KindExecute
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		return store.KindLongData
+	case mysql.COM_STMT_CLOSE:
+		return store.KindClose
+	case mysql.COM_STMT_RESET:
+		return store.KindReset
+	case mysql.COM_STMT_FETCH:
+		return store.KindFetch
+	case mysql.COM_INIT_DB:
+		return store.KindInitDB
+	case mysql.COM_CHANGE_USER:
+		return store.KindChangeUser
+	case mysql.COM_RESET_CONNECTION:
+		return store.KindResetConnection
+	case mysql.COM_PING:
+		return store.KindPing
+	case mysql.COM_QUIT:
+		return store.KindQuit
+	}
+	return store.KindOther
+}
+
+// commandName names a command byte for messages.
+func commandName(c byte) string {
+	if k := CommandKind(c); k != store.KindOther {
+		return k.String()
+	}
+	return fmt.Sprintf("command 0x%02x", c)
+}
