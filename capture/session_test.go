@@ -341,3 +341,22 @@ func TestSessionConnectRecords(t *testing.T) {
 	n.Connect(time.Now(), 0, true, "")
 	n.Close(time.Now())
 }
+
+// The recorder's cost per row of a result set relayed by the proxy
+// (checksums on): the proxy calls Server for every frame it relays.
+func BenchmarkSessionResultRows(b *testing.B) {
+	s := NewSession(1, State{Caps: caps41}, Options{MaxRecordBytes: 1024, Checksums: true}, nil)
+	row := []byte("\x0342\x0b\x3bfoo-bar-baz-qux-0123456789-0123456789-0123456789-0123456789")
+	eof := eofp(0, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Command(query("SELECT c FROM t"), false, time.Time{})
+		s.Server([]byte{1})
+		s.Server(colDef)
+		s.Server(eof)
+		for range 100 {
+			s.Server(row)
+		}
+		s.Server(eof)
+	}
+}
