@@ -18,6 +18,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -393,7 +394,7 @@ func FirstDiff(a, b []string, aName, bName string, byPosition bool) string {
 	if byPosition {
 		for i := range max(len(a), len(b)) {
 			if i >= len(a) || i >= len(b) || a[i] != b[i] {
-				return fmt.Sprintf("%srow %d: %s %s, %s %s", prefix, i+1, aName, shorten(at(a, i)), bName, shorten(at(b, i)))
+				return fmt.Sprintf("%srow %d: %s %s, %s %s", prefix, i+1, aName, textclip.Clip(at(a, i), 120), bName, textclip.Clip(at(b, i), 120))
 			}
 		}
 		return "rows agree when re-run after the replay, in the same order"
@@ -404,25 +405,16 @@ func FirstDiff(a, b []string, aName, bName string, byPosition bool) string {
 	}
 	for i, x := range a {
 		if count[x] == 0 {
-			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, aName, shorten(x), bName, len(a), len(b))
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, aName, textclip.Clip(x, 120), bName, len(a), len(b))
 		}
 		count[x]--
 	}
 	for i, x := range b {
 		if count[x] > 0 {
-			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, bName, shorten(x), aName, len(b), len(a))
+			return fmt.Sprintf("%srow %d on %s %s is not on %s (%d rows vs %d)", prefix, i+1, bName, textclip.Clip(x, 120), aName, len(b), len(a))
 		}
 	}
 	return "rows agree when re-run after the replay"
-}
-
-// shorten keeps a row readable in a report line (rows are compared whole).
-func shorten(row string) string {
-	const max = 120
-	if r := []rune(row); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return row
 }
 
 func at(rows []string, i int) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -180,7 +181,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, d := range rm.topList {
 			in := rm.info[d]
-			ch <- prometheus.MustNewConstMetric(descDigestInfo, prometheus.GaugeValue, 1, rm.id, digestLabel(d), in.Class, truncate(in.Text, 200))
+			ch <- prometheus.MustNewConstMetric(descDigestInfo, prometheus.GaugeValue, 1, rm.id, digestLabel(d), in.Class, textclip.Clip(in.Text, 200))
 		}
 		views := map[string]*targetView{}
 		var names []string
@@ -340,16 +341,6 @@ func constHistogram(d *prometheus.Desc, h *latency.Histogram, labels ...string) 
 // digestLabel is a digest's label value: the short form of its id.
 func digestLabel(id string) string {
 	return sqlinfo.Digest{ID: id}.Short()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 { // not inside a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // mergeInto adds the runner's workers' statistics to t and their record

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -170,16 +171,9 @@ func (rn *runner) rewrite(sql string) (string, error) {
 	rn.mu.rewrites[sql] = rewritten{out, err}
 	if err != nil && rn.cfg.OnUnrewritable != UnrewritableSkip {
 		rn.failLocked(fmt.Sprintf("cannot set engine %s in %q: %v; the target stopped there (--on-unrewritable skip runs the rest without such statements)",
-			rn.t.Engine, clipText(sql, 120), err))
+			rn.t.Engine, textclip.Clip(sql, 120), err))
 	}
 	return out, err
-}
-
-func clipText(s string, n int) string {
-	if len(s) > n {
-		return s[:n-3] + "..."
-	}
-	return s
 }
 
 // fail stops the target: every record after this is skipped, its

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -293,7 +294,7 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	if len(rep.ErrorCodes) > 0 {
 		fmt.Fprintln(w, "\nerrors")
 		for _, e := range rep.ErrorCodes {
-			fmt.Fprintf(tw, "  %d (%s)\t%d\t%s\n", e.Code, e.SQLState, e.Count, truncate(e.Sample, 80))
+			fmt.Fprintf(tw, "  %d (%s)\t%d\t%s\n", e.Code, e.SQLState, e.Count, textclip.Clip(e.Sample, 80))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -304,17 +305,10 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw, "  COUNT\tEXECUTES\tERRORS\tAVG MS\tDIGEST\tSTATEMENT")
 		for _, d := range rep.TopDigests {
 			short := sqlinfo.Digest{ID: d.Digest}.Short()
-			fmt.Fprintf(tw, "  %d\t%d\t%d\t%.3f\t%s\t%s\n", d.Count, d.Executes, d.Errors, d.AvgSeconds*1000, short, truncate(d.Text, 100))
+			fmt.Fprintf(tw, "  %d\t%d\t%d\t%.3f\t%s\t%s\n", d.Count, d.Executes, d.Errors, d.AvgSeconds*1000, short, textclip.Clip(d.Text, 100))
 		}
 	}
 	return tw.Flush()
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
 
 // NotReplayableReason says why the proxy marked rec not replayable.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/footprint"
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -65,7 +66,7 @@ func (rep *Report) writeSweep(w io.Writer) {
 	rows, names := rep.Sweep()
 	fmt.Fprintf(w, "sweep of %s: per thread count, per target: tps / qps / p95 ms / p99 ms\n  %-8s", rep.Capture, "threads")
 	for _, n := range names {
-		fmt.Fprintf(w, " %36s", clip(n, 36))
+		fmt.Fprintf(w, " %36s", textclip.Clip(n, 36))
 	}
 	fmt.Fprintln(w)
 	for _, r := range rows {
@@ -111,13 +112,13 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		return slices.ContainsFunc(pt.Targets, func(t Target) bool { return f(&t) })
 	}
 	row("", func(t *Target) string { return t.Name })
-	row("engine", func(t *Target) string { return clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
+	row("engine", func(t *Target) string { return textclip.Clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
 	row("version", func(t *Target) string { return strings.SplitN(t.Version, "-", 3)[0] })
 	row("connection", func(t *Target) string {
 		if t.TLS == "" {
 			return "in clear"
 		}
-		return clip("TLS "+strings.TrimPrefix(t.TLS, "TLS_"), 22)
+		return textclip.Clip("TLS "+strings.TrimPrefix(t.TLS, "TLS_"), 22)
 	})
 	row("transactions", func(t *Target) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
 	row("queries (r/w/o)", func(t *Target) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
@@ -219,7 +220,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		}) {
 			row("  after a skipped write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed]) })
 		}
-		row("  differs from capture", func(t *Target) string { return clip(compare.Summary(t.VsCapture), 22) })
+		row("  differs from capture", func(t *Target) string { return textclip.Clip(compare.Summary(t.VsCapture), 22) })
 	}
 	if any(func(t *Target) bool { return t.EndState != nil }) {
 		row("end state", func(t *Target) string {
@@ -319,11 +320,11 @@ func WriteFootprint(w io.Writer, pt *Point, baseline, title string) {
 	slices.Sort(tables)
 	fmt.Fprintf(w, "\n%s (data + index; ratio of the total to the baseline's):\n  %-28s", title, "table")
 	for _, t := range pt.Targets {
-		fmt.Fprintf(w, " %30s", clip(t.Name, 30))
+		fmt.Fprintf(w, " %30s", textclip.Clip(t.Name, 30))
 	}
 	fmt.Fprintln(w)
 	for _, tb := range tables {
-		fmt.Fprintf(w, "  %-28s", clip(tb, 28))
+		fmt.Fprintf(w, "  %-28s", textclip.Clip(tb, 28))
 		b, hasBase := size[tb][baseline]
 		for _, t := range pt.Targets {
 			f, ok := size[tb][t.Name]
@@ -465,11 +466,11 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			p("\nstatements by total time on %s: latency ms p50/p95/p99\n  %-62s", base.Name, "")
 		}
 		for i := range pt.Targets {
-			p(" %30s", clip(pt.Targets[i].Name, 30))
+			p(" %30s", textclip.Clip(pt.Targets[i].Name, 30))
 		}
 		p("\n")
 		for _, d := range base.TopDigests[:min(10, len(base.TopDigests))] {
-			p("  %-62s", clip(d.Text, 60))
+			p("  %-62s", textclip.Clip(d.Text, 60))
 			for i := range pt.Targets {
 				t := &pt.Targets[i]
 				j := slices.IndexFunc(t.TopDigests, func(x DigestLatency) bool { return x.Digest == d.Digest })
@@ -499,7 +500,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			if s.Loop > 0 {
 				loop = fmt.Sprintf(" (loop %d)", s.Loop+1)
 			}
-			p("  [%s] seq %d%s session %d: %s", s.Class, s.Seq, loop, s.Session, clip(s.Statement, 200))
+			p("  [%s] seq %d%s session %d: %s", s.Class, s.Seq, loop, s.Session, textclip.Clip(s.Statement, 200))
 			if len(s.Params) > 0 {
 				p("  params (%s)", strings.Join(s.Params, ", "))
 			}
@@ -558,11 +559,4 @@ func counts(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", x.k, x.v))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tandemdb/tandem/internal/textclip"
 )
 
 // ErrUnrewritable is wrapped by RewriteEngine's errors: a CREATE or ALTER
@@ -120,16 +122,9 @@ func tableAfter(sql string, st []Token) (int, error) {
 	}
 	_, next, ok := tableName(sql, st, i)
 	if !ok {
-		return 0, fmt.Errorf("%w: cannot read the table name in %q", ErrUnrewritable, clip(sql))
+		return 0, fmt.Errorf("%w: cannot read the table name in %q", ErrUnrewritable, textclip.Clip(sql, 80))
 	}
 	return next, nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:77] + "..."
-	}
-	return s
 }
 
 func rewriteCreate(sql string, st []Token, engine string, opts []option) ([]edit, error) {
@@ -144,7 +139,7 @@ func rewriteCreate(sql string, st []Token, engine string, opts []option) ([]edit
 	if i < len(st) && st[i].IsPunct(sql, "(") && !(i+1 < len(st) && (st[i+1].Is(sql, "SELECT") || st[i+1].Is(sql, "WITH"))) {
 		end, ok := matching(sql, st, i)
 		if !ok {
-			return nil, fmt.Errorf("%w: the definitions of %q do not close", ErrUnrewritable, clip(sql))
+			return nil, fmt.Errorf("%w: the definitions of %q do not close", ErrUnrewritable, textclip.Clip(sql, 80))
 		}
 		insertAt = st[end].End
 		i = end + 1
