@@ -91,9 +91,11 @@ func TestLoadComputesFromStoredHistograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"  queries/s                                    50.0                   25.0\n",
-		"  divergent: row-content                          -                      3\n",
-		"  order-ambiguous                                 -                      2\n",
+		// The label column is as wide as its longest label (28:
+		// "order: waits/reruns/released"), each target's as its widest cell.
+		"  queries/s                                      50.0                   25.0\n",
+		"  divergent: row-content                            -                      3\n",
+		"  order-ambiguous                                   -                      2\n",
 		"select ?",
 	} {
 		if !strings.Contains(text.String(), want) {
@@ -105,6 +107,27 @@ func TestLoadComputesFromStoredHistograms(t *testing.T) {
 	for _, key := range []string{`"points":`, `"targets":`, `"latency":{"count":100`, `"p95_ms":`, `"divergences_from_baseline":`, `"order_ambiguous":2`, `"top_digests":`, `"intervals":`} {
 		if !strings.Contains(string(b2), key) {
 			t.Errorf("JSON lacks %s", key)
+		}
+	}
+}
+
+// No cell of the target table is cut: a column is as wide as its widest
+// cell, and every row's cells line up.
+func TestTableCellsAreWholeAndAligned(t *testing.T) {
+	var b bytes.Buffer
+	long := "innodb ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4"
+	writeTable(&b, [][]string{
+		{"", "plain", "zipped"},
+		{"engine", "innodb", long},
+		{"differs from capture", "0", "1117 (affected-rows 3, row-count 1114)"},
+	})
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], long) || !strings.Contains(lines[2], "1117 (affected-rows 3, row-count 1114)") {
+		t.Fatalf("cells cut:\n%s", b.String())
+	}
+	for _, l := range lines {
+		if len(l) != len(lines[0]) {
+			t.Errorf("rows of different widths (%d, %d): columns do not line up:\n%s", len(l), len(lines[0]), b.String())
 		}
 	}
 }

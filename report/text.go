@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/footprint"
@@ -100,25 +101,28 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		p("shards %s of run %s merged\n", strings.Join(sh, ", "), rep.RunID)
 	}
 	p("\n")
+	// One column per target, right-aligned, as wide as its widest cell
+	// (at least 22): no cell is cut.
+	var table [][]string
 	row := func(label string, f func(t *Target) string) {
-		p("  %-26s", label)
+		r := []string{label}
 		for i := range pt.Targets {
-			p(" %22s", f(&pt.Targets[i]))
+			r = append(r, f(&pt.Targets[i]))
 		}
-		p("\n")
+		table = append(table, r)
 	}
 	isBase := func(t *Target) bool { return t.Name == rep.Baseline }
 	any := func(f func(t *Target) bool) bool {
 		return slices.ContainsFunc(pt.Targets, func(t Target) bool { return f(&t) })
 	}
 	row("", func(t *Target) string { return t.Name })
-	row("engine", func(t *Target) string { return textclip.Clip(strings.TrimSpace(t.Engine+" "+t.Options), 22) })
+	row("engine", func(t *Target) string { return strings.TrimSpace(t.Engine + " " + t.Options) })
 	row("version", func(t *Target) string { return strings.SplitN(t.Version, "-", 3)[0] })
 	row("connection", func(t *Target) string {
 		if t.TLS == "" {
 			return "in clear"
 		}
-		return textclip.Clip("TLS "+strings.TrimPrefix(t.TLS, "TLS_"), 22)
+		return "TLS " + strings.TrimPrefix(t.TLS, "TLS_")
 	})
 	row("transactions", func(t *Target) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
 	row("queries (r/w/o)", func(t *Target) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
@@ -220,7 +224,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		}) {
 			row("  after a skipped write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed]) })
 		}
-		row("  differs from capture", func(t *Target) string { return textclip.Clip(compare.Summary(t.VsCapture), 22) })
+		row("  differs from capture", func(t *Target) string { return compare.Summary(t.VsCapture) })
 	}
 	if any(func(t *Target) bool { return t.EndState != nil }) {
 		row("end state", func(t *Target) string {
@@ -244,7 +248,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 				}
 			}
 			if explained > 0 {
-				return fmt.Sprintf("%d of %d differ (%d: failed trx)", n, len(t.EndState.Tables), explained)
+				return fmt.Sprintf("%d of %d differ (%d explained below)", n, len(t.EndState.Tables), explained)
 			}
 			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
 		})
@@ -277,6 +281,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			return Bytes(d + x)
 		})
 	}
+	writeTable(w, table)
 	for i := range pt.Targets {
 		if t := &pt.Targets[i]; t.Failed != "" {
 			p("\n%s failed: %s\n", t.Name, t.Failed)
@@ -284,6 +289,32 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	}
 	rep.writeDetails(w, pt)
 	WriteFootprint(w, pt, rep.Baseline, "storage footprint after the replay")
+}
+
+// writeTable prints rows of a label and a cell per target: labels
+// left-aligned in 26 characters (or the longest), each target's column
+// right-aligned and as wide as its widest cell, at least 22.
+func writeTable(w io.Writer, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	widths := make([]int, len(rows[0]))
+	for i := range widths {
+		widths[i] = 22
+	}
+	widths[0] = 26
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-*s", widths[0], r[0])
+		for i, c := range r[1:] {
+			fmt.Fprintf(w, " %*s", widths[i+1], c)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // Bytes formats a byte count with a binary unit.
