@@ -20,7 +20,8 @@ type Sink interface{ Record(*store.Record) }
 // Options say what a Session keeps of what it sees.
 type Options struct {
 	// MaxRecordBytes bounds the SQL, long data and unknown command bytes
-	// a record keeps (the rest is cut, and the record marked truncated).
+	// a record keeps (the rest is cut, and the record marked truncated
+	// and not replayable); 0 keeps everything.
 	MaxRecordBytes int
 	// Checksums: result rows are checksummed (RowSums), as
 	// --capture-results checksum asks.
@@ -177,6 +178,12 @@ func (s *Session) Command(p []byte, truncated bool, at time.Time) Step {
 	}
 	s.cmd = p[0]
 	s.rec.Command = p[0]
+	if s.opts.MaxRecordBytes > 0 && len(p) > s.opts.MaxRecordBytes+1 && p[0] != mysql.COM_STMT_SEND_LONG_DATA { // long data: its data is bounded below
+		// --max-record-bytes holds for every command, not only for those
+		// the proxy reads in several frames: SQL and data beyond it are
+		// cut, and the record is not replayable.
+		p, truncated = p[:s.opts.MaxRecordBytes+1], true
+	}
 	if truncated {
 		s.rec.Flags |= store.FlagTruncated
 	}

@@ -166,7 +166,7 @@ func TestSessionRecordsEachCommandAndAnswer(t *testing.T) {
 // remembered), long data, reset, close, and a cursor's fetch.
 func TestSessionFollowsPreparedStatements(t *testing.T) {
 	var out sink
-	s := NewSession(1, State{User: "u", Caps: caps41}, Options{MaxRecordBytes: 8}, &out)
+	s := NewSession(1, State{User: "u", Caps: caps41}, Options{MaxRecordBytes: 48}, &out)
 	prep := func(id uint32, params, cols uint16) []byte {
 		return (&wire.PrepareOK{StmtID: id, Params: params, Columns: cols}).Append(nil)
 	}
@@ -192,7 +192,7 @@ func TestSessionFollowsPreparedStatements(t *testing.T) {
 	feed(t, s, (&wire.StmtCommand{Command: mysql.COM_STMT_FETCH, StmtID: 5, Rows: 10}).Append(nil), Read,
 		frame{binRow, Read}, frame{binRow, Read}, frame{eofp(0, 2|0x80), Done})
 	// Long data: no answer; its data cut at MaxRecordBytes.
-	feed(t, s, (&wire.LongData{StmtID: 5, Param: 1, Data: []byte("0123456789")}).Append(nil), Done)
+	feed(t, s, (&wire.LongData{StmtID: 5, Param: 1, Data: []byte(strings.Repeat("0123456789", 5))}).Append(nil), Done)
 	feed(t, s, (&wire.StmtCommand{Command: mysql.COM_STMT_RESET, StmtID: 5}).Append(nil), Read, frame{okp(0, 0, 2, 0), Done})
 	feed(t, s, (&wire.StmtCommand{Command: mysql.COM_STMT_CLOSE, StmtID: 5}).Append(nil), Done)
 	// Closed: an execute of it is unknown (the server answers ERR).
@@ -225,7 +225,7 @@ func TestSessionFollowsPreparedStatements(t *testing.T) {
 	if f := out[4]; f.FetchRows != 10 || f.Resp.Rows != 2 || f.Resp.Kind != store.RespResultSet {
 		t.Errorf("fetch: rows asked %d, got %d, kind %d", f.FetchRows, f.Resp.Rows, f.Resp.Kind)
 	}
-	if l := out[5]; string(l.Data) != "01234567" || l.ParamIndex != 1 || l.Flags&(store.FlagTruncated|store.FlagNotReplayable) != store.FlagTruncated|store.FlagNotReplayable {
+	if l := out[5]; string(l.Data) != strings.Repeat("0123456789", 5)[:48] || l.ParamIndex != 1 || l.Flags&(store.FlagTruncated|store.FlagNotReplayable) != store.FlagTruncated|store.FlagNotReplayable {
 		t.Errorf("long data: %q flags %x", l.Data, l.Flags)
 	}
 	if e := out[8]; e.Resp.ErrCode != 1243 || e.Params != nil {
@@ -358,5 +358,24 @@ func BenchmarkSessionResultRows(b *testing.B) {
 			s.Server(row)
 		}
 		s.Server(eof)
+	}
+}
+
+// --max-record-bytes holds for a command of any length (it was enforced
+// only on commands of 16 MiB or more, which arrive in several frames): a
+// 5,000-byte statement under a 1,000-byte bound keeps 1,000 bytes of SQL
+// and is not replayable; one within the bound is kept whole.
+func TestSessionBoundsEveryCommand(t *testing.T) {
+	var out sink
+	s := NewSession(1, State{Caps: caps41}, Options{MaxRecordBytes: 1000}, &out)
+	long := "REPLACE INTO t VALUES ('" + strings.Repeat("x", 5000) + "')"
+	feed(t, s, query(long), Read, frame{okp(1, 0, 2, 0), Done})
+	short := "SELECT '" + strings.Repeat("y", 990) + "'"
+	feed(t, s, query(short), Read, frame{okp(0, 0, 2, 0), Done})
+	if r := out[0]; len(r.SQL) != 1000 || r.SQL != long[:1000] || r.Flags&(store.FlagTruncated|store.FlagNotReplayable) != store.FlagTruncated|store.FlagNotReplayable {
+		t.Errorf("long statement: %d bytes of SQL, flags %x; want 1000, truncated and not replayable", len(r.SQL), r.Flags)
+	}
+	if r := out[1]; r.SQL != short || r.Flags != 0 {
+		t.Errorf("short statement: %d bytes, flags %x; want whole, no flags", len(r.SQL), r.Flags)
 	}
 }
