@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -361,5 +362,40 @@ func TestLoopedDivergenceSamplesNameTheirPass(t *testing.T) {
 	want := "[row-content seq 2 loop 0 row-content seq 2 loop 1]"
 	if d.ByClass[compare.Content] != 2 || d.Total() != 2 || fmt.Sprint(got) != want {
 		t.Fatalf("divergences %v, samples %v; want 2 row-content, samples %s", d.ByClass, got, want)
+	}
+}
+
+// A replay stopped while statements are on the server (Ctrl-C) counts
+// them as stopped, not as the targets' errors, and its report says first
+// that it was interrupted. (Before: "2013 cancelled" errors, one per
+// statement in flight, and no word of the interruption but in JSON.)
+func TestInterruptedReplayCountsNoErrors(t *testing.T) {
+	ta, tb, _, _ := twoInnoDB(t)
+	capDir := writeCapture(t, []string{"SELECT 1", "SELECT SLEEP(5)", "SELECT 2"})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	rep, err := Run(ctx, Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tb}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 4500*time.Millisecond {
+		t.Errorf("the interrupted replay took %v: it waited for SLEEP(5)", took)
+	}
+	if rep.Finished {
+		t.Error("report says finished")
+	}
+	for _, x := range rep.Points[0].Targets {
+		if x.Errors != 0 || len(x.ErrorCodes) != 0 || x.FailedTransactions != 0 || x.SkippedBy["not run to its end: the replay was stopped"] != 2 {
+			// The SLEEP, stopped on the server, and SELECT 2, queued behind it.
+			t.Errorf("%s: errors %d %v, failed trx %d, skipped %v; want no error, the SLEEP and SELECT 2 skipped as stopped", x.Name, x.Errors, x.ErrorCodes, x.FailedTransactions, x.SkippedBy)
+		}
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), "INTERRUPTED after ") || strings.Contains(text.String(), "cancelled") {
+		t.Errorf("text report:\n%s", text.String())
 	}
 }

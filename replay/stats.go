@@ -208,6 +208,9 @@ func (s *wstats) skip(reason byte, class sqlinfo.Class) {
 // failedRun counts one failed run of a statement or command (a connect,
 // a prepare), by its error code.
 func (s *wstats) failedRun(o *store.Outcome) {
+	if interrupted(o) {
+		return // stopped by the user, not failed by the target
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.errCodes[errorKey(o)]++

@@ -125,6 +125,15 @@ func (w *worker) rolledBack(ctx context.Context, j *job, step sqlinfo.Step) bool
 // records it.
 func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, step sqlinfo.Step) {
 	switch {
+	case interrupted(o):
+		// The replay was stopped while the statement was on the server:
+		// no error of the target's, no answer to compare; the server rolls
+		// back what the connection left open.
+		*o = store.Outcome{Seq: o.Seq, Session: o.Session, Flags: o.Flags &^ (store.OutcomeError | store.OutcomeClientError)}
+		skip(o, store.SkipInterrupted)
+		w.endTrx()
+		w.finish(j, o, skipped)
+		return
 	case retryable(o) && w.rn.cfg.Retries > 0:
 		// A deadlock or lock wait timeout the capture did not have: the
 		// engine's behaviour, counted; then the client's: roll back, run
@@ -155,6 +164,12 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 	}
 	w.keep(j, o, step)
 	w.finish(j, o, statement)
+}
+
+// interrupted: the replay was stopped (its context cancelled) while o's
+// statement ran.
+func interrupted(o *store.Outcome) bool {
+	return o.Flags&store.OutcomeClientError != 0 && o.Cause == store.CauseCancelled
 }
 
 func isLockError(code uint16) bool {

@@ -141,8 +141,6 @@ func Load(dir string) (*Report, error) {
 	}
 	if end, ok := r.End(); ok {
 		rep.Finished, rep.Elapsed, rep.Notes = !end.Interrupted, end.Elapsed, end.Notes
-	} else {
-		rep.Notes = append(rep.Notes, "the run did not finish (interrupted, or still running): figures are what it stored")
 	}
 	digests, err := r.Digests()
 	if err != nil {

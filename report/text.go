@@ -17,6 +17,12 @@ import (
 // statement digests with ratios to the baseline, then divergence samples.
 func (rep *Report) WriteText(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	switch {
+	case !rep.Finished && rep.Elapsed > 0:
+		p("INTERRUPTED after %.1fs: the figures below are what ran until then (statements stopped mid-way are skipped, not errors)\n\n", rep.Elapsed)
+	case !rep.Finished:
+		p("DID NOT FINISH (killed, or still running): the figures below are what it stored\n\n")
+	}
 	for i := range rep.Points {
 		if i > 0 {
 			p("\n")

@@ -41,7 +41,8 @@ const (
 	SkipLongData          byte = 8  // long data past the capture's size limit
 	SkipTrxFailed         byte = 9  // its transaction had failed for good on the target (run format 2)
 	SkipCaptureRolledBack byte = 10 // the capture's server rolled it back (deadlock, lock wait timeout): not sent (run format 2)
-	skipMax               byte = 10
+	SkipInterrupted       byte = 11 // the replay was stopped (Ctrl-C, a signal) before it had an answer: none to compare (run format 2)
+	skipMax               byte = 11
 )
 
 // SkipReasonText names a skip reason for reports.
@@ -67,6 +68,8 @@ func SkipReasonText(r byte) string {
 		return "its transaction had failed for good"
 	case SkipCaptureRolledBack:
 		return "rolled back in the capture (deadlock, lock wait timeout)"
+	case SkipInterrupted:
+		return "not run to its end: the replay was stopped"
 	}
 	return fmt.Sprintf("reason %d", r)
 }
