@@ -69,6 +69,12 @@ type runner struct {
 	// downMsg says why the last connection attempt failed ("" once one
 	// succeeds): a shadow holds its feed while it is set (live.waitUp).
 	downMsg atomic.Pointer[string]
+	// unreachable is when connection attempts began to fail with none
+	// succeeding since (unix ns; 0: the last one succeeded), and
+	// dialErr the last failure's message: the watchdog fails a target
+	// that cannot be reached for longer than --target-timeout.
+	unreachable atomic.Int64
+	dialErr     atomic.Pointer[string]
 	// pks are the primary keys of the capture's tables on this target,
 	// by captured name, and autoinc their AUTO_INCREMENT columns ("" for
 	// none; absent: not known) (loadPrimaryKeys).
@@ -233,7 +239,9 @@ func (rn *runner) commit(w *worker) {
 }
 
 // watchdog fails the target when a call runs longer than --target-timeout
-// (a hung or stopped server): its connections close, the others go on.
+// (a hung or stopped server), or when no connection can be made to it for
+// that long (a server gone): its connections close, the others go on. (A
+// shadow is down instead, and waits.)
 func (rn *runner) watchdog(stop <-chan struct{}) {
 	if rn.cfg.TargetTimeout <= 0 {
 		return
@@ -254,6 +262,15 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 			stuck = max(stuck, c.BusyFor())
 		}
 		rn.mu.Unlock()
+		if since := rn.unreachable.Load(); since != 0 && rn.cfg.live == nil && time.Since(time.Unix(0, since)) > rn.cfg.TargetTimeout {
+			msg := ""
+			if p := rn.dialErr.Load(); p != nil {
+				msg = *p
+			}
+			rn.fail(fmt.Sprintf("no connection could be made for %s (--target-timeout %s): %s",
+				time.Since(time.Unix(0, since)).Round(time.Millisecond), rn.cfg.TargetTimeout, msg))
+			return
+		}
 		if stuck > rn.cfg.TargetTimeout {
 			why := fmt.Sprintf("a call got no answer for %s (--target-timeout %s): the server is hung, stopped or unreachable",
 				stuck.Round(time.Millisecond), rn.cfg.TargetTimeout)

@@ -146,8 +146,14 @@ func newWStats() *wstats {
 	return &wstats{errCodes: map[string]int64{}, skippedBy: map[string]int64{}, failedBy: map[string]int64{}, digestOf: map[*sqlinfo.Info]int{}}
 }
 
-// statement records one executed statement.
+// statement counts one executed statement in queries, transactions and
+// latencies. One no server answered (the connection refused, lost or
+// timed out: a client error) counts in none of them, only in errors
+// (failedRun): a dead target must not look the fastest.
 func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Outcome, paced, trxEnd bool) {
+	if o.Flags&store.OutcomeClientError != 0 {
+		return
+	}
 	di, ok := s.digestOf[info]
 	if !ok {
 		di = reg.index(info)

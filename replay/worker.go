@@ -118,9 +118,13 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		w.nextDial = time.Now().Add(w.backoff)
 		w.dialErr = err
 		w.st.count(func(c *counters) { c.connectFailures++ })
+		msg := err.Error()
+		w.rn.dialErr.Store(&msg)
+		w.rn.unreachable.CompareAndSwap(0, time.Now().UnixNano())
 		w.rn.setDown(err)
 		return err
 	}
+	w.rn.unreachable.Store(0)
 	w.rn.setDown(nil)
 	w.rn.track(c)
 	w.backoff, w.c, w.schema, w.session, w.version, w.carried = 0, c, cfg.DB, 0, 0, 0
