@@ -322,6 +322,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 			return nil, err
 		}
 		info, err := t.Check(ctx, db)
+		if err == nil {
+			err = t.CheckDatabase(ctx, db)
+		}
 		db.Close()
 		if err != nil {
 			return nil, err

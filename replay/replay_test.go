@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -397,5 +398,18 @@ func TestInterruptedReplayCountsNoErrors(t *testing.T) {
 	}
 	if !strings.HasPrefix(text.String(), "INTERRUPTED after ") || strings.Contains(text.String(), "cancelled") {
 		t.Errorf("text report:\n%s", text.String())
+	}
+}
+
+// A target naming a database that does not exist is refused before
+// anything runs (it passed the checks, ran nothing, exited 0 and blamed
+// 4,000 skips on statements prepared before the capture began).
+func TestTargetWithoutItsDatabaseIsRefused(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	ta, missing := tgt(t, "a", a, ""), tgt(t, "b", srv.DSN("tandem_no_such_db"), "")
+	_, err := Run(context.Background(), Config{Capture: writeCapture(t, []string{"SELECT 1"}), RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, missing}}, nil)
+	if !errors.Is(err, targets.ErrNoDatabase) || !strings.Contains(err.Error(), `target b: database "tandem_no_such_db" does not exist on `) {
+		t.Fatalf("err %v, want ErrNoDatabase naming target b and its database", err)
 	}
 }

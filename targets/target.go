@@ -20,6 +20,7 @@ var (
 	ErrBadSpec       = errors.New("target: bad target")
 	ErrUnreachable   = errors.New("target: unreachable")
 	ErrEngineMissing = errors.New("target: engine not available")
+	ErrNoDatabase    = errors.New("target: no such database")
 )
 
 // Target is one server to work against.
@@ -156,6 +157,24 @@ func (t Target) Open() (*sql.DB, error) {
 		return nil, err
 	}
 	return sql.Open("mysql", dsn)
+}
+
+// CheckDatabase verifies that the database the DSN names exists: replay
+// connects to it (a DSN naming none connects to none, and passes).
+func (t Target) CheckDatabase(ctx context.Context, db *sql.DB) error {
+	name := t.Database()
+	if name == "" {
+		return nil
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n); err != nil {
+		return fmt.Errorf("%w: target %s: cannot look for database %s on %s: %v", ErrUnreachable, t.Name, name, t.Addr(), err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: target %s: database %q does not exist on %s; create it and load the starting data (tandem prepare, or a dump of the primary) before replaying, or name another in the DSN",
+			ErrNoDatabase, t.Name, name, t.Addr())
+	}
+	return nil
 }
 
 // Check connects, records the version, and verifies the engine is there.
