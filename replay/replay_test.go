@@ -413,3 +413,39 @@ func TestTargetWithoutItsDatabaseIsRefused(t *testing.T) {
 		t.Fatalf("err %v, want ErrNoDatabase naming target b and its database", err)
 	}
 }
+
+// --duration is kept: when it runs out, what is queued for each
+// connection is not run — only what is on the server ends — in session
+// mode and regrouped alike. (A 2 s replay ran 3.8 s, sweep points of 2 s
+// 3.9–11.6 s, and their rates were over the longer time.) The capture is
+// 400 statements of 20 ms in one session, 8 s of work: replay had queued
+// them all and ran them to the end. The bound is on stopping, not speed.
+func TestDurationIsKept(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	ta := tgt(t, "a", a, "")
+	sqls := make([]string, 400)
+	for i := range sqls {
+		sqls[i] = "SELECT SLEEP(0.02)"
+	}
+	capDir := writeCapture(t, sqls)
+	for _, mode := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"sessions", func(c *Config) { c.Speed, c.Duration = 0, time.Second }},
+		{"concurrency=4", func(c *Config) { c.Speed, c.Duration, c.Concurrency = 0, time.Second, 4 }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			rep := replayRun(t, capDir, mode.mod, ta)
+			tr := rep.Targets[0]
+			t.Logf("%s: elapsed %.2fs, %d statements (%.1f/s)", mode.name, tr.Elapsed, tr.Reads, tr.QPS)
+			if tr.Elapsed > 1.5 || tr.Elapsed < 1 {
+				t.Errorf("a 1 s replay ran %.2fs", tr.Elapsed)
+			}
+			if tr.Errors != 0 || tr.Reads == 0 || tr.Reads >= 400 {
+				t.Errorf("%d errors %v, %d statements run of 400", tr.Errors, tr.ErrorCodes, tr.Reads)
+			}
+		})
+	}
+}

@@ -391,6 +391,14 @@ func (w *worker) noteReorder(t *ticket, first *job, unit []job) {
 	w.reorders = append(w.reorders, r)
 }
 
+// pastDeadline reports whether --duration has run out: the connections
+// then run no more of what is queued for them (what is on the server
+// ends), so that the point lasts what was asked and its rates are over
+// the time it ran.
+func (rn *runner) pastDeadline() bool {
+	return rn.cfg.Duration > 0 && rn.cfg.live == nil && time.Since(rn.start) > rn.cfg.Duration
+}
+
 // loops runs body over the capture as many times as Loop and Duration ask.
 func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
 	if l := rn.cfg.live; l != nil {
@@ -476,6 +484,12 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 		w := newWorker(rn, 256) // many sessions: small outcome batches each
 		defer w.close()
 		for j := range ch {
+			if rn.pastDeadline() && !w.ctrx.Open() {
+				// --duration ran out: what is queued is not run (a
+				// transaction under way ends first).
+				rn.gate.finish(j.t)
+				continue
+			}
 			w.cur = j.t
 			if j.t != nil {
 				w.cursor = j.t.session.Load()
@@ -596,6 +610,10 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					u.t.queue(queue)
 				}
 				for _, u := range us {
+					if rn.pastDeadline() {
+						rn.gate.finish(u.t) // --duration ran out: not run
+						continue
+					}
 					w.cur = u.t
 					queue.at(u.t)
 					if rn.failed() == "" {
