@@ -73,8 +73,8 @@ func (c *Config) check() error {
 		return errors.New("prepare: no targets; give --target name=DSN,engine=X")
 	case c.Tables < 1:
 		return errors.New("prepare: --tables must be at least 1")
-	case c.TableSize < 0:
-		return errors.New("prepare: --table-size must not be negative")
+	case c.TableSize < 1:
+		return fmt.Errorf("prepare: --table-size %d: want at least 1 row per table", c.TableSize)
 	}
 	if c.Threads < 1 {
 		c.Threads = 1

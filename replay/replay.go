@@ -30,6 +30,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -135,8 +136,19 @@ func (c *Config) check() error {
 	if c.RunDir == "" {
 		return errors.New("replay: no run directory; give --run DIR")
 	}
-	if c.Speed < 0 {
+	switch {
+	case c.Speed < 0:
 		return errors.New("replay: --speed must not be negative")
+	case math.IsNaN(c.Speed) || math.IsInf(c.Speed, 0) || c.Speed > 0 && (c.Speed < 0.001 || c.Speed > 1000):
+		return fmt.Errorf("replay: --speed %v: want 0 (no clock waits) or a factor from 0.001 to 1000 (1: as captured)", c.Speed)
+	case c.Duration < 0:
+		return fmt.Errorf("replay: --duration %v must not be negative (0: the capture's own length)", c.Duration)
+	case c.Loop < 0:
+		return fmt.Errorf("replay: --loop %d must be at least 1", c.Loop)
+	case c.Samples < 0:
+		return fmt.Errorf("replay: --samples %d must not be negative", c.Samples)
+	case c.Concurrency < 0:
+		return fmt.Errorf("replay: --concurrency %d must not be negative (0: one connection per captured session)", c.Concurrency)
 	}
 	if c.Concurrency < 0 {
 		return errors.New("replay: --concurrency must not be negative")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -79,9 +80,28 @@ func load(path string) (File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return f, fmt.Errorf("%w: %s: %v", ErrBadSpec, path, err)
+		return f, fmt.Errorf("%w: %s: %s", ErrBadSpec, path, yamlErr(err))
 	}
 	return f, nil
+}
+
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+
+// yamlErr says what is wrong with a targets file in its own terms: the
+// key and its line, not the Go type the decoder fills.
+func yamlErr(err error) string {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(l, "yaml: unmarshal errors:"))
+		if l == "" {
+			continue
+		}
+		if m := unknownField.FindStringSubmatch(l); m != nil {
+			l = fmt.Sprintf("line %s: unknown key %q (a target has name, dsn, engine, options, ca, baseline; the file has targets: and shadows: lists)", m[1], m[2])
+		}
+		lines = append(lines, strings.TrimPrefix(l, "yaml: "))
+	}
+	return strings.Join(lines, "; ")
 }
 
 func convert(path, what string, fts []FileTarget) ([]Target, error) {

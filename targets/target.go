@@ -67,6 +67,9 @@ func Parse(spec string) (Target, error) {
 		k, v, _ := strings.Cut(p, "=")
 		switch key := strings.ToLower(strings.TrimSpace(k)); {
 		case key == "engine":
+			if strings.TrimSpace(v) == "" {
+				return Target{}, fmt.Errorf("%w %q: engine= names no engine (innodb, rocksdb, tokudb, …)", ErrBadSpec, spec)
+			}
 			t.Engine = CanonicalEngine(strings.TrimSpace(v))
 		case key == "options":
 			t.Options = strings.TrimSpace(v)

@@ -66,6 +66,11 @@ func TestCLIErrors(t *testing.T) {
 	replayConf := confFile("replay.yaml", "targets:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n")
 	baselineConf := confFile("baseline.yaml", "shadows:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n    baseline: true\n")
 	unreachableConf := confFile("shadows.yaml", "shadows:\n  - name: fromfile\n    dsn: root@tcp(127.0.0.1:1)/db\n    engine: rocksdb\n")
+	typoConf := confFile("typo.yaml", "targets:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n    enigne: rocksdb\n")
+	synthCap := filepath.Join(t.TempDir(), "synth")
+	if _, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", synthCap, "--events", "10"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
 	cases := []struct {
 		name string
 		env  []string
@@ -110,6 +115,19 @@ func TestCLIErrors(t *testing.T) {
 		{"replay foreign directory", nil, []string{"replay", empty, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + " holds no Pebble store"},
 		{"replay unknown io", nil, []string{"replay", empty, "--io", "epoll", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--io "epoll": want blocking or poller`},
 		{"replay negative speed", nil, []string{"replay", empty, "--speed", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed must not be negative"},
+		// Values that were accepted silently (#29 item 11).
+		{"replay NaN speed", nil, []string{"replay", synthCap, "--speed", "NaN", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed NaN: want 0 (no clock waits) or a factor from 0.001 to 1000"},
+		{"replay tiny speed", nil, []string{"replay", synthCap, "--speed", "1e-300", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed 1e-300: want 0"},
+		{"replay negative duration", nil, []string{"replay", synthCap, "--duration", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--duration -1s must not be negative"},
+		{"replay negative loop", nil, []string{"replay", synthCap, "--loop", "-2", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--loop -2 must be at least 1"},
+		{"replay negative retries", nil, []string{"replay", synthCap, "--retries", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--retries -1 must not be negative (0: never retry)"},
+		{"replay negative samples", nil, []string{"replay", synthCap, "--samples", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--samples -1 must not be negative"},
+		{"replay negative target timeout", nil, []string{"replay", synthCap, "--target-timeout", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--target-timeout -1s must not be negative (0: wait forever)"},
+		{"replay blank engine", nil, []string{"replay", synthCap, "--target", "x=root@tcp(127.0.0.1:1)/db,engine="}, "engine= names no engine"},
+		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
+			"--prepare-table-size 0: want at least 1 row per table"},
+		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
+		{"replay config unknown key", nil, []string{"replay", synthCap, "--config", typoConf}, `line 4: unknown key "enigne" (a target has name, dsn, engine, options, ca, baseline`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -454,7 +472,9 @@ func TestSharedFlagsAgree(t *testing.T) {
 	}
 	var g gateFlags
 	c := replay.Config{}
-	g.apply(&c)
+	if err := g.apply(&c); err != nil {
+		t.Fatal(err)
+	}
 	if c.Retries != -1 || c.TargetTimeout != -1 {
 		t.Errorf("--retries 0 --target-timeout 0 give Config.Retries %d, TargetTimeout %v: want never (-1) and forever (-1)", c.Retries, c.TargetTimeout)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,7 +230,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", time.Now().UTC().Format("20060102-150405"))
 			}
-			gate.apply(&cfg)
+			if err := gate.apply(&cfg); err != nil {
+				return err
+			}
 			if err := shardFlags(&cfg, shard, shards, startAt); err != nil {
 				return err
 			}
@@ -279,8 +282,17 @@ func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
 }
 
 // apply gives the flags' zeros their meaning on the command line ("never",
-// "wait forever"), where replay.Config's zero means its default.
-func (g *gateFlags) apply(cfg *replay.Config) {
+// "wait forever"), where replay.Config's zero means its default; a
+// negative value is an error (in a Config it means "none").
+func (g *gateFlags) apply(cfg *replay.Config) error {
+	switch {
+	case g.retries < 0:
+		return fmt.Errorf("--retries %d must not be negative (0: never retry)", g.retries)
+	case cfg.TargetTimeout < 0:
+		return fmt.Errorf("--target-timeout %v must not be negative (0: wait forever)", cfg.TargetTimeout)
+	case cfg.OrderInflight < 0 || cfg.OrderTimeout < 0:
+		return errors.New("--order-inflight and --order-timeout must not be negative")
+	}
 	cfg.Retries = g.retries
 	if g.retries == 0 {
 		cfg.Retries = -1
@@ -288,4 +300,5 @@ func (g *gateFlags) apply(cfg *replay.Config) {
 	if cfg.TargetTimeout == 0 {
 		cfg.TargetTimeout = -1
 	}
+	return nil
 }

@@ -62,9 +62,14 @@ metrics and the footprint work as in 'tandem replay'.`,
 				return err
 			}
 			cfg.Targets = ts
-			gate.apply(&cfg)
+			if err := gate.apply(&cfg); err != nil {
+				return err
+			}
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", "sweep-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			if prep.Tables > 0 && prep.TableSize < 1 {
+				return fmt.Errorf("--prepare-table-size %d: want at least 1 row per table", prep.TableSize)
 			}
 			if prep.Tables > 0 {
 				sw.Before = func(ctx context.Context, ts []targets.Target) error {
