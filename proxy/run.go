@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +58,20 @@ type ShadowSet interface {
 	prometheus.Gatherer
 }
 
+// removeNew removes what a failed start wrote into dir: the directory
+// itself if this start created it, else only its contents (it was empty:
+// store.Create refuses any other).
+func removeNew(dir string, existed bool) {
+	if !existed {
+		os.RemoveAll(dir)
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
 // Run serves until ctx is done, then drains connections and closes the
 // capture, and writes a one-line summary to out.
 func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
@@ -71,23 +87,11 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	if cfg.Shadows != nil && cfg.CaptureDir == "" {
 		return errors.New("proxy: --shadow needs --capture DIR: shadows replay the capture as it is written")
 	}
-	var w *store.Writer
-	if cfg.CaptureDir != "" {
-		var err error
-		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
-		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg),
-			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree})
-		if err != nil {
-			return err
-		}
-		reg.MustRegister(w.Collector())
-		cfg.Recorder = capture.NewRecorder(w, log)
-	}
+	// Everything that can fail is tried before the capture is created (the
+	// listener, TLS, the metrics endpoint), so that a failed start leaves
+	// no capture behind for the retry to trip on.
 	p, err := New(cfg.Config)
 	if err != nil {
-		if w != nil {
-			w.Close()
-		}
 		return err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
@@ -103,10 +107,29 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, gather, reg, cfg.Pprof)
 	if err != nil {
 		p.ln.Close()
-		if w != nil {
-			w.Close()
-		}
 		return err
+	}
+	var w *store.Writer
+	discard := func() {} // removes a capture this start created, on failure
+	if cfg.CaptureDir != "" {
+		_, statErr := os.Stat(cfg.CaptureDir)
+		existed := statErr == nil
+		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
+		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg),
+			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree})
+		if err != nil {
+			p.ln.Close()
+			cancel()
+			mwait()
+			return err
+		}
+		discard = func() {
+			w.Close()
+			removeNew(cfg.CaptureDir, existed)
+		}
+		reg.MustRegister(w.Collector())
+		cfg.Recorder = capture.NewRecorder(w, log)
+		p.recorder = cfg.Recorder // before Serve: no session exists yet
 	}
 	// Shadows start last: every later failure would have to stop them
 	// before the capture they read closes.
@@ -116,7 +139,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 			p.ln.Close()
 			cancel()
 			mwait()
-			w.Close()
+			discard()
 			return fmt.Errorf("proxy: %w", err)
 		}
 		shadows.Store(&sh)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,12 @@ func TestCLIErrors(t *testing.T) {
 	replayConf := confFile("replay.yaml", "targets:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n")
 	baselineConf := confFile("baseline.yaml", "shadows:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n    baseline: true\n")
 	unreachableConf := confFile("shadows.yaml", "shadows:\n  - name: fromfile\n    dsn: root@tcp(127.0.0.1:1)/db\n    engine: rocksdb\n")
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	taken := hold.Addr().String()
 	typoConf := confFile("typo.yaml", "targets:\n  - name: x\n    dsn: root@tcp(127.0.0.1:1)/db\n    enigne: rocksdb\n")
 	synthCap := filepath.Join(t.TempDir(), "synth")
 	if _, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", synthCap, "--events", "10"); code != 0 {
@@ -127,6 +134,13 @@ func TestCLIErrors(t *testing.T) {
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
+		// A proxy that cannot start leaves no capture (#29 item 6: the
+		// retry then failed with "already holds a capture").
+		{"proxy port taken", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", taken, "--capture", empty + "/c1", "--metrics-addr", "off"}, "address already in use"},
+		{"proxy metrics port taken", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c2", "--metrics-addr", taken},
+			"metrics endpoint: listen tcp " + taken},
+		{"proxy missing certificate", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c3", "--metrics-addr", "off",
+			"--tls-cert", empty + "/nope.pem", "--tls-key", empty + "/nope.key"}, "load --tls-cert/--tls-key: open " + empty + "/nope.pem"},
 		{"replay config unknown key", nil, []string{"replay", synthCap, "--config", typoConf}, `line 4: unknown key "enigne" (a target has name, dsn, engine, options, ca, baseline`},
 	}
 	for _, c := range cases {
