@@ -74,6 +74,10 @@ type Config struct {
 	// boardWait bounds a regrouped statement's wait on the board (0:
 	// boardWait); tests shorten it to make replay go out of order.
 	boardWait time.Duration
+	// SkipDamaged replays a capture that lacks records (a crash, a
+	// damaged file) instead of refusing it; the report says what is
+	// missing.
+	SkipDamaged bool
 	// Retries is how often a transaction that fails with a deadlock or lock
 	// wait timeout the capture did not have is retried: 0 means the
 	// default (3), negative none.
@@ -355,6 +359,12 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		}
 	}
 	var notes []string
+	if lost := x.lost.String(); lost != "" {
+		if !cfg.SkipDamaged {
+			return nil, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.Capture, lost)
+		}
+		notes = append(notes, fmt.Sprintf("the capture lacks records (%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost))
+	}
 	switch {
 	case cfg.Order == "" && cfg.Shard.Count > 1:
 		cfg.Order = OrderNone

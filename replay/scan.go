@@ -36,6 +36,8 @@ type captureIndex struct {
 	gaps *compare.Gaps
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
+	// lost: the records the capture lacks (a crash, a damaged file).
+	lost store.SeqGaps
 }
 
 type digestCount struct {
@@ -85,6 +87,7 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		if x.records%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		x.lost.Note(rec.Seq)
 		sc.add(rec)
 	}
 	x.sessions, err = r.Sessions()

@@ -46,6 +46,11 @@ type CaptureReport struct {
 	// NotReplayableBy splits NotReplayable by why (NotReplayableReason).
 	NotReplayableBy map[string]uint64 `json:"not_replayable_by_reason,omitempty"`
 	Masked          uint64            `json:"masked"`
+	// Lost counts the records the capture lacks, found by their
+	// sequence numbers (a crash that emptied or cut a WAL in the middle, a
+	// damaged file); LostRuns says which.
+	Lost     uint64 `json:"lost_records"`
+	LostRuns string `json:"lost,omitempty"`
 	TopDigests      []DigestSummary   `json:"top_digests"`
 	Digests         int               `json:"digests"`
 	DiskBytes       int64             `json:"disk_bytes"`
@@ -140,6 +145,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 			rep.Responses.None++
 		}
 	}
+	var lost store.SeqGaps
 	for rec, err := range r.Records() {
 		if err != nil {
 			return nil, err
@@ -147,6 +153,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		if rep.Records%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		lost.Note(rec.Seq)
 		rep.Records++
 		kinds[rec.Kind]++
 		sessions[rec.Session] = struct{}{}
@@ -208,6 +215,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	}
 
 	rep.Sessions = len(sessions)
+	rep.Lost, rep.LostRuns = lost.Missing, lost.String()
 	if rep.Records > 0 {
 		rep.FirstStart, rep.LastEnd = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
 		rep.SpanSeconds = time.Duration(last - first).Seconds()
@@ -261,8 +269,13 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 		p("state\tclosed cleanly, %d records dropped while capturing\n", rep.Dropped)
 	case rep.Failed != "":
 		p("state\tnot closed: the writer abandoned it when it failed\n")
+	case rep.Lost > 0:
+		p("state\tnot closed: the writer crashed or is still running, and records are missing (below)\n")
 	default:
 		p("state\tnot closed: the writer crashed or is still running; records up to its last sync are here\n")
+	}
+	if rep.Lost > 0 {
+		p("LOST\t%s: what the sessions did there is unknown; replay refuses the capture unless --skip-damaged\n", rep.LostRuns)
 	}
 	if rep.Records == 0 {
 		p("records\t0\n")

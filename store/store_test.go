@@ -799,3 +799,32 @@ func flip(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// Lost records are found by their sequence numbers: runs in the middle
+// and before the first, counted exactly.
+func TestSeqGapsFindLostRecords(t *testing.T) {
+	var g SeqGaps
+	for _, s := range []uint64{3, 4, 5, 9, 10, 12} {
+		g.Note(s)
+	}
+	if g.Missing != 6 || len(g.Ranges) != 3 || g.Ranges[0] != (SeqRange{1, 2}) || g.Ranges[1] != (SeqRange{6, 8}) || g.Ranges[2] != (SeqRange{11, 11}) {
+		t.Fatalf("%+v", g)
+	}
+	if got := g.String(); got != "6 records lost, in 3 runs (seq 1 to 2, 6 to 8, 11)" {
+		t.Errorf("String() = %q", got)
+	}
+	var none SeqGaps
+	for s := uint64(1); s <= 100; s++ {
+		none.Note(s)
+	}
+	if none.Missing != 0 || none.String() != "" {
+		t.Errorf("no gap: %+v %q", none, none.String())
+	}
+	var many SeqGaps
+	for s := uint64(2); s <= 100; s += 2 {
+		many.Note(s)
+	}
+	if many.Missing != 50 || len(many.Ranges) != maxGaps || many.More != 50-maxGaps {
+		t.Errorf("many gaps: missing %d, %d ranges, %d more", many.Missing, len(many.Ranges), many.More)
+	}
+}

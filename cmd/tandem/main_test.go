@@ -464,7 +464,7 @@ func TestCLIReportEqualsReplay(t *testing.T) {
 // --shadow-target-timeout means what --target-timeout means.
 func TestSharedFlagsAgree(t *testing.T) {
 	rp, sw, px := newReplayCmd().Flags(), newSweepCmd().Flags(), newProxyCmd().Flags()
-	for _, name := range []string{"order-inflight", "order-timeout", "retries", "target-timeout", "on-unrewritable", "target", "config", "order", "unpack-dir", "run-id", "report-interval", "metrics-addr", "metrics-linger", "pprof", "json"} {
+	for _, name := range []string{"order-inflight", "order-timeout", "retries", "target-timeout", "on-unrewritable", "skip-damaged", "target", "config", "order", "unpack-dir", "run-id", "report-interval", "metrics-addr", "metrics-linger", "pprof", "json"} {
 		a, b := rp.Lookup(name), sw.Lookup(name)
 		if a == nil || b == nil {
 			t.Errorf("--%s: replay has it %v, sweep %v", name, a != nil, b != nil)
