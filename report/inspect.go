@@ -49,12 +49,12 @@ type CaptureReport struct {
 	// Lost counts the records the capture lacks, found by their
 	// sequence numbers (a crash that emptied or cut a WAL in the middle, a
 	// damaged file); LostRuns says which.
-	Lost     uint64 `json:"lost_records"`
-	LostRuns string `json:"lost,omitempty"`
-	TopDigests      []DigestSummary   `json:"top_digests"`
-	Digests         int               `json:"digests"`
-	DiskBytes       int64             `json:"disk_bytes"`
-	BytesPerRec     float64           `json:"bytes_per_record"`
+	Lost        uint64          `json:"lost_records"`
+	LostRuns    string          `json:"lost,omitempty"`
+	TopDigests  []DigestSummary `json:"top_digests"`
+	Digests     int             `json:"digests"`
+	DiskBytes   int64           `json:"disk_bytes"`
+	BytesPerRec float64         `json:"bytes_per_record"`
 }
 
 // KindCount is how many records of one kind a capture holds.
