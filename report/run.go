@@ -52,6 +52,9 @@ type Report struct {
 	Points        []Point         `json:"points"`
 
 	digestInfo map[string]store.DigestInfo // the run's digests (for Merge)
+	// fromIntervals: for a run that stored no results, each target's sums
+	// over its intervals (by target index).
+	fromIntervals map[int]intervalTotals
 }
 
 // Point is one replay of the run: a plain replay has one.
@@ -151,7 +154,18 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	if len(points) == 0 {
-		return nil, fmt.Errorf("report: %s holds no replay yet (it was created but nothing ran)", dir)
+		// Killed (or still running): a point's results are stored when it
+		// ends, its per-second intervals as it runs.
+		pt, secs, err := fromIntervals(r, m)
+		if err != nil {
+			return nil, err
+		}
+		if pt == nil {
+			return nil, fmt.Errorf("report: %s holds no results: it was created and nothing ran, or the replay was killed within its first second (what a replay ran is stored each second, its results when it ends)", dir)
+		}
+		points = []store.Point{pt.p}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the replay was killed, or is still running: it stored no results, so the figures are what its per-second intervals hold, up to %.1fs (transactions, queries, errors, latencies); comparisons, divergences and end states are computed when a replay ends, and are missing", secs))
+		rep.fromIntervals = pt.targets
 	}
 	for _, p := range points {
 		pt := Point{Point: p}
@@ -166,6 +180,9 @@ func Load(dir string) (*Report, error) {
 			}
 			if ok {
 				t.TargetResult = *res
+			} else if x, found := rep.fromIntervals[ti]; found {
+				t.TargetResult = x.res
+				t.hist[store.SeriesService] = x.lat
 			}
 			t.Target = rt.Name
 			for _, s := range []store.Series{store.SeriesService, store.SeriesLag, store.SeriesRead, store.SeriesWrite, store.SeriesOther} {
@@ -190,6 +207,55 @@ func Load(dir string) (*Report, error) {
 	rep.digestInfo = digests
 	rep.finish(digests)
 	return rep, nil
+}
+
+// intervalTotals is a target's sums over its stored intervals.
+type intervalTotals struct {
+	res store.TargetResult
+	lat *latency.Histogram
+}
+
+type intervalPoint struct {
+	p       store.Point
+	targets map[int]intervalTotals
+}
+
+// fromIntervals sums the first point's intervals per target, for a run
+// that stored no point (killed mid-way); nil when none were stored. secs
+// is how far the last interval reached.
+func fromIntervals(r *store.RunReader, m store.RunMeta) (*intervalPoint, float64, error) {
+	out := &intervalPoint{targets: map[int]intervalTotals{}}
+	var secs float64
+	for ti, rt := range m.Targets {
+		ivs, err := r.Intervals(0, ti)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(ivs) == 0 {
+			continue
+		}
+		x := intervalTotals{res: store.TargetResult{Target: rt.Name}, lat: &latency.Histogram{}}
+		for i := range ivs {
+			iv := &ivs[i]
+			x.res.Transactions += int64(iv.Transactions)
+			x.res.Reads += int64(iv.Reads)
+			x.res.Writes += int64(iv.Writes)
+			x.res.Other += int64(iv.Other)
+			x.res.Errors += int64(iv.Errors)
+			x.res.Deadlocks += int64(iv.Deadlocks)
+			x.res.Retries += int64(iv.Retries)
+			x.lat.Merge(&iv.Latency)
+			x.res.Elapsed = max(x.res.Elapsed, (iv.Start + iv.Length).Seconds())
+		}
+		secs = max(secs, x.res.Elapsed)
+		out.targets[ti] = x
+		out.p.Targets = append(out.p.Targets, rt.Name)
+	}
+	if len(out.targets) == 0 {
+		return nil, 0, nil
+	}
+	out.p.Label, out.p.Elapsed, out.p.Order, out.p.IO = "replay", secs, "(not stored)", "(not stored)"
+	return out, secs, nil
 }
 
 // finish computes the derived figures from counters and histograms.

@@ -421,9 +421,12 @@ func (w *RunWriter) PutHistogram(point, target int, s Series, name string, h *la
 }
 
 // PutInterval records interval number n of a target in a point.
+//
+// It is synced (once a second per target, as the run goes): a replay
+// killed before it stores its results is reported from its intervals.
 func (w *RunWriter) PutInterval(point, target, n int, iv *Interval) error {
 	k := binary.BigEndian.AppendUint32(runKey(runInterval, point, target), uint32(n))
-	if err := w.db.Set(k, AppendInterval(nil, iv), pebble.NoSync); err != nil {
+	if err := w.db.Set(k, AppendInterval(nil, iv), pebble.Sync); err != nil {
 		return fmt.Errorf("store: %s: %w", w.dir, err)
 	}
 	return nil
