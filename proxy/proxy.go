@@ -69,8 +69,11 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
 	// DrainTimeout is how long shutdown waits for clients to finish before
-	// closing their connections.
+	// closing their connections; Force, once closed, closes them at once
+	// (a second Ctrl-C). Notice, if set, is told what shutdown waits for.
 	DrainTimeout time.Duration
+	Force        <-chan struct{}
+	Notice       func(msg string)
 	Logger       *slog.Logger
 	Metrics      *Metrics
 }
@@ -266,10 +269,17 @@ func (p *Proxy) Serve(ctx context.Context) error {
 func (p *Proxy) drain() {
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
+	p.mu.Lock()
+	open := len(p.mu.conns)
+	p.mu.Unlock()
+	if open > 0 && p.cfg.Notice != nil {
+		p.cfg.Notice(fmt.Sprintf("stopping: waiting up to %s for %d open client sessions to end (Ctrl-C again closes them now)", p.cfg.DrainTimeout, open))
+	}
 	select {
 	case <-done:
 		return
 	case <-time.After(p.cfg.DrainTimeout):
+	case <-p.cfg.Force:
 	}
 	p.mu.Lock()
 	n := len(p.mu.conns)
@@ -278,7 +288,7 @@ func (p *Proxy) drain() {
 		s.backend.Close()
 	}
 	p.mu.Unlock()
-	p.log.Info("shutdown: closed connections still open after the drain timeout", "connections", n, "drain_timeout", p.cfg.DrainTimeout)
+	p.log.Info("shutdown: closed the connections still open", "connections", n, "drain_timeout", p.cfg.DrainTimeout)
 	<-done
 }
 

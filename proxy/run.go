@@ -54,7 +54,7 @@ type ShadowStarter interface {
 // ShadowSet is running shadows. Their metrics are gathered from them
 // for /metrics.
 type ShadowSet interface {
-	Stop(timeout time.Duration, out io.Writer) error
+	Stop(timeout time.Duration, force <-chan struct{}, out io.Writer) error
 	prometheus.Gatherer
 }
 
@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	// Everything that can fail is tried before the capture is created (the
 	// listener, TLS, the metrics endpoint), so that a failed start leaves
 	// no capture behind for the retry to trip on.
+	if cfg.Notice == nil {
+		cfg.Notice = func(msg string) { fmt.Fprintf(out, "tandem proxy: %s\n", msg) }
+	}
 	p, err := New(cfg.Config)
 	if err != nil {
 		return err
@@ -161,6 +164,12 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		cfg.Ready(p.Addr().String())
 	}
 	serveErr := p.Serve(ctx)
+	forced := false // a second Ctrl-C came while the clients drained
+	select {
+	case <-cfg.Force:
+		forced = true
+	default:
+	}
 	var closeErr error
 	if sh != nil {
 		// What the clients sent is in the capture: let the shadows replay
@@ -172,7 +181,10 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		if drain <= 0 {
 			drain = time.Minute
 		}
-		closeErr = sh.Stop(drain, out)
+		if !forced {
+			fmt.Fprintf(out, "tandem proxy: stopping: the shadows replay what the capture holds, for up to %s (Ctrl-C again to stop them now)\n", drain)
+		}
+		closeErr = sh.Stop(drain, cfg.Force, out)
 	}
 	if w != nil {
 		closeErr = errors.Join(closeErr, cfg.Recorder.Close())

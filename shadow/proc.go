@@ -326,7 +326,7 @@ func ptr[T any](v T) *T { return &v }
 // Stop lets every shadow replay what the capture holds (up to timeout),
 // then ends them and prints one line each. The capture must stay open
 // until it returns.
-func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
+func (s *Set) Stop(timeout time.Duration, force <-chan struct{}, out io.Writer) error {
 	if s == nil {
 		return nil
 	}
@@ -352,11 +352,21 @@ func (s *Set) Stop(timeout time.Duration, out io.Writer) error {
 	warned := false
 	for i, p := range s.procs {
 		var res result
+		got, forced := false, false
 		select {
 		case res = <-results[i]:
+			got = true
+		case <-force:
+			forced = true
 		case <-time.After(time.Until(deadline)):
+		}
+		if !got {
 			if !warned {
-				s.log.Warn("shadows did not catch up in time; stopping them", "timeout", timeout)
+				if forced {
+					s.log.Warn("stopping the shadows now (asked to), before they caught up")
+				} else {
+					s.log.Warn("shadows did not catch up in time; stopping them", "timeout", timeout)
+				}
 				warned = true
 			}
 			var none struct{}

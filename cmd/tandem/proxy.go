@@ -60,8 +60,11 @@ replays what the capture holds, then its run directory
 
 Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
 have their string literals masked before they are stored. Compression is
-refused (clients connect without it). SIGINT or SIGTERM stop accepting, let
-open sessions finish for --drain-timeout, and flush the capture.`,
+refused (clients connect without it). SIGINT (Ctrl-C) or SIGTERM stop
+accepting, let open sessions finish for --drain-timeout (and shadows catch
+up for --shadow-drain-timeout), saying what they wait for, and close the
+capture; a second one closes what is still open at once, the capture
+closed cleanly all the same.`,
 		Example: `  tandem proxy --backend 127.0.0.1:3306 --capture ./capture
   sysbench oltp_read_write --mysql-host=127.0.0.1 --mysql-port=4000 ... run
   tandem proxy --listen 0.0.0.0:4000 --backend db1:3306 --capture ./cap \
@@ -120,6 +123,27 @@ open sessions finish for --drain-timeout, and flush the capture.`,
 			}
 			runtime.GOMAXPROCS(n)
 			cfg.Procs = n
+			// The first Ctrl-C (or SIGTERM) drains; a second one closes
+			// what is still open at once, the capture closed cleanly.
+			force := make(chan struct{})
+			cfg.Force = force
+			ran := make(chan struct{})
+			defer close(ran)
+			go func() {
+				select {
+				case <-c.Context().Done():
+				case <-ran:
+					return
+				}
+				ch := make(chan os.Signal, 1)
+				signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+				defer signal.Stop(ch)
+				select {
+				case <-ch:
+					close(force)
+				case <-ran:
+				}
+			}()
 			return proxy.Run(c.Context(), cfg, c.OutOrStdout())
 		},
 	}
