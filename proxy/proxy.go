@@ -63,9 +63,12 @@ type Config struct {
 	// ones are truncated and marked. Default 1 MiB.
 	MaxRecordBytes int
 	DialTimeout    time.Duration
-	// HandshakeTimeout bounds the handshake (default 10s); MaxHandshakes
-	// the connections in it at once (default 64): connections that never
-	// authenticate cannot hold --max-connections.
+	// HandshakeTimeout bounds the handshake (default 5s: sooner than the
+	// server's connect_timeout); MaxHandshakes the connections in it at
+	// once (default 64): connections that never authenticate cannot hold
+	// --max-connections. One beyond it waits for a slot, for up to
+	// HandshakeTimeout (a pool warming up, a burst of connects), and is
+	// refused with 1040 only then.
 	HandshakeTimeout time.Duration
 	MaxHandshakes    int
 	// DrainTimeout is how long shutdown waits for clients to finish before
@@ -121,7 +124,7 @@ func (c *Config) defaults() error {
 		c.MaxHandshakes = 64
 	}
 	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 10 * time.Second
+		c.HandshakeTimeout = 5 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 5 * time.Second
@@ -184,9 +187,9 @@ type Proxy struct {
 	tlsClient *tls.Config
 	nextID    atomic.Uint64
 	active    atomic.Int64
-	// handshaking counts connections not yet authenticated.
-	handshaking atomic.Int64
-	wg          sync.WaitGroup
+	// handshakes holds a slot per connection not yet authenticated.
+	handshakes chan struct{}
+	wg         sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -199,7 +202,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, recorder: cfg.Recorder, metrics: cfg.Metrics, log: cfg.Logger}
+	p := &Proxy{cfg: cfg, recorder: cfg.Recorder, metrics: cfg.Metrics, log: cfg.Logger, handshakes: make(chan struct{}, cfg.MaxHandshakes)}
 	p.mu.conns = map[*session]struct{}{}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -292,6 +295,24 @@ func (p *Proxy) drain() {
 	<-done
 }
 
+// handshakeSlot takes one of the --max-handshakes slots, waiting for up to
+// the handshake timeout when all are taken; false when none came free.
+func (p *Proxy) handshakeSlot() bool {
+	select {
+	case p.handshakes <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(p.cfg.HandshakeTimeout)
+	defer t.Stop()
+	select {
+	case p.handshakes <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // handle serves one client connection.
 func (p *Proxy) handle(c net.Conn) {
 	defer p.wg.Done()
@@ -320,10 +341,15 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.active.Add(-1)
 	p.metrics.active.Inc()
 	defer p.metrics.active.Dec()
-	if refuse(&p.handshaking, p.cfg.MaxHandshakes, "too many connections authenticating at once (%d); try again", p.cfg.MaxHandshakes) {
+	if !p.handshakeSlot() {
+		p.metrics.failures.WithLabelValues(reasonTooMany).Inc()
+		msg := fmt.Sprintf("too many connections authenticating at once (--max-handshakes %d) for %s; try again", p.cfg.MaxHandshakes, p.cfg.HandshakeTimeout)
+		client.WritePacket(0, proxyErr(1040, "08004", "%s", msg).Append(nil))
+		client.Flush()
+		log.Warn("connection refused: " + msg)
 		return
 	}
-	endHandshake := sync.OnceFunc(func() { p.handshaking.Add(-1) })
+	endHandshake := sync.OnceFunc(func() { <-p.handshakes })
 	defer endHandshake()
 
 	bc, err := net.DialTimeout("tcp", p.cfg.Backend, p.cfg.DialTimeout)

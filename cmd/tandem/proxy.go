@@ -163,6 +163,8 @@ closed cleanly all the same.`,
 	f.IntVar(&procs, "procs", 0, "CPUs that run the proxy's Go code at once (default: with --io poller a quarter of the CPUs, at least 1; with --io blocking all; GOMAXPROCS in the environment also sets it)")
 	f.StringVar(&cfg.IO, "io", proxy.IOPoller, "how connections wait for data: poller (Go's network poller, raw non-blocking reads and writes) or blocking (a thread blocked in the kernel per waiting connection; see make bench-proxy)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", 1000, "refuse clients beyond this many at once (error 1040)")
+	f.IntVar(&cfg.MaxHandshakes, "max-handshakes", 64, "connections authenticating at once; more wait for a slot for up to --handshake-timeout, then get error 1040 (so sockets that never log in cannot hold --max-connections)")
+	f.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", 5*time.Second, "a client that has not logged in this long after connecting is closed (sooner than the server's connect_timeout, 10s by default)")
 	f.IntVar(&cfg.MaxRecordBytes, "max-record-bytes", 1<<20, "store at most this much SQL text or data per record; longer is truncated and marked not replayable")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
