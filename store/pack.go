@@ -21,6 +21,10 @@ const ArchiveSuffix = ".tar.zst"
 // unpackedMarker marks a directory Unpack finished.
 const unpackedMarker = ".tandem-unpacked"
 
+// manifestName is the archive's last entry: the SHA-256 of every file
+// before it, which Unpack checks.
+const manifestName = "SHA256SUMS"
+
 // Pack writes the closed capture in dir to w as a zstd-compressed tar
 // archive (every file but Pebble's LOCK), holding a reader's lock so that
 // no writer can start meanwhile. A capture still being written is refused.
@@ -31,13 +35,26 @@ func Pack(dir string, w io.Writer) (files int, err error) {
 	}
 	defer r.Close()
 	if _, closed := r.Summary(); !closed {
-		return 0, fmt.Errorf("store: %s was not closed cleanly (its writer is still running, or was killed); pack a closed capture (a killed one: open it once with 'tandem inspect' after checking what it holds)", dir)
+		return 0, fmt.Errorf("store: %s was not closed cleanly (its writer is still running, or was killed); pack a closed capture — one whose writer was killed is replayed from its directory as it is ('tandem inspect' says what it holds, and what is lost)", dir)
+	}
+	// What is shipped must be whole: every record read (each block's
+	// checksum checked), none missing.
+	var gaps SeqGaps
+	for rec, err := range r.Records() {
+		if err != nil {
+			return 0, fmt.Errorf("store: %s cannot be packed: %w", dir, err)
+		}
+		gaps.Note(rec.Seq)
+	}
+	if lost := gaps.String(); lost != "" {
+		return 0, fmt.Errorf("%w: %s cannot be packed: it lacks records (%s)", ErrCorrupt, dir, lost)
 	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
 		return 0, err
 	}
 	tw := tar.NewWriter(zw)
+	var sums strings.Builder // the manifest: "sha256  name" per file, last in the archive
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "LOCK" {
 			return err
@@ -62,12 +79,20 @@ func Pack(dir string, w io.Writer) (files int, err error) {
 			return err
 		}
 		defer f.Close()
-		if _, err := io.CopyN(tw, f, info.Size()); err != nil {
+		h := sha256.New()
+		if _, err := io.CopyN(io.MultiWriter(tw, h), f, info.Size()); err != nil {
 			return err
 		}
+		fmt.Fprintf(&sums, "%x  %s\n", h.Sum(nil), hdr.Name)
 		files++
 		return nil
 	})
+	if err == nil {
+		m := sums.String()
+		if err = tw.WriteHeader(&tar.Header{Name: manifestName, Mode: 0o644, Size: int64(len(m))}); err == nil {
+			_, err = io.WriteString(tw, m)
+		}
+	}
 	if err == nil {
 		err = tw.Close()
 	}
@@ -131,6 +156,8 @@ func extract(archive, dir string) error {
 	defer zr.Close()
 	tr := tar.NewReader(zr)
 	n := 0
+	got := map[string]string{}
+	manifest := ""
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -143,21 +170,72 @@ func extract(archive, dir string) error {
 		if hdr.Typeflag != tar.TypeReg || !filepath.IsLocal(name) || strings.Contains(name, string(filepath.Separator)) {
 			return fmt.Errorf("%w: archive entry %q is not a capture file", ErrCorrupt, hdr.Name)
 		}
+		if hdr.Name == manifestName {
+			b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			manifest = string(b)
+			continue
+		}
 		out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(out, io.LimitReader(tr, hdr.Size))
+		h := sha256.New()
+		_, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(tr, hdr.Size))
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, hdr.Name, err)
 		}
+		got[hdr.Name] = hex.EncodeToString(h.Sum(nil))
 		n++
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: the archive holds no files", ErrNotCapture)
+	}
+	if manifest == "" {
+		// Packed by a tandem before archives carried checksums: read it
+		// all, which checks every block's own checksum.
+		return verifyCapture(dir)
+	}
+	want := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(manifest), "\n") {
+		sum, name, ok := strings.Cut(l, "  ")
+		if !ok {
+			return fmt.Errorf("%w: the archive's %s is unreadable", ErrCorrupt, manifestName)
+		}
+		want[name] = sum
+	}
+	for name, sum := range want {
+		if got[name] != sum {
+			if _, ok := got[name]; !ok {
+				return fmt.Errorf("%w: the archive lacks %s, which its %s lists", ErrCorrupt, name, manifestName)
+			}
+			return fmt.Errorf("%w: %s in the archive does not match its checksum (the archive was damaged in transit or on disk: copy it again)", ErrCorrupt, name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			return fmt.Errorf("%w: the archive holds %s, which its %s does not list", ErrCorrupt, name, manifestName)
+		}
+	}
+	return nil
+}
+
+// verifyCapture reads every record of the capture in dir.
+func verifyCapture(dir string) error {
+	r, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, err := range r.Records() {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -10,8 +10,9 @@ import (
 func newInspectCmd() *cobra.Command {
 	var opts report.InspectOptions
 	var asJSON bool
+	var unpackDir string
 	cmd := &cobra.Command{
-		Use:   "inspect CAPTURE_DIR",
+		Use:   "inspect CAPTURE_DIR|FILE.tar.zst",
 		Short: "Summarize a capture: time span, sessions, records by kind, errors, top statements, size",
 		Long: `Reads a capture once, in order, and prints what it holds: the time span,
 sessions, records by kind, responses and error codes, the most frequent
@@ -19,7 +20,9 @@ statement shapes (literals replaced by ?, prepared and text statements
 together) with their average latency as captured, and bytes on disk.
 
 A capture whose writer did not close (a crash) is readable up to its last sync;
-inspect says so.`,
+inspect says so, and counts and names the records lost in the middle (found by
+their sequence numbers). A packed capture (tandem pack) is unpacked once and
+checked against the archive's checksums.`,
 		Example: `  tandem inspect ./capture
   tandem inspect ./capture --top 25
   tandem inspect ./capture --json | jq .top_digests`,
@@ -30,9 +33,16 @@ inspect says so.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			rep, err := report.Inspect(c.Context(), args[0], opts)
+			dir, err := captureDir(args[0], unpackDir)
 			if err != nil {
 				return err
+			}
+			rep, err := report.Inspect(c.Context(), dir, opts)
+			if err != nil {
+				return err
+			}
+			if dir != args[0] {
+				rep.Dir = args[0] + " (unpacked into " + dir + ")"
 			}
 			if asJSON {
 				return printJSON(c.OutOrStdout(), rep)
@@ -41,6 +51,7 @@ inspect says so.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "how many statement digests to list")
+	cmd.Flags().StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -21,7 +21,10 @@ directory: they unpack it once into a local directory (under $TMPDIR, or
 --unpack-dir) and reuse it afterwards. On Kubernetes, put the archive on a
 ReadOnlyMany volume or fetch it in an init container (deploy/kubernetes).
 
-A capture still being written, or whose writer was killed, is refused.`,
+The capture is read whole first: a damaged one (a file that fails its
+checksum, records missing) is refused, as is one still being written or whose
+writer was killed. The archive carries each file's SHA-256; unpacking checks
+them, and a damaged archive fails to unpack, leaving nothing behind.`,
 		Example: `  tandem pack ./capture -o capture.tar.zst
   tandem replay capture.tar.zst --shard 0/4 --run-id nightly --target …`,
 		Args: func(c *cobra.Command, args []string) error {
