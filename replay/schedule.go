@@ -419,6 +419,12 @@ func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop i
 			if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
 				return nil
 			}
+			if !deadline.IsZero() && rn.cfg.Speed > 0 && rn.intended(rec, loop).After(deadline) {
+				// Paced: a record due after --duration ends is not handed
+				// out (its worker would sleep past the end: the passes
+				// after it are all handed out at once).
+				return nil
+			}
 			if !body(rec, loop) {
 				return nil
 			}
