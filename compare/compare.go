@@ -229,9 +229,12 @@ type Tally struct {
 	// Failed, if set, makes a difference after a transaction that failed
 	// for good on either side counted apart (ReasonFailedTrx).
 	Failed *Failures
-	src    Source
-	per    int
-	seen   map[string]int
+	// Free, set when sessions ran freely (--order none), makes a
+	// difference on a table another session writes order-ambiguous.
+	Free *Writers
+	src  Source
+	per  int
+	seen map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
@@ -283,6 +286,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 	if ok {
 		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
 			return why, reason
+		}
+		if tb, hit := t.Free.Other(st.Session, st.Tables); hit {
+			return fmt.Sprintf("sessions ran freely (--order none) and other sessions write %s: what it saw depends on the order replay gave them", tb), ReasonReplayOrder
 		}
 	}
 	switch {

@@ -327,3 +327,35 @@ func TestFailuresExplainLaterDifferences(t *testing.T) {
 		t.Errorf("Len %d, want 2", fs.Len())
 	}
 }
+
+// Writers says whether a session other than the reader writes one of its
+// tables, keeping two writers per table at most.
+func TestWritersOtherSession(t *testing.T) {
+	w := NewWriters()
+	w.Add("db.t", 1)
+	w.Add("db.u", 2)
+	w.Add("db.u", 3)
+	w.Add("db.u", 4) // not kept: two are enough
+	for _, c := range []struct {
+		session uint64
+		tables  []string
+		want    bool
+	}{
+		{1, []string{"db.t"}, false}, // its own writes only
+		{2, []string{"db.t"}, true},
+		{2, []string{"db.u"}, true}, // 3 writes it too
+		{4, []string{"db.u"}, true},
+		{1, []string{"db.v"}, false},
+	} {
+		if _, got := w.Other(c.session, c.tables); got != c.want {
+			t.Errorf("Other(%d, %v) = %v, want %v", c.session, c.tables, got, c.want)
+		}
+	}
+	if !w.Several("db.u") || w.Several("db.t") || len(w.by["db.u"]) != 2 {
+		t.Errorf("Several: u %v t %v, %d kept for u", w.Several("db.u"), w.Several("db.t"), len(w.by["db.u"]))
+	}
+	w.Add(AnyTable, 9)
+	if _, got := w.Other(1, []string{"db.v"}); !got {
+		t.Error("a session writing what the analysis cannot name writes any table")
+	}
+}

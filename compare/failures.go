@@ -138,3 +138,57 @@ func (fs *Failures) Explain(table string) string {
 	}
 	return ""
 }
+
+// Writers indexes which sessions write each table (AnyTable: a statement
+// whose writes the analysis cannot name). When sessions run freely
+// (--order none), a statement on a table another session writes sees
+// those writes in whatever order replay gave them: a difference there is
+// replay's order, not the engine's (ReasonReplayOrder).
+type Writers struct {
+	by map[string]map[uint64]bool
+}
+
+// NewWriters returns an empty index.
+func NewWriters() *Writers { return &Writers{by: map[string]map[uint64]bool{}} }
+
+// Add notes that session writes table. Two writers per table are all
+// Other needs to know (one of them is not the reader's), so the index
+// stays small however many sessions a capture has.
+func (w *Writers) Add(table string, session uint64) {
+	m := w.by[table]
+	if m == nil {
+		m = map[uint64]bool{}
+		w.by[table] = m
+	}
+	if len(m) < 2 {
+		m[session] = true
+	}
+}
+
+// Other returns one of tables that a session other than session writes
+// (or a description, if one writes tables the analysis cannot name).
+func (w *Writers) Other(session uint64, tables []string) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	other := func(t string) bool {
+		for s := range w.by[t] {
+			if s != session {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range tables {
+		if other(t) {
+			return t, true
+		}
+	}
+	if len(tables) > 0 && other(AnyTable) {
+		return "tables it may read", true
+	}
+	return "", false
+}
+
+// Several reports whether two sessions or more write table.
+func (w *Writers) Several(table string) bool { return w != nil && len(w.by[table]) >= 2 }

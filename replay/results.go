@@ -78,6 +78,9 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 				continue
 			}
 			tl := compare.NewTally(cfg.Samples, x.commits, h)
+			if cfg.Order == OrderNone {
+				tl.Free = x.writers
+			}
 			tl.Failed = failuresOf(map[string]*store.TargetResult{base.t.Name: results[baseK], rn.t.Name: results[k]})
 			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
 				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
@@ -100,13 +103,13 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	}
 	for k, rn := range runners {
 		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
-			failuresOf(map[string]*store.TargetResult{rn.t.Name: results[k]}))
+			failuresOf(map[string]*store.TargetResult{rn.t.Name: results[k]}), cfg.Order == OrderNone)
 		if err != nil {
 			return results, err
 		}
 		results[k].VsCapture = d
 	}
-	endStates(ctx, runners, baseK, x, results)
+	endStates(ctx, runners, baseK, x, results, cfg.Order == OrderNone)
 	for k, rn := range runners {
 		results[k].FootprintBefore = rn.footprintBefore
 		if rn.failed() == "" {
@@ -156,9 +159,12 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // compareCaptured merge-joins a target's outcomes of the capture's first
 // pass with the responses the capture holds. Only statements (queries and
 // executes) and fetches whose capture has a response are compared.
-func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures) (*store.Divergences, error) {
+func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
 	tl.Gaps, tl.Failed = x.gaps, failed
+	if free {
+		tl.Free = x.writers
+	}
 	nextR, stopR := iter.Pull2(r.Records())
 	defer stopR()
 	rec, rerr, rok := nextR()
@@ -271,7 +277,7 @@ func footprints(ctx context.Context, rn *runner, tables []string) ([]store.Table
 
 // endStates checksums every table the capture touched on every target and
 // compares each with the baseline's.
-func endStates(ctx context.Context, runners []*runner, baseK int, x *captureIndex, results []*store.TargetResult) {
+func endStates(ctx context.Context, runners []*runner, baseK int, x *captureIndex, results []*store.TargetResult, free bool) {
 	if len(x.tables) == 0 {
 		return
 	}
@@ -319,6 +325,9 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 					// wrote the table explains the difference; so does a
 					// change replay sent out of the capture's order.
 					ts.Because = fs.Explain(x.tables[i])
+					if ts.Because == "" && free && x.writers.Several(x.tables[i]) {
+						ts.Because = "sessions ran freely (--order none) and several write it: its rows depend on the order replay gave their writes"
+					}
 				}
 			}
 			if ts.Differs {

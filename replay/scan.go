@@ -38,6 +38,8 @@ type captureIndex struct {
 	synthetic bool
 	// lost: the records the capture lacks (a crash, a damaged file).
 	lost store.SeqGaps
+	// writers: which sessions write each table (for --order none).
+	writers *compare.Writers
 }
 
 type digestCount struct {
@@ -109,7 +111,8 @@ type scanner struct {
 }
 
 func newScanner(an *sqlinfo.Analyzer) *scanner {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{}}
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{},
+		writers: compare.NewWriters()}
 	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}}
 }
 
@@ -196,6 +199,12 @@ func (sc *scanner) add(rec *store.Record) {
 		sc.tables[t] = true
 	}
 	failed := rec.Resp.Kind == store.RespError
+	for _, t := range qualify(info.Writes, s.schema, nil) {
+		x.writers.Add(t, rec.Session)
+	}
+	if info.WritesUnknown {
+		x.writers.Add(compare.AnyTable, rec.Session)
+	}
 	if !failed {
 		for _, t := range qualify(info.Created, s.schema, nil) {
 			sc.created[t] = true
