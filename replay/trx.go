@@ -629,35 +629,30 @@ var manualInfo = sqlinfo.Info{Set: true, SetAutocommit: '0'}
 // reorders lists the changes sent to the target out of the capture's
 // order, in the capture's order (after its workers have stopped).
 func (rn *runner) reorders() []store.Reorder {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	var out []store.Reorder
-	for _, w := range rn.mu.workers {
-		out = append(out, w.reorders...)
-	}
-	slices.SortFunc(out, func(a, b store.Reorder) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
-	return out
+	return inCaptureOrder(rn, func(w *worker) []store.Reorder { return w.reorders },
+		func(r store.Reorder) (int64, uint64) { return r.At, r.Seq })
 }
 
 // failures lists the transactions that failed for good on the target, in
 // the capture's order (after its workers have stopped).
 func (rn *runner) failures() []store.FailedTrx {
+	return inCaptureOrder(rn, func(w *worker) []store.FailedTrx { return w.failures },
+		func(f store.FailedTrx) (int64, uint64) { return f.At, f.FirstSeq })
+}
+
+// inCaptureOrder gathers what each worker listed, ordered by when (and
+// at which record) it began in the capture.
+func inCaptureOrder[T any](rn *runner, of func(*worker) []T, at func(T) (int64, uint64)) []T {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	var out []store.FailedTrx
+	var out []T
 	for _, w := range rn.mu.workers {
-		out = append(out, w.failures...)
+		out = append(out, of(w)...)
 	}
-	slices.SortFunc(out, func(a, b store.FailedTrx) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.FirstSeq, b.FirstSeq)
+	slices.SortFunc(out, func(a, b T) int {
+		ta, sa := at(a)
+		tb, sb := at(b)
+		return cmp.Or(cmp.Compare(ta, tb), cmp.Compare(sa, sb))
 	})
 	return out
 }
