@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // SeqGaps finds the sequence numbers a capture lacks. A capture numbers its
@@ -65,4 +69,80 @@ func (g *SeqGaps) String() string {
 		s = "run"
 	}
 	return fmt.Sprintf("%d records lost, in %d %s (seq %s)", g.Missing, runs, s, strings.Join(rs, ", "))
+}
+
+// Damage is a table file that fails its checksums: the records in it
+// (From to To, by sequence number; 0 when the file's bounds are not
+// records) cannot be read.
+type Damage struct {
+	File     string
+	From, To uint64
+	Detail   string
+}
+
+// Verification is what Verify found: the records read, the damaged files
+// passed over, and the records missing elsewhere.
+type Verification struct {
+	Readable uint64
+	Damaged  []Damage
+	Lost     SeqGaps
+}
+
+// Verify reads every record of the capture, passing over a damaged file
+// to the records after it, and says what is readable and what is not.
+func (r *Reader) Verify() (*Verification, error) {
+	v := &Verification{}
+	lower := []byte{prefixRecord}
+	for {
+		it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
+		if err != nil {
+			return v, r.wrap(err)
+		}
+		var rec Record
+		for ok := it.First(); ok; ok = it.Next() {
+			seq, isRec := recordSeq(it.Key())
+			if !isRec {
+				it.Close()
+				return v, fmt.Errorf("%w: %s: record key of %d bytes", ErrCorrupt, r.dir, len(it.Key()))
+			}
+			val, err := it.ValueAndErr()
+			if err == nil {
+				err = DecodeRecord(val, r.meta.BaseTime, &rec)
+			}
+			if err != nil {
+				break // a damaged block: it.Error() or the decode says why
+			}
+			v.Lost.Note(seq)
+			v.Readable++
+		}
+		err = it.Error()
+		it.Close()
+		if err == nil || !pebble.IsCorruptionError(err) {
+			if err != nil {
+				return v, r.wrap(err)
+			}
+			return v, nil
+		}
+		info := pebble.ExtractDataCorruptionInfo(err)
+		if info == nil {
+			return v, r.wrap(err)
+		}
+		d := Damage{File: filepath.Base(info.Path), Detail: info.Details.Error()}
+		lo, hi := info.Bounds.Start, info.Bounds.End.Key
+		if s, ok := recordSeq(lo); ok {
+			d.From = s
+		}
+		s, ok := recordSeq(hi)
+		if ok {
+			d.To = s
+		}
+		v.Damaged = append(v.Damaged, d)
+		if !ok || bytes.Compare(recordKey(nil, s+1), lower) <= 0 {
+			return v, nil // nothing after it to read, or no way past it
+		}
+		// The records after the damaged file; the ones in it are
+		// counted as damaged, not lost.
+		v.Lost.next = max(v.Lost.next, s+1)
+		lower = recordKey(nil, s+1)
+	}
 }

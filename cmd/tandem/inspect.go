@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/tandemdb/tandem/store"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/report"
@@ -11,6 +13,7 @@ func newInspectCmd() *cobra.Command {
 	var opts report.InspectOptions
 	var asJSON bool
 	var unpackDir string
+	var verify bool
 	cmd := &cobra.Command{
 		Use:   "inspect CAPTURE_DIR|FILE.tar.zst",
 		Short: "Summarize a capture: time span, sessions, records by kind, errors, top statements, size",
@@ -25,7 +28,8 @@ their sequence numbers). A packed capture (tandem pack) is unpacked once and
 checked against the archive's checksums.`,
 		Example: `  tandem inspect ./capture
   tandem inspect ./capture --top 25
-  tandem inspect ./capture --json | jq .top_digests`,
+  tandem inspect ./capture --json | jq .top_digests
+  tandem inspect ./capture --verify`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("inspect takes one capture directory, got %d arguments; see 'tandem inspect --help'", len(args))
@@ -36,6 +40,9 @@ checked against the archive's checksums.`,
 			dir, err := captureDir(args[0], unpackDir)
 			if err != nil {
 				return err
+			}
+			if verify {
+				return verifyCapture(c.OutOrStdout(), args[0], dir)
 			}
 			rep, err := report.Inspect(c.Context(), dir, opts)
 			if err != nil {
@@ -53,5 +60,43 @@ checked against the archive's checksums.`,
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "how many statement digests to list")
 	cmd.Flags().StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&verify, "verify", false, "read every record, past damaged files, and say what is readable, which files are damaged (and the records they held) and which records are lost; exit 1 if anything is")
 	return cmd
+}
+
+// verifyCapture prints what store.Verify found in the capture at dir
+// (named name), and fails if anything is damaged or lost.
+func verifyCapture(w io.Writer, name, dir string) error {
+	r, err := store.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	v, err := r.Verify()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: %d records readable\n", name, v.Readable)
+	for _, d := range v.Damaged {
+		held := "no records (the capture's header or index)"
+		if d.From > 0 || d.To > 0 {
+			held = fmt.Sprintf("records %d to %d", d.From, d.To)
+		}
+		fmt.Fprintf(w, "damaged: %s, which holds %s (those from its damaged block on are not read): %s\n", d.File, held, d.Detail)
+	}
+	if lost := v.Lost.String(); lost != "" {
+		fmt.Fprintf(w, "lost: %s\n", lost)
+	}
+	if s, ok := r.Summary(); ok && len(v.Damaged) == 0 && v.Lost.Missing == 0 && v.Readable != s.Records {
+		fmt.Fprintf(w, "lost: %d records after the last one read (its summary counts %d)\n", s.Records-v.Readable, s.Records)
+		return fmt.Errorf("%s: records are missing", name)
+	}
+	switch {
+	case len(v.Damaged) > 0:
+		return fmt.Errorf("%s is damaged: restore it from a good copy (replay stops at a damaged file)", name)
+	case v.Lost.Missing > 0:
+		return fmt.Errorf("%s lacks records: replay refuses it; --skip-damaged replays what is there", name)
+	}
+	fmt.Fprintf(w, "%s: whole\n", name)
+	return nil
 }
