@@ -2,6 +2,9 @@
 
 GO       ?= go
 BIN      := bin/tandem
+# The build says which source it is: a tag, or the commit (-dirty with
+# uncommitted changes), as --version and every capture and run record it.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 # mariadbd lives in /usr/sbin on Debian, which is not on every user's PATH.
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
@@ -21,7 +24,7 @@ help:
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 
 build:
-	$(GO) build -o $(BIN) ./cmd/tandem
+	$(GO) build -ldflags "-X github.com/tandemdb/tandem/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/tandem
 
 # Packages one at a time: their tests start real servers and measure
 # throughput and ordering on this machine's CPUs; packages competing for

@@ -396,7 +396,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	defer run.Close()
 	cfg.metricsRun = cfg.Metrics.begin(cfg.RunID, infos, x, cfg.MetricsDigests)
 	if cfg.MetricsURL != "" && progress != nil {
-		fmt.Fprintf(progress, "tandem replay: run %s, metrics on %s\n", cfg.RunID, cfg.MetricsURL)
+		fmt.Fprintf(progress, "tandem %s: run %s, metrics on %s\n", command, cfg.RunID, cfg.MetricsURL)
 	}
 	var elapsed time.Duration
 	if sw == nil {
@@ -422,6 +422,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 				}
 				ts := cfg.Targets
 				label := fmt.Sprintf("%d threads", n)
+				if n == 1 {
+					label = "1 thread"
+				}
 				if only != nil {
 					ts = []targets.Target{cfg.Targets[only[0]]}
 					label += ", " + ts[0].Name

@@ -34,7 +34,7 @@ func replayProgress(w io.Writer, intervalLines bool) func(replay.Progress) {
 			point = p.Point
 			desc := point + " (records)"
 			if p.ByTime {
-				desc = point + " (ms of --duration)"
+				desc = point + " (ms elapsed of the --duration)"
 			}
 			bar = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(desc),
 				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
