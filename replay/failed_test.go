@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
-	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -35,44 +33,28 @@ func failureTables(t *testing.T, db *sql.DB) {
 func captureStatements(t *testing.T, srv *sandboxtest.Handle, dsn string, sessions ...[]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "capture")
-	st, err := store.Create(dir, store.WriterOptions{Source: "failed-transaction test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := capture.NewRecorder(st, nil)
-	p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Backend: srv.Addr(), Recorder: rec, CaptureResults: proxy.ResultsChecksum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx) }()
-	db, err := sql.Open("mysql", "root@tcp("+p.Addr().String()+")/"+dsn[strings.LastIndex(dsn, "/")+1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmts := range sessions {
-		c, err := db.Conn(ctx)
+	captureVia(t, srv, dir, "failed-transaction test", func(addr string) {
+		ctx := context.Background()
+		db, err := sql.Open("mysql", "root@tcp("+addr+")/"+dsn[strings.LastIndex(dsn, "/")+1:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range stmts {
-			rows, err := c.QueryContext(ctx, q)
+		defer db.Close()
+		for _, stmts := range sessions {
+			c, err := db.Conn(ctx)
 			if err != nil {
-				t.Fatalf("%s: %v", q, err)
+				t.Fatal(err)
 			}
-			rows.Close()
+			for _, q := range stmts {
+				rows, err := c.QueryContext(ctx, q)
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				rows.Close()
+			}
+			c.Close()
 		}
-		c.Close()
-	}
-	db.Close()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return dir
 }
 

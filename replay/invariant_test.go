@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/internal/invariant"
-	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -24,27 +22,12 @@ import (
 func captureWorkload(t testing.TB, w invariant.Workload, srv *sandboxtest.Handle, dsn string, threads int, d time.Duration) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "capture-"+w.Name())
-	st, err := store.Create(dir, store.WriterOptions{Source: "invariant test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := capture.NewRecorder(st, nil)
-	p, err := proxy.New(proxy.Config{Listen: "127.0.0.1:0", Backend: srv.Addr(), Recorder: rec, CaptureResults: proxy.ResultsChecksum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx) }()
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
-	stats, runErr := invariant.Run(context.Background(), "root@tcp("+p.Addr().String()+")/"+db, w, threads, d, 7)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Close(); err != nil {
-		t.Fatal(err)
-	}
+	var stats invariant.Stats
+	var runErr error
+	captureVia(t, srv, dir, "invariant test", func(addr string) {
+		stats, runErr = invariant.Run(context.Background(), "root@tcp("+addr+")/"+db, w, threads, d, 7)
+	})
 	if runErr != nil {
 		t.Fatal(runErr)
 	}

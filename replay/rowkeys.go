@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,35 +45,20 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 	}
 	rn.autoinc = map[string]string{}
 	for schema := range schemas {
-		rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", schema)
-		if err != nil {
-			continue
-		}
-		for rows.Next() {
-			var tbl, col string
-			if rows.Scan(&tbl, &col) != nil {
-				break
-			}
+		// Each table's primary key columns, in order; then which tables
+		// exist, and their AUTO_INCREMENT column ("" none).
+		if !pairs(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", schema, func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.pks[captured] = append(rn.pks[captured], strings.ToLower(col))
 			}
-		}
-		rows.Close()
-		// Which tables exist, and their AUTO_INCREMENT column ("" none).
-		rows, err = db.QueryContext(ctx, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", schema)
-		if err != nil {
+		}) {
 			continue
 		}
-		for rows.Next() {
-			var tbl, col string
-			if rows.Scan(&tbl, &col) != nil {
-				break
-			}
+		pairs(ctx, db, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", schema, func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.autoinc[captured] = strings.ToLower(col)
 			}
-		}
-		rows.Close()
+		})
 	}
 }
 
@@ -157,4 +143,22 @@ func sharedKey(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// pairs calls f with each (table, column) row the query gives for schema;
+// false when the query fails (what is not known is not used).
+func pairs(ctx context.Context, db *sql.DB, query, schema string, f func(tbl, col string)) bool {
+	rows, err := db.QueryContext(ctx, query, schema)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tbl, col string
+		if rows.Scan(&tbl, &col) != nil {
+			break
+		}
+		f(tbl, col)
+	}
+	return true
 }

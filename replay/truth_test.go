@@ -52,7 +52,26 @@ func captureSysbench(t *testing.T, dir, dsn string, threads int, secs int) strin
 	srv := sandboxtest.Server(t, "innodb")
 	db := dsn[strings.LastIndex(dsn, "/")+1:]
 	dir = filepath.Join(dir, fmt.Sprintf("capture-%d", threads))
-	w, err := store.Create(dir, store.WriterOptions{Source: "truth test", NoSync: true})
+	var out []byte
+	var err error
+	captureVia(t, srv, dir, "truth test", func(addr string) {
+		_, port, _ := net.SplitHostPort(addr)
+		out, err = execpkg.Command("sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+port,
+			"--mysql-user=root", "--mysql-db="+db, fmt.Sprintf("--tables=%d", truthTables), fmt.Sprintf("--table-size=%d", truthRows),
+			fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", secs), "--events=0", "--rand-type=special", "run").CombinedOutput()
+	})
+	if err != nil {
+		t.Fatalf("sysbench: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// captureVia records into a new capture in dir what run sends through a
+// capturing proxy (row checksums on) in front of srv, at the address it
+// is given; the capture is closed when run returns.
+func captureVia(t testing.TB, srv *sandboxtest.Handle, dir, source string, run func(addr string)) {
+	t.Helper()
+	w, err := store.Create(dir, store.WriterOptions{Source: source, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +83,7 @@ func captureSysbench(t *testing.T, dir, dsn string, threads int, secs int) strin
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx) }()
-	_, port, _ := net.SplitHostPort(p.Addr().String())
-	out, err := execpkg.Command("sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+port,
-		"--mysql-user=root", "--mysql-db="+db, fmt.Sprintf("--tables=%d", truthTables), fmt.Sprintf("--table-size=%d", truthRows),
-		fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", secs), "--events=0", "--rand-type=special", "run").CombinedOutput()
+	run(p.Addr().String())
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -75,10 +91,6 @@ func captureSysbench(t *testing.T, dir, dsn string, threads int, secs int) strin
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err != nil {
-		t.Fatalf("sysbench: %v\n%s", err, out)
-	}
-	return dir
 }
 
 var truthCaptures struct {
