@@ -359,6 +359,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		}
 	}
 	var notes []string
+	if _, closed := r.Summary(); !closed && cfg.live == nil {
+		notes = append(notes, fmt.Sprintf("the capture was not closed cleanly (its writer crashed, was killed, or still runs): it was replayed up to its last record (seq %d); records after it may have been lost without a trace", x.lost.Last()))
+	}
 	if lost := x.lost.String(); lost != "" {
 		if !cfg.SkipDamaged {
 			return nil, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.Capture, lost)

@@ -498,7 +498,8 @@ func TestCaptureWithLostRecords(t *testing.T) {
 		t.Fatalf("replay of a damaged capture: %v", err)
 	}
 	rep := replayRun(t, capDir, func(c *Config) { c.SkipDamaged = true }, ta, tb)
-	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, " "), "the capture lacks records (5 records lost") || rep.Targets[1].Reads != 15 {
+	if notes := strings.Join(rep.Notes, " "); !strings.Contains(notes, "the capture lacks records (5 records lost") || rep.Targets[1].Reads != 15 ||
+		!strings.Contains(notes, "not closed cleanly") || !strings.Contains(notes, "up to its last record (seq 22)") {
 		t.Errorf("--skip-damaged: notes %q, %d reads on b (want the 15 SELECTs that are there)", rep.Notes, rep.Targets[1].Reads)
 	}
 }

@@ -30,6 +30,9 @@ type SeqRange struct{ From, To uint64 }
 
 const maxGaps = 20
 
+// Last is the highest sequence number noted (0: none).
+func (g *SeqGaps) Last() uint64 { return max(g.next, 1) - 1 }
+
 // Note takes the next record's sequence number.
 func (g *SeqGaps) Note(seq uint64) {
 	if g.next == 0 {

@@ -810,6 +810,9 @@ func TestSeqGapsFindLostRecords(t *testing.T) {
 	if g.Missing != 6 || len(g.Ranges) != 3 || g.Ranges[0] != (SeqRange{1, 2}) || g.Ranges[1] != (SeqRange{6, 8}) || g.Ranges[2] != (SeqRange{11, 11}) {
 		t.Fatalf("%+v", g)
 	}
+	if g.Last() != 12 {
+		t.Errorf("Last() = %d, want 12", g.Last())
+	}
 	if got := g.String(); got != "6 records lost, in 3 runs (seq 1 to 2, 6 to 8, 11)" {
 		t.Errorf("String() = %q", got)
 	}
