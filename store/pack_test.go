@@ -90,3 +90,35 @@ func TestPackAndUnpackVerify(t *testing.T) {
 		})
 	}
 }
+
+// A flipped byte in a run directory is an error that names the file and
+// says it is the run's, not a capture's records.
+func TestFlippedByteInARunIsAnError(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := CreateRun(dir, RunMeta{RunID: "r", Targets: []RunTarget{{Name: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		if err := w.PutInterval(0, 0, i, &Interval{Start: time.Duration(i) * time.Second, Length: time.Second, Transactions: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) == 0 {
+		t.Fatal("no table file")
+	}
+	flip(t, ssts[0])
+	r, err := OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Intervals(0, 0)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "run directory "+dir+": "+filepath.Base(ssts[0])+" is damaged") || strings.Contains(err.Error(), "records") {
+		t.Fatalf("reading a damaged run: %v", err)
+	}
+}

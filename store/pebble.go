@@ -115,6 +115,22 @@ func damaged(dir string, err error) error {
 		ErrCorrupt, dir, filepath.Base(info.Path), detail, held)
 }
 
+// damagedRun is damaged for a run directory, whose keys are no records.
+func damagedRun(dir string, err error) error {
+	if err == nil || !pebble.IsCorruptionError(err) {
+		return err
+	}
+	file, detail := "a file", err.Error()
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil {
+		file = filepath.Base(info.Path)
+		if info.Details != nil {
+			detail = info.Details.Error()
+		}
+	}
+	return fmt.Errorf("%w: run directory %s: %s is damaged (%s): what the run stored there cannot be read. Restore the directory from a good copy, or replay again",
+		ErrCorrupt, dir, file, detail)
+}
+
 // heldRecords says which records a file whose keys span [lo, hi] holds.
 func heldRecords(lo, hi []byte) string {
 	if len(lo) == 0 || len(hi) == 0 || lo[0] > prefixRecord || hi[0] < prefixRecord {

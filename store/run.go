@@ -535,7 +535,7 @@ func getCopy(db *pebble.DB, dir string, key []byte) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, damaged(dir, err)
+		return nil, damagedRun(dir, err)
 	}
 	defer closer.Close()
 	return append([]byte(nil), v...), nil
@@ -640,7 +640,7 @@ func (r *RunReader) each(lo, hi []byte, f func(k, v []byte) error) error {
 	}
 	if err := it.Error(); err != nil {
 		if pebble.IsCorruptionError(err) {
-			return damaged(r.dir, err)
+			return damagedRun(r.dir, err)
 		}
 		return fmt.Errorf("store: %s: %w", r.dir, err)
 	}
@@ -758,7 +758,7 @@ func outcomes(db *pebble.DB, dir string, point, target int) iter.Seq2[*Outcome, 
 			}
 		}
 		if err := it.Error(); err != nil {
-			yield(nil, damaged(dir, err))
+			yield(nil, damagedRun(dir, err))
 		}
 	}
 }

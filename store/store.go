@@ -161,7 +161,7 @@ var (
 var (
 	ErrNotCapture  = errors.New("store: not a tandem capture")
 	ErrNewerFormat = errors.New("store: newer format")
-	ErrCorrupt     = errors.New("store: corrupt capture")
+	ErrCorrupt     = errors.New("store: corrupt")
 	ErrExists      = errors.New("store: capture directory not empty")
 	ErrClosed      = errors.New("store: writer closed")
 	// ErrStopped: the capture stopped recording (its budget, or the
