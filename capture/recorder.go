@@ -26,6 +26,7 @@ type Recorder struct {
 		sync.Mutex
 		lastLog      time.Time
 		droppedAtLog uint64
+		gtids        map[string]bool // the commits' GTIDs (AddGTID)
 	}
 }
 
@@ -56,6 +57,40 @@ func (c *Recorder) Record(r *store.Record) {
 		c.mu.lastLog, c.mu.droppedAtLog = now, n
 	}
 }
+
+// AddGTID notes that the transaction record seq ended was given gtid by
+// the server: the capture keeps it with the record (when the record was
+// not dropped), and Commits lists it.
+func (c *Recorder) AddGTID(seq uint64, gtid string) {
+	if c == nil || gtid == "" {
+		return
+	}
+	c.w.AddGTID(seq, gtid)
+	c.mu.Lock()
+	if c.mu.gtids == nil {
+		c.mu.gtids = map[string]bool{}
+	}
+	c.mu.gtids[gtid] = true
+	c.mu.Unlock()
+}
+
+// Commits returns the GTIDs AddGTID was given: the transactions that
+// passed through the capture.
+func (c *Recorder) Commits() map[string]bool {
+	out := map[string]bool{}
+	if c == nil {
+		return out
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for g := range c.mu.gtids {
+		out[g] = true
+	}
+	return out
+}
+
+// Writer is the capture the recorder writes.
+func (c *Recorder) Writer() *store.Writer { return c.w }
 
 // Dropped is how many records were dropped.
 func (c *Recorder) Dropped() uint64 {

@@ -26,6 +26,10 @@ type Options struct {
 	// Checksums: result rows are checksummed (RowSums), as
 	// --capture-results checksum asks.
 	Checksums bool
+	// Commits: the session notes when a transaction that may have written
+	// ends (CommitEnded), so that whoever feeds it can ask the server for
+	// the transaction's GTID.
+	Commits bool
 }
 
 // State is what a session carries from its handshake (or, for a session
@@ -58,6 +62,10 @@ type Session struct {
 	stmts map[uint32]*stmt
 	rec   store.Record
 	quit  bool // a COM_QUIT was recorded
+	// wrote: a statement of the open transaction (or the last one on its
+	// own) changed rows or ran DDL; ended: that transaction has ended
+	// (Options.Commits).
+	wrote, ended bool
 
 	// The answer being decoded.
 	cmd    byte
@@ -476,6 +484,57 @@ func (s *Session) End(at time.Time) {
 		s.quit = true
 	}
 	s.record(&s.rec)
+	if s.opts.Commits {
+		s.noteCommit()
+	}
+}
+
+// noteCommit follows, from the server's answers, whether a transaction
+// that wrote has ended: a statement that changed rows (or DDL, which
+// changes none) makes the session's transaction one that wrote; an answer
+// whose status says no transaction is open ends it. Only statements'
+// answers say where the transaction is (a prepare's OK has no status).
+// Statements that wrote nothing make no binary-log transaction, and a
+// false alarm costs whoever asks only a question the server answers with
+// the GTID it gave before.
+func (s *Session) noteCommit() {
+	if s.rec.Kind != store.KindQuery && s.rec.Kind != store.KindExecute {
+		return
+	}
+	r := &s.rec.Resp
+	if r.Kind != store.RespOK && r.Kind != store.RespResultSet {
+		return
+	}
+	status := r.Status
+	if r.AffectedRows > 0 {
+		s.wrote = true
+	}
+	for i := range r.More {
+		if r.More[i].AffectedRows > 0 {
+			s.wrote = true
+		}
+		status = r.More[i].Status
+	}
+	if !s.wrote && s.rec.Kind == store.KindQuery && r.Kind == store.RespOK {
+		if in := sqlinfo.Analyze(s.rec.SQL); in.ImplicitCommit && !in.Begin && !in.Set {
+			s.wrote = true // DDL (CREATE, DROP, ALTER, GRANT …) is logged with no rows
+		}
+	}
+	if s.wrote && status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.wrote, s.ended = false, true
+	}
+}
+
+// CommitEnded reports (once) whether the command just ended closed a
+// transaction that wrote, with Options.Commits: the moment to ask the
+// server for its GTID. Seq is the record's sequence in the capture (0 if
+// it was dropped).
+func (s *Session) CommitEnded() (seq uint64, ok bool) {
+	if !s.ended {
+		return 0, false
+	}
+	s.ended = false
+	return s.rec.Seq, true
 }
 
 // Close records the session's end when it ended without a COM_QUIT (the

@@ -379,3 +379,66 @@ func TestSessionBoundsEveryCommand(t *testing.T) {
 		t.Errorf("short statement: %d bytes, flags %x; want whole, no flags", len(r.SQL), r.Flags)
 	}
 }
+
+// With Options.Commits a session says when a transaction that wrote has
+// ended, from the server's answers: the moments the proxy asks the server
+// for the transaction's GTID. Reads, statements inside a transaction,
+// errors and prepare answers (no status) never say it.
+func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
+	const inTrx = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
+	const auto = mysql.SERVER_STATUS_AUTOCOMMIT
+	type cmd struct {
+		sql  string
+		ans  []byte
+		want bool
+	}
+	for _, c := range []struct {
+		name string
+		cmds []cmd
+	}{
+		{"autocommit write", []cmd{{"UPDATE t SET v=1", okp(1, 0, auto, 0), true}}},
+		{"autocommit write that changed nothing", []cmd{{"UPDATE t SET v=1 WHERE 0", okp(0, 0, auto, 0), false}}},
+		{"DDL", []cmd{{"CREATE TABLE u (a int)", okp(0, 0, auto, 0), true}, {"DROP TABLE u", okp(0, 0, auto, 0), true}}},
+		{"SET and BEGIN are no DDL", []cmd{{"SET @a=1", okp(0, 0, auto, 0), false}, {"BEGIN", okp(0, 0, inTrx, 0), false}}},
+		{"transaction", []cmd{
+			{"BEGIN", okp(0, 0, inTrx, 0), false},
+			{"UPDATE t SET v=1", okp(1, 0, inTrx, 0), false},
+			{"UPDATE t SET v=2", okp(3, 0, inTrx, 0), false},
+			{"COMMIT", okp(0, 0, auto, 0), true},
+			{"SELECT 1", okp(0, 0, auto, 0), false},
+		}},
+		{"read-only transaction", []cmd{{"BEGIN", okp(0, 0, inTrx, 0), false}, {"COMMIT", okp(0, 0, auto, 0), false}}},
+		{"error inside keeps the transaction", []cmd{
+			{"BEGIN", okp(0, 0, inTrx, 0), false},
+			{"INSERT INTO t VALUES (1)", okp(1, 0, inTrx, 0), false},
+			{"INSERT INTO t VALUES (1)", errp(1062, "23000", "Duplicate entry"), false},
+			{"ROLLBACK", okp(0, 0, auto, 0), true}, // asked: the server says its last GTID did not change
+		}},
+		{"autocommit=0", []cmd{
+			{"SET autocommit=0", okp(0, 0, 0, 0), false},
+			{"INSERT INTO t VALUES (2)", okp(1, 0, mysql.SERVER_STATUS_IN_TRANS, 0), false},
+			{"COMMIT", okp(0, 0, 0, 0), true},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out sink
+			s := NewSession(1, State{Caps: caps41}, Options{Commits: true}, &out)
+			for i, q := range c.cmds {
+				feed(t, s, query(q.sql), Read, frame{q.ans, Done})
+				if _, got := s.CommitEnded(); got != q.want {
+					t.Errorf("after %d %q: CommitEnded %v, want %v", i, q.sql, got, q.want)
+				}
+				if _, again := s.CommitEnded(); again {
+					t.Errorf("after %d %q: CommitEnded said it twice", i, q.sql)
+				}
+			}
+		})
+	}
+	// Without the option nothing is followed.
+	var out sink
+	s := NewSession(1, State{Caps: caps41}, Options{}, &out)
+	feed(t, s, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, auto, 0), Done})
+	if _, got := s.CommitEnded(); got {
+		t.Error("CommitEnded without Options.Commits")
+	}
+}

@@ -46,6 +46,10 @@ type Config struct {
 	// Recorder receives the exchanges; nil captures nothing.
 	Recorder       *capture.Recorder
 	CaptureResults string
+	// Commits: after each transaction that wrote, the proxy asks the
+	// backend for its GTID (SELECT @@last_gtid, on the session's own
+	// connection, its answer never relayed) and the capture keeps it.
+	Commits bool
 	// TLSCert and TLSKey (PEM files) let clients use TLS to the proxy.
 	TLSCert, TLSKey string
 	// BackendTLS makes the proxy use TLS to the backend, verifying its
@@ -385,7 +389,7 @@ func (p *Proxy) handle(c net.Conn) {
 	// The client's flags and collation: replay asks for the ones that change
 	// results (CLIENT_FOUND_ROWS changes affected-row counts).
 	s.cs = capture.NewSession(id, capture.State{User: s.user, Schema: s.schema, Caps: s.caps, Collation: s.collation},
-		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: p.cfg.CaptureResults == ResultsChecksum}, p.recorder)
+		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: p.cfg.CaptureResults == ResultsChecksum, Commits: p.cfg.Commits && p.recorder != nil}, p.recorder)
 	if err != nil {
 		msg := ""
 		var ce *connError

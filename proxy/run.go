@@ -1,20 +1,25 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/store"
 )
@@ -44,6 +49,14 @@ type RunConfig struct {
 	// for up to ShadowDrainTimeout (default 1m), before it closes.
 	Shadows            ShadowStarter
 	ShadowDrainTimeout time.Duration
+	// Binlog, if set, is the account that reads the backend's position and
+	// binary log (its Addr and TLS are the backend's): the capture records
+	// the server's position at its start and end, each captured commit's
+	// GTID, and the transactions that bypassed the proxy in between.
+	Binlog *gtid.Account
+	// BinlogTimeout bounds reading the binary log at the capture's end
+	// (default 1m).
+	BinlogTimeout time.Duration
 }
 
 // ShadowStarter starts shadows on the capture w writes into dir.
@@ -93,9 +106,28 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	if cfg.Notice == nil {
 		cfg.Notice = func(msg string) { fmt.Fprintf(out, "tandem proxy: %s\n", msg) }
 	}
+	if cfg.Binlog != nil && cfg.CaptureDir == "" {
+		return errors.New("proxy: --binlog-user needs --capture DIR: it records where the capture starts and ends")
+	}
+	cfg.Commits = cfg.Binlog != nil
 	p, err := New(cfg.Config)
 	if err != nil {
 		return err
+	}
+	var acc gtid.Account
+	var start *store.Position
+	if cfg.Binlog != nil {
+		acc = *cfg.Binlog
+		acc.Addr, acc.TLS = cfg.Backend, p.tlsClient
+		if start, err = readPosition(ctx, acc); err != nil {
+			p.ln.Close()
+			return fmt.Errorf("proxy: --binlog-user: %w", err)
+		}
+		if start.Flavor != gtid.MariaDB {
+			// MySQL has no @@last_gtid; session_track_gtids would be the way.
+			p.cfg.Commits = false
+			cfg.Notice(fmt.Sprintf("the backend is %s: the capture records its start and end positions, not each commit's GTID (that needs MariaDB's @@last_gtid), so writes that bypass the proxy are not listed", start.Version))
+		}
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -119,7 +151,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		existed := statErr == nil
 		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
 		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg),
-			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree})
+			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree, Start: start})
 		if err != nil {
 			p.ln.Close()
 			cancel()
@@ -164,6 +196,10 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 		cfg.Ready(p.Addr().String())
 	}
 	serveErr := p.Serve(ctx)
+	if start != nil {
+		// Every session has ended: what they wrote is before this point.
+		endCapture(cfg, acc, start, w, out, log)
+	}
 	forced := false // a second Ctrl-C came while the clients drained
 	select {
 	case <-cfg.Force:
@@ -196,4 +232,68 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	cancel()
 	mwait()
 	return errors.Join(serveErr, closeErr)
+}
+
+// readPosition reads the backend's position with the --binlog-user account.
+func readPosition(ctx context.Context, acc gtid.Account) (*store.Position, error) {
+	db := openAdmin(acc)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return gtid.Read(ctx, db)
+}
+
+// openAdmin opens a go-sql-driver pool on the backend for the account.
+func openAdmin(acc gtid.Account) *sql.DB {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr = acc.User, acc.Password, "tcp", acc.Addr
+	c.TLS = acc.TLS
+	c.Timeout = 5 * time.Second
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		panic(err) // NewConnector fails only on a malformed config built here
+	}
+	return sql.OpenDB(conn)
+}
+
+// endCapture records the backend's end position and, when the proxy
+// followed commits, the binary log's transactions in between that did not
+// pass through it, and says so.
+func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, out io.Writer, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
+	defer cancel()
+	end, err := readPosition(ctx, acc)
+	if err != nil {
+		log.Warn("reading the backend's position at the capture's end failed; the capture has no end point", "err", err)
+		fmt.Fprintf(out, "tandem proxy: the capture has no end point: %v\n", err)
+		return
+	}
+	var byp *store.Bypassed
+	commits := cfg.Recorder.Commits()
+	if cfg.Commits {
+		byp = gtid.Bypassed(ctx, acc, start.GTID, end.GTID, commits)
+	}
+	w.SetEnd(end, byp)
+	msg := fmt.Sprintf("capture points: start %s, end %s", orNone(start.GTID), orNone(end.GTID))
+	if byp != nil {
+		msg += fmt.Sprintf("; %d captured commits with their GTID; %d transactions (%d rows) bypassed the proxy", len(commits), byp.Transactions, byp.Rows)
+		if len(byp.Tables) > 0 {
+			names := make([]string, 0, len(byp.Tables))
+			for _, t := range byp.Tables {
+				names = append(names, t.Table)
+			}
+			msg += " on " + strings.Join(names, ", ")
+		}
+		if byp.Error != "" {
+			msg += " (the binary log could not be read to the end: " + byp.Error + ")"
+		}
+	}
+	fmt.Fprintf(out, "tandem proxy: %s\n", msg)
+}
+
+func orNone(g string) string {
+	if g == "" {
+		return "(empty: nothing logged yet)"
+	}
+	return g
 }

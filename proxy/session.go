@@ -39,6 +39,10 @@ type session struct {
 	// backendClosedIdle: the idle watch found the backend gone and closed
 	// the client's side.
 	backendClosedIdle atomic.Bool
+	// lastGTID is the GTID of the session's last transaction the backend
+	// logged (Config.Commits); noGTID: the backend would not say.
+	lastGTID string
+	noGTID   bool
 }
 
 // serveCommands relays commands until the client quits or a side fails.
@@ -104,6 +108,9 @@ func (s *session) serveCommands() error {
 		end := time.Now()
 		s.p.metrics.roundtrip.WithLabelValues(kind).Observe(end.Sub(start).Seconds())
 		s.cs.End(end)
+		if err := s.noteCommit(); err != nil {
+			return err
+		}
 	}
 }
 

@@ -55,6 +55,14 @@ type CaptureReport struct {
 	Digests     int             `json:"digests"`
 	DiskBytes   int64           `json:"disk_bytes"`
 	BytesPerRec float64         `json:"bytes_per_record"`
+	// Start and End are the backend's positions when the capture began
+	// and ended (tandem proxy --binlog-user); Commits counts the captured
+	// transactions whose GTID the capture holds; Bypassed what the binary
+	// log held in between that did not pass through the proxy.
+	Start    *store.Position `json:"start,omitempty"`
+	End      *store.Position `json:"end,omitempty"`
+	Commits  uint64          `json:"commits_with_gtid,omitempty"`
+	Bypassed *store.Bypassed `json:"bypassed,omitempty"`
 }
 
 // KindCount is how many records of one kind a capture holds.
@@ -113,9 +121,11 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	defer r.Close()
 	m := r.Meta()
 	rep := &CaptureReport{Dir: dir, FormatVersion: m.FormatVersion, Source: m.Source, ToolVersion: m.ToolVersion, CreatedAt: m.CreatedAt}
+	rep.Start = m.Start
 	if sum, ok := r.Summary(); ok {
 		rep.Closed, rep.Dropped = true, sum.Dropped
 		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
+		rep.End, rep.Commits, rep.Bypassed = sum.End, sum.Commits, sum.Bypassed
 	}
 	if why, at, ok := r.Failure(); ok {
 		rep.Failed, rep.FailedAt = why, at
@@ -253,6 +263,57 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 }
 
 // WriteText writes the report for people.
+// writePoints says where the capture starts and ends in the backend's
+// history, and what bypassed it.
+func (rep *CaptureReport) writePoints(p func(string, ...any)) {
+	if rep.Start == nil {
+		p("start point\tnone (captured without --binlog-user): replay assumes each target holds the rows the backend held when the capture began, and cannot check it\n")
+		return
+	}
+	pos := func(x *store.Position) string {
+		g := x.GTID
+		if g == "" {
+			g = "(empty GTID position)"
+		}
+		s := fmt.Sprintf("%s at %s (server_id %d, %s", g, x.At.Format(time.RFC3339), x.ServerID, x.Version)
+		if x.BinlogFile != "" {
+			s += fmt.Sprintf(", %s:%d", x.BinlogFile, x.BinlogPos)
+		}
+		return s + ")"
+	}
+	p("start point\t%s: bring targets here with 'tandem align'\n", pos(rep.Start))
+	if rep.End == nil {
+		p("end point\tnone (the capture did not close, or the position could not be read at its end)\n")
+		return
+	}
+	p("end point\t%s: a replica stopped here (tandem align --end) holds production's end state\n", pos(rep.End))
+	if rep.Bypassed == nil {
+		return
+	}
+	b := rep.Bypassed
+	p("commits\t%d captured transactions with their GTID\n", rep.Commits)
+	if b.Transactions == 0 {
+		p("bypassed\tnone: every transaction the binary log holds between the points passed through the proxy\n")
+	} else {
+		tables := make([]string, 0, len(b.Tables))
+		for _, t := range b.Tables {
+			tables = append(tables, fmt.Sprintf("%s (%d transactions, %d rows, first %s)", t.Table, t.Transactions, t.Rows, t.FirstGTID))
+		}
+		p("BYPASSED\t%d transactions (%d rows) in the binary log between the points did not pass through the proxy: %s; replay cannot repeat them, and their tables' end states differ from production's by them\n",
+			b.Transactions, b.Rows, strings.Join(tables, "; "))
+		for i, t := range b.First {
+			if i == 5 {
+				p("\t… %d more (tandem inspect --json lists the first %d)\n", b.Transactions-5, len(b.First))
+				break
+			}
+			p("\t%s at %s: %d rows of %s\n", t.GTID, t.At.Format("15:04:05"), t.Rows, strings.Join(t.Tables, ", "))
+		}
+	}
+	if b.Error != "" {
+		p("bypassed\tUNCERTAIN: the binary log could not be read to the end point (%s): the list stops where reading did\n", b.Error)
+	}
+}
+
 func (rep *CaptureReport) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
@@ -274,6 +335,7 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	default:
 		p("state\tnot closed: the writer crashed or is still running; records up to its last sync are here\n")
 	}
+	rep.writePoints(p)
 	if rep.Lost > 0 {
 		p("LOST\t%s: what the sessions did there is unknown; replay refuses the capture unless --skip-damaged\n", rep.LostRuns)
 	}

@@ -103,6 +103,28 @@ func (r *Reader) wrap(err error) error {
 // Meta returns the capture's metadata.
 func (r *Reader) Meta() Meta { return r.meta }
 
+// GTIDs returns the commit GTIDs the capture holds (key 0x05), by the
+// seq of the record that committed the transaction.
+func (r *Reader) GTIDs() (map[uint64]string, error) {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixGTID}, UpperBound: []byte{prefixGTID + 1}})
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	out := map[uint64]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != 9 {
+			it.Close()
+			return nil, fmt.Errorf("%w: %s: a commit GTID key of %d bytes", ErrCorrupt, r.dir, len(k))
+		}
+		out[binary.BigEndian.Uint64(k[1:])] = string(it.Value())
+	}
+	if err := it.Close(); err != nil {
+		return nil, r.wrap(err)
+	}
+	return out, nil
+}
+
 // Summary returns what a clean Close wrote; false for a capture whose writer
 // did not close (a crash, or still being written).
 func (r *Reader) Summary() (Summary, bool) {

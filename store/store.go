@@ -15,6 +15,7 @@
 //	0x02 seq:u64be                        one record, value as below
 //	0x03 session:u64be firstSeq:u64be     session index: the seqs of session's records in one commit
 //	0x04 firstSeq:u64be                   time index: one commit's seq range and start-time range
+//	0x05 seq:u64be                        the GTID the server gave the transaction record seq committed (string)
 //
 // Records are keyed by their global sequence (1, 2, 3, …, big-endian, so key
 // order is sequence order). The Writer assigns sequences in append order;
@@ -33,6 +34,16 @@
 // Close flushes every record into SSTables, then removes the logs. A capture
 // whose writer died keeps its logs, and Pebble replays them when it is
 // opened; it has no summary.
+//
+// Commit GTIDs (0x05) are written when the proxy follows the backend's
+// binary log (tandem proxy --binlog-user): for a record that ended a
+// transaction which wrote, the server's @@last_gtid for it, so that the
+// capture knows each captured commit's place in the server's own order.
+// Meta.Start and Summary.End are then the server's positions when the
+// capture began and ended, and Summary.Bypassed lists the transactions the
+// server's binary log holds between them that did not pass through the
+// proxy. A reader that does not know these keys and fields reads the
+// capture as before.
 //
 // Index entries are written in the same Pebble batch as the records they
 // describe, so they are exactly as durable as the records.
@@ -150,6 +161,7 @@ const (
 	prefixRecord  byte = 0x02
 	prefixSession byte = 0x03
 	prefixTime    byte = 0x04
+	prefixGTID    byte = 0x05
 )
 
 var (
@@ -184,6 +196,66 @@ type Meta struct {
 	// Source says what wrote the capture, e.g. "proxy 127.0.0.1:4000 -> 127.0.0.1:3306".
 	Source      string `json:"source"`
 	ToolVersion string `json:"tool_version"`
+	// Start is the backend's position when the capture began (nil: it
+	// was not asked for, tandem proxy --binlog-user).
+	Start *Position `json:"start,omitempty"`
+}
+
+// Position is a server's place in its own history: its identity and the
+// GTIDs it had written to its binary log. A target holds a capture's
+// start state when it has applied exactly Start.GTID. JSON field names are
+// part of the format.
+type Position struct {
+	// Flavor is "mariadb" or "mysql": how GTID reads.
+	Flavor   string `json:"flavor"`
+	ServerID uint32 `json:"server_id"`
+	// ServerUUID is MySQL's server identity (MariaDB has none).
+	ServerUUID string `json:"server_uuid,omitempty"`
+	Version    string `json:"version"`
+	// GTID is the server's GTID position: MariaDB's @@gtid_binlog_pos
+	// (domain-server-seq, one per domain) or MySQL's @@gtid_executed.
+	GTID string `json:"gtid"`
+	// BinlogFile and BinlogPos are SHOW MASTER STATUS's, for the record.
+	BinlogFile string    `json:"binlog_file,omitempty"`
+	BinlogPos  uint64    `json:"binlog_pos,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// Bypassed is what the server's binary log holds between a capture's
+// start and end that the capture does not: transactions another client
+// sent to the server directly (a cron job, an admin session, a second
+// application). JSON field names are part of the format.
+type Bypassed struct {
+	// Transactions and Rows count them and the rows they changed.
+	Transactions int   `json:"transactions"`
+	Rows         int64 `json:"rows"`
+	// Tables are the tables they wrote, each with its counts.
+	Tables []BypassedTable `json:"tables,omitempty"`
+	// First lists the first of them (at most MaxBypassedListed).
+	First []BypassedTrx `json:"first,omitempty"`
+	// Error says why the binary log could not be read to the end (the
+	// counts are then what was read).
+	Error string `json:"error,omitempty"`
+}
+
+// MaxBypassedListed bounds Bypassed.First.
+const MaxBypassedListed = 100
+
+// BypassedTable is one table's share of the bypassed writes.
+type BypassedTable struct {
+	Table        string `json:"table"` // schema.name on the captured server
+	Transactions int    `json:"transactions"`
+	Rows         int64  `json:"rows"`
+	// FirstGTID is the first bypassed transaction that wrote it.
+	FirstGTID string `json:"first_gtid"`
+}
+
+// BypassedTrx is one transaction that bypassed the proxy.
+type BypassedTrx struct {
+	GTID   string    `json:"gtid"`
+	At     time.Time `json:"at"`
+	Tables []string  `json:"tables"`
+	Rows   int64     `json:"rows"`
 }
 
 const magic = "tandem-capture"
@@ -200,6 +272,13 @@ type Summary struct {
 	// (its budget, the disk's free-space floor), and StoppedAt when.
 	Stopped   string    `json:"stopped,omitempty"`
 	StoppedAt time.Time `json:"stopped_at,omitzero"`
+	// End is the backend's position when the capture ended, after its
+	// last session (nil when Meta.Start is); Commits counts the captured
+	// transactions whose GTID the capture holds, and Bypassed lists the
+	// binary log's transactions in between that are not among them.
+	End      *Position `json:"end,omitempty"`
+	Commits  uint64    `json:"commits,omitempty"`
+	Bypassed *Bypassed `json:"bypassed,omitempty"`
 }
 
 // failedFile, next to the store's files, says why a writer abandoned the
@@ -225,6 +304,11 @@ func sessionKey(dst []byte, session, firstSeq uint64) []byte {
 	dst = append(dst, prefixSession)
 	dst = binary.BigEndian.AppendUint64(dst, session)
 	return binary.BigEndian.AppendUint64(dst, firstSeq)
+}
+
+func gtidKey(dst []byte, seq uint64) []byte {
+	dst = append(dst, prefixGTID)
+	return binary.BigEndian.AppendUint64(dst, seq)
 }
 
 func timeKey(dst []byte, firstSeq uint64) []byte {

@@ -25,6 +25,8 @@ import (
 type WriterOptions struct {
 	// Source says what writes the capture; stored in Meta.
 	Source string
+	// Start is the backend's position as the capture begins; stored in Meta.
+	Start *Position
 	// FlushInterval bounds how long an appended record waits before it is
 	// committed (and synced): a crash loses at most this much. Default 100ms.
 	FlushInterval time.Duration
@@ -107,7 +109,11 @@ type Writer struct {
 		// says why and Close still closes it properly.
 		stopped   bool
 		stoppedAt time.Time
+		// end and bypassed are SetEnd's, for the summary.
+		end      *Position
+		bypassed *Bypassed
 	}
+	gtids          atomic.Uint64 // AddGTID's entries
 	lastSpaceCheck time.Time
 	// bytesAtSpaceCheck are the records' bytes at the last look at the
 	// disk, spaceMargin what the floor left then (-1: not looked yet, or
@@ -191,6 +197,7 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		BaseTime:      now.UnixNano(),
 		Source:        opts.Source,
 		ToolVersion:   version.String(),
+		Start:         opts.Start,
 	}
 	hdr, _ := json.Marshal(meta)
 	if err := w.await(func() error { return db.Set(keyHeader, hdr, pebble.Sync) }); err != nil {
@@ -219,6 +226,33 @@ var valPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }
 // (synth, imports). The record is durable once DurableSeq reaches it.
 func (w *Writer) Append(r *Record) (uint64, error) {
 	return w.append(r, true)
+}
+
+// AddGTID stores the GTID the server gave the transaction that record seq
+// committed (key 0x05). It never waits: a writer that is closed or failed
+// keeps nothing, as it keeps no more records.
+func (w *Writer) AddGTID(seq uint64, gtid string) {
+	if seq == 0 || gtid == "" {
+		return
+	}
+	var key [9]byte
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.closed || w.mu.err != nil {
+		return
+	}
+	if w.mu.batch.Set(gtidKey(key[:0], seq), []byte(gtid), nil) == nil {
+		w.gtids.Add(1)
+	}
+}
+
+// SetEnd gives the backend's position at the capture's end and what the
+// binary log held between start and end that did not pass through the
+// capture, for the summary Close writes.
+func (w *Writer) SetEnd(end *Position, bypassed *Bypassed) {
+	w.mu.Lock()
+	w.mu.end, w.mu.bypassed = end, bypassed
+	w.mu.Unlock()
 }
 
 // TryAppend is Append that never waits: when the writer is behind, the
@@ -484,7 +518,7 @@ func (w *Writer) commit() error {
 	minStart, maxStart := w.mu.minStart, w.mu.maxStart
 	index := w.mu.index
 	size := w.mu.pending
-	if count == 0 {
+	if count == 0 && b.Empty() {
 		w.mu.Unlock()
 		return nil
 	}
@@ -493,7 +527,9 @@ func (w *Writer) commit() error {
 	w.mu.index = w.spareIndex[:0]
 	w.mu.Unlock()
 
-	w.addIndex(b, index, first, count, minStart, maxStart)
+	if count > 0 { // else the batch holds commit GTIDs only
+		w.addIndex(b, index, first, count, minStart, maxStart)
+	}
 	begin := time.Now()
 	opt := pebble.Sync
 	if w.opts.NoSync {
@@ -516,6 +552,9 @@ func (w *Writer) commit() error {
 	w.mu.Unlock()
 	if err != nil {
 		return w.mu.err
+	}
+	if count == 0 {
+		return nil
 	}
 	w.durable.Store(first + uint64(count) - 1)
 	next := make(chan struct{})
@@ -624,7 +663,11 @@ func (w *Writer) Close() error {
 			Sessions: uint64(len(w.sessions)),
 			Dropped:  w.dropped.Load(),
 			ClosedAt: time.Now().UTC(),
+			Commits:  w.gtids.Load(),
 		}
+		w.mu.Lock()
+		sum.End, sum.Bypassed = w.mu.end, w.mu.bypassed
+		w.mu.Unlock()
 		if sum.Records > 0 {
 			sum.FirstSeq = 1
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/shadow"
@@ -28,6 +29,7 @@ func newProxyCmd() *cobra.Command {
 	var procs int
 	var sh shadow.Config
 	var configFile string
+	var binlogUser string
 	cmd := &cobra.Command{
 		Use:   "proxy --backend HOST:PORT [--capture DIR]",
 		Short: "Relay MySQL clients to a server and record every command exchange",
@@ -58,6 +60,20 @@ latencies (tandem_replay_*, run="shadow-NAME"). On shutdown each shadow
 replays what the capture holds, then its run directory
 (CAPTURE.shadows/NAME) is a replay's: 'tandem report' reads it.
 
+With --binlog-user, the capture knows where it starts and ends in the
+backend's history (a MariaDB or MySQL server with a binary log and GTIDs):
+it records the server's identity and GTID position before the first client
+is served and after the last session ends, and (MariaDB) each captured
+commit's GTID, asked on the session's own connection after a transaction
+that wrote (SELECT @@last_gtid; its answer never reaches the client). At
+the end it reads the binary log between the two points and lists the
+transactions that did not pass through the proxy (a cron job, an admin
+session): 'tandem inspect' shows both points and that list, 'tandem align'
+brings targets to the start, and replay checks that they are there. The
+account needs REPLICATION SLAVE (reading the binary log) and, for the file
+and offset, BINLOG MONITOR; its password comes from the environment
+variable TANDEM_BINLOG_PASSWORD, never from the command line.
+
 Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
 have their string literals masked before they are stored. Compression is
 refused (clients connect without it). SIGINT (Ctrl-C) or SIGTERM stop
@@ -69,6 +85,8 @@ closed cleanly all the same.`,
   sysbench oltp_read_write --mysql-host=127.0.0.1 --mysql-port=4000 ... run
   tandem proxy --listen 0.0.0.0:4000 --backend db1:3306 --capture ./cap \
       --tls-cert proxy.pem --tls-key proxy.key --capture-results checksum
+  # a capture with its start and end points, for tandem align and replay
+  TANDEM_BINLOG_PASSWORD=… tandem proxy --backend 127.0.0.1:3306 --capture ./cap --binlog-user repl
   tandem proxy --backend 127.0.0.1:3306 --capture ./cap \
       --shadow myrocks='root@tcp(127.0.0.1:3307)/shop,engine=rocksdb' \
       --shadow zipped='root@tcp(127.0.0.1:3308)/shop,options=ROW_FORMAT=COMPRESSED' --shadow-max-lag 30s
@@ -121,6 +139,12 @@ closed cleanly all the same.`,
 				}
 				cfg.Shadows = shadowStarter{sh, ts}
 			}
+			if binlogUser != "" {
+				if cfg.CaptureDir == "" {
+					return fmt.Errorf("--binlog-user needs --capture DIR: it records where the capture starts and ends")
+				}
+				cfg.Binlog = &gtid.Account{User: binlogUser, Password: os.Getenv("TANDEM_BINLOG_PASSWORD")}
+			}
 			runtime.GOMAXPROCS(n)
 			cfg.Procs = n
 			// The first Ctrl-C (or SIGTERM) drains; a second one closes
@@ -169,6 +193,7 @@ closed cleanly all the same.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
+	f.StringVar(&binlogUser, "binlog-user", "", "record the backend's GTID position at the capture's start and end, each commit's GTID, and the writes that bypassed the proxy, reading them as this account (REPLICATION SLAVE; password in $TANDEM_BINLOG_PASSWORD)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too (needs --capture): "+targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")

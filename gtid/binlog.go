@@ -1,0 +1,209 @@
+package gtid
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	gmysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/tandemdb/tandem/internal/textclip"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Account is how to reach a server's binary log: an account with
+// REPLICATION SLAVE (and, for the file and offset, BINLOG MONITOR).
+type Account struct {
+	Addr, User, Password string
+	TLS                  *tls.Config
+}
+
+// Trx is one transaction of the binary log.
+type Trx struct {
+	GTID   GTID
+	At     time.Time
+	Tables []string // schema.name, in the order first written
+	Rows   int64
+}
+
+// Between reads the MariaDB binary log's transactions after position from
+// up to and including position to, calling each with every transaction
+// in commit order. It stops at to, when ctx ends (an error), or when each
+// returns false.
+func Between(ctx context.Context, acc Account, from, to string, each func(Trx) bool) error {
+	end, err := ParseList(to)
+	if err != nil {
+		return err
+	}
+	start, err := ParseList(from)
+	if err != nil {
+		return err
+	}
+	if done(start, end) {
+		return nil
+	}
+	host, portS, err := net.SplitHostPort(acc.Addr)
+	if err != nil {
+		return fmt.Errorf("gtid: %q: %w", acc.Addr, err)
+	}
+	port, err := strconv.ParseUint(portS, 10, 16)
+	if err != nil {
+		return fmt.Errorf("gtid: port of %q: %w", acc.Addr, err)
+	}
+	set, err := gmysql.ParseMariadbGTIDSet(from)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrSyntax, from, err)
+	}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		// A server id no real replica takes; the server lists it in SHOW SLAVE HOSTS.
+		ServerID: 0xF0000000 | uint32(os.Getpid()&0xffffff),
+		Flavor:   MariaDB, Host: host, Port: uint16(port), User: acc.User, Password: acc.Password,
+		TLSConfig: acc.TLS, Logger: slog.New(slog.DiscardHandler),
+		HeartbeatPeriod: time.Second, ReadTimeout: 10 * time.Second, MaxReconnectAttempts: 1,
+		DisableRetrySync: true,
+	})
+	defer syncer.Close()
+	stream, err := syncer.StartSyncGTID(set)
+	if err != nil {
+		return fmt.Errorf("gtid: reading the binary log of %s as %s (it needs REPLICATION SLAVE): %w", acc.Addr, acc.User, err)
+	}
+	seen := List{}
+	for d, g := range start {
+		seen[d] = g
+	}
+	var cur *Trx
+	standalone := false
+	flush := func() bool {
+		if cur == nil {
+			return true
+		}
+		t := *cur
+		cur = nil
+		seen[t.GTID.Domain] = t.GTID
+		return each(t)
+	}
+	for {
+		ev, err := stream.GetEvent(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("gtid: the binary log of %s did not reach %s (read up to %s): %w", acc.Addr, to, seen, err)
+			}
+			return fmt.Errorf("gtid: reading the binary log of %s: %w", acc.Addr, err)
+		}
+		switch e := ev.Event.(type) {
+		case *replication.MariadbGTIDEvent:
+			if !flush() {
+				return nil
+			}
+			if done(seen, end) {
+				return nil
+			}
+			cur = &Trx{GTID: GTID{e.GTID.DomainID, e.GTID.ServerID, e.GTID.SequenceNumber}, At: time.Unix(int64(ev.Header.Timestamp), 0).UTC()}
+			// A standalone GTID (DDL) is one Query event; the others end
+			// with an Xid event, or a COMMIT query (non-transactional tables).
+			standalone = e.Flags&replication.BINLOG_MARIADB_FL_STANDALONE != 0
+		case *replication.TableMapEvent:
+			if cur != nil {
+				cur.addTable(string(e.Schema) + "." + string(e.Table))
+			}
+		case *replication.RowsEvent:
+			if cur != nil {
+				n := int64(len(e.Rows))
+				switch ev.Header.EventType {
+				case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+					replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+					n /= 2 // before and after images
+				}
+				cur.Rows += n
+				if e.Table != nil {
+					cur.addTable(string(e.Table.Schema) + "." + string(e.Table.Table))
+				}
+			}
+		case *replication.QueryEvent:
+			if cur == nil {
+				continue
+			}
+			q := string(e.Query)
+			if q != "COMMIT" && q != "ROLLBACK" && q != "BEGIN" {
+				cur.addTable(string(e.Schema) + " (statement: " + textclip.Clip(q, 60) + ")")
+			}
+			if standalone || q == "COMMIT" || q == "ROLLBACK" {
+				if !flush() {
+					return nil
+				}
+			}
+		case *replication.XIDEvent:
+			if !flush() {
+				return nil
+			}
+		default:
+			continue
+		}
+		if cur == nil && done(seen, end) {
+			return nil
+		}
+	}
+}
+
+func (t *Trx) addTable(name string) {
+	for _, n := range t.Tables {
+		if n == name {
+			return
+		}
+	}
+	t.Tables = append(t.Tables, name)
+}
+
+// done reports whether seen has reached end in every domain.
+func done(seen, end List) bool {
+	for _, g := range end {
+		if !seen.Includes(g) {
+			return false
+		}
+	}
+	return true
+}
+
+// Bypassed lists the binary log's transactions between a capture's start
+// and end that are not among captured (the GTIDs the proxy saw commit).
+// An error reading the log is kept in the result with what was read.
+func Bypassed(ctx context.Context, acc Account, start, end string, captured map[string]bool) *store.Bypassed {
+	b := &store.Bypassed{}
+	tables := map[string]*store.BypassedTable{}
+	err := Between(ctx, acc, start, end, func(t Trx) bool {
+		id := t.GTID.String()
+		if captured[id] {
+			return true
+		}
+		b.Transactions++
+		b.Rows += t.Rows
+		if len(b.First) < store.MaxBypassedListed {
+			b.First = append(b.First, store.BypassedTrx{GTID: id, At: t.At, Tables: t.Tables, Rows: t.Rows})
+		}
+		for _, name := range t.Tables {
+			bt := tables[name]
+			if bt == nil {
+				bt = &store.BypassedTable{Table: name, FirstGTID: id}
+				tables[name] = bt
+			}
+			bt.Transactions++
+			bt.Rows += t.Rows
+		}
+		return true
+	})
+	if err != nil {
+		b.Error = err.Error()
+	}
+	for _, bt := range tables {
+		b.Tables = append(b.Tables, *bt)
+	}
+	sort.Slice(b.Tables, func(i, j int) bool { return b.Tables[i].Table < b.Tables[j].Table })
+	return b
+}
