@@ -18,7 +18,21 @@ type Profile struct {
 	// Package is the Debian package that provides what the profile needs
 	// beyond mariadb-server; named in errors when the server will not start.
 	Package string
+	// Replica: the profile is one of the replication topology's replicas
+	// (Replicate seeds it from the primary and starts replication).
+	Replica bool
 }
+
+// The replication topology (the seeds' own): an InnoDB primary with a
+// binary log and GTIDs, and replicas on each engine, each with a server id
+// of its own. 'tandem sandbox up --topology replication' starts them and
+// 'tandem sandbox replicate' seeds the replicas from the primary.
+var (
+	binlogOptions = []string{"--log-bin=primary-bin", "--binlog-format=ROW", "--gtid-strict-mode=ON", "--log-slave-updates", "--binlog-annotate-row-events=ON"}
+	rocksOptions  = []string{"--plugin-load-add=ha_rocksdb.so", "--default-storage-engine=ROCKSDB"}
+	// ReplicationProfiles are the topology's profiles, the primary first.
+	ReplicationProfiles = []string{"primary", "replica-innodb", "replica-rocksdb", "replica-zstd", "reference"}
+)
 
 var profiles = map[string]Profile{
 	"innodb": {
@@ -35,6 +49,30 @@ var profiles = map[string]Profile{
 			"--default-storage-engine=ROCKSDB",
 		},
 		Package: "mariadb-plugin-rocksdb",
+	},
+	"primary": {
+		Name:    "primary",
+		Engine:  "InnoDB",
+		Options: append([]string{"--server-id=1", "--default-storage-engine=InnoDB"}, binlogOptions...),
+		Package: "mariadb-server",
+	},
+	"replica-innodb": {
+		Name: "replica-innodb", Engine: "InnoDB", Replica: true, Package: "mariadb-server",
+		Options: []string{"--server-id=2", "--default-storage-engine=InnoDB"},
+	},
+	"replica-rocksdb": {
+		Name: "replica-rocksdb", Engine: "ROCKSDB", Replica: true, Package: "mariadb-plugin-rocksdb",
+		Options: append([]string{"--server-id=3"}, rocksOptions...),
+	},
+	// MyRocks compressed, as the seeds' runs: zstd column families.
+	"replica-zstd": {
+		Name: "replica-zstd", Engine: "ROCKSDB", Replica: true, Package: "mariadb-plugin-rocksdb",
+		Options: append([]string{"--server-id=4", "--rocksdb-default-cf-options=compression=kZSTDNotFinalCompression;bottommost_compression=kZSTDNotFinalCompression"}, rocksOptions...),
+	},
+	// An InnoDB replica to stop at a capture's end: production's end state.
+	"reference": {
+		Name: "reference", Engine: "InnoDB", Replica: true, Package: "mariadb-server",
+		Options: []string{"--server-id=5", "--default-storage-engine=InnoDB"},
 	},
 }
 
