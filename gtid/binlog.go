@@ -30,7 +30,9 @@ type Trx struct {
 	GTID   GTID
 	At     time.Time
 	Tables []string // schema.name, in the order first written
-	Rows   int64
+	// TableRows are the rows changed in each of Tables; Rows their sum.
+	TableRows []int64
+	Rows      int64
 }
 
 // Between reads the MariaDB binary log's transactions after position from
@@ -123,7 +125,7 @@ func Between(ctx context.Context, acc Account, from, to string, each func(Trx) b
 				}
 				cur.Rows += n
 				if e.Table != nil {
-					cur.addTable(string(e.Table.Schema) + "." + string(e.Table.Table))
+					cur.TableRows[cur.addTable(string(e.Table.Schema)+"."+string(e.Table.Table))] += n
 				}
 			}
 		case *replication.QueryEvent:
@@ -152,13 +154,16 @@ func Between(ctx context.Context, acc Account, from, to string, each func(Trx) b
 	}
 }
 
-func (t *Trx) addTable(name string) {
-	for _, n := range t.Tables {
+// addTable returns name's index in Tables, adding it.
+func (t *Trx) addTable(name string) int {
+	for i, n := range t.Tables {
 		if n == name {
-			return
+			return i
 		}
 	}
 	t.Tables = append(t.Tables, name)
+	t.TableRows = append(t.TableRows, 0)
+	return len(t.Tables) - 1
 }
 
 // done reports whether seen has reached end in every domain.
@@ -187,14 +192,14 @@ func Bypassed(ctx context.Context, acc Account, start, end string, captured map[
 		if len(b.First) < store.MaxBypassedListed {
 			b.First = append(b.First, store.BypassedTrx{GTID: id, At: t.At, Tables: t.Tables, Rows: t.Rows})
 		}
-		for _, name := range t.Tables {
+		for i, name := range t.Tables {
 			bt := tables[name]
 			if bt == nil {
 				bt = &store.BypassedTable{Table: name, FirstGTID: id}
 				tables[name] = bt
 			}
 			bt.Transactions++
-			bt.Rows += t.Rows
+			bt.Rows += t.TableRows[i]
 		}
 		return true
 	})

@@ -1,0 +1,224 @@
+package gtid
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ErrNotAligned: a server is not at the position asked for and cannot
+// be brought there by replication.
+var ErrNotAligned = errors.New("gtid: not at the capture's point")
+
+// Aligned is what AlignReplica did.
+type Aligned struct {
+	// Was and Now are the replica's positions before and after.
+	Was, Now string
+	// Applied counts the transactions it applied to get there.
+	Applied uint64
+	// Detached: its replication was stopped and removed (RESET SLAVE ALL).
+	Detached bool
+}
+
+// AlignReplica brings a MariaDB replica to exactly want: it lets its
+// replication run until that position (START SLAVE UNTIL
+// master_gtid_pos), checks the position reached, and with detach stops
+// and removes its replication, so that replay's writes never meet the
+// primary's. A replica already past want, or one that does not
+// replicate, is ErrNotAligned with what to do.
+func AlignReplica(ctx context.Context, db *sql.DB, want string, timeout time.Duration, detach bool) (Aligned, error) {
+	var a Aligned
+	flavor, have, version, err := Applied(ctx, db)
+	if err != nil {
+		return a, err
+	}
+	if flavor != MariaDB {
+		return a, fmt.Errorf("%w: %s is MySQL: align it by hand with STOP REPLICA; START REPLICA UNTIL SQL_AFTER_GTIDS='%s'; then check @@gtid_executed and RESET REPLICA ALL", ErrNotAligned, version, want)
+	}
+	a.Was = have
+	st, err := slaveStatus(ctx, db)
+	if err != nil {
+		return a, err
+	}
+	d, err := Compare(MariaDB, want, have)
+	if err != nil {
+		return a, err
+	}
+	if d.Same && st != nil && st["Slave_SQL_Running"] == "Yes" {
+		// At the point but still applying: stop, then look again.
+		if _, err := db.ExecContext(ctx, "STOP SLAVE"); err != nil {
+			return a, fmt.Errorf("STOP SLAVE: %w", err)
+		}
+		if _, have, _, err = Applied(ctx, db); err != nil {
+			return a, err
+		}
+		if d, err = Compare(MariaDB, want, have); err != nil {
+			return a, err
+		}
+	}
+	switch {
+	case d.Ahead > 0 || len(d.Diverged) > 0:
+		return a, fmt.Errorf("%w: it is at %s, the point is %s (%s); a server cannot go back: restore it from a backup or a dump (mariadb-dump --gtid) taken before the point, start its replication, and align it again", ErrNotAligned, show(have), show(want), d)
+	case d.Behind > 0 && st == nil:
+		return a, fmt.Errorf("%w: it is at %s, %s the point %s, and does not replicate: CHANGE MASTER TO master_host=…, master_use_gtid=slave_pos; then align it again", ErrNotAligned, show(have), d, show(want))
+	case d.Behind > 0:
+		if g := st["Using_Gtid"]; !strings.EqualFold(g, "Slave_Pos") && !strings.EqualFold(g, "Current_Pos") {
+			return a, fmt.Errorf("%w: it replicates by file and offset (Using_Gtid %s), so it cannot stop at a GTID: CHANGE MASTER TO master_use_gtid=slave_pos; then align it again", ErrNotAligned, g)
+		}
+		for _, q := range []string{"STOP SLAVE", "START SLAVE UNTIL master_gtid_pos='" + want + "'"} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return a, fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		if err := waitStopped(ctx, db, timeout); err != nil {
+			return a, err
+		}
+		if _, have, _, err = Applied(ctx, db); err != nil {
+			return a, err
+		}
+		if d, err = Compare(MariaDB, want, have); err != nil {
+			return a, err
+		}
+		if !d.Same {
+			return a, fmt.Errorf("%w: replication stopped at %s, not at the point %s (%s); see SHOW SLAVE STATUS", ErrNotAligned, show(have), show(want), d)
+		}
+	}
+	a.Now = have
+	if was, err := Compare(MariaDB, have, a.Was); err == nil {
+		a.Applied = was.Behind
+	}
+	if detach && st != nil {
+		for _, q := range []string{"STOP SLAVE", "RESET SLAVE ALL"} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return a, fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		a.Detached = true
+	}
+	return a, nil
+}
+
+// Hold stops a replica's SQL thread (STOP SLAVE SQL_THREAD): it goes on
+// receiving the primary's binary log but applies nothing more, so it stays
+// before a capture about to begin, for AlignReplica to bring it forward.
+// It returns the replica's position.
+func Hold(ctx context.Context, db *sql.DB) (string, error) {
+	st, err := slaveStatus(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	if st == nil {
+		return "", fmt.Errorf("%w: it does not replicate, so there is nothing to hold", ErrNotAligned)
+	}
+	if _, err := db.ExecContext(ctx, "STOP SLAVE SQL_THREAD"); err != nil {
+		return "", fmt.Errorf("STOP SLAVE SQL_THREAD: %w", err)
+	}
+	_, pos, _, err := Applied(ctx, db)
+	return pos, err
+}
+
+// waitStopped waits for the replica's SQL thread to stop (its UNTIL
+// reached) and fails on a replication error.
+func waitStopped(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := slaveStatus(ctx, db)
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			return errors.New("gtid: the replica's replication went away while aligning")
+		}
+		if e := st["Last_SQL_Errno"]; e != "" && e != "0" {
+			return fmt.Errorf("%w: replication failed while aligning: %s %s", ErrNotAligned, e, st["Last_SQL_Error"])
+		}
+		if e := st["Last_IO_Errno"]; e != "" && e != "0" {
+			return fmt.Errorf("%w: the replica cannot read the primary's binary log: %s %s", ErrNotAligned, e, st["Last_IO_Error"])
+		}
+		if st["Slave_SQL_Running"] == "No" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			db.ExecContext(ctx, "STOP SLAVE")
+			return fmt.Errorf("%w: the replica did not reach the point within %s (at %s); a larger --timeout waits longer", ErrNotAligned, timeout, st["Gtid_IO_Pos"])
+		}
+		select {
+		case <-ctx.Done():
+			db.ExecContext(context.Background(), "STOP SLAVE")
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// slaveStatus returns SHOW SLAVE STATUS's row by column, nil when the
+// server does not replicate.
+func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(cols))
+	for i, c := range cols {
+		out[c] = vals[i].String
+	}
+	return out, nil
+}
+
+func show(pos string) string {
+	if pos == "" {
+		return "the empty position"
+	}
+	return pos
+}
+
+var (
+	mariadbDumpPos = regexp.MustCompile(`(?i)^(?:--\s*)?SET\s+GLOBAL\s+gtid_slave_pos\s*=\s*'([^']*)'`)
+	mysqlDumpPos   = regexp.MustCompile(`(?i)^(?:--\s*)?SET\s+@@GLOBAL\.GTID_PURGED\s*=\s*(?:/\*!80000\s*'\+'\s*\*/\s*)?'([^']*)'`)
+)
+
+// DumpPosition finds the GTID position a dump was taken at, from the line
+// mariadb-dump --gtid --master-data (or mysqldump's GTID_PURGED) writes
+// near its top. A dump without one is an error that says how to take one.
+func DumpPosition(r io.Reader) (flavor, pos string, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<30)
+	for n := 0; sc.Scan() && n < 10000; n++ {
+		line := sc.Text()
+		if m := mariadbDumpPos.FindStringSubmatch(line); m != nil {
+			return MariaDB, m[1], nil
+		}
+		if m := mysqlDumpPos.FindStringSubmatch(line); m != nil {
+			return MySQL, strings.ReplaceAll(m[1], "\\n", ""), nil
+		}
+		if strings.HasPrefix(line, "CREATE TABLE") {
+			break // past the header: there is none
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", "", fmt.Errorf("gtid: reading the dump: %w", err)
+	}
+	return "", "", errors.New("gtid: the dump says nothing of its GTID position: take it with mariadb-dump --single-transaction --gtid --master-data=2 (MySQL: mysqldump --single-transaction --set-gtid-purged=ON)")
+}
