@@ -74,6 +74,13 @@ type Config struct {
 	// boardWait bounds a regrouped statement's wait on the board (0:
 	// boardWait); tests shorten it to make replay go out of order.
 	boardWait time.Duration
+	// Reference, if set, is a server holding production's end state (a
+	// replica stopped at the capture's end point, tandem align --end):
+	// every target's end state is compared with it, not replayed onto.
+	Reference *targets.Target
+	// AllowUnaligned replays onto targets that are not at the capture's
+	// start point (a capture with one), labelling their verdicts.
+	AllowUnaligned bool
 	// SkipDamaged replays a capture that lacks records (a crash, a
 	// damaged file) instead of refusing it; the report says what is
 	// missing.
@@ -348,6 +355,14 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
 	}
+	var notes []string
+	if cfg.live == nil && sw == nil {
+		n, err := checkAligned(ctx, &cfg, r, infos)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, n...)
+	}
 	an := sqlinfo.NewAnalyzer()
 	var x *captureIndex
 	if cfg.live != nil {
@@ -358,7 +373,6 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 			return nil, err
 		}
 	}
-	var notes []string
 	if _, closed := r.Summary(); !closed && cfg.live == nil {
 		notes = append(notes, fmt.Sprintf("the capture was not closed cleanly (its writer crashed, was killed, or still runs): it was replayed up to its last record (seq %d); records after it may have been lost without a trace", x.lost.Last()))
 	}

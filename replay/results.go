@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
 	"strings"
 
@@ -110,6 +111,13 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		results[k].VsCapture = d
 	}
 	endStates(ctx, runners, baseK, x, results, cfg.Order == OrderNone)
+	if cfg.Reference != nil && cfg.live == nil {
+		var byp *store.Bypassed
+		if sum, ok := r.Summary(); ok {
+			byp = sum.Bypassed
+		}
+		vsReference(ctx, &runner{t: *cfg.Reference, db: cfg.Reference.Database()}, runners, x, results, byp)
+	}
 	for k, rn := range runners {
 		results[k].FootprintBefore = rn.footprintBefore
 		if rn.failed() == "" {
@@ -339,6 +347,55 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 			es.Same = false
 		}
 		results[k].EndState = es
+	}
+}
+
+// vsReference compares every target's end state with the reference's:
+// production's end state (a replica stopped at the capture's end point).
+// A table the writes that bypassed the proxy changed on production says
+// so: replay could not repeat them, and its difference is theirs.
+func vsReference(ctx context.Context, ref *runner, runners []*runner, x *captureIndex, results []*store.TargetResult, byp *store.Bypassed) {
+	if len(x.tables) == 0 {
+		return
+	}
+	refStates, err := tableStates(ctx, ref, x.tables)
+	bypassed := map[string]store.BypassedTable{}
+	if byp != nil {
+		for _, t := range byp.Tables {
+			bypassed[t.Table] = t
+		}
+	}
+	for k := range runners {
+		es := results[k].EndState
+		if es == nil || es.Error != "" {
+			continue
+		}
+		es.Reference = ref.t.Name
+		if err != nil {
+			es.ReferenceError = err.Error()
+			continue
+		}
+		es.SameAsReference = true
+		for i := range es.Tables {
+			ts := &es.Tables[i]
+			j := slices.IndexFunc(x.tables, func(t string) bool {
+				s, n := runners[k].targetTable(t)
+				return s+"."+n == ts.Table
+			})
+			if j < 0 {
+				continue
+			}
+			rs := refStates[j]
+			ts.ReferenceRows = rs.Rows
+			ts.VsReference = rs.Exists != ts.Exists || rs.Rows != ts.Rows || rs.Checksum != ts.Checksum
+			if !ts.VsReference {
+				continue
+			}
+			es.SameAsReference = false
+			if b, ok := bypassed[x.tables[j]]; ok {
+				ts.Bypassed = fmt.Sprintf("%d transactions that bypassed the proxy changed %d rows of it on production (first %s): replay could not repeat them", b.Transactions, b.Rows, b.FirstGTID)
+			}
+		}
 	}
 }
 

@@ -130,6 +130,17 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		}
 		return "TLS " + strings.TrimPrefix(t.TLS, "TLS_")
 	})
+	if any(func(t *Target) bool { return t.AlignedNote != "" }) {
+		row("start", func(t *Target) string {
+			switch {
+			case t.Aligned:
+				return "at capture start"
+			case t.AlignedNote == "":
+				return "-"
+			}
+			return "UNALIGNED"
+		})
+	}
 	row("transactions", func(t *Target) string { return fmt.Sprintf("%d (%.1f/s)", t.Transactions, t.TPS) })
 	row("queries (r/w/o)", func(t *Target) string { return fmt.Sprintf("%d/%d/%d", t.Reads, t.Writes, t.Other) })
 	row("queries/s", func(t *Target) string { return fmt.Sprintf("%.1f", t.QPS) })
@@ -255,6 +266,31 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			}
 			if explained > 0 {
 				return fmt.Sprintf("%d of %d differ (%d explained below)", n, len(t.EndState.Tables), explained)
+			}
+			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
+		})
+	}
+	if any(func(t *Target) bool { return t.EndState != nil && t.EndState.Reference != "" }) {
+		row("vs production", func(t *Target) string {
+			switch {
+			case t.EndState == nil || t.EndState.Reference == "":
+				return "-"
+			case t.EndState.ReferenceError != "":
+				return "not read"
+			case t.EndState.SameAsReference:
+				return "same as production"
+			}
+			n, byp := 0, 0
+			for _, ts := range t.EndState.Tables {
+				if ts.VsReference {
+					n++
+					if ts.Bypassed != "" {
+						byp++
+					}
+				}
+			}
+			if byp > 0 {
+				return fmt.Sprintf("%d of %d differ (%d by bypassed writes)", n, len(t.EndState.Tables), byp)
 			}
 			return fmt.Sprintf("%d of %d tables differ", n, len(t.EndState.Tables))
 		})
@@ -471,6 +507,33 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 		}
 		if len(differ) > 0 {
 			p("\nend state of %s differs from %s in: %s\n", t.Name, rep.Baseline, strings.Join(differ, ", "))
+		}
+		if es := t.EndState; es.Reference != "" {
+			switch {
+			case es.ReferenceError != "":
+				p("\nend state of %s against production (%s) could not be read: %s\n", t.Name, es.Reference, es.ReferenceError)
+			case es.SameAsReference:
+				p("\nend state of %s: same as production's (reference %s, at the capture's end point)\n", t.Name, es.Reference)
+			default:
+				var byp, other []string
+				for _, ts := range es.Tables {
+					if !ts.VsReference {
+						continue
+					}
+					d := fmt.Sprintf("%s (%d rows, production %d)", ts.Table, ts.Rows, ts.ReferenceRows)
+					if ts.Bypassed != "" {
+						byp = append(byp, "  "+d+": "+ts.Bypassed)
+					} else {
+						other = append(other, d)
+					}
+				}
+				if len(other) > 0 {
+					p("\nend state of %s differs from production's (reference %s) in: %s\n", t.Name, es.Reference, strings.Join(other, ", "))
+				}
+				if len(byp) > 0 {
+					p("\nend state of %s differs from production's (reference %s) by writes that bypassed the proxy (counted apart: not the engine's):\n%s\n", t.Name, es.Reference, strings.Join(byp, "\n"))
+				}
+			}
 		}
 		if len(because) > 0 {
 			p("\nend state of %s differs from %s by what replay could not do as captured (transactions that failed for good, changes out of order):\n%s\n", t.Name, rep.Baseline, strings.Join(because, "\n"))

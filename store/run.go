@@ -88,6 +88,12 @@ type RunTarget struct {
 	Baseline bool   `json:"baseline"`
 	// TLS is the cipher suite the target's connections ran ("" in clear).
 	TLS string `json:"tls,omitempty"`
+	// Position is the target's GTID position when the replay began, and
+	// Aligned whether it was the capture's start point (captures with a
+	// start point only; AlignedNote says how it stood otherwise).
+	Position    string `json:"gtid_position,omitempty"`
+	Aligned     bool   `json:"aligned,omitempty"`
+	AlignedNote string `json:"alignment,omitempty"`
 }
 
 // RunEnd is written when a run ends. A run without one did not finish.
@@ -303,6 +309,13 @@ type EndState struct {
 	Same bool `json:"same_as_baseline"`
 	// Error says why the state could not be read.
 	Error string `json:"error,omitempty"`
+	// Reference names the server holding production's end state (replay
+	// --reference: a replica stopped at the capture's end point);
+	// SameAsReference: every table has its content; ReferenceError why
+	// it could not be read.
+	Reference       string `json:"reference,omitempty"`
+	SameAsReference bool   `json:"same_as_reference,omitempty"`
+	ReferenceError  string `json:"reference_error,omitempty"`
 }
 
 // TableState is one table's content, as a checksum of its rows.
@@ -317,6 +330,12 @@ type TableState struct {
 	// or the baseline and wrote the table, when it differs: the
 	// difference follows from it, no engine's otherwise (run format 2).
 	Because string `json:"because,omitempty"`
+	// VsReference: the table differs from the reference's (production's
+	// end state), which has ReferenceRows rows; Bypassed says why when
+	// writes that bypassed the proxy changed it on production.
+	VsReference   bool   `json:"differs_from_reference,omitempty"`
+	ReferenceRows int64  `json:"reference_rows,omitempty"`
+	Bypassed      string `json:"bypassed,omitempty"`
 }
 
 // CreatedTable is a table the replay created, with its engine as the

@@ -19,6 +19,7 @@ import (
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
 )
 
 // shardFlags applies --shard, --shards (with $JOB_COMPLETION_INDEX) and
@@ -129,6 +130,7 @@ func newReplayCmd() *cobra.Command {
 	var linger time.Duration
 	var shard, startAt string
 	var shards int
+	var reference string
 	cmd := &cobra.Command{
 		Use:   "replay CAPTURE_DIR --target name=DSN[,engine=X] --target …",
 		Short: "Replay a capture against several targets at once and compare them",
@@ -141,6 +143,17 @@ the response the capture holds (row checksums when the proxy ran with
 --capture-results checksum). Samples of row differences show the first
 differing row, from running the read statement again on both sides after
 the replay.
+
+Start state. Verdicts on writes hold only if every target starts with the
+rows the primary held when the capture began. A capture taken with tandem
+proxy --binlog-user knows that point (its GTID position): each target's
+position is read before the first statement, and a target not at it is
+refused, with both positions and the command that brings it there (tandem
+align); --allow-unaligned replays anyway and labels those targets. With
+--reference NAME=DSN (a replica stopped at the capture's end point, tandem
+align --end), every target's end state is compared with production's too:
+"same as production", or which tables differ, naming those that writes
+which bypassed the proxy changed (the capture lists them).
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
@@ -227,6 +240,18 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 				return err
 			}
 			cfg.Targets = ts
+			if reference != "" {
+				ref, err := targets.Parse(reference)
+				if err != nil {
+					return fmt.Errorf("--reference: %w", err)
+				}
+				for _, t := range ts {
+					if t.Addr() == ref.Addr() && t.Database() == ref.Database() {
+						return fmt.Errorf("--reference %s is target %s too: the reference is production's end state, never replayed onto", ref.Name, t.Name)
+					}
+				}
+				cfg.Reference = &ref
+			}
 			if cfg.RunDir == "" {
 				cfg.RunDir = filepath.Join(".tandem", "runs", time.Now().UTC().Format("20060102-150405"))
 			}
@@ -250,6 +275,8 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
 	gate.add(f, &cfg)
+	f.StringVar(&reference, "reference", "", "NAME=DSN of a server holding production's end state (a replica stopped at the capture's end point by tandem align --end): every target's end state is compared with it, and it is never replayed onto")
+	f.BoolVar(&cfg.AllowUnaligned, "allow-unaligned", false, "replay onto targets that are not at the capture's start point (refused otherwise); the report labels their verdicts on writes")
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "regroup transactions onto this many connections per target (0: one per captured session)")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times")
 	f.DurationVar(&cfg.Duration, "duration", 0, "keep looping the capture until this much time has passed")

@@ -1,0 +1,93 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tandemdb/tandem/gtid"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
+)
+
+// checkAligned reads each target's GTID position before the first
+// statement, when the capture knows its start point: a target not at it
+// holds other rows than the primary did, so every verdict on writes would
+// be false. Such targets are refused, with both positions and the command
+// that fixes it, unless AllowUnaligned; then they are labelled. The
+// reference (production's end state) must be at the capture's end point.
+func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []store.RunTarget) ([]string, error) {
+	start := r.Meta().Start
+	sum, _ := r.Summary()
+	if start == nil {
+		if cfg.Reference != nil {
+			return nil, fmt.Errorf("replay: --reference needs a capture with start and end points (tandem proxy --binlog-user); %s has none", cfg.Capture)
+		}
+		return []string{"the capture has no start point (it was taken without tandem proxy --binlog-user): verdicts on writes assume every target held the primary's rows when the capture began, which replay cannot check"}, nil
+	}
+	var bad []string
+	var specs []string
+	for i, t := range cfg.Targets {
+		pos, d, err := positionOf(ctx, t, start)
+		if err != nil {
+			return nil, fmt.Errorf("replay: target %s: %w", t.Name, err)
+		}
+		infos[i].Position = pos
+		if d.Same {
+			infos[i].Aligned = true
+			infos[i].AlignedNote = "at the capture's start point " + start.GTID
+			continue
+		}
+		infos[i].AlignedNote = fmt.Sprintf("NOT at the capture's start point: at %s, %s %s", orEmpty(pos), d, start.GTID)
+		bad = append(bad, fmt.Sprintf("%s is at %s, %s the capture's start %s", t.Name, orEmpty(pos), d, start.GTID))
+		specs = append(specs, t.Name+"=DSN")
+	}
+	if cfg.Reference != nil {
+		if sum.End == nil {
+			return nil, fmt.Errorf("replay: --reference: %s has no end point (its proxy did not close it, or could not read the position at its end)", cfg.Capture)
+		}
+		pos, d, err := positionOf(ctx, *cfg.Reference, sum.End)
+		if err != nil {
+			return nil, fmt.Errorf("replay: reference %s: %w", cfg.Reference.Name, err)
+		}
+		if !d.Same {
+			if !cfg.AllowUnaligned {
+				return nil, fmt.Errorf("replay: the reference %s is at %s, %s the capture's end point %s, so it does not hold production's end state; stop it there with 'tandem align --end --capture %s %s=DSN'",
+					cfg.Reference.Name, orEmpty(pos), d, sum.End.GTID, cfg.Capture, cfg.Reference.Name)
+			}
+			bad = append(bad, fmt.Sprintf("the reference %s is at %s, %s the capture's end %s", cfg.Reference.Name, orEmpty(pos), d, sum.End.GTID))
+		}
+	}
+	if len(bad) == 0 {
+		return nil, nil
+	}
+	if !cfg.AllowUnaligned {
+		return nil, fmt.Errorf("replay: targets do not hold the rows the primary held when the capture began: %s. Bring them there with 'tandem align --capture %s %s' (a replica of the primary), or replay anyway with --allow-unaligned (the report then labels every verdict on writes)",
+			strings.Join(bad, "; "), cfg.Capture, strings.Join(specs, " "))
+	}
+	return []string{fmt.Sprintf("UNALIGNED (--allow-unaligned): %s. Differences on writes there may be the starting rows', not the engines': they are not verdicts", strings.Join(bad, "; "))}, nil
+}
+
+func positionOf(ctx context.Context, t targets.Target, want *store.Position) (string, gtid.Diff, error) {
+	db, err := t.Open()
+	if err != nil {
+		return "", gtid.Diff{}, err
+	}
+	defer db.Close()
+	flavor, pos, _, err := gtid.Applied(ctx, db)
+	if err != nil {
+		return "", gtid.Diff{}, err
+	}
+	if flavor != want.Flavor {
+		return pos, gtid.Diff{Diverged: []string{fmt.Sprintf("a %s server, the capture's is %s", flavor, want.Flavor)}}, nil
+	}
+	d, err := gtid.Compare(flavor, want.GTID, pos)
+	return pos, d, err
+}
+
+func orEmpty(pos string) string {
+	if pos == "" {
+		return "the empty position"
+	}
+	return pos
+}
