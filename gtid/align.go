@@ -200,21 +200,22 @@ var (
 )
 
 // DumpPosition finds the GTID position a dump was taken at, from the line
-// mariadb-dump --gtid --master-data (or mysqldump's GTID_PURGED) writes
-// near its top. A dump without one is an error that says how to take one.
+// mariadb-dump --gtid --master-data writes (at the end of the file: "the
+// deferred gtid setting"), or mysqldump's GTID_PURGED near its top. A dump
+// without one is an error that says how to take one.
 func DumpPosition(r io.Reader) (flavor, pos string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<30)
-	for n := 0; sc.Scan() && n < 10000; n++ {
-		line := sc.Text()
-		if m := mariadbDumpPos.FindStringSubmatch(line); m != nil {
-			return MariaDB, m[1], nil
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '-' && line[0] != 'S' && line[0] != 's' {
+			continue // data and DDL: cheap to pass over
 		}
-		if m := mysqlDumpPos.FindStringSubmatch(line); m != nil {
-			return MySQL, strings.ReplaceAll(m[1], "\\n", ""), nil
+		if m := mariadbDumpPos.FindSubmatch(line); m != nil {
+			return MariaDB, string(m[1]), nil
 		}
-		if strings.HasPrefix(line, "CREATE TABLE") {
-			break // past the header: there is none
+		if m := mysqlDumpPos.FindSubmatch(line); m != nil {
+			return MySQL, strings.ReplaceAll(string(m[1]), "\\n", ""), nil
 		}
 	}
 	if err := sc.Err(); err != nil {

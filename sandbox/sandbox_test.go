@@ -24,7 +24,7 @@ func TestLookupProfileUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknownProfile) {
 		t.Fatalf("err = %v, want ErrUnknownProfile", err)
 	}
-	if want := `unknown profile "tokudb" (known profiles: innodb, rocksdb)`; !strings.Contains(err.Error(), want) {
+	if want := `unknown profile "tokudb" (known profiles: innodb, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`; !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %q, want it to contain %q", err, want)
 	}
 	if _, err := Up(context.Background(), Config{Dir: t.TempDir(), Profiles: []string{"innodb", "tokudb"}, Server: fakeServer}); !errors.Is(err, ErrUnknownProfile) {
@@ -324,5 +324,35 @@ func TestRelativeDirStatusAndDown(t *testing.T) {
 	}
 	if srvs[0].running() {
 		t.Fatalf("pid %d still running after Down with a relative directory", srvs[0].PID)
+	}
+}
+
+// The replication topology: one primary with a row-based binary log and
+// GTIDs, the rest replicas, every server id distinct (a replica with its
+// primary's id would skip every event as its own).
+func TestReplicationProfilesHaveTheirOwnServerIDs(t *testing.T) {
+	ids := map[string]string{}
+	for i, name := range ReplicationProfiles {
+		p, err := LookupProfile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Replica != (i > 0) {
+			t.Errorf("%s: Replica %v", name, p.Replica)
+		}
+		var id string
+		for _, o := range p.Options {
+			if v, ok := strings.CutPrefix(o, "--server-id="); ok {
+				id = v
+			}
+		}
+		if id == "" || ids[id] != "" {
+			t.Errorf("%s: server id %q (already %q's)", name, id, ids[id])
+		}
+		ids[id] = name
+		bin := strings.Join(p.Options, " ")
+		if primary := i == 0; primary != strings.Contains(bin, "--log-bin") || primary != strings.Contains(bin, "--binlog-format=ROW") {
+			t.Errorf("%s: options %s", name, bin)
+		}
 	}
 }

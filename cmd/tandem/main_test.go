@@ -87,7 +87,7 @@ func TestCLIErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", nil, []string{"sandbox", "up", "--bogus"}, "unknown flag: --bogus; see 'tandem sandbox up --help'"},
-		{"unknown profile", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "tokudb"}, `unknown profile "tokudb" (known profiles: innodb, rocksdb)`},
+		{"unknown profile", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "tokudb"}, `unknown profile "tokudb" (known profiles: innodb, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`},
 		{"no server", []string{"PATH=" + empty}, []string{"sandbox", "up", "--dir", t.TempDir()}, "install the Debian packages mariadb-server and mariadb-plugin-rocksdb"},
 		{"status takes no args", nil, []string{"sandbox", "status", "extra"}, `unexpected argument "extra"`},
 		{"env without servers", nil, []string{"sandbox", "env", "--dir", t.TempDir()}, "start them with 'tandem sandbox up'"},

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+)
+
+// The production path, run as a user would: an InnoDB primary with a
+// binary log and GTIDs, replicas on InnoDB and MyRocks and a reference
+// replica (tandem sandbox up --topology replication; sandbox replicate);
+// replicas held before the capture; sysbench writing to the primary
+// directly (bypassing the proxy) the whole time and through a proxy that
+// captures with --binlog-user; then align, replay and the verdicts.
+//
+// Exact: every captured commit has its GTID (the proxied sysbench's
+// transactions), the bypassed ones are exactly the rest of the binary
+// log between the points, the replicas land exactly on the start point,
+// a replica one transaction short is refused with both positions, a dump
+// is placed exactly, the replay has 0 divergences between InnoDB and
+// MyRocks, both end states equal the baseline's, and against
+// production's end state every table that differs is one the bypassed
+// writes changed.
+func TestProductionPathWithStartAndEndPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB servers; skipped with -short")
+	}
+	sandboxtest.Server(t, "innodb") // fails the test (not skips) when MariaDB is not installed
+	sbx := filepath.Join(t.TempDir(), "sandbox")
+	tandem := func(args ...string) string {
+		t.Helper()
+		out, stderr, code := run(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("tandem %s: exit %d\n%s%s", strings.Join(args, " "), code, out, stderr)
+		}
+		return out
+	}
+	tandem("sandbox", "--dir", sbx, "up", "--topology", "replication")
+	t.Cleanup(func() { run(t, nil, "sandbox", "--dir", sbx, "down", "--purge") })
+	env := map[string]string{}
+	for _, l := range strings.Split(tandem("sandbox", "--dir", sbx, "env"), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = strings.Trim(v, "'")
+		}
+	}
+	dsn := func(p string) string { return env["TANDEM_"+p+"_DSN"] + "sbtest" }
+	port := func(p string) string { return env["TANDEM_"+p+"_PORT"] }
+	tandem("prepare", "--tables", "2", "--table-size", "2000", "--target", "primary="+dsn("PRIMARY"))
+	tandem("sandbox", "--dir", sbx, "replicate", "--databases", "sbtest")
+	replicas := []string{"innodb=" + dsn("REPLICA_INNODB"), "rocks=" + dsn("REPLICA_ROCKSDB"), "zstd=" + dsn("REPLICA_ZSTD"), "production=" + dsn("REFERENCE")}
+	tandem(append([]string{"align", "--hold"}, replicas...)...)
+
+	sysbench := func(port string, threads, seconds int) *exec.Cmd {
+		c := exec.Command("sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+port, "--mysql-user=root",
+			"--mysql-db=sbtest", "--tables=2", "--table-size=2000", fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", seconds), "--report-interval=0",
+			"--mysql-ignore-errors=1213,1205", "run")
+		return c
+	}
+	// The writer that bypasses the proxy runs before, during and after the capture.
+	bypass := sysbench(port("PRIMARY"), 2, 7)
+	var bypassOut strings.Builder
+	bypass.Stdout = &bypassOut
+	if err := bypass.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bypass.Wait()
+	time.Sleep(time.Second)
+	capDir := filepath.Join(t.TempDir(), "cap")
+	listen := freeAddr(t)
+	proxy := exec.Command(tandemBin, "proxy", "--listen", listen, "--backend", "127.0.0.1:"+port("PRIMARY"), "--capture", capDir, "--binlog-user", "root", "--metrics-addr", "off")
+	var proxyOut strings.Builder
+	proxy.Stdout, proxy.Stderr = &proxyOut, &proxyOut
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitTCP(t, listen)
+	_, lport, _ := strings.Cut(listen, ":")
+	through := sysbench(lport, 8, 3)
+	out, err := through.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sysbench through the proxy: %v\n%s", err, out)
+	}
+	trx := regexp.MustCompile(`transactions:\s+(\d+)`).FindSubmatch(out)
+	if trx == nil {
+		t.Fatalf("no transaction count in sysbench's output:\n%s", out)
+	}
+	proxied, _ := strconv.Atoi(string(trx[1]))
+	proxy.Process.Signal(syscall.SIGINT)
+	if err := proxy.Wait(); err != nil {
+		t.Fatalf("proxy: %v\n%s", err, proxyOut.String())
+	}
+	if err := bypass.Wait(); err != nil {
+		t.Fatalf("bypassing sysbench: %v\n%s", err, bypassOut.String())
+	}
+
+	var rep report.CaptureReport
+	if err := json.Unmarshal([]byte(tandem("inspect", capDir, "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Start == nil || rep.End == nil || rep.Bypassed == nil {
+		t.Fatalf("capture points missing: start %v end %v bypassed %v\n%s", rep.Start, rep.End, rep.Bypassed, proxyOut.String())
+	}
+	seq := func(pos string) int {
+		n, err := strconv.Atoi(pos[strings.LastIndex(pos, "-")+1:])
+		if err != nil || !strings.HasPrefix(pos, "0-1-") {
+			t.Fatalf("position %q: want 0-1-N", pos)
+		}
+		return n
+	}
+	start, end := seq(rep.Start.GTID), seq(rep.End.GTID)
+	if int(rep.Commits) != proxied {
+		t.Errorf("captured commits with a GTID: %d, want sysbench's %d transactions through the proxy", rep.Commits, proxied)
+	}
+	if got, want := rep.Bypassed.Transactions, end-start-proxied; got != want || want <= 0 || rep.Bypassed.Error != "" {
+		t.Errorf("bypassed transactions %d, want %d (end %d - start %d - proxied %d); error %q", got, want, end, start, proxied, rep.Bypassed.Error)
+	}
+	if len(rep.Bypassed.Tables) != 2 || rep.Bypassed.Tables[0].Table != "sbtest.sbtest1" || rep.Bypassed.Tables[1].Table != "sbtest.sbtest2" {
+		t.Errorf("bypassed tables %+v, want sbtest.sbtest1 and sbtest.sbtest2", rep.Bypassed.Tables)
+	}
+
+	// A dump taken now is past the start by exactly the transactions since.
+	dump := filepath.Join(t.TempDir(), "dump.sql")
+	dout, err := exec.Command("mariadb-dump", "--no-defaults", "-h127.0.0.1", "-P"+port("PRIMARY"), "-uroot", "--single-transaction", "--gtid", "--master-data=2", "--databases", "sbtest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(dump, dout, 0o644)
+	now := primaryPos(t, dsn("PRIMARY"))
+	_, stderr, code := run(t, nil, "align", "--capture", capDir, "--dump", dump)
+	if want := fmt.Sprintf("was taken at %s, %d transactions ahead the capture's start point %s", now, seq(now)-start, rep.Start.GTID); code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("align --dump: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+
+	// One replica one transaction short of the start is refused by replay
+	// with both positions.
+	short := fmt.Sprintf("0-1-%d", start-1)
+	zstd, _ := sql.Open("mysql", dsn("REPLICA_ZSTD"))
+	defer zstd.Close()
+	if _, err := zstd.Exec("STOP SLAVE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zstd.Exec("START SLAVE UNTIL master_gtid_pos='" + short + "'"); err != nil {
+		t.Fatal(err)
+	}
+	var waited int
+	if err := zstd.QueryRow("SELECT MASTER_GTID_WAIT(?, 60)", short).Scan(&waited); err != nil || waited != 0 {
+		t.Fatalf("zstd replica to %s: %d %v", short, waited, err)
+	}
+	out2 := tandem("align", "--capture", capDir, replicas[0], replicas[1])
+	for _, name := range []string{"innodb", "rocks"} {
+		if want := fmt.Sprintf("%s: at the capture's start point %s", name, rep.Start.GTID); !strings.Contains(out2, want) {
+			t.Errorf("align: %q lacks %q", out2, want)
+		}
+	}
+	if out := tandem("align", "--capture", capDir, "--end", replicas[3]); !strings.Contains(out, "production: at the capture's end point "+rep.End.GTID) {
+		t.Errorf("align --end: %q", out)
+	}
+	runDir := filepath.Join(t.TempDir(), "run")
+	_, stderr, code = run(t, nil, "replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", runDir,
+		"--target", replicas[0], "--target", "zstd="+dsn("REPLICA_ZSTD")+",engine=rocksdb")
+	if want := fmt.Sprintf("zstd is at %s, 1 transaction behind the capture's start %s", short, rep.Start.GTID); code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "tandem align --capture") {
+		t.Errorf("replay onto a replica one transaction short: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+
+	tandem("replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", runDir,
+		"--target", replicas[0], "--target", "rocks="+dsn("REPLICA_ROCKSDB")+",engine=rocksdb", "--reference", replicas[3])
+	r, err := report.Load(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := r.Points[0].Targets
+	for _, tg := range ts {
+		if !tg.Aligned || tg.Position != rep.Start.GTID {
+			t.Errorf("%s: aligned %v at %q, want at %s", tg.Name, tg.Aligned, tg.Position, rep.Start.GTID)
+		}
+		es := tg.EndState
+		if es == nil || es.Reference != "production" || es.ReferenceError != "" {
+			t.Fatalf("%s: end state %+v", tg.Name, es)
+		}
+		for _, tab := range es.Tables {
+			if tab.VsReference && tab.Bypassed == "" {
+				t.Errorf("%s: %s differs from production with no bypassed write to explain it", tg.Name, tab.Table)
+			}
+		}
+	}
+	if d := ts[1].VsBaseline; d == nil || d.Total() != 0 || d.Compared == 0 {
+		t.Errorf("rocks vs innodb: %+v, want 0 divergent of many compared", d)
+	}
+	if es := ts[1].EndState; !es.Same {
+		t.Errorf("rocks end state differs from innodb's: %+v", es.Tables)
+	}
+	if d := ts[0].VsCapture; d == nil || d.Total() != 0 {
+		t.Errorf("innodb vs the capture: %+v, want 0 divergent", d)
+	}
+	text := tandem("report", runDir)
+	for _, want := range []string{"at capture start", "2 of 2 differ (2 by bypassed writes)", "transactions that bypassed the proxy changed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func primaryPos(t *testing.T, dsn string) string {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var pos string
+	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
