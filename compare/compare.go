@@ -52,6 +52,11 @@ const (
 	// ReasonFailedTrx: a transaction that failed for good on one side
 	// (Failures) wrote one of the statement's tables before it.
 	ReasonFailedTrx = "after-failed-transaction"
+	// ReasonBypassed: in the comparison with the capture, writes that did
+	// not pass through the proxy (the capture's binary-log list) changed
+	// one of the statement's tables on the captured server before it;
+	// replay does not repeat them.
+	ReasonBypassed = "bypassed-write"
 )
 
 // Classes lists the divergence classes in report order.
@@ -232,7 +237,11 @@ type Tally struct {
 	// Free, set when sessions ran freely (--order none), makes a
 	// difference on a table another session writes order-ambiguous.
 	Free *Writers
-	src  Source
+	// Bypassed, set for the comparison with the capture only, makes a
+	// difference on a table that writes bypassing the proxy had changed
+	// counted apart (ReasonBypassed).
+	Bypassed *Bypassed
+	src      Source
 	per  int
 	seen map[string]int
 }
@@ -268,6 +277,8 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 			class = AfterSkip
 		case ReasonFailedTrx:
 			class = ReasonFailedTrx
+		case ReasonBypassed:
+			class = ReasonBypassed
 		}
 		t.sample(key, class, st, ok, base, target, why)
 		return
@@ -286,6 +297,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 	if ok {
 		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
 			return why, reason
+		}
+		if b, hit := t.Bypassed.Before(st.To, st.Tables); hit {
+			return fmt.Sprintf("writes that bypassed the proxy (%d transactions, the first %s) changed %s on the captured server before it: replay does not repeat them", b.Transactions, b.GTID, b.Table), ReasonBypassed
 		}
 		if tb, hit := t.Free.Other(st.Session, st.Tables); hit {
 			return fmt.Sprintf("sessions ran freely (--order none) and other sessions write %s: what it saw depends on the order replay gave them", tb), ReasonReplayOrder

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -90,4 +91,59 @@ func orEmpty(pos string) string {
 		return "the empty position"
 	}
 	return pos
+}
+
+// bypassedOf places each table's first write that bypassed the proxy on
+// the capture's clock: right after the last captured commit that came
+// before it in the server's order (the GTIDs the capture holds), or at
+// the capture's start when none did. Nil when the capture lists none.
+func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
+	sum, ok := r.Summary()
+	if !ok || sum.Bypassed == nil || len(sum.Bypassed.Tables) == 0 {
+		return nil, nil
+	}
+	gtids, err := r.GTIDs()
+	if err != nil {
+		return nil, err
+	}
+	type commit struct {
+		gtid   gtid.GTID
+		recSeq uint64
+	}
+	var commits []commit
+	for seq, g := range gtids {
+		if id, err := gtid.ParseGTID(g); err == nil {
+			commits = append(commits, commit{id, seq})
+		}
+	}
+	start := r.Meta().BaseTime
+	if p := r.Meta().Start; p != nil {
+		start = p.At.UnixNano()
+	}
+	b := compare.NewBypassed()
+	for _, t := range sum.Bypassed.Tables {
+		first, err := gtid.ParseGTID(t.FirstGTID)
+		if err != nil {
+			continue
+		}
+		at := start
+		var best *commit
+		for i := range commits {
+			c := &commits[i]
+			if c.gtid.Domain == first.Domain && c.gtid.Seq < first.Seq && (best == nil || c.gtid.Seq > best.gtid.Seq) {
+				best = c
+			}
+		}
+		if best != nil {
+			rec, ok, err := r.Get(best.recSeq)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				at = rec.Start.UnixNano() + int64(rec.Duration)
+			}
+		}
+		b.Add(compare.BypassedWrite{Table: t.Table, At: at, GTID: t.FirstGTID, Transactions: t.Transactions})
+	}
+	return b, nil
 }

@@ -170,6 +170,11 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
 	tl.Gaps, tl.Failed = x.gaps, failed
+	byp, err := bypassedOf(r)
+	if err != nil {
+		return nil, err
+	}
+	tl.Bypassed = byp
 	if free {
 		tl.Free = x.writers
 	}

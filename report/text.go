@@ -241,6 +241,11 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		}) {
 			row("  after a skipped write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed]) })
 		}
+		if any(func(t *Target) bool {
+			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonBypassed] > 0
+		}) {
+			row("  after a bypassed write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonBypassed]) })
+		}
 		row("  differs from capture", func(t *Target) string { return compare.Summary(t.VsCapture) })
 	}
 	if any(func(t *Target) bool { return t.EndState != nil }) {
