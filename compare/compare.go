@@ -242,8 +242,8 @@ type Tally struct {
 	// counted apart (ReasonBypassed).
 	Bypassed *Bypassed
 	src      Source
-	per  int
-	seen map[string]int
+	per      int
+	seen     map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
