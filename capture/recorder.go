@@ -26,7 +26,7 @@ type Recorder struct {
 		sync.Mutex
 		lastLog      time.Time
 		droppedAtLog uint64
-		gtids        map[string]bool // the commits' GTIDs (AddGTID)
+		gtids        map[string]CommitPoint // the commits' GTIDs (AddGTID)
 	}
 }
 
@@ -58,33 +58,41 @@ func (c *Recorder) Record(r *store.Record) {
 	}
 }
 
-// AddGTID notes that the transaction record seq ended was given gtid by
-// the server: the capture keeps it with the record (when the record was
-// not dropped), and Commits lists it.
-func (c *Recorder) AddGTID(seq uint64, gtid string) {
+// AddGTID notes that the transaction record seq ended, its answer
+// complete at end, was given gtid by the server: the capture keeps it
+// with the record (when the record was not dropped), and CommitPoints
+// lists it.
+func (c *Recorder) AddGTID(seq uint64, gtid string, end time.Time) {
 	if c == nil || gtid == "" {
 		return
 	}
 	c.w.AddGTID(seq, gtid)
 	c.mu.Lock()
 	if c.mu.gtids == nil {
-		c.mu.gtids = map[string]bool{}
+		c.mu.gtids = map[string]CommitPoint{}
 	}
-	c.mu.gtids[gtid] = true
+	c.mu.gtids[gtid] = CommitPoint{Seq: seq, At: end}
 	c.mu.Unlock()
 }
 
-// Commits returns the GTIDs AddGTID was given: the transactions that
-// passed through the capture.
-func (c *Recorder) Commits() map[string]bool {
-	out := map[string]bool{}
+// CommitPoint is where a captured commit is: the seq of the record that
+// committed (0 if it was dropped) and when its answer was complete (the
+// server committed before it).
+type CommitPoint struct {
+	Seq uint64
+	At  time.Time
+}
+
+// CommitPoints returns the GTIDs AddGTID was given, with where each is.
+func (c *Recorder) CommitPoints() map[string]CommitPoint {
+	out := map[string]CommitPoint{}
 	if c == nil {
 		return out
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for g := range c.mu.gtids {
-		out[g] = true
+	for g, p := range c.mu.gtids {
+		out[g] = p
 	}
 	return out
 }

@@ -528,13 +528,13 @@ func (s *Session) noteCommit() {
 // CommitEnded reports (once) whether the command just ended closed a
 // transaction that wrote, with Options.Commits: the moment to ask the
 // server for its GTID. Seq is the record's sequence in the capture (0 if
-// it was dropped).
-func (s *Session) CommitEnded() (seq uint64, ok bool) {
+// it was dropped), end when its answer was complete.
+func (s *Session) CommitEnded() (seq uint64, end time.Time, ok bool) {
 	if !s.ended {
-		return 0, false
+		return 0, time.Time{}, false
 	}
 	s.ended = false
-	return s.rec.Seq, true
+	return s.rec.Seq, s.rec.Start.Add(s.rec.Duration), true
 }
 
 // Close records the session's end when it ended without a COM_QUIT (the

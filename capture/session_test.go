@@ -425,10 +425,10 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 			s := NewSession(1, State{Caps: caps41}, Options{Commits: true}, &out)
 			for i, q := range c.cmds {
 				feed(t, s, query(q.sql), Read, frame{q.ans, Done})
-				if _, got := s.CommitEnded(); got != q.want {
+				if _, _, got := s.CommitEnded(); got != q.want {
 					t.Errorf("after %d %q: CommitEnded %v, want %v", i, q.sql, got, q.want)
 				}
-				if _, again := s.CommitEnded(); again {
+				if _, _, again := s.CommitEnded(); again {
 					t.Errorf("after %d %q: CommitEnded said it twice", i, q.sql)
 				}
 			}
@@ -438,7 +438,7 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 	var out sink
 	s := NewSession(1, State{Caps: caps41}, Options{}, &out)
 	feed(t, s, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, auto, 0), Done})
-	if _, got := s.CommitEnded(); got {
+	if _, _, got := s.CommitEnded(); got {
 		t.Error("CommitEnded without Options.Commits")
 	}
 }

@@ -33,13 +33,27 @@ type Trx struct {
 	// TableRows are the rows changed in each of Tables; Rows their sum.
 	TableRows []int64
 	Rows      int64
+	// Changes are the row images, in order (Between with rows).
+	Changes []RowChange
+	// Statement: the transaction is a statement (DDL), not row changes,
+	// run in StatementSchema.
+	Statement, StatementSchema string
+}
+
+// RowChange is one row's change: Insert (After), Update (Before and
+// After) or Delete (Before), with every column's value as the binary log
+// carries it (binlog_row_image=FULL), in the table's column order.
+type RowChange struct {
+	Schema, Table string
+	Kind          byte // 'i', 'u' or 'd'
+	Before, After []any
 }
 
 // Between reads the MariaDB binary log's transactions after position from
 // up to and including position to, calling each with every transaction
 // in commit order. It stops at to, when ctx ends (an error), or when each
 // returns false.
-func Between(ctx context.Context, acc Account, from, to string, each func(Trx) bool) error {
+func Between(ctx context.Context, acc Account, from, to string, rows bool, each func(Trx) bool) error {
 	end, err := ParseList(to)
 	if err != nil {
 		return err
@@ -67,7 +81,7 @@ func Between(ctx context.Context, acc Account, from, to string, each func(Trx) b
 		// A server id no real replica takes; the server lists it in SHOW SLAVE HOSTS.
 		ServerID: 0xF0000000 | uint32(os.Getpid()&0xffffff),
 		Flavor:   MariaDB, Host: host, Port: uint16(port), User: acc.User, Password: acc.Password,
-		TLSConfig: acc.TLS, Logger: slog.New(slog.DiscardHandler),
+		TLSConfig: acc.TLS, Logger: slog.New(slog.DiscardHandler), TimestampStringLocation: time.UTC,
 		HeartbeatPeriod: time.Second, ReadTimeout: 10 * time.Second, MaxReconnectAttempts: 1,
 		DisableRetrySync: true,
 	})
@@ -118,14 +132,37 @@ func Between(ctx context.Context, acc Account, from, to string, each func(Trx) b
 		case *replication.RowsEvent:
 			if cur != nil {
 				n := int64(len(e.Rows))
+				kind := byte('i')
 				switch ev.Header.EventType {
 				case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
 					replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
 					n /= 2 // before and after images
+					kind = 'u'
+				case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
+					replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+					kind = 'd'
 				}
 				cur.Rows += n
 				if e.Table != nil {
 					cur.TableRows[cur.addTable(string(e.Table.Schema)+"."+string(e.Table.Table))] += n
+					if rows {
+						sch, tab := string(e.Table.Schema), string(e.Table.Table)
+						for i := 0; i < len(e.Rows); i++ {
+							c := RowChange{Schema: sch, Table: tab, Kind: kind}
+							switch kind {
+							case 'i':
+								c.After = e.Rows[i]
+							case 'd':
+								c.Before = e.Rows[i]
+							default:
+								if i+1 < len(e.Rows) {
+									c.Before, c.After = e.Rows[i], e.Rows[i+1]
+								}
+								i++
+							}
+							cur.Changes = append(cur.Changes, c)
+						}
+					}
 				}
 			}
 		case *replication.QueryEvent:
@@ -135,6 +172,7 @@ func Between(ctx context.Context, acc Account, from, to string, each func(Trx) b
 			q := string(e.Query)
 			if q != "COMMIT" && q != "ROLLBACK" && q != "BEGIN" {
 				cur.addTable(string(e.Schema) + " (statement: " + textclip.Clip(q, 60) + ")")
+				cur.Statement, cur.StatementSchema = q, string(e.Schema)
 			}
 			if standalone || q == "COMMIT" || q == "ROLLBACK" {
 				if !flush() {
@@ -179,14 +217,21 @@ func done(seen, end List) bool {
 // Bypassed lists the binary log's transactions between a capture's start
 // and end that are not among captured (the GTIDs the proxy saw commit).
 // An error reading the log is kept in the result with what was read.
-func Bypassed(ctx context.Context, acc Account, start, end string, captured map[string]bool) *store.Bypassed {
+// With rows, it also returns the transactions with their row images, for
+// replay to apply (tandem replay --apply-bypassed).
+func Bypassed(ctx context.Context, acc Account, start, end string, captured map[string]bool, rows bool) (*store.Bypassed, []Trx) {
 	b := &store.Bypassed{}
+	var trxs []Trx
 	tables := map[string]*store.BypassedTable{}
-	err := Between(ctx, acc, start, end, func(t Trx) bool {
+	err := Between(ctx, acc, start, end, rows, func(t Trx) bool {
 		id := t.GTID.String()
 		if captured[id] {
 			return true
 		}
+		if rows {
+			trxs = append(trxs, t)
+		}
+		t.Changes = nil
 		b.Transactions++
 		b.Rows += t.Rows
 		if len(b.First) < store.MaxBypassedListed {
@@ -210,5 +255,5 @@ func Bypassed(ctx context.Context, acc Account, start, end string, captured map[
 		b.Tables = append(b.Tables, *bt)
 	}
 	sort.Slice(b.Tables, func(i, j int) bool { return b.Tables[i].Table < b.Tables[j].Table })
-	return b
+	return b, trxs
 }

@@ -20,7 +20,7 @@ const lastGTIDQuery = "SELECT @@last_gtid"
 // client's next command is read; its answer never reaches the client. A
 // server that cannot answer stops the questions for the session.
 func (s *session) noteCommit() error {
-	seq, ok := s.cs.CommitEnded()
+	seq, end, ok := s.cs.CommitEnded()
 	if !ok || s.noGTID {
 		return nil
 	}
@@ -38,7 +38,7 @@ func (s *session) noteCommit() error {
 		return nil // nothing went to the binary log
 	}
 	s.lastGTID = g
-	s.p.recorder.AddGTID(seq, g)
+	s.p.recorder.AddGTID(seq, g, end)
 	return nil
 }
 

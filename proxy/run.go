@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -269,9 +270,17 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 		return
 	}
 	var byp *store.Bypassed
-	commits := cfg.Recorder.Commits()
+	points := cfg.Recorder.CommitPoints()
+	commits := make(map[string]bool, len(points))
+	for g := range points {
+		commits[g] = true
+	}
 	if cfg.Commits {
-		byp = gtid.Bypassed(ctx, acc, start.GTID, end.GTID, commits)
+		var trxs []gtid.Trx
+		byp, trxs = gtid.Bypassed(ctx, acc, start.GTID, end.GTID, commits, true)
+		if len(trxs) > 0 {
+			byp.Applicable, byp.NotApplicable = storeBypassed(ctx, acc, start, end, w, trxs, points)
+		}
 	}
 	w.SetEnd(end, byp)
 	msg := fmt.Sprintf("capture points: start %s, end %s", orNone(start.GTID), orNone(end.GTID))
@@ -289,6 +298,100 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 		}
 	}
 	fmt.Fprintf(out, "tandem proxy: %s\n", msg)
+}
+
+// storeBypassed stores the transactions that bypassed the proxy as
+// records (capture.BypassedRecords), each after the captured commit that
+// came before it in the server's order, for replay --apply-bypassed. It
+// returns how many it stored and, if not all, why not.
+func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Position, w *store.Writer, trxs []gtid.Trx, points map[string]capture.CommitPoint) (int, string) {
+	db := openAdmin(acc)
+	defer db.Close()
+	var image string
+	if err := db.QueryRowContext(ctx, "SELECT @@binlog_row_image").Scan(&image); err != nil {
+		return 0, "reading @@binlog_row_image: " + err.Error()
+	}
+	if !strings.EqualFold(image, "FULL") {
+		return 0, "binlog_row_image is " + image + ": rebuilding a row's change needs its every column (FULL)"
+	}
+	names := map[string]bool{}
+	for _, t := range trxs {
+		for _, c := range t.Changes {
+			names[c.Schema+"."+c.Table] = true
+		}
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	tables, err := gtid.ReadTables(ctx, db, list)
+	if err != nil {
+		return 0, err.Error()
+	}
+	type point struct {
+		g gtid.GTID
+		capture.CommitPoint
+	}
+	var sorted []point
+	for g, p := range points {
+		if id, err := gtid.ParseGTID(g); err == nil {
+			sorted = append(sorted, point{id, p})
+		}
+	}
+	slices.SortFunc(sorted, func(a, b point) int { return cmp.Compare(a.g.Seq, b.g.Seq) })
+	// One session carries them all, in the server's order: where each
+	// follows (the record seq after which it runs, and its time) never goes
+	// back, even where the captured commits' records and GTIDs were
+	// handed out in a slightly different order.
+	session := store.BypassedSessionBase
+	stored := 0
+	var why string
+	prevAfter, prevLo := uint64(0), start.At
+	for _, t := range trxs {
+		// The captured commits before and after it in its domain: it
+		// committed between the ends of their answers.
+		after, lo, hi := uint64(0), start.At, end.At
+		for j := len(sorted) - 1; j >= 0; j-- {
+			if p := sorted[j]; p.g.Domain == t.GTID.Domain && p.g.Seq < t.GTID.Seq && p.Seq > 0 {
+				after, lo = p.Seq, p.At
+				break
+			}
+		}
+		for _, p := range sorted {
+			if p.g.Domain == t.GTID.Domain && p.g.Seq > t.GTID.Seq {
+				hi = p.At
+				break
+			}
+		}
+		after = max(after, prevAfter)
+		if lo.Before(prevLo) {
+			lo = prevLo
+		}
+		if hi.Before(lo) {
+			hi = lo
+		}
+		recs, err := capture.BypassedRecords(t, tables, session, lo, hi, stored == 0)
+		if err != nil {
+			if why == "" {
+				why = fmt.Sprintf("%s: %v", t.GTID, err)
+			}
+			continue
+		}
+		if err := w.AddBypassed(after, recs); err != nil {
+			return stored, err.Error()
+		}
+		prevAfter, prevLo = after, recs[len(recs)-1].Start
+		stored++
+	}
+	if stored > 0 {
+		if err := w.AddBypassed(prevAfter, []*store.Record{capture.BypassedQuit(session, prevLo.Add(1))}); err != nil {
+			return stored, err.Error()
+		}
+	}
+	if stored < len(trxs) && why != "" {
+		why = fmt.Sprintf("%d of %d could not be rebuilt (the first: %s)", len(trxs)-stored, len(trxs), why)
+	}
+	return stored, why
 }
 
 func orNone(g string) string {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -146,4 +147,33 @@ func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
 		b.Add(compare.BypassedWrite{Table: t.Table, At: at, GTID: t.FirstGTID, Transactions: t.Transactions})
 	}
 	return b, nil
+}
+
+// applyBypassed makes r yield the capture's bypassed transactions among
+// its records (--apply-bypassed) and says what it applies; a capture that
+// holds none of those it lists, or not all, is refused with why.
+func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
+	if cfg.live != nil {
+		return "", errors.New("replay: --apply-bypassed applies what a closed capture lists; a live capture's list is known only at its end")
+	}
+	sum, ok := r.Summary()
+	if !ok || sum.Bypassed == nil {
+		return "", fmt.Errorf("replay: --apply-bypassed: %s lists no writes that bypassed the proxy (it was captured without --binlog-user, or did not close)", cfg.Capture)
+	}
+	b := sum.Bypassed
+	if b.Applicable < b.Transactions {
+		why := b.NotApplicable
+		if why == "" {
+			why = "they were not stored"
+		}
+		return "", fmt.Errorf("replay: --apply-bypassed: only %d of the %d transactions that bypassed the proxy can be applied: %s; replay without it (their tables' differences are then counted apart)", b.Applicable, b.Transactions, why)
+	}
+	n, err := r.ApplyBypassed()
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", fmt.Errorf("%w: %s: its summary counts %d bypassed transactions stored, and it holds none", store.ErrCorrupt, cfg.Capture, b.Applicable)
+	}
+	return fmt.Sprintf("applied the %d transactions (%d rows) that bypassed the proxy, rebuilt from the binary log's row images, one after another on one connection as a replica applies them, each where the server ran it among the captured ones (--apply-bypassed)", b.Applicable, b.Rows), nil
 }

@@ -78,6 +78,11 @@ type Config struct {
 	// replica stopped at the capture's end point, tandem align --end):
 	// every target's end state is compared with it, not replayed onto.
 	Reference *targets.Target
+	// ApplyBypassed runs the transactions that bypassed the proxy (the
+	// capture holds them, rebuilt from the binary log's row images) where
+	// the server ran them among the captured ones, so that the replay is
+	// complete and end states can equal production's.
+	ApplyBypassed bool
 	// AllowUnaligned replays onto targets that are not at the capture's
 	// start point (a capture with one), labelling their verdicts.
 	AllowUnaligned bool
@@ -356,6 +361,13 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 			TLS: info.TLS}
 	}
 	var notes []string
+	if cfg.ApplyBypassed {
+		n, err := applyBypassed(&cfg, r)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, n)
+	}
 	if cfg.live == nil && sw == nil {
 		n, err := checkAligned(ctx, &cfg, r, infos)
 		if err != nil {

@@ -103,7 +103,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		}
 	}
 	for k, rn := range runners {
-		d, err := compareCaptured(r, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
+		d, err := compareCaptured(r, cfg.ApplyBypassed, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
 			failuresOf(map[string]*store.TargetResult{rn.t.Name: results[k]}), cfg.Order == OrderNone)
 		if err != nil {
 			return results, err
@@ -113,7 +113,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 	endStates(ctx, runners, baseK, x, results, cfg.Order == OrderNone)
 	if cfg.Reference != nil && cfg.live == nil {
 		var byp *store.Bypassed
-		if sum, ok := r.Summary(); ok {
+		if sum, ok := r.Summary(); ok && !cfg.ApplyBypassed {
 			byp = sum.Bypassed
 		}
 		vsReference(ctx, &runner{t: *cfg.Reference, db: cfg.Reference.Database()}, runners, x, results, byp)
@@ -167,18 +167,20 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // compareCaptured merge-joins a target's outcomes of the capture's first
 // pass with the responses the capture holds. Only statements (queries and
 // executes) and fetches whose capture has a response are compared.
-func compareCaptured(r *store.Reader, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
+func compareCaptured(r *store.Reader, applied bool, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
 	tl.Gaps, tl.Failed = x.gaps, failed
-	byp, err := bypassedOf(r)
-	if err != nil {
-		return nil, err
+	if !applied { // applied, the bypassed writes ran where the server ran them
+		byp, err := bypassedOf(r)
+		if err != nil {
+			return nil, err
+		}
+		tl.Bypassed = byp
 	}
-	tl.Bypassed = byp
 	if free {
 		tl.Free = x.writers
 	}
-	nextR, stopR := iter.Pull2(r.Records())
+	nextR, stopR := iter.Pull2(r.CapturedRecords()) // in seq order, as the outcomes
 	defer stopR()
 	rec, rerr, rok := nextR()
 	for o, oerr := range outcomes {

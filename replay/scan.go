@@ -89,7 +89,9 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		if x.records%65536 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		x.lost.Note(rec.Seq)
+		if rec.Seq < store.BypassedSeqBase { // applied bypassed records have seqs of their own
+			x.lost.Note(rec.Seq)
+		}
 		sc.add(rec)
 	}
 	x.sessions, err = r.Sessions()
@@ -255,6 +257,9 @@ func (sc *scanner) add(rec *store.Record) {
 		if failed {
 			s.rollback() // a COMMIT that failed committed nothing
 		} else {
+			if _, hi, ok := store.ParseBypassedCommit(rec.SQL); ok && rec.Session >= store.BypassedSessionBase && hi > end {
+				end = hi // a bypassed transaction: it committed somewhere up to hi
+			}
 			s.commit(x.commits, rec.Session, start, end)
 		}
 	case sqlinfo.EndRollback:

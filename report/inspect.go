@@ -309,6 +309,13 @@ func (rep *CaptureReport) writePoints(p func(string, ...any)) {
 			p("\t%s at %s: %d rows of %s\n", t.GTID, t.At.Format("15:04:05"), t.Rows, strings.Join(t.Tables, ", "))
 		}
 	}
+	if b.Transactions > 0 {
+		if b.Applicable == b.Transactions {
+			p("\tall %d stored with their row images: tandem replay --apply-bypassed runs them where the server ran them\n", b.Applicable)
+		} else {
+			p("\t%d of %d stored with their row images (%s): replay cannot apply them\n", b.Applicable, b.Transactions, b.NotApplicable)
+		}
+	}
 	if b.Error != "" {
 		p("bypassed\tUNCERTAIN: the binary log could not be read to the end point (%s): the list stops where reading did\n", b.Error)
 	}

@@ -23,6 +23,10 @@ type Reader struct {
 	meta    Meta
 	summary *Summary
 	live    *Writer // set for a reader of a capture being written
+	// bypassed are the applied bypassed transactions' records, in key
+	// order, and their sessions (ApplyBypassed).
+	bypassed         []bypassedRec
+	bypassedSessions []uint64
 }
 
 // Open opens the capture in dir for reading. It fails with ErrNotCapture
@@ -357,7 +361,18 @@ func (ri *recordIter) err() error {
 // reused from one step to the next: Clone it to keep it. An error ends the
 // iteration. For a cleanly closed capture, finding fewer records than its
 // summary counts is an ErrCorrupt (a lost file), never a silent truncation.
+// After ApplyBypassed, the bypassed transactions come among them, each
+// right after the record it followed on the server (their seqs are
+// BypassedSeqBase and up: the order is no longer by seq).
 func (r *Reader) Records() iter.Seq2[*Record, error] {
+	return r.withBypassed(r.records())
+}
+
+// CapturedRecords is Records without the applied bypassed transactions:
+// what passed through the capture, in seq order.
+func (r *Reader) CapturedRecords() iter.Seq2[*Record, error] { return r.records() }
+
+func (r *Reader) records() iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		ri, err := r.newRecordIter()
 		if err != nil {
@@ -411,7 +426,7 @@ func (r *Reader) Sessions() ([]uint64, error) {
 	if err := it.Error(); err != nil {
 		return nil, r.wrap(err)
 	}
-	return out, nil
+	return append(out, r.bypassedSessions...), nil
 }
 
 // openIndexed opens an iterator over the index keys in [lo, hi) and a
@@ -431,6 +446,9 @@ func (r *Reader) openIndexed(lo, hi []byte) (*pebble.Iterator, *recordIter, erro
 
 // Session yields one session's records in order. The *Record is reused.
 func (r *Reader) Session(id uint64) iter.Seq2[*Record, error] {
+	if id >= BypassedSessionBase && len(r.bypassed) > 0 {
+		return r.bypassedSession(id)
+	}
 	return func(yield func(*Record, error) bool) {
 		idx, ri, err := r.openIndexed(sessionKey(nil, id, 0), sessionKey(nil, id, ^uint64(0)))
 		if err != nil {
@@ -591,6 +609,10 @@ func (r *Reader) Window(from, to time.Time) iter.Seq2[*Record, error] {
 
 // Get returns the record with sequence seq (a copy), or false if absent.
 func (r *Reader) Get(seq uint64) (*Record, bool, error) {
+	if seq >= BypassedSeqBase && len(r.bypassed) > 0 {
+		rec, ok := r.bypassedGet(seq)
+		return rec, ok, nil
+	}
 	ri, err := r.newRecordIter()
 	if err != nil {
 		return nil, false, err

@@ -236,6 +236,11 @@ type Bypassed struct {
 	// Error says why the binary log could not be read to the end (the
 	// counts are then what was read).
 	Error string `json:"error,omitempty"`
+	// Applicable counts the transactions stored as records (key 0x06),
+	// rebuilt from their row images, for replay --apply-bypassed;
+	// NotApplicable says why the others are not.
+	Applicable    int    `json:"applicable,omitempty"`
+	NotApplicable string `json:"not_applicable,omitempty"`
 }
 
 // MaxBypassedListed bounds Bypassed.First.

@@ -114,6 +114,7 @@ type Writer struct {
 		bypassed *Bypassed
 	}
 	gtids          atomic.Uint64 // AddGTID's entries
+	bypassedN      uint32        // AddBypassed's records, under mu
 	lastSpaceCheck time.Time
 	// bytesAtSpaceCheck are the records' bytes at the last look at the
 	// disk, spaceMargin what the floor left then (-1: not looked yet, or

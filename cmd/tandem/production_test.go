@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -203,6 +204,31 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	}
 	if d := ts[0].VsCapture; d == nil || d.Total() != 0 {
 		t.Errorf("innodb vs the capture: %+v, want 0 divergent", d)
+	}
+	// The replica one transaction short, aligned now, replayed with the
+	// bypassed writes applied where the server ran them: its end state is
+	// production's, and nothing differs from the capture.
+	if out := tandem("align", "--capture", capDir, "zstd="+dsn("REPLICA_ZSTD")); !strings.Contains(out, "applied 1 transactions") {
+		t.Errorf("align zstd from one short: %q", out)
+	}
+	applied := filepath.Join(t.TempDir(), "applied")
+	tandem("replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", applied, "--apply-bypassed",
+		"--target", "zstd="+dsn("REPLICA_ZSTD")+",engine=rocksdb", "--reference", replicas[3])
+	ra, err := report.Load(applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	za := ra.Points[0].Targets[0]
+	if za.EndState == nil || !za.EndState.SameAsReference {
+		t.Errorf("zstd with --apply-bypassed: end state %+v, want same as production", za.EndState)
+	}
+	if d := za.VsCapture; d == nil || d.Total() != 0 || d.AmbiguousBy["bypassed-write"] != 0 {
+		t.Errorf("zstd with --apply-bypassed vs the capture: %+v, want 0 divergent and none after a bypassed write", d)
+	}
+	if !slices.ContainsFunc(ra.Notes, func(n string) bool {
+		return strings.Contains(n, fmt.Sprintf("applied the %d transactions", rep.Bypassed.Transactions))
+	}) {
+		t.Errorf("notes %q lack the applied bypassed transactions", ra.Notes)
 	}
 	text := tandem("report", runDir)
 	for _, want := range []string{"at capture start", "2 of 2 differ (2 by bypassed writes)", "transactions that bypassed the proxy changed"} {

@@ -153,7 +153,10 @@ align); --allow-unaligned replays anyway and labels those targets. With
 --reference NAME=DSN (a replica stopped at the capture's end point, tandem
 align --end), every target's end state is compared with production's too:
 "same as production", or which tables differ, naming those that writes
-which bypassed the proxy changed (the capture lists them).
+which bypassed the proxy changed (the capture lists them). --apply-bypassed
+runs those writes too, rebuilt from the binary log's row images, each where
+the server ran it among the captured transactions: the replay is then
+complete, and an end state can be "same as production".
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
@@ -276,6 +279,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
 	gate.add(f, &cfg)
 	f.StringVar(&reference, "reference", "", "NAME=DSN of a server holding production's end state (a replica stopped at the capture's end point by tandem align --end): every target's end state is compared with it, and it is never replayed onto")
+	f.BoolVar(&cfg.ApplyBypassed, "apply-bypassed", false, "also run the transactions that bypassed the proxy (the capture holds them, from the binary log's row images) where the server ran them, so that end states can equal production's")
 	f.BoolVar(&cfg.AllowUnaligned, "allow-unaligned", false, "replay onto targets that are not at the capture's start point (refused otherwise); the report labels their verdicts on writes")
 	f.IntVar(&cfg.Concurrency, "concurrency", 0, "regroup transactions onto this many connections per target (0: one per captured session)")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times")
