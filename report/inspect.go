@@ -299,7 +299,7 @@ func (rep *CaptureReport) writePoints(p func(string, ...any)) {
 		for _, t := range b.Tables {
 			tables = append(tables, fmt.Sprintf("%s (%d transactions, %d rows, first %s)", t.Table, t.Transactions, t.Rows, t.FirstGTID))
 		}
-		p("BYPASSED\t%d transactions (%d rows) in the binary log between the points did not pass through the proxy: %s; replay cannot repeat them, and their tables' end states differ from production's by them\n",
+		p("BYPASSED\t%d transactions (%d rows) in the binary log between the points did not pass through the proxy: %s; replay runs them only with --apply-bypassed (without it, answers and end states on their tables differ from production's by them, and are counted apart)\n",
 			b.Transactions, b.Rows, strings.Join(tables, "; "))
 		for i, t := range b.First {
 			if i == 5 {

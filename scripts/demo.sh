@@ -2,7 +2,9 @@
 # The demo: start an InnoDB and a MyRocks server, load the same sysbench
 # tables into both with tandem prepare, write a sysbench oltp_read_write
 # capture with tandem synth, summarize it with tandem inspect, and replay it
-# against InnoDB, compressed InnoDB and MyRocks at once.
+# against InnoDB, compressed InnoDB and MyRocks at once; then the production
+# path: a GTID primary and replicas, a capture with start and end points,
+# align, and a replay checked against production's end state.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 dir=${TANDEM_DEMO_DIR:-.tandem/sandbox}
@@ -103,3 +105,47 @@ for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null &
 sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
   --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --rate=100 --report-interval=0 run | sed -n '/transactions:/p'
 kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # the shadows finish what the capture holds, then print a line each
+
+echo
+echo "== the production path: an InnoDB primary with a binary log and GTIDs, and replicas of it on InnoDB, MyRocks and"
+echo "   MyRocks with zstd column families, plus a reference replica (tandem sandbox up --topology replication)"
+"$tandem" sandbox up --dir "$dir" --topology replication >/dev/null
+eval "$("$tandem" sandbox env --dir "$dir")"
+"$tandem" prepare --cleanup --tables 4 --target "primary=${TANDEM_PRIMARY_DSN}sbtest" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "primary=${TANDEM_PRIMARY_DSN}sbtest" >/dev/null
+"$tandem" sandbox replicate --dir "$dir" --databases sbtest
+r_innodb="innodb=${TANDEM_REPLICA_INNODB_DSN}sbtest"
+r_rocks="myrocks=${TANDEM_REPLICA_ROCKSDB_DSN}sbtest"
+r_zstd="myrocks-zstd=${TANDEM_REPLICA_ZSTD_DSN}sbtest"
+r_ref="production=${TANDEM_REFERENCE_DSN}sbtest"
+echo
+echo "== tandem align --hold: the replicas stop applying (they keep receiving the binary log), so none passes the capture's start"
+"$tandem" align --hold "$r_innodb" "$r_rocks" "$r_zstd" "$r_ref"
+echo
+echo "== a writer that bypasses the proxy (2 sysbench threads straight to the primary, like a cron job), and"
+echo "   tandem proxy --binlog-user: sysbench, 8 threads for 5 s, through a proxy that records where its capture starts and ends"
+sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$TANDEM_PRIMARY_PORT" --mysql-user=root \
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2 --time=8 --rate=50 --report-interval=0 run >/dev/null &
+bypass_pid=$!
+prod_capture=${capture}-production
+rm -rf "$prod_capture"
+"$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_PRIMARY_PORT" --capture "$prod_capture" \
+  --binlog-user root --capture-results checksum --metrics-addr off --log-level warn &
+proxy_pid=$!
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
+sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --report-interval=0 run | sed -n '/transactions:/p'
+kill -TERM "$proxy_pid"; wait "$proxy_pid" || true
+wait "$bypass_pid" || true
+"$tandem" inspect "$prod_capture" | sed -n '/^start point/,/stored with/p'
+echo
+echo "== tandem align: the replicas exactly at the capture's start, the reference at its end (production's end state)"
+"$tandem" align --capture "$prod_capture" "$r_innodb" "$r_rocks" "$r_zstd"
+"$tandem" align --capture "$prod_capture" --end "$r_ref"
+echo
+echo "== tandem replay --apply-bypassed --reference: the capture, and the writes that bypassed the proxy where the primary"
+echo "   ran them, on InnoDB, MyRocks and MyRocks zstd; each end state checked against production's"
+"$tandem" replay "$prod_capture" --speed 0 --run "$run-production" --apply-bypassed --reference "$r_ref" \
+  --target "$r_innodb" --target "${r_rocks},engine=rocksdb" --target "${r_zstd},engine=rocksdb" --metrics-addr off \
+  | sed -n '1,/before the replay/p' | grep -v -E 'latency ms|divergent: '
+"$tandem" report "$run-production" | grep -E '^end state of .*production' || true
