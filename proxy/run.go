@@ -65,6 +65,15 @@ type ShadowStarter interface {
 	Start(ctx context.Context, dir string, w *store.Writer, reg prometheus.Registerer, log *slog.Logger) (ShadowSet, error)
 }
 
+// ShadowAligner is a ShadowStarter whose shadows are replicas of the
+// backend (tandem proxy --shadow-replicas): Hold stops them applying
+// before the capture's start point is read, Align brings each exactly to
+// it (and removes its replication) before the first client is served.
+type ShadowAligner interface {
+	Hold(ctx context.Context) error
+	Align(ctx context.Context, start string, out io.Writer) error
+}
+
 // ShadowSet is running shadows. Their metrics are gathered from them
 // for /metrics.
 type ShadowSet interface {
@@ -117,12 +126,29 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	}
 	var acc gtid.Account
 	var start *store.Position
+	aligner, _ := cfg.Shadows.(ShadowAligner)
+	if aligner != nil && cfg.Binlog == nil {
+		p.ln.Close()
+		return errors.New("proxy: --shadow-replicas needs --binlog-user: the shadows are brought to the capture's start point, which the backend's binary log gives")
+	}
 	if cfg.Binlog != nil {
 		acc = *cfg.Binlog
 		acc.Addr, acc.TLS = cfg.Backend, p.tlsClient
+		if aligner != nil {
+			if err := aligner.Hold(ctx); err != nil {
+				p.ln.Close()
+				return fmt.Errorf("proxy: --shadow-replicas: %w", err)
+			}
+		}
 		if start, err = readPosition(ctx, acc); err != nil {
 			p.ln.Close()
 			return fmt.Errorf("proxy: --binlog-user: %w", err)
+		}
+		if aligner != nil {
+			if err := aligner.Align(ctx, start.GTID, out); err != nil {
+				p.ln.Close()
+				return fmt.Errorf("proxy: --shadow-replicas: %w", err)
+			}
 		}
 		if start.Flavor != gtid.MariaDB {
 			// MySQL has no @@last_gtid; session_track_gtids would be the way.

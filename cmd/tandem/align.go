@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -114,7 +115,7 @@ before or after it, align says how many transactions lie between and exits 1.`,
 				if err != nil {
 					return err
 				}
-				a, err := gtid.AlignReplica(c.Context(), db, point.GTID, timeout, !keep)
+				a, err := aligned(c, t, db, func() (gtid.Aligned, error) { return gtid.AlignReplica(c.Context(), db, point.GTID, timeout, !keep) })
 				db.Close()
 				if err != nil {
 					failed++
@@ -164,7 +165,8 @@ func holdReplicas(c *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		pos, err := gtid.Hold(c.Context(), db)
+		var pos string
+		_, err = aligned(c, t, db, func() (a gtid.Aligned, err error) { pos, err = gtid.Hold(c.Context(), db); return a, err })
 		db.Close()
 		if err != nil {
 			failed++
@@ -177,6 +179,15 @@ func holdReplicas(c *cobra.Command, args []string) error {
 		return fmt.Errorf("%d of %d not held (above)", failed, len(args))
 	}
 	return nil
+}
+
+// aligned runs f on t's server once it answers (an unreachable server is
+// said as such, not as the first statement that failed).
+func aligned(c *cobra.Command, t targets.Target, db *sql.DB, f func() (gtid.Aligned, error)) (gtid.Aligned, error) {
+	if _, err := t.Check(c.Context(), db); err != nil {
+		return gtid.Aligned{}, err
+	}
+	return f()
 }
 
 func show(pos string) string {

@@ -98,6 +98,16 @@ func TestCLIErrors(t *testing.T) {
 		{"prepare bad target", nil, []string{"prepare", "--target", "nodsn"}, "want name=DSN[,engine=X]"},
 		{"prepare no targets", nil, []string{"prepare"}, "no targets; give --target"},
 		{"prepare unreachable", nil, []string{"prepare", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
+		{"align needs a capture", nil, []string{"align", "x=root@tcp(127.0.0.1:1)/db"}, "--capture DIR is required"},
+		{"align a capture without a start point", nil, []string{"align", "--capture", synthCap, "x=root@tcp(127.0.0.1:1)/db"}, "has no start point: it was captured without --binlog-user"},
+		{"align end of a capture without one", nil, []string{"align", "--capture", synthCap, "--end", "x=root@tcp(127.0.0.1:1)/db"}, "has no start point"},
+		{"align names nothing", nil, []string{"align", "--capture", synthCap}, "name the replicas to align (NAME=DSN), or give --dump FILE"},
+		{"align hold names nothing", nil, []string{"align", "--hold"}, "--hold: name the replicas (NAME=DSN)"},
+		{"proxy binlog-user without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--binlog-user", "root", "--metrics-addr", "off"}, "--binlog-user needs --capture DIR"},
+		{"proxy shadow-replicas without shadows", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c9", "--shadow-replicas", "--metrics-addr", "off"},
+			"--shadow-replicas: name the shadows"},
+		{"sandbox bad topology", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "--topology", "ring"}, `--topology "ring": the one topology is replication`},
+		{"sandbox replicate without primary", nil, []string{"sandbox", "replicate", "--dir", t.TempDir(), "--databases", "sbtest"}, "has no running primary; start it with 'tandem sandbox up --topology replication'"},
 		{"proxy needs backend", nil, []string{"proxy", "--metrics-addr", "off"}, "--backend is required"},
 		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
 		{"proxy bad io", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--io", "epoll", "--metrics-addr", "off"}, `--io "epoll": want poller or blocking`},
@@ -165,7 +175,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}, {"sweep"}, {"footprint"}, {"pack"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}, {"sweep"}, {"footprint"}, {"pack"}, {"align"}, {"sandbox", "replicate"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)

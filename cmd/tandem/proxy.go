@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -30,6 +31,7 @@ func newProxyCmd() *cobra.Command {
 	var sh shadow.Config
 	var configFile string
 	var binlogUser string
+	var shadowReplicas bool
 	cmd := &cobra.Command{
 		Use:   "proxy --backend HOST:PORT [--capture DIR]",
 		Short: "Relay MySQL clients to a server and record every command exchange",
@@ -73,6 +75,11 @@ brings targets to the start, and replay checks that they are there. The
 account needs REPLICATION SLAVE (reading the binary log) and, for the file
 and offset, BINLOG MONITOR; its password comes from the environment
 variable TANDEM_BINLOG_PASSWORD, never from the command line.
+
+Shadows that are replicas of the backend (--shadow-replicas, with
+--binlog-user) start from the capture's exact start: each is held (its SQL
+thread stopped) before the start point is read, then brought to it and its
+replication removed, before the first client is served.
 
 Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
 have their string literals masked before they are stored. Compression is
@@ -138,6 +145,14 @@ closed cleanly all the same.`,
 					sh.TargetTimeout = -1 // replay.Config: negative is never, 0 its default
 				}
 				cfg.Shadows = shadowStarter{sh, ts}
+				if shadowReplicas {
+					if binlogUser == "" {
+						return fmt.Errorf("--shadow-replicas needs --binlog-user: the shadows are brought to the capture's start point, which the backend's binary log gives")
+					}
+					cfg.Shadows = replicaShadows{shadowStarter{sh, ts}}
+				}
+			} else if shadowReplicas {
+				return fmt.Errorf("--shadow-replicas: name the shadows (--shadow NAME=DSN), replicas of the backend")
 			}
 			if binlogUser != "" {
 				if cfg.CaptureDir == "" {
@@ -197,6 +212,7 @@ closed cleanly all the same.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too (needs --capture): "+targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")
+	f.BoolVar(&shadowReplicas, "shadow-replicas", false, "the shadows are replicas of the backend (GTID replication): each is held before the capture's start point is read and brought exactly to it, its replication removed, before the first client is served (needs --binlog-user)")
 	f.StringVar(&sh.Mode, "shadow-mode", shadow.All, "all (every statement: shadows cloned from the primary) or read-only (no writes: shadows with other data)")
 	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")
 	f.StringVar(&sh.Runs, "shadow-runs", "", "directory for the shadows' run directories (default CAPTURE.shadows)")
@@ -219,6 +235,41 @@ func (s shadowStarter) Start(ctx context.Context, dir string, w *store.Writer, r
 		return nil, err
 	}
 	return set, nil
+}
+
+// replicaShadows are shadows that replicate from the backend: they are
+// held, then aligned to the capture's start point (--shadow-replicas).
+type replicaShadows struct{ shadowStarter }
+
+func (r replicaShadows) Hold(ctx context.Context) error {
+	for _, t := range r.ts {
+		db, err := t.Open()
+		if err != nil {
+			return err
+		}
+		_, err = gtid.Hold(ctx, db)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("shadow %s: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r replicaShadows) Align(ctx context.Context, start string, out io.Writer) error {
+	for _, t := range r.ts {
+		db, err := t.Open()
+		if err != nil {
+			return err
+		}
+		a, err := gtid.AlignReplica(ctx, db, start, 10*time.Minute, true)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("shadow %s: %w", t.Name, err)
+		}
+		fmt.Fprintf(out, "tandem proxy: shadow %s at the capture's start point %s (applied %d transactions); its replication removed\n", t.Name, show(a.Now), a.Applied)
+	}
+	return nil
 }
 
 // proxyProcs is how many CPUs run the proxy's Go code at once. Relaying
