@@ -11,7 +11,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -20,7 +20,7 @@ help:
 	@echo "make test-short  pure unit tests only (no server needed)"
 	@echo "make lint        gofmt check, go vet, and go mod tidy -diff (go.mod/go.sum as tidy leaves them)"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
-	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay; each runs alone too)"
+	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog; each runs alone too)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 
 build:
@@ -47,10 +47,13 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store bench-synth bench-proxy bench-replay
+bench: bench-store bench-synth bench-proxy bench-replay bench-binlog
 
 bench-store:
 	@scripts/bench-store.sh
+
+bench-binlog: build
+	@scripts/bench-binlog.sh $(BIN)
 
 bench-synth: build
 	@scripts/bench-synth.sh $(BIN)

@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -66,6 +67,7 @@ type Session struct {
 	// own) changed rows or ran DDL; ended: that transaction has ended
 	// (Options.Commits).
 	wrote, ended bool
+	implicitLost int
 
 	// The answer being decoded.
 	cmd    byte
@@ -89,6 +91,7 @@ type stmt struct {
 	types    []wire.ParamType
 	longData []bool
 	secret   bool // its SQL can carry a password: parameters are not recorded
+	commit   bool // it is COMMIT (Options.Commits)
 }
 
 // pending is what decoding the answer needs to know of the command.
@@ -97,6 +100,7 @@ type pending struct {
 	useDB  string // USE's schema, applied if the server says OK
 	cursor bool
 	secret bool // a prepare's SQL can carry a password
+	commit bool // a prepare's SQL is COMMIT (Options.Commits)
 }
 
 // phase is where in the server's answer the session is.
@@ -370,7 +374,7 @@ func (s *Session) packet(p []byte) Step {
 		// of the capture, literals to mask or not (SET PASSWORD =
 		// PASSWORD(?) has none).
 		secret := s.rec.Flags&store.FlagMasked != 0 || s.pc.secret
-		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret}
+		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret, commit: s.pc.commit}
 		s.left = 0
 		for _, n := range []uint16{ok.Params, ok.Columns} {
 			if n > 0 {
@@ -505,6 +509,7 @@ func (s *Session) noteCommit() {
 	if r.Kind != store.RespOK && r.Kind != store.RespResultSet {
 		return
 	}
+	wroteBefore := s.wrote
 	status := r.Status
 	if r.AffectedRows > 0 {
 		s.wrote = true
@@ -515,14 +520,62 @@ func (s *Session) noteCommit() {
 		}
 		status = r.More[i].Status
 	}
-	if !s.wrote && s.rec.Kind == store.KindQuery && r.Kind == store.RespOK {
-		if in := sqlinfo.Analyze(s.rec.SQL); in.ImplicitCommit && !in.Begin && !in.Set {
+	if s.rec.Kind == store.KindQuery && r.Kind == store.RespOK && r.AffectedRows == 0 && len(r.More) == 0 {
+		in := sqlinfo.Analyze(s.rec.SQL)
+		switch {
+		case wroteBefore && (in.Begin || in.Set && in.SetAutocommit == '1' || in.End && strings.Contains(strings.ToUpper(s.rec.SQL), "CHAIN")):
+			// It committed the transaction that wrote and logged nothing
+			// itself (BEGIN, SET autocommit=1, COMMIT AND CHAIN): the
+			// server's last GTID is that transaction's, though a new one
+			// may be open now.
+			s.wrote, s.ended = false, true
+			return
+		case in.ImplicitCommit && !in.Begin && !in.Set:
+			if wroteBefore {
+				// DDL that committed a transaction that wrote: the server
+				// logged two, and only the DDL's GTID can be asked for.
+				s.implicitLost++
+			}
 			s.wrote = true // DDL (CREATE, DROP, ALTER, GRANT …) is logged with no rows
 		}
 	}
 	if s.wrote && status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.wrote, s.ended = false, true
 	}
+}
+
+// ImplicitLost counts the transactions that wrote and that a DDL
+// statement committed implicitly (Options.Commits): the server gave them a
+// GTID nobody can ask for, so a list of the binary log's transactions that
+// did not pass through the capture may name them.
+func (s *Session) ImplicitLost() int { return s.implicitLost }
+
+// CommitsWritten reports, after Command, whether the command is a COMMIT
+// (a query, or an execute of a prepared COMMIT) of a transaction that
+// wrote, with Options.Commits: whoever feeds the session may then ask the
+// server for the transaction's GTID right behind the command, before its
+// answer (CommitEnded still says, after End, whether it did end one).
+func (s *Session) CommitsWritten() bool {
+	if !s.opts.Commits || !s.wrote {
+		return false
+	}
+	switch s.rec.Kind {
+	case store.KindQuery:
+		return isCommit(s.rec.SQL)
+	case store.KindExecute:
+		return s.pc.st != nil && s.pc.st.commit
+	}
+	return false
+}
+
+// isCommit reports whether sql is COMMIT (COMMIT WORK, with comments
+// and blanks), not … AND CHAIN, which opens the next at once.
+func isCommit(sql string) bool {
+	if len(sql) > 64 {
+		return false
+	}
+	in := sqlinfo.Analyze(sql)
+	return in.End && in.Verb == "COMMIT" && !strings.Contains(strings.ToUpper(sql), "CHAIN")
 }
 
 // CommitEnded reports (once) whether the command just ended closed a
@@ -614,6 +667,9 @@ func (s *Session) parseCommand(p []byte) error {
 			r.Flags |= store.FlagMasked
 		} else if p[0] == mysql.COM_STMT_PREPARE && sqlinfo.CarriesSecret(sql) {
 			s.pc.secret = true
+		}
+		if p[0] == mysql.COM_STMT_PREPARE && s.opts.Commits {
+			s.pc.commit = isCommit(sql)
 		}
 		r.SQL = sql
 		if truncated {

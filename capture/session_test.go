@@ -414,6 +414,17 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 			{"INSERT INTO t VALUES (1)", errp(1062, "23000", "Duplicate entry"), false},
 			{"ROLLBACK", okp(0, 0, auto, 0), true}, // asked: the server says its last GTID did not change
 		}},
+		{"BEGIN commits a transaction that wrote", []cmd{
+			{"BEGIN", okp(0, 0, inTrx, 0), false},
+			{"UPDATE t SET v=1", okp(1, 0, inTrx, 0), false},
+			{"BEGIN", okp(0, 0, inTrx, 0), true},
+			{"COMMIT", okp(0, 0, auto, 0), false}, // the second wrote nothing
+		}},
+		{"COMMIT AND CHAIN", []cmd{
+			{"BEGIN", okp(0, 0, inTrx, 0), false},
+			{"UPDATE t SET v=1", okp(1, 0, inTrx, 0), false},
+			{"COMMIT AND CHAIN", okp(0, 0, inTrx, 0), true},
+		}},
 		{"autocommit=0", []cmd{
 			{"SET autocommit=0", okp(0, 0, 0, 0), false},
 			{"INSERT INTO t VALUES (2)", okp(1, 0, mysql.SERVER_STATUS_IN_TRANS, 0), false},
@@ -434,11 +445,64 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 			}
 		})
 	}
+	// A DDL statement that commits a transaction that wrote: two GTIDs,
+	// one askable; the other is counted.
+	var dout sink
+	d := NewSession(1, State{Caps: caps41}, Options{Commits: true}, &dout)
+	feed(t, d, query("BEGIN"), Read, frame{okp(0, 0, inTrx, 0), Done})
+	feed(t, d, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, inTrx, 0), Done})
+	feed(t, d, query("CREATE TABLE u (a int)"), Read, frame{okp(0, 0, auto, 0), Done})
+	if _, _, got := d.CommitEnded(); !got || d.ImplicitLost() != 1 {
+		t.Errorf("DDL after a written transaction: CommitEnded %v, ImplicitLost %d; want true, 1", got, d.ImplicitLost())
+	}
 	// Without the option nothing is followed.
 	var out sink
 	s := NewSession(1, State{Caps: caps41}, Options{}, &out)
 	feed(t, s, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, auto, 0), Done})
 	if _, _, got := s.CommitEnded(); got {
 		t.Error("CommitEnded without Options.Commits")
+	}
+}
+
+// CommitsWritten says, before the answer, that a COMMIT (text or a
+// prepared one) ends a transaction that wrote: the proxy asks for its
+// GTID right behind it.
+func TestSessionSaysACommitEndsAWrittenTransaction(t *testing.T) {
+	const inTrx = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
+	var out sink
+	s := NewSession(1, State{Caps: caps41 | uint64(mysql.CLIENT_DEPRECATE_EOF)}, Options{Commits: true}, &out)
+	// A prepared COMMIT, as sysbench sends it.
+	prepOK := []byte{0x00, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "COMMIT"...), Read, frame{prepOK, Done})
+	exec := []byte{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0}
+	steps := []struct {
+		cmd  []byte
+		ans  []byte
+		want bool
+	}{
+		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
+		{exec, okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), false}, // nothing written yet
+		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
+		{query("UPDATE t SET v=1"), okp(1, 0, inTrx, 0), false},
+		{exec, okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), true},
+		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
+		{query("UPDATE t SET v=1"), okp(1, 0, inTrx, 0), false},
+		{query("COMMIT AND CHAIN"), okp(0, 0, inTrx, 0), false}, // its GTID is asked after it (CommitEnded)
+		{query("UPDATE t SET v=2"), okp(1, 0, inTrx, 0), false},
+		{query("/* app */ COMMIT"), okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), true},
+	}
+	for i, c := range steps {
+		at := time.Unix(100, 0)
+		if got := s.Command(c.cmd, false, at); got != Read {
+			t.Fatalf("step %d: %d", i, got)
+		}
+		if got := s.CommitsWritten(); got != c.want {
+			t.Errorf("step %d (%q): CommitsWritten %v, want %v", i, c.cmd, got, c.want)
+		}
+		if got := s.Server(c.ans); got != Done {
+			t.Fatalf("step %d: answer %d (%v)", i, got, s.Err())
+		}
+		s.End(at)
+		s.CommitEnded()
 	}
 }

@@ -214,22 +214,34 @@ func done(seen, end List) bool {
 	return true
 }
 
+// MaxApplyRows bounds the row changes of bypassed transactions that
+// Bypassed keeps to be stored for replay (each holds its row images).
+const MaxApplyRows = 2_000_000
+
 // Bypassed lists the binary log's transactions between a capture's start
 // and end that are not among captured (the GTIDs the proxy saw commit).
 // An error reading the log is kept in the result with what was read.
 // With rows, it also returns the transactions with their row images, for
-// replay to apply (tandem replay --apply-bypassed).
+// replay to apply (tandem replay --apply-bypassed), up to MaxApplyRows row
+// changes in all: beyond them it returns none, and says so in the
+// result's NotApplicable.
 func Bypassed(ctx context.Context, acc Account, start, end string, captured map[string]bool, rows bool) (*store.Bypassed, []Trx) {
 	b := &store.Bypassed{}
 	var trxs []Trx
+	kept := 0
 	tables := map[string]*store.BypassedTable{}
 	err := Between(ctx, acc, start, end, rows, func(t Trx) bool {
 		id := t.GTID.String()
 		if captured[id] {
 			return true
 		}
-		if rows {
-			trxs = append(trxs, t)
+		if rows && b.NotApplicable == "" {
+			if kept += len(t.Changes); kept > MaxApplyRows {
+				trxs = nil
+				b.NotApplicable = fmt.Sprintf("they changed more than %d rows, more than the proxy keeps in memory to store them", MaxApplyRows)
+			} else {
+				trxs = append(trxs, t)
+			}
 		}
 		t.Changes = nil
 		b.Transactions++

@@ -19,12 +19,25 @@ const lastGTIDQuery = "SELECT @@last_gtid"
 // the proxy. The question goes after the answer was relayed, before the
 // client's next command is read; its answer never reaches the client. A
 // server that cannot answer stops the questions for the session.
-func (s *session) noteCommit() error {
+//
+// Behind a COMMIT of a transaction that wrote the question goes out with
+// the COMMIT itself (pipelined, see askBehind): its answer is then read
+// here, already arrived, and the client never waits a round trip for it.
+func (s *session) noteCommit(pipelined bool) error {
 	seq, end, ok := s.cs.CommitEnded()
-	if !ok || s.noGTID {
+	var g string
+	var err error
+	switch {
+	case pipelined:
+		g, err = s.readLastGTID()
+		if !ok && err == nil {
+			return nil // the COMMIT failed, or committed nothing: the answer is the last GTID again
+		}
+	case !ok || s.noGTID:
 		return nil
+	default:
+		g, err = s.askLastGTID()
 	}
-	g, err := s.askLastGTID()
 	if err != nil {
 		var qe *gtidQueryError
 		if errors.As(err, &qe) {
@@ -46,16 +59,32 @@ type gtidQueryError struct{ msg string }
 
 func (e *gtidQueryError) Error() string { return e.msg }
 
+var lastGTIDPacket = append([]byte{mysql.COM_QUERY}, lastGTIDQuery...)
+
+// askBehind queues lastGTIDQuery behind the command just written to the
+// backend (not flushed): the server answers it after the command.
+func (s *session) askBehind() error {
+	if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
+		return s.backendErr(err)
+	}
+	return nil
+}
+
 // askLastGTID sends lastGTIDQuery and reads its one-row, one-column
 // answer. A broken connection is a backend error; an ERR answer a
 // gtidQueryError.
 func (s *session) askLastGTID() (string, error) {
-	if err := s.backend.WriteFrame(0, append([]byte{mysql.COM_QUERY}, lastGTIDQuery...)); err != nil {
+	if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
 		return "", s.backendErr(err)
 	}
 	if err := s.backend.Flush(); err != nil {
 		return "", s.backendErr(err)
 	}
+	return s.readLastGTID()
+}
+
+// readLastGTID reads lastGTIDQuery's answer.
+func (s *session) readLastGTID() (string, error) {
 	eof := uint32(s.caps)&mysql.CLIENT_DEPRECATE_EOF == 0
 	var val string
 	for n := 0; ; n++ {

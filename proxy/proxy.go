@@ -190,7 +190,10 @@ type Proxy struct {
 	tlsServer *tls.Config
 	tlsClient *tls.Config
 	nextID    atomic.Uint64
-	active    atomic.Int64
+	// unasked counts the written transactions a DDL committed implicitly
+	// (capture.Session.ImplicitLost), over every session.
+	unasked atomic.Int64
+	active  atomic.Int64
 	// handshakes holds a slot per connection not yet authenticated.
 	handshakes chan struct{}
 	wg         sync.WaitGroup
@@ -411,6 +414,7 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 	}
 	s.cs.Close(time.Now())
+	p.unasked.Add(int64(s.cs.ImplicitLost()))
 	p.endWith(s, log, err)
 }
 

@@ -225,7 +225,7 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	serveErr := p.Serve(ctx)
 	if start != nil {
 		// Every session has ended: what they wrote is before this point.
-		endCapture(cfg, acc, start, w, out, log)
+		endCapture(cfg, acc, start, w, int(p.unasked.Load()), out, log)
 	}
 	forced := false // a second Ctrl-C came while the clients drained
 	select {
@@ -286,7 +286,7 @@ func openAdmin(acc gtid.Account) *sql.DB {
 // endCapture records the backend's end position and, when the proxy
 // followed commits, the binary log's transactions in between that did not
 // pass through it, and says so.
-func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, out io.Writer, log *slog.Logger) {
+func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, unasked int, out io.Writer, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
 	defer cancel()
 	end, err := readPosition(ctx, acc)
@@ -307,6 +307,10 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 		if len(trxs) > 0 {
 			byp.Applicable, byp.NotApplicable = storeBypassed(ctx, acc, start, end, w, trxs, points)
 		}
+		if byp.Error != "" && byp.NotApplicable == "" {
+			byp.NotApplicable = "the binary log was not read to the end point"
+		}
+		byp.Unasked = unasked
 	}
 	w.SetEnd(end, byp)
 	msg := fmt.Sprintf("capture points: start %s, end %s", orNone(start.GTID), orNone(end.GTID))
@@ -321,6 +325,9 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 		}
 		if byp.Error != "" {
 			msg += " (the binary log could not be read to the end: " + byp.Error + ")"
+		}
+		if unasked > 0 {
+			msg += fmt.Sprintf(" (uncertain: %d captured transactions were committed by a DDL statement, with a GTID nobody can ask for: up to %d of those may have passed through the proxy)", unasked, unasked)
 		}
 	}
 	fmt.Fprintf(out, "tandem proxy: %s\n", msg)

@@ -86,6 +86,12 @@ func (s *session) serveCommands() error {
 		if err := s.cs.ParseErr(); err != nil {
 			s.p.log.Debug("command not parsed for recording; relayed", "session", s.id, "command", commandName(cmd), "err", err)
 		}
+		pipelined := step == capture.Read && !s.noGTID && s.cs.CommitsWritten()
+		if pipelined {
+			if err := s.askBehind(); err != nil {
+				return err
+			}
+		}
 		if err := s.backend.Flush(); err != nil {
 			return s.backendErr(err)
 		}
@@ -108,7 +114,7 @@ func (s *session) serveCommands() error {
 		end := time.Now()
 		s.p.metrics.roundtrip.WithLabelValues(kind).Observe(end.Sub(start).Seconds())
 		s.cs.End(end)
-		if err := s.noteCommit(); err != nil {
+		if err := s.noteCommit(pipelined); err != nil {
 			return err
 		}
 	}

@@ -402,6 +402,7 @@ func vsReference(ctx context.Context, ref *runner, runners []*runner, x *capture
 			if b, ok := bypassed[x.tables[j]]; ok {
 				ts.Bypassed = fmt.Sprintf("%d transactions that bypassed the proxy changed %d rows of it on production (first %s): replay could not repeat them", b.Transactions, b.Rows, b.FirstGTID)
 			}
+			ts.ReferenceBecause = failuresOf(map[string]*store.TargetResult{runners[k].t.Name: results[k]}).Explain(x.tables[j])
 		}
 	}
 }

@@ -316,6 +316,9 @@ func (rep *CaptureReport) writePoints(p func(string, ...any)) {
 			p("\t%d of %d stored with their row images (%s): replay cannot apply them\n", b.Applicable, b.Transactions, b.NotApplicable)
 		}
 	}
+	if b.Unasked > 0 {
+		p("bypassed\tUNCERTAIN: %d captured transactions that wrote were committed by a DDL statement (implicitly), with a GTID the proxy could not ask for: up to %d of those listed may have passed through the proxy\n", b.Unasked, b.Unasked)
+	}
 	if b.Error != "" {
 		p("bypassed\tUNCERTAIN: the binary log could not be read to the end point (%s): the list stops where reading did\n", b.Error)
 	}

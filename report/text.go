@@ -526,6 +526,9 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 						continue
 					}
 					d := fmt.Sprintf("%s (%d rows, production %d)", ts.Table, ts.Rows, ts.ReferenceRows)
+					if ts.ReferenceBecause != "" {
+						d += ", by what replay could not do as captured: " + ts.ReferenceBecause
+					}
 					if ts.Bypassed != "" {
 						byp = append(byp, "  "+d+": "+ts.Bypassed)
 					} else {

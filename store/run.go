@@ -336,6 +336,10 @@ type TableState struct {
 	VsReference   bool   `json:"differs_from_reference,omitempty"`
 	ReferenceRows int64  `json:"reference_rows,omitempty"`
 	Bypassed      string `json:"bypassed,omitempty"`
+	// ReferenceBecause names what replay could not do as captured on this
+	// target (a transaction that failed for good, a change out of order)
+	// that wrote the table, when it differs from the reference's.
+	ReferenceBecause string `json:"reference_because,omitempty"`
 }
 
 // CreatedTable is a table the replay created, with its engine as the

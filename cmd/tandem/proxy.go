@@ -212,6 +212,7 @@ closed cleanly all the same.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too (needs --capture): "+targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")
+	f.DurationVar(&cfg.BinlogTimeout, "binlog-read-timeout", 5*time.Minute, "with --binlog-user, how long reading the binary log between the capture's points may take at its end (what is not read is said so, and the list marked uncertain)")
 	f.BoolVar(&shadowReplicas, "shadow-replicas", false, "the shadows are replicas of the backend (GTID replication): each is held before the capture's start point is read and brought exactly to it, its replication removed, before the first client is served (needs --binlog-user)")
 	f.StringVar(&sh.Mode, "shadow-mode", shadow.All, "all (every statement: shadows cloned from the primary) or read-only (no writes: shadows with other data)")
 	f.DurationVar(&sh.MaxLag, "shadow-max-lag", 0, "a shadow further behind than this skips ahead at transaction boundaries, counting what it skipped (0: never skips)")
