@@ -7,7 +7,8 @@
 # ROUNDS times, in one session; prints each run's QPS, the mean per mode,
 # and the ratios side by side, and the time the proxy took to close each
 # capture (reading the binary log between its points).
-#   SECS (default 10) seconds per run, ROUNDS (default 3), THREADS (default 8).
+#   SECS (default 10) seconds per run, ROUNDS (default 3), THREADS (default 8),
+#   WORKLOADS (default "oltp_read_write oltp_point_select").
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SECS=${SECS:-10}
@@ -45,7 +46,7 @@ run_proxy() { # WORKLOAD EXTRA-FLAGS...
   rm -rf "$cap"
 }
 
-for wl in oltp_read_write oltp_point_select; do
+for wl in ${WORKLOADS:-oltp_read_write oltp_point_select}; do
   echo "$wl, $THREADS threads, ${SECS}s runs, $ROUNDS rounds alternating:"
   for r in $(seq "$ROUNDS"); do
     d=$(qps "$TANDEM_PRIMARY_PORT" "$wl")
