@@ -42,6 +42,11 @@ func AlignReplica(ctx context.Context, db *sql.DB, want string, timeout time.Dur
 		return a, fmt.Errorf("%w: %s is MySQL: align it by hand with STOP REPLICA; START REPLICA UNTIL SQL_AFTER_GTIDS='%s'; then check @@gtid_executed and RESET REPLICA ALL", ErrNotAligned, version, want)
 	}
 	a.Was = have
+	if replayed, err := Replayed(ctx, db); err != nil {
+		return a, err
+	} else if replayed != "" {
+		return a, fmt.Errorf("%w: %s; its rows are no longer the primary's, whatever its position says: seed it again (from the primary's replica or a dump; drop its database %q) and align it", ErrNotAligned, replayed, MarkerDB)
+	}
 	st, err := slaveStatus(ctx, db)
 	if err != nil {
 		return a, err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -372,6 +373,42 @@ func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Posi
 		}
 	}
 	slices.SortFunc(sorted, func(a, b point) int { return cmp.Compare(a.g.Seq, b.g.Seq) })
+	// Per domain, in GTID order: the commit whose answer ended last among
+	// those up to each (prefix), and the earliest end among those from
+	// each on (suffix).
+	type domain struct {
+		points   []point
+		lastEnd  []capture.CommitPoint
+		firstEnd []time.Time
+	}
+	byDomain := map[uint32]*domain{}
+	for _, p := range sorted {
+		if p.Seq == 0 {
+			continue // its record was dropped: nothing to follow
+		}
+		d := byDomain[p.g.Domain]
+		if d == nil {
+			d = &domain{}
+			byDomain[p.g.Domain] = d
+		}
+		d.points = append(d.points, p)
+	}
+	for _, d := range byDomain {
+		d.lastEnd = make([]capture.CommitPoint, len(d.points))
+		d.firstEnd = make([]time.Time, len(d.points))
+		for i, p := range d.points {
+			d.lastEnd[i] = p.CommitPoint
+			if i > 0 && d.lastEnd[i-1].At.After(p.At) {
+				d.lastEnd[i] = d.lastEnd[i-1]
+			}
+		}
+		for i := len(d.points) - 1; i >= 0; i-- {
+			d.firstEnd[i] = d.points[i].At
+			if i+1 < len(d.points) && d.firstEnd[i+1].Before(d.firstEnd[i]) {
+				d.firstEnd[i] = d.firstEnd[i+1]
+			}
+		}
+	}
 	// One session carries them all, in the server's order: where each
 	// follows (the record seq after which it runs, and its time) never goes
 	// back, even where the captured commits' records and GTIDs were
@@ -381,19 +418,20 @@ func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Posi
 	var why string
 	prevAfter, prevLo := uint64(0), start.At
 	for _, t := range trxs {
-		// The captured commits before and after it in its domain: it
-		// committed between the ends of their answers.
+		// It committed on the server after every captured commit before
+		// it in its domain's order, and before every one after it: it
+		// goes after the last of the former's answers to end (answers
+		// reach the proxy a little out of the server's order), and the
+		// first of the latter's ends bounds the window in which captured
+		// statements cannot say whether they saw it.
 		after, lo, hi := uint64(0), start.At, end.At
-		for j := len(sorted) - 1; j >= 0; j-- {
-			if p := sorted[j]; p.g.Domain == t.GTID.Domain && p.g.Seq < t.GTID.Seq && p.Seq > 0 {
-				after, lo = p.Seq, p.At
-				break
+		if d := byDomain[t.GTID.Domain]; d != nil {
+			i := sort.Search(len(d.points), func(i int) bool { return d.points[i].g.Seq >= t.GTID.Seq })
+			if i > 0 && d.lastEnd[i-1].Seq > 0 && d.lastEnd[i-1].At.After(lo) {
+				after, lo = d.lastEnd[i-1].Seq, d.lastEnd[i-1].At
 			}
-		}
-		for _, p := range sorted {
-			if p.g.Domain == t.GTID.Domain && p.g.Seq > t.GTID.Seq {
-				hi = p.At
-				break
+			if i < len(d.points) && d.firstEnd[i].Before(hi) {
+				hi = d.firstEnd[i]
 			}
 		}
 		after = max(after, prevAfter)

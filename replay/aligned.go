@@ -33,11 +33,17 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	var bad []string
 	var specs []string
 	for i, t := range cfg.Targets {
-		pos, d, err := positionOf(ctx, t, start)
+		pos, d, replayed, err := positionOf(ctx, t, start)
 		if err != nil {
 			return nil, fmt.Errorf("replay: target %s: %w", t.Name, err)
 		}
 		infos[i].Position = pos
+		if replayed != "" {
+			infos[i].AlignedNote = "NOT at the capture's start: " + replayed
+			bad = append(bad, fmt.Sprintf("%s was replayed onto before (%s): its rows are no longer a start state, whatever its position says; seed it again (from a replica or a dump; drop its database %q) and align it", t.Name, replayed, gtid.MarkerDB))
+			specs = append(specs, t.Name+"=DSN")
+			continue
+		}
 		if d.Same {
 			infos[i].Aligned = true
 			infos[i].AlignedNote = "at the capture's start point " + start.GTID
@@ -51,9 +57,12 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 		if sum.End == nil {
 			return nil, fmt.Errorf("replay: --reference: %s has no end point (its proxy did not close it, or could not read the position at its end)", cfg.Capture)
 		}
-		pos, d, err := positionOf(ctx, *cfg.Reference, sum.End)
+		pos, d, replayed, err := positionOf(ctx, *cfg.Reference, sum.End)
 		if err != nil {
 			return nil, fmt.Errorf("replay: reference %s: %w", cfg.Reference.Name, err)
+		}
+		if replayed != "" {
+			return nil, fmt.Errorf("replay: the reference %s was replayed onto (%s): it does not hold production's end state; stop a fresh replica at the capture's end with 'tandem align --end'", cfg.Reference.Name, replayed)
 		}
 		if !d.Same {
 			if !cfg.AllowUnaligned {
@@ -73,21 +82,49 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	return []string{fmt.Sprintf("UNALIGNED (--allow-unaligned): %s. Differences on writes there may be the starting rows', not the engines': they are not verdicts", strings.Join(bad, "; "))}, nil
 }
 
-func positionOf(ctx context.Context, t targets.Target, want *store.Position) (string, gtid.Diff, error) {
+// positionOf reads t's GTID position against want, and the mark of an
+// earlier replay onto it.
+func positionOf(ctx context.Context, t targets.Target, want *store.Position) (string, gtid.Diff, string, error) {
 	db, err := t.Open()
 	if err != nil {
-		return "", gtid.Diff{}, err
+		return "", gtid.Diff{}, "", err
 	}
 	defer db.Close()
+	replayed, err := gtid.Replayed(ctx, db)
+	if err != nil {
+		return "", gtid.Diff{}, "", err
+	}
 	flavor, pos, _, err := gtid.Applied(ctx, db)
 	if err != nil {
-		return "", gtid.Diff{}, err
+		return "", gtid.Diff{}, "", err
 	}
 	if flavor != want.Flavor {
-		return pos, gtid.Diff{Diverged: []string{fmt.Sprintf("a %s server, the capture's is %s", flavor, want.Flavor)}}, nil
+		return pos, gtid.Diff{Diverged: []string{fmt.Sprintf("a %s server, the capture's is %s", flavor, want.Flavor)}}, replayed, nil
 	}
 	d, err := gtid.Compare(flavor, want.GTID, pos)
-	return pos, d, err
+	return pos, d, replayed, err
+}
+
+// markReplayed leaves the mark of this run on every target (the capture
+// has a start point): from its first statement on, a target no longer
+// holds the start state, and the next replay or align must know it.
+func markReplayed(ctx context.Context, cfg *Config, r *store.Reader) error {
+	start := r.Meta().Start
+	if start == nil {
+		return nil
+	}
+	for _, t := range cfg.Targets {
+		db, err := t.Open()
+		if err != nil {
+			return err
+		}
+		err = gtid.MarkReplayed(ctx, db, cfg.RunID, cfg.Capture, start.GTID)
+		db.Close()
+		if err != nil {
+			return fmt.Errorf("replay: target %s: %w", t.Name, err)
+		}
+	}
+	return nil
 }
 
 func orEmpty(pos string) string {

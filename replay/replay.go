@@ -429,6 +429,12 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	}
 	var elapsed time.Duration
 	if sw == nil {
+		if cfg.live == nil {
+			// The last check is done: from here on the targets change.
+			if err := markReplayed(ctx, &cfg, r); err != nil {
+				return nil, err
+			}
+		}
 		p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
 		if err != nil {
 			return nil, err

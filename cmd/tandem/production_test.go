@@ -205,6 +205,17 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	if d := ts[0].VsCapture; d == nil || d.Total() != 0 {
 		t.Errorf("rocks vs the capture: %+v, want 0 divergent", d)
 	}
+	// A target replayed onto once is no start state any more, though its
+	// GTID position has not moved: a second replay and align refuse it.
+	_, stderr, code = run(t, nil, "replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", filepath.Join(t.TempDir(), "again"),
+		"--target", "rocks="+dsn("REPLICA_ROCKSDB")+",engine=rocksdb")
+	if code != 1 || !strings.Contains(stderr, "rocks was replayed onto before (run ") || !strings.Contains(stderr, "seed it again") {
+		t.Errorf("a second replay onto rocks: exit %d, %q; want 1, 'was replayed onto before'", code, stderr)
+	}
+	if _, stderr, code := run(t, nil, "align", "--capture", capDir, "rocks="+dsn("REPLICA_ROCKSDB")); code != 1 || !strings.Contains(stderr, "replayed "+capDir+" (start point "+rep.Start.GTID+") onto it") {
+		t.Errorf("align of a replayed target: exit %d, %q", code, stderr)
+	}
+
 	// The replica one transaction short, aligned now, replayed with the
 	// bypassed writes applied where the server ran them: its end state is
 	// production's, and nothing differs from the capture.
