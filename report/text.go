@@ -260,15 +260,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			case t.EndState.Same:
 				return "same as baseline"
 			}
-			n, explained := 0, 0
-			for _, ts := range t.EndState.Tables {
-				if ts.Differs {
-					n++
-					if ts.Because != "" {
-						explained++
-					}
-				}
-			}
+			n, explained := countTables(t.EndState.Tables, func(ts store.TableState) (bool, bool) { return ts.Differs, ts.Because != "" })
 			if explained > 0 {
 				return fmt.Sprintf("%d of %d differ (%d explained below)", n, len(t.EndState.Tables), explained)
 			}
@@ -285,15 +277,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			case t.EndState.SameAsReference:
 				return "same as production"
 			}
-			n, byp := 0, 0
-			for _, ts := range t.EndState.Tables {
-				if ts.VsReference {
-					n++
-					if ts.Bypassed != "" {
-						byp++
-					}
-				}
-			}
+			n, byp := countTables(t.EndState.Tables, func(ts store.TableState) (bool, bool) { return ts.VsReference, ts.Bypassed != "" })
 			if byp > 0 {
 				return fmt.Sprintf("%d of %d differ (%d by bypassed writes)", n, len(t.EndState.Tables), byp)
 			}
@@ -667,4 +651,18 @@ func counts(m map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", x.k, x.v))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countTables counts the tables that differ, and of those the ones
+// explained, as f says of each.
+func countTables(tables []store.TableState, f func(store.TableState) (differs, explained bool)) (n, explained int) {
+	for _, ts := range tables {
+		if d, e := f(ts); d {
+			n++
+			if e {
+				explained++
+			}
+		}
+	}
+	return n, explained
 }

@@ -105,22 +105,10 @@ before or after it, align says how many transactions lie between and exits 1.`,
 					return fmt.Errorf("%s was taken at %s, %s the capture's %s point %s: the dump holds writes the replay will make again; take a dump before the capture began, or align a replica", dump, pos, d, what, point.GTID)
 				}
 			}
-			var failed int
-			for _, spec := range args {
-				t, err := targets.Parse(spec)
+			return eachReplica(c, args, "aligned", func(t targets.Target, db *sql.DB) (string, error) {
+				a, err := gtid.AlignReplica(c.Context(), db, point.GTID, timeout, !keep)
 				if err != nil {
-					return err
-				}
-				db, err := t.Open()
-				if err != nil {
-					return err
-				}
-				a, err := aligned(c, t, db, func() (gtid.Aligned, error) { return gtid.AlignReplica(c.Context(), db, point.GTID, timeout, !keep) })
-				db.Close()
-				if err != nil {
-					failed++
-					fmt.Fprintf(c.ErrOrStderr(), "tandem align: %s: %v\n", t.Name, err)
-					continue
+					return "", err
 				}
 				how := "replication stopped and removed: replay may write to it"
 				if end {
@@ -132,12 +120,8 @@ before or after it, align says how many transactions lie between and exits 1.`,
 				case !a.Detached:
 					how = "it does not replicate"
 				}
-				fmt.Fprintf(out, "%s: at the capture's %s point %s (was %s: applied %d transactions); %s\n", t.Name, what, show(a.Now), show(a.Was), a.Applied, how)
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d not aligned (above)", failed, len(args))
-			}
-			return nil
+				return fmt.Sprintf("at the capture's %s point %s (was %s: applied %d transactions); %s", what, show(a.Now), show(a.Was), a.Applied, how), nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -155,8 +139,21 @@ func holdReplicas(c *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return errors.New("--hold: name the replicas (NAME=DSN)")
 	}
+	return eachReplica(c, args, "held", func(t targets.Target, db *sql.DB) (string, error) {
+		pos, err := gtid.Hold(c.Context(), db)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("held at %s (its SQL thread stopped; it still receives the binary log): start the capture, then align it", show(pos)), nil
+	})
+}
+
+// eachReplica runs f on every replica named (NAME=DSN) once its server
+// answers (an unreachable one is said as such), printing "NAME: what f
+// says" or the error, and fails if any failed.
+func eachReplica(c *cobra.Command, specs []string, done string, f func(targets.Target, *sql.DB) (string, error)) error {
 	var failed int
-	for _, spec := range args {
+	for _, spec := range specs {
 		t, err := targets.Parse(spec)
 		if err != nil {
 			return err
@@ -165,29 +162,22 @@ func holdReplicas(c *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		var pos string
-		_, err = aligned(c, t, db, func() (a gtid.Aligned, err error) { pos, err = gtid.Hold(c.Context(), db); return a, err })
+		msg := ""
+		if _, err = t.Check(c.Context(), db); err == nil {
+			msg, err = f(t, db)
+		}
 		db.Close()
 		if err != nil {
 			failed++
 			fmt.Fprintf(c.ErrOrStderr(), "tandem align: %s: %v\n", t.Name, err)
 			continue
 		}
-		fmt.Fprintf(c.OutOrStdout(), "%s: held at %s (its SQL thread stopped; it still receives the binary log): start the capture, then align it\n", t.Name, show(pos))
+		fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", t.Name, msg)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d not held (above)", failed, len(args))
+		return fmt.Errorf("%d of %d not %s (above)", failed, len(specs), done)
 	}
 	return nil
-}
-
-// aligned runs f on t's server once it answers (an unreachable server is
-// said as such, not as the first statement that failed).
-func aligned(c *cobra.Command, t targets.Target, db *sql.DB, f func() (gtid.Aligned, error)) (gtid.Aligned, error) {
-	if _, err := t.Check(c.Context(), db); err != nil {
-		return gtid.Aligned{}, err
-	}
-	return f()
 }
 
 func show(pos string) string {

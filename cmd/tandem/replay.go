@@ -156,7 +156,12 @@ align --end), every target's end state is compared with production's too:
 which bypassed the proxy changed (the capture lists them). --apply-bypassed
 runs those writes too, rebuilt from the binary log's row images, each where
 the server ran it among the captured transactions: the replay is then
-complete, and an end state can be "same as production".
+complete, and an end state can be "same as production". Replay places
+each after the captured commits before it in the server's order, not by
+the order of commits (yet): where both writers hammer the same few rows,
+a captured transaction can take a row first that the bypassed one needs,
+and replay resolves that only after --order-timeout, slowly (records it
+lets go are counted and their differences order-ambiguous).
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
