@@ -37,6 +37,10 @@ past the point cannot go back: align says so, with both positions.
 --end stops a replica at the capture's end point instead: its data is then
 production's end state, for replay's --reference.
 
+A target that a replay already wrote to carries its mark (replay leaves one
+in a database named tandem before its first statement) and is refused: its
+rows are no longer a start state, whatever its position says; seed it again.
+
 A replica must not be past the point when align runs: hold it before the
 capture begins (--hold stops its SQL thread: it keeps receiving the primary's
 binary log and applies nothing), or use a delayed replica (CHANGE MASTER TO
