@@ -3,7 +3,6 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -523,7 +522,7 @@ func (s *Session) noteCommit() {
 	if s.rec.Kind == store.KindQuery && r.Kind == store.RespOK && r.AffectedRows == 0 && len(r.More) == 0 {
 		in := sqlinfo.Analyze(s.rec.SQL)
 		switch {
-		case wroteBefore && (in.Begin || in.Set && in.SetAutocommit == '1' || in.End && strings.Contains(strings.ToUpper(s.rec.SQL), "CHAIN")):
+		case wroteBefore && (in.Begin || in.Set && in.SetAutocommit == '1' || in.End && in.Chain):
 			// It committed the transaction that wrote and logged nothing
 			// itself (BEGIN, SET autocommit=1, COMMIT AND CHAIN): the
 			// server's last GTID is that transaction's, though a new one
@@ -575,7 +574,7 @@ func isCommit(sql string) bool {
 		return false
 	}
 	in := sqlinfo.Analyze(sql)
-	return in.End && in.Verb == "COMMIT" && !strings.Contains(strings.ToUpper(sql), "CHAIN")
+	return in.End && in.Verb == "COMMIT" && !in.Chain
 }
 
 // CommitEnded reports (once) whether the command just ended closed a
