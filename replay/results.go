@@ -102,8 +102,18 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 			results[k].VsBaseline = &tl.D
 		}
 	}
+	// Where writes that bypassed the proxy had changed each table: one
+	// reading of the capture for every target. Applied, they ran where the
+	// server ran them, and nothing is set apart for them.
+	var byp *compare.Bypassed
+	if !cfg.ApplyBypassed {
+		var err error
+		if byp, err = bypassedOf(r); err != nil {
+			return results, err
+		}
+	}
 	for k, rn := range runners {
-		d, err := compareCaptured(r, cfg.ApplyBypassed, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
+		d, err := compareCaptured(r, byp, run.Outcomes(point, rn.idx), cfg.Samples, x, h,
 			failuresOf(map[string]*store.TargetResult{rn.t.Name: results[k]}), cfg.Order == OrderNone)
 		if err != nil {
 			return results, err
@@ -167,16 +177,9 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // compareCaptured merge-joins a target's outcomes of the capture's first
 // pass with the responses the capture holds. Only statements (queries and
 // executes) and fetches whose capture has a response are compared.
-func compareCaptured(r *store.Reader, applied bool, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
+func compareCaptured(r *store.Reader, byp *compare.Bypassed, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
-	tl.Gaps, tl.Failed = x.gaps, failed
-	if !applied { // applied, the bypassed writes ran where the server ran them
-		byp, err := bypassedOf(r)
-		if err != nil {
-			return nil, err
-		}
-		tl.Bypassed = byp
-	}
+	tl.Gaps, tl.Failed, tl.Bypassed = x.gaps, failed, byp
 	if free {
 		tl.Free = x.writers
 	}
