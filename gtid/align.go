@@ -165,9 +165,15 @@ func waitStopped(ctx context.Context, db *sql.DB, timeout time.Duration) error {
 // slaveStatus returns SHOW SLAVE STATUS's row by column, nil when the
 // server does not replicate.
 func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	return showRow(ctx, db, "SHOW SLAVE STATUS")
+}
+
+// showRow returns the first row of a SHOW statement by column name, nil
+// when it has none.
+func showRow(ctx context.Context, db *sql.DB, show string) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, show)
 	if err != nil {
-		return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
+		return nil, fmt.Errorf("%s: %w", show, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()

@@ -54,20 +54,9 @@ func Read(ctx context.Context, db *sql.DB) (*store.Position, error) {
 	p.At = time.Now().UTC()
 	// The file and offset are for the record; reading them needs BINLOG
 	// MONITOR (MariaDB) or REPLICATION CLIENT, which the GTIDs do not.
-	if rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS"); err == nil {
-		cols, _ := rows.Columns()
-		if rows.Next() && len(cols) >= 2 {
-			vals := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if rows.Scan(ptrs...) == nil {
-				p.BinlogFile = string(vals[0])
-				fmt.Sscan(string(vals[1]), &p.BinlogPos)
-			}
-		}
-		rows.Close()
+	if st, err := showRow(ctx, db, "SHOW MASTER STATUS"); err == nil && st != nil {
+		p.BinlogFile = st["File"]
+		fmt.Sscan(st["Position"], &p.BinlogPos)
 	}
 	return &p, nil
 }
