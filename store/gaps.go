@@ -80,7 +80,10 @@ func (g *SeqGaps) String() string {
 type Damage struct {
 	File     string
 	From, To uint64
-	Detail   string
+	// Held says which records the file holds, in words ("records 1 to
+	// the last"), as the error of a reader that meets it does.
+	Held   string
+	Detail string
 }
 
 // Verification is what Verify found: the records read, the damaged files
@@ -130,8 +133,8 @@ func (r *Reader) Verify() (*Verification, error) {
 		if info == nil {
 			return v, r.wrap(err)
 		}
-		d := Damage{File: filepath.Base(info.Path), Detail: info.Details.Error()}
 		lo, hi := info.Bounds.Start, info.Bounds.End.Key
+		d := Damage{File: filepath.Base(info.Path), Held: heldRecords(lo, hi), Detail: info.Details.Error()}
 		if s, ok := recordSeq(lo); ok {
 			d.From = s
 		}

@@ -785,6 +785,12 @@ func TestFlippedByteInATableIsAnErrorNotAPanic(t *testing.T) {
 		strings.Contains(gotErr.Error(), "\n") {
 		t.Fatalf("after %d records: %v; want one line, ErrCorrupt naming %q and records 1 to the last", n, gotErr, want)
 	}
+	// Verify says the same of the file: it holds the header and the
+	// indexes too, and "no records" (what it said) was false.
+	v, err := r.Verify()
+	if err != nil || len(v.Damaged) != 1 || v.Damaged[0].Held != "records 1 to the last" {
+		t.Fatalf("Verify: %+v, %v; want one damaged file holding records 1 to the last", v, err)
+	}
 }
 
 // flip inverts one byte in the middle of a file.

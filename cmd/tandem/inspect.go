@@ -78,11 +78,7 @@ func verifyCapture(w io.Writer, name, dir string) error {
 	}
 	fmt.Fprintf(w, "%s: %d records readable\n", name, v.Readable)
 	for _, d := range v.Damaged {
-		held := "no records (the capture's header or index)"
-		if d.From > 0 || d.To > 0 {
-			held = fmt.Sprintf("records %d to %d", d.From, d.To)
-		}
-		fmt.Fprintf(w, "damaged: %s, which holds %s (those from its damaged block on are not read): %s\n", d.File, held, d.Detail)
+		fmt.Fprintf(w, "damaged: %s, which holds %s (those from its damaged block on are not read): %s\n", d.File, d.Held, d.Detail)
 	}
 	if lost := v.Lost.String(); lost != "" {
 		fmt.Fprintf(w, "lost: %s\n", lost)
