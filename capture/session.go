@@ -90,7 +90,7 @@ type stmt struct {
 	types    []wire.ParamType
 	longData []bool
 	secret   bool // its SQL can carry a password: parameters are not recorded
-	commit   bool // it is COMMIT (Options.Commits)
+	diag     bool // it may read the diagnostics (ReadsDiagnostics)
 }
 
 // pending is what decoding the answer needs to know of the command.
@@ -99,7 +99,7 @@ type pending struct {
 	useDB  string // USE's schema, applied if the server says OK
 	cursor bool
 	secret bool // a prepare's SQL can carry a password
-	commit bool // a prepare's SQL is COMMIT (Options.Commits)
+	diag   bool // a prepare's SQL may read the diagnostics
 }
 
 // phase is where in the server's answer the session is.
@@ -373,7 +373,7 @@ func (s *Session) packet(p []byte) Step {
 		// of the capture, literals to mask or not (SET PASSWORD =
 		// PASSWORD(?) has none).
 		secret := s.rec.Flags&store.FlagMasked != 0 || s.pc.secret
-		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret, commit: s.pc.commit}
+		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret, diag: s.pc.diag}
 		s.left = 0
 		for _, n := range []uint16{ok.Params, ok.Columns} {
 			if n > 0 {
@@ -549,32 +549,63 @@ func (s *Session) noteCommit() {
 // did not pass through the capture may name them.
 func (s *Session) ImplicitLost() int { return s.implicitLost }
 
-// CommitsWritten reports, after Command, whether the command is a COMMIT
-// (a query, or an execute of a prepared COMMIT) of a transaction that
-// wrote, with Options.Commits: whoever feeds the session may then ask the
-// server for the transaction's GTID right behind the command, before its
-// answer (CommitEnded still says, after End, whether it did end one).
-func (s *Session) CommitsWritten() bool {
-	if !s.opts.Commits || !s.wrote {
+// ReadsDiagnostics reports whether the command in p (not yet given to
+// Command) may read what the previous statement left in the session's
+// diagnostics: ROW_COUNT(), FOUND_ROWS(), its warnings and errors
+// (SHOW WARNINGS, GET DIAGNOSTICS, @@warning_count), Last_query_cost. A
+// prepare counts by its SQL, an execute by its statement's (one prepared
+// before the session was seen may). Any statement sent
+// to the server before it would change them: whoever asks the server
+// something on the session's connection asks after such a command.
+func (s *Session) ReadsDiagnostics(p []byte) bool {
+	if len(p) == 0 {
 		return false
 	}
-	switch s.rec.Kind {
-	case store.KindQuery:
-		return isCommit(s.rec.SQL)
-	case store.KindExecute:
-		return s.pc.st != nil && s.pc.st.commit
+	switch p[0] {
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
+		return readsDiagnostics(p[1:])
+	case mysql.COM_STMT_EXECUTE:
+		if len(p) < 5 {
+			return false
+		}
+		st := s.stmts[uint32(p[1])|uint32(p[2])<<8|uint32(p[3])<<16|uint32(p[4])<<24]
+		return st == nil || st.diag // unknown: it may
 	}
 	return false
 }
 
-// isCommit reports whether sql is COMMIT (COMMIT WORK, with comments
-// and blanks), not … AND CHAIN, which opens the next at once.
-func isCommit(sql string) bool {
-	if len(sql) > 64 {
-		return false
+// diagnosticsWords are what a statement that reads the diagnostics names.
+var diagnosticsWords = []string{"row_count", "found_rows", "warnings", "errors", "diagnostics", "warning_count", "error_count", "last_query_cost"}
+
+// readsDiagnostics reports whether sql names one of diagnosticsWords, in
+// any case (a false alarm only makes a question wait one command).
+func readsDiagnostics[T string | []byte](sql T) bool {
+	for _, w := range diagnosticsWords {
+		if containsFold(sql, w) {
+			return true
+		}
 	}
-	in := sqlinfo.Analyze(sql)
-	return in.End && in.Verb == "COMMIT" && !in.Chain
+	return false
+}
+
+// containsFold reports whether s holds lower (ASCII, lower case) in any case.
+func containsFold[T string | []byte](s T, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for ; j < len(lower); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // CommitEnded reports (once) whether the command just ended closed a
@@ -668,7 +699,7 @@ func (s *Session) parseCommand(p []byte) error {
 			s.pc.secret = true
 		}
 		if p[0] == mysql.COM_STMT_PREPARE && s.opts.Commits {
-			s.pc.commit = isCommit(sql)
+			s.pc.diag = readsDiagnostics(sql)
 		}
 		r.SQL = sql
 		if truncated {

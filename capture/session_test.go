@@ -464,45 +464,43 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 	}
 }
 
-// CommitsWritten says, before the answer, that a COMMIT (text or a
-// prepared one) ends a transaction that wrote: the proxy asks for its
-// GTID right behind it.
-func TestSessionSaysACommitEndsAWrittenTransaction(t *testing.T) {
-	const inTrx = mysql.SERVER_STATUS_IN_TRANS | mysql.SERVER_STATUS_AUTOCOMMIT
+// ReadsDiagnostics says which commands may read what the previous
+// statement left (the proxy asks its GTID question after those, never
+// before): text queries by what they name, in any case; prepares by their
+// SQL; executes by their prepared statement's SQL, and an unknown
+// statement may.
+func TestSessionSaysWhatReadsTheDiagnostics(t *testing.T) {
 	var out sink
 	s := NewSession(1, State{Caps: caps41 | uint64(mysql.CLIENT_DEPRECATE_EOF)}, Options{Commits: true}, &out)
-	// A prepared COMMIT, as sysbench sends it.
-	prepOK := []byte{0x00, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "COMMIT"...), Read, frame{prepOK, Done})
-	exec := []byte{mysql.COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0}
-	steps := []struct {
+	prepOK := func(id byte) []byte { return []byte{0x00, id, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} }
+	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT Row_Count()"...), Read, frame{prepOK(1), Done})
+	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT c FROM t WHERE id = 1"...), Read, frame{prepOK(2), Done})
+	exec := func(id byte) []byte { return []byte{mysql.COM_STMT_EXECUTE, id, 0, 0, 0, 0, 1, 0, 0, 0} }
+	for _, c := range []struct {
 		cmd  []byte
-		ans  []byte
 		want bool
 	}{
-		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
-		{exec, okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), false}, // nothing written yet
-		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
-		{query("UPDATE t SET v=1"), okp(1, 0, inTrx, 0), false},
-		{exec, okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), true},
-		{query("BEGIN"), okp(0, 0, inTrx, 0), false},
-		{query("UPDATE t SET v=1"), okp(1, 0, inTrx, 0), false},
-		{query("COMMIT AND CHAIN"), okp(0, 0, inTrx, 0), false}, // its GTID is asked after it (CommitEnded)
-		{query("UPDATE t SET v=2"), okp(1, 0, inTrx, 0), false},
-		{query("/* app */ COMMIT"), okp(0, 0, mysql.SERVER_STATUS_AUTOCOMMIT, 0), true},
-	}
-	for i, c := range steps {
-		at := time.Unix(100, 0)
-		if got := s.Command(c.cmd, false, at); got != Read {
-			t.Fatalf("step %d: %d", i, got)
+		{query("SELECT ROW_COUNT()"), true},
+		{query("select found_rows()"), true},
+		{query("SHOW WARNINGS"), true},
+		{query("show errors limit 1"), true},
+		{query("SHOW COUNT(*) WARNINGS"), true},
+		{query("GET DIAGNOSTICS @n = NUMBER"), true},
+		{query("SELECT @@warning_count, @@error_count"), true},
+		{query("SHOW STATUS LIKE 'Last_query_cost'"), true},
+		{query("SELECT c FROM t WHERE id = 1"), false},
+		{query("COMMIT"), false},
+		{query("INSERT INTO t VALUES (1, 'row')"), false},
+		{append([]byte{mysql.COM_STMT_PREPARE}, "select row_count()"...), true},
+		{append([]byte{mysql.COM_STMT_PREPARE}, "SELECT 1"...), false},
+		{exec(1), true},
+		{exec(2), false},
+		{exec(9), true}, // prepared before anything the session saw
+		{[]byte{mysql.COM_PING}, false},
+		{nil, false},
+	} {
+		if got := s.ReadsDiagnostics(c.cmd); got != c.want {
+			t.Errorf("ReadsDiagnostics(%q) = %v, want %v", c.cmd, got, c.want)
 		}
-		if got := s.CommitsWritten(); got != c.want {
-			t.Errorf("step %d (%q): CommitsWritten %v, want %v", i, c.cmd, got, c.want)
-		}
-		if got := s.Server(c.ans); got != Done {
-			t.Fatalf("step %d: answer %d (%v)", i, got, s.Err())
-		}
-		s.End(at)
-		s.CommitEnded()
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/wire"
@@ -12,63 +13,113 @@ import (
 // transaction written to the binary log.
 const lastGTIDQuery = "SELECT @@last_gtid"
 
-// noteCommit asks the backend, on the session's own connection, for the
-// GTID of the transaction the command just ended, when it wrote
-// (Config.Commits): the capture then holds each captured commit's place in
-// the server's order, and what the binary log holds beyond them bypassed
-// the proxy. The question goes after the answer was relayed, before the
-// client's next command is read; its answer never reaches the client. A
-// server that cannot answer stops the questions for the session.
+// How the proxy learns each captured transaction's GTID (Config.Commits).
 //
-// Behind a COMMIT of a transaction that wrote the question goes out with
-// the COMMIT itself (pipelined, see askBehind): its answer is then read
-// here, already arrived, and the client never waits a round trip for it.
-func (s *session) noteCommit(pipelined bool) error {
+// MariaDB gives a session the GTID of its last transaction written to the
+// binary log in @@last_gtid; the proxy asks for it on the session's own
+// connection and records it on the record that ended the transaction: the
+// capture then holds each captured commit's place in the server's order,
+// and what the binary log holds beyond them bypassed the proxy.
+//
+// Whatever the proxy asks must never reach the client, and no question may
+// change what the client reads next: a SELECT resets the diagnostics the
+// previous statement left (ROW_COUNT(), FOUND_ROWS(), its warnings). So
+// the question is not asked after the commit's answer but with the
+// client's next command, written ahead of it in the same flush (no extra
+// round trip) and answered first; when that command reads the diagnostics
+// (capture.Session.ReadsDiagnostics), or is one the proxy does not put a
+// question before, the question waits for the one after. A session that
+// ends with a question waiting asks it before its backend connection
+// closes. A transaction whose GTID could not be asked for (the command
+// that read the diagnostics committed another one, the backend went away)
+// is counted with those a DDL statement committed (Bypassed.Unasked): the
+// list of transactions that bypassed the proxy may then name it, and says
+// so.
+
+// commitToAsk is a transaction that wrote whose GTID is still to be asked
+// for: the record that ended it and when its answer was complete.
+type commitToAsk struct {
+	seq uint64
+	end time.Time
+	ok  bool
+}
+
+// noteCommit keeps, when the command just ended closed a transaction that
+// wrote, that its GTID is to be asked for.
+func (s *session) noteCommit() {
 	seq, end, ok := s.cs.CommitEnded()
-	var g string
-	var err error
-	switch {
-	case pipelined:
-		g, err = s.readLastGTID()
-		if !ok && err == nil {
-			return nil // the COMMIT failed, or committed nothing: the answer is the last GTID again
-		}
-	case !ok || s.noGTID:
-		return nil
-	default:
-		g, err = s.askLastGTID()
+	if !ok || s.noGTID {
+		return
 	}
+	if s.ask.ok {
+		s.lost++ // the server's last GTID is the new transaction's now
+	}
+	s.ask = commitToAsk{seq: seq, end: end, ok: true}
+}
+
+// askBefore reports whether the question waiting (if any) goes ahead of
+// the client's command p: not when p reads the diagnostics, nor before a
+// command that has no answer or continues another (a cursor's fetch, a
+// statement's long data), nor before one the proxy does not follow.
+func (s *session) askBefore(p []byte) bool {
+	if !s.ask.ok || s.noGTID {
+		return false
+	}
+	switch p[0] {
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE:
+		return len(p) < wire.MaxPayload && !s.cs.ReadsDiagnostics(p)
+	case mysql.COM_INIT_DB, mysql.COM_PING, mysql.COM_QUIT, mysql.COM_CHANGE_USER, mysql.COM_RESET_CONNECTION:
+		return true
+	}
+	return false
+}
+
+// learnGTID records the answer to the question asked for s.ask.
+func (s *session) learnGTID(g string, err error) error {
+	c := s.ask
+	s.ask = commitToAsk{}
 	if err != nil {
 		var qe *gtidQueryError
 		if errors.As(err, &qe) {
 			s.noGTID = true
+			s.lost++
 			s.p.log.Warn("the backend does not say its transactions' GTIDs; this session's commits are captured without them", "session", s.id, "err", qe.msg)
 			return nil
 		}
+		s.lost++
 		return err
 	}
 	if g == "" || g == s.lastGTID {
-		return nil // nothing went to the binary log
+		return nil // nothing went to the binary log (a false alarm)
 	}
 	s.lastGTID = g
-	s.p.recorder.AddGTID(seq, g, end)
+	s.p.recorder.AddGTID(c.seq, g, c.end)
 	return nil
 }
+
+// askAtEnd asks the question still waiting when the client has gone (or
+// is being closed): the backend connection is still open, and is given
+// endAskTimeout to answer.
+func (s *session) askAtEnd() {
+	if !s.ask.ok || s.noGTID {
+		return
+	}
+	s.backend.SetDeadline(time.Now().Add(endAskTimeout))
+	g, err := s.askLastGTID()
+	if err != nil {
+		s.p.log.Debug("the GTID of the session's last transaction could not be asked for", "session", s.id, "err", err)
+	}
+	_ = s.learnGTID(g, err)
+}
+
+// endAskTimeout bounds the question a session asks as it ends.
+const endAskTimeout = 2 * time.Second
 
 type gtidQueryError struct{ msg string }
 
 func (e *gtidQueryError) Error() string { return e.msg }
 
 var lastGTIDPacket = append([]byte{mysql.COM_QUERY}, lastGTIDQuery...)
-
-// askBehind queues lastGTIDQuery behind the command just written to the
-// backend (not flushed): the server answers it after the command.
-func (s *session) askBehind() error {
-	if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
-		return s.backendErr(err)
-	}
-	return nil
-}
 
 // askLastGTID sends lastGTIDQuery and reads its one-row, one-column
 // answer. A broken connection is a backend error; an ERR answer a

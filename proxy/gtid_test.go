@@ -17,6 +17,12 @@ import (
 // holds it on the record that ended the transaction: exactly the binary
 // log's transactions of the session, with clients that read EOF packets
 // and clients that do not (the question's answer has the client's shape).
+// The questions change nothing the client reads: ROW_COUNT() after each
+// statement is what the server said, asked directly; a transaction whose
+// GTID cannot be asked for without changing it (the next statement reads
+// the count and writes) is counted as unasked, not guessed. The session's
+// last question is asked as it ends: by COM_QUIT, or by the proxy closing
+// a client that stays connected.
 func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 	srv := sandboxtest.Server(t, "primary")
 	for _, eof := range []bool{false, true} {
@@ -41,35 +47,52 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 			}
 			c := dialRaw(t, tp.Addr().String(), "root", cfg.DBName)
 			before := pos()
-			// The statement that ends each transaction that wrote, in order.
+			// The statement that ends each transaction that wrote, in order,
+			// and what a statement reads.
+			const lost = "INSERT INTO t VALUES (4, 4)"
 			ends := []string{}
 			for _, q := range []struct {
 				sql  string
 				ends bool
+				rows string // what a query returns
 			}{
-				{"INSERT INTO t VALUES (1, 1)", true},
-				{"UPDATE t SET v = 5 WHERE id = 99", false}, // changes nothing: not logged
-				{"BEGIN", false},
-				{"UPDATE t SET v = 2 WHERE id = 1", false},
-				{"INSERT INTO t VALUES (2, 2)", false},
-				{"COMMIT", true},
-				{"BEGIN", false},
-				{"UPDATE t SET v = 3 WHERE id = 1", false},
-				{"BEGIN", true}, // commits the one before
-				{"COMMIT", false},
-				{"SET autocommit = 0", false},
-				{"DELETE FROM t WHERE id = 2", false},
-				{"COMMIT", true},
-				{"SET autocommit = 1", false},
-				{"CREATE TABLE u (a INT)", true},
-				{"DROP TABLE u", true},
+				{"INSERT INTO t VALUES (1, 1), (3, 3)", true, ""},
+				{"SELECT ROW_COUNT()", false, "2"},
+				{"UPDATE t SET v = 5 WHERE id = 99", false, ""}, // changes nothing: not logged
+				{"SELECT ROW_COUNT()", false, "0"},
+				{"BEGIN", false, ""},
+				{"UPDATE t SET v = 2 WHERE id = 1", false, ""},
+				{"INSERT INTO t VALUES (2, 2)", false, ""},
+				{"COMMIT", true, ""},
+				{"SELECT ROW_COUNT()", false, "0"},
+				{"BEGIN", false, ""},
+				{"UPDATE t SET v = 3 WHERE id = 1", false, ""},
+				{"BEGIN", true, ""}, // commits the one before
+				{"COMMIT", false, ""},
+				{"SET autocommit = 0", false, ""},
+				{"DELETE FROM t WHERE id = 2", false, ""},
+				{"COMMIT", true, ""},
+				{"SET autocommit = 1", false, ""},
+				{lost, false, ""}, // the next statement reads its count and writes
+				{"INSERT INTO t VALUES (7, ROW_COUNT())", true, ""},
+				{"SELECT v FROM t WHERE id = 7", false, "1"},
+				{"CREATE TABLE u (a INT)", true, ""},
+				{"SHOW WARNINGS", false, ""},
+				{"DROP TABLE u", true, ""},
 			} {
-				if _, err := c.query(t, q.sql); err != nil {
+				rows, err := c.query(t, q.sql)
+				if err != nil {
 					t.Fatalf("%s: %v", q.sql, err)
+				}
+				if got := strings.Join(rows, ","); got != q.rows {
+					t.Errorf("%s through the proxy: %q, want %q", q.sql, got, q.rows)
 				}
 				if q.ends {
 					ends = append(ends, q.sql)
 				}
+			}
+			if eof {
+				c.send(t, 0, []byte{mysql.COM_QUIT}) // the other stays connected: the proxy closes it
 			}
 			after := pos()
 			recs := tp.records(t)
@@ -82,8 +105,8 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after-before != len(ends) {
-				t.Fatalf("the binary log holds %d transactions of the session, the test expects %d", after-before, len(ends))
+			if after-before != len(ends)+1 {
+				t.Fatalf("the binary log holds %d transactions of the session, the test expects %d", after-before, len(ends)+1)
 			}
 			bySeq := map[uint64]store.Record{}
 			for _, rec := range recs {
@@ -100,14 +123,19 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 					}
 				}
 				if !found {
-					t.Errorf("GTID %s is not in the capture (it holds %v)", want, gtids)
+					got = append(got, "(none)")
 				}
 			}
-			if strings.Join(got, "; ") != strings.Join(ends, "; ") {
-				t.Errorf("GTIDs on records %q, want on %q", got, ends)
+			want := strings.Join(ends, "; ")
+			want = strings.Replace(want, "INSERT INTO t VALUES (7", "(none); INSERT INTO t VALUES (7", 1)
+			if strings.Join(got, "; ") != want {
+				t.Errorf("GTIDs in the binary log's order on records\n%q,\nwant on\n%q", strings.Join(got, "; "), want)
 			}
 			if len(gtids) != len(ends) {
 				t.Errorf("%d GTIDs in the capture, want %d", len(gtids), len(ends))
+			}
+			if n := tp.unasked.Load(); n != 1 {
+				t.Errorf("%d transactions counted as unasked, want 1 (%s)", n, lost)
 			}
 		})
 	}

@@ -277,6 +277,9 @@ func (c *rawClient) query(t *testing.T, q string) ([]string, error) {
 	for i := uint64(0); i < n; i++ {
 		c.ReadPacket()
 	}
+	if c.caps&uint64(mysql.CLIENT_DEPRECATE_EOF) == 0 {
+		c.ReadPacket() // the EOF after the columns
+	}
 	var rows []string
 	for {
 		_, p, err := c.ReadPacket()

@@ -48,7 +48,8 @@ type Config struct {
 	CaptureResults string
 	// Commits: after each transaction that wrote, the proxy asks the
 	// backend for its GTID (SELECT @@last_gtid, on the session's own
-	// connection, its answer never relayed) and the capture keeps it.
+	// connection, with the client's next command; see gtid.go) and the
+	// capture keeps it.
 	Commits bool
 	// TLSCert and TLSKey (PEM files) let clients use TLS to the proxy.
 	TLSCert, TLSKey string
@@ -291,14 +292,26 @@ func (p *Proxy) drain() {
 	case <-time.After(p.cfg.DrainTimeout):
 	case <-p.cfg.Force:
 	}
+	// Clients first: a session whose GTID question is still waiting asks
+	// it on its backend as it ends (askAtEnd, bounded by endAskTimeout);
+	// then the backends of those that did not end.
 	p.mu.Lock()
 	n := len(p.mu.conns)
 	for s := range p.mu.conns {
 		s.client.Close()
-		s.backend.Close()
 	}
 	p.mu.Unlock()
 	p.log.Info("shutdown: closed the connections still open", "connections", n, "drain_timeout", p.cfg.DrainTimeout)
+	select {
+	case <-done:
+		return
+	case <-time.After(endAskTimeout + 100*time.Millisecond):
+	}
+	p.mu.Lock()
+	for s := range p.mu.conns {
+		s.backend.Close()
+	}
+	p.mu.Unlock()
 	<-done
 }
 
@@ -414,7 +427,7 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 	}
 	s.cs.Close(time.Now())
-	p.unasked.Add(int64(s.cs.ImplicitLost()))
+	p.unasked.Add(int64(s.cs.ImplicitLost() + s.lost))
 	p.endWith(s, log, err)
 }
 

@@ -328,7 +328,7 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 			msg += " (the binary log could not be read to the end: " + byp.Error + ")"
 		}
 		if unasked > 0 {
-			msg += fmt.Sprintf(" (uncertain: %d captured transactions were committed by a DDL statement, with a GTID nobody can ask for: up to %d of those may have passed through the proxy)", unasked, unasked)
+			msg += fmt.Sprintf(" (uncertain: %d captured transactions have a GTID the proxy could not ask for (committed implicitly by DDL, by a statement that read the diagnostics, or the backend went away): up to %d of those may have passed through the proxy)", unasked, unasked)
 		}
 	}
 	fmt.Fprintf(out, "tandem proxy: %s\n", msg)

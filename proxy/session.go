@@ -40,9 +40,13 @@ type session struct {
 	// the client's side.
 	backendClosedIdle atomic.Bool
 	// lastGTID is the GTID of the session's last transaction the backend
-	// logged (Config.Commits); noGTID: the backend would not say.
+	// logged (Config.Commits); noGTID: the backend would not say. ask is
+	// the transaction whose GTID is still to be asked for (see gtid.go);
+	// lost counts those whose GTID could not be asked for.
 	lastGTID string
 	noGTID   bool
+	ask      commitToAsk
+	lost     int
 }
 
 // serveCommands relays commands until the client quits or a side fails.
@@ -53,6 +57,7 @@ func (s *session) serveCommands() error {
 		seq, p, err := s.client.ReadFrame()
 		s.idleSince.Store(0)
 		if err != nil {
+			s.askAtEnd()
 			if s.backendClosedIdle.Load() {
 				return fail(reasonBackendGone, errors.New("the backend closed the idle connection"), nil)
 			}
@@ -66,6 +71,12 @@ func (s *session) serveCommands() error {
 			return fail(reasonMalformed, errors.New("empty command packet"), proxyErr(1047, "08S01", "empty command packet"))
 		}
 		cmd := p[0]
+		asking := s.askBefore(p)
+		if asking {
+			if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
+				return s.backendErr(err)
+			}
+		}
 		full, truncated := p, false
 		if len(p) == wire.MaxPayload {
 			// A command of 16 MiB or more: relay every frame, keep a bounded copy.
@@ -86,14 +97,13 @@ func (s *session) serveCommands() error {
 		if err := s.cs.ParseErr(); err != nil {
 			s.p.log.Debug("command not parsed for recording; relayed", "session", s.id, "command", commandName(cmd), "err", err)
 		}
-		pipelined := step == capture.Read && !s.noGTID && s.cs.CommitsWritten()
-		if pipelined {
-			if err := s.askBehind(); err != nil {
-				return err
-			}
-		}
 		if err := s.backend.Flush(); err != nil {
 			return s.backendErr(err)
+		}
+		if asking {
+			if err := s.learnGTID(s.readLastGTID()); err != nil {
+				return err
+			}
 		}
 		switch {
 		case cmd == mysql.COM_QUIT:
@@ -114,9 +124,7 @@ func (s *session) serveCommands() error {
 		end := time.Now()
 		s.p.metrics.roundtrip.WithLabelValues(kind).Observe(end.Sub(start).Seconds())
 		s.cs.End(end)
-		if err := s.noteCommit(pipelined); err != nil {
-			return err
-		}
+		s.noteCommit()
 	}
 }
 

@@ -205,7 +205,7 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 		return "", fmt.Errorf("replay: --apply-bypassed: the capture's list of writes that bypassed the proxy is incomplete (%s); replay without it", b.Error)
 	}
 	if b.Unasked > 0 {
-		return "", fmt.Errorf("replay: --apply-bypassed: %d captured transactions were committed by a DDL statement, with GTIDs the proxy could not ask for, so up to %d of the transactions listed as bypassing it are captured ones: applying them would run those twice; replay without it", b.Unasked, b.Unasked)
+		return "", fmt.Errorf("replay: --apply-bypassed: %d captured transactions have GTIDs the proxy could not ask for (see inspect), so up to %d of the transactions listed as bypassing it are captured ones: applying them would run those twice; replay without it", b.Unasked, b.Unasked)
 	}
 	if b.Applicable < b.Transactions {
 		why := b.NotApplicable

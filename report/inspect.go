@@ -317,7 +317,7 @@ func (rep *CaptureReport) writePoints(p func(string, ...any)) {
 		}
 	}
 	if b.Unasked > 0 {
-		p("bypassed\tUNCERTAIN: %d captured transactions that wrote were committed by a DDL statement (implicitly), with a GTID the proxy could not ask for: up to %d of those listed may have passed through the proxy\n", b.Unasked, b.Unasked)
+		p("bypassed\tUNCERTAIN: %d captured transactions that wrote have a GTID the proxy could not ask for (committed implicitly by DDL, or by a statement that read the diagnostics, or the backend went away): up to %d of those listed may have passed through the proxy\n", b.Unasked, b.Unasked)
 	}
 	if b.Error != "" {
 		p("bypassed\tUNCERTAIN: the binary log could not be read to the end point (%s): the list stops where reading did\n", b.Error)

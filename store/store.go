@@ -241,9 +241,10 @@ type Bypassed struct {
 	// NotApplicable says why the others are not.
 	Applicable    int    `json:"applicable,omitempty"`
 	NotApplicable string `json:"not_applicable,omitempty"`
-	// Unasked counts captured transactions that wrote and that a DDL
-	// statement committed implicitly: the server gave each a GTID the proxy
-	// could not ask for, so up to this many of the listed transactions may
+	// Unasked counts captured transactions that wrote whose GTID the proxy
+	// could not ask for (a DDL statement committed them implicitly; the
+	// client's next statement read the diagnostics and wrote; the backend
+	// went away first): up to this many of the listed transactions may
 	// have passed through the proxy after all.
 	Unasked int `json:"unasked,omitempty"`
 }

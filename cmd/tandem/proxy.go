@@ -66,8 +66,11 @@ With --binlog-user, the capture knows where it starts and ends in the
 backend's history (a MariaDB or MySQL server with a binary log and GTIDs):
 it records the server's identity and GTID position before the first client
 is served and after the last session ends, and (MariaDB) each captured
-commit's GTID, asked on the session's own connection after a transaction
-that wrote (SELECT @@last_gtid; its answer never reaches the client). At
+commit's GTID, asked on the session's own connection (SELECT @@last_gtid,
+sent with the client's next command after a transaction that wrote, held
+back while that command reads ROW_COUNT(), FOUND_ROWS() or the warnings;
+its answer never reaches the client, and what the client reads is what the
+server said). At
 the end it reads the binary log between the two points and lists the
 transactions that did not pass through the proxy (a cron job, an admin
 session): 'tandem inspect' shows both points and that list, 'tandem align'
