@@ -71,7 +71,7 @@ func AlignReplica(ctx context.Context, db *sql.DB, want string, timeout time.Dur
 	case d.Ahead > 0 || len(d.Diverged) > 0:
 		return a, fmt.Errorf("%w: it is at %s, the point is %s (%s); a server cannot go back: restore it from a backup or a dump (mariadb-dump --gtid) taken before the point, start its replication, and align it again", ErrNotAligned, show(have), show(want), d)
 	case d.Behind > 0 && st == nil:
-		return a, fmt.Errorf("%w: it is at %s, %s the point %s, and does not replicate: CHANGE MASTER TO master_host=…, master_use_gtid=slave_pos; then align it again", ErrNotAligned, show(have), d, show(want))
+		return a, fmt.Errorf("%w: it is at %s, %s the point %s, and does not replicate: CHANGE MASTER TO master_host=…, master_use_gtid=slave_pos; then align it again", ErrNotAligned, show(have), d.Relative(), show(want))
 	case d.Behind > 0:
 		if g := st["Using_Gtid"]; !strings.EqualFold(g, "Slave_Pos") && !strings.EqualFold(g, "Current_Pos") {
 			return a, fmt.Errorf("%w: it replicates by file and offset (Using_Gtid %s), so it cannot stop at a GTID: CHANGE MASTER TO master_use_gtid=slave_pos; then align it again", ErrNotAligned, g)

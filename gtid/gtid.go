@@ -127,6 +127,21 @@ func (d Diff) String() string {
 	return strings.Join(parts, " and ")
 }
 
+// Relative says it followed by the point it is relative to: "5
+// transactions ahead of", "2 transactions behind", "diverged in 0 from".
+func (d Diff) Relative() string {
+	s := d.String()
+	switch {
+	case d.Same:
+		return s + " as"
+	case len(d.Diverged) > 0:
+		return s + " from"
+	case d.Ahead > 0:
+		return s + " of"
+	}
+	return s
+}
+
 func transactions(n uint64) string {
 	if n == 1 {
 		return "1 transaction"

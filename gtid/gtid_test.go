@@ -2,6 +2,7 @@ package gtid
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,9 @@ func TestCompareMariaDB(t *testing.T) {
 		}
 		if d.Same != c.same || d.Behind != c.behind || d.Ahead != c.ahead || len(d.Diverged) != c.diverged || d.String() != c.text {
 			t.Errorf("Compare(%q, %q) = %+v %q, want same=%v behind=%d ahead=%d diverged=%d %q", c.want, c.have, d, d, c.same, c.behind, c.ahead, c.diverged, c.text)
+		}
+		if rel := d.Relative(); !strings.HasPrefix(rel, c.text) || (c.ahead > 0 && c.diverged == 0 && !strings.HasSuffix(rel, " ahead of")) {
+			t.Errorf("Compare(%q, %q).Relative() = %q, want %q and, when ahead, \" of\"", c.want, c.have, rel, c.text)
 		}
 	}
 }

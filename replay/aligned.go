@@ -49,8 +49,8 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 			infos[i].AlignedNote = "at the capture's start point " + start.GTID
 			continue
 		}
-		infos[i].AlignedNote = fmt.Sprintf("NOT at the capture's start point: at %s, %s %s", orEmpty(pos), d, start.GTID)
-		bad = append(bad, fmt.Sprintf("%s is at %s, %s the capture's start %s", t.Name, orEmpty(pos), d, start.GTID))
+		infos[i].AlignedNote = fmt.Sprintf("NOT at the capture's start point: at %s, %s %s", orEmpty(pos), d.Relative(), start.GTID)
+		bad = append(bad, fmt.Sprintf("%s is at %s, %s the capture's start %s", t.Name, orEmpty(pos), d.Relative(), start.GTID))
 		specs = append(specs, t.Name+"=DSN")
 	}
 	if cfg.Reference != nil {
@@ -67,9 +67,9 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 		if !d.Same {
 			if !cfg.AllowUnaligned {
 				return nil, fmt.Errorf("replay: the reference %s is at %s, %s the capture's end point %s, so it does not hold production's end state; stop it there with 'tandem align --end --capture %s %s=DSN'",
-					cfg.Reference.Name, orEmpty(pos), d, sum.End.GTID, cfg.Capture, cfg.Reference.Name)
+					cfg.Reference.Name, orEmpty(pos), d.Relative(), sum.End.GTID, cfg.Capture, cfg.Reference.Name)
 			}
-			bad = append(bad, fmt.Sprintf("the reference %s is at %s, %s the capture's end %s", cfg.Reference.Name, orEmpty(pos), d, sum.End.GTID))
+			bad = append(bad, fmt.Sprintf("the reference %s is at %s, %s the capture's end %s", cfg.Reference.Name, orEmpty(pos), d.Relative(), sum.End.GTID))
 		}
 	}
 	if len(bad) == 0 {

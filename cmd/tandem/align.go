@@ -104,9 +104,9 @@ before or after it, align says how many transactions lie between and exits 1.`,
 					fmt.Fprintf(out, "%s is at the capture's %s point %s: load it into each target (its tables' ENGINE rewritten for the target's engine), and replay\n", dump, what, point.GTID)
 					return nil
 				case d.Behind > 0 && d.Ahead == 0 && len(d.Diverged) == 0:
-					return fmt.Errorf("%s was taken at %s, %s the capture's %s point %s: those transactions are in neither the dump nor the capture; load the dump into a replica, replicate and 'tandem align' it, or dump again right at the point", dump, pos, d, what, point.GTID)
+					return fmt.Errorf("%s was taken at %s, %s the capture's %s point %s: those transactions are in neither the dump nor the capture; load the dump into a replica, replicate and 'tandem align' it, or dump again right at the point", dump, pos, d.Relative(), what, point.GTID)
 				default:
-					return fmt.Errorf("%s was taken at %s, %s the capture's %s point %s: the dump holds writes the replay will make again; take a dump before the capture began, or align a replica", dump, pos, d, what, point.GTID)
+					return fmt.Errorf("%s was taken at %s, %s the capture's %s point %s: the dump holds writes the replay will make again; take a dump before the capture began, or align a replica", dump, pos, d.Relative(), what, point.GTID)
 				}
 			}
 			return eachReplica(c, args, "aligned", func(t targets.Target, db *sql.DB) (string, error) {

@@ -148,7 +148,7 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	os.WriteFile(dump, dout, 0o644)
 	now := primaryPos(t, dsn("PRIMARY"))
 	_, stderr, code := run(t, nil, "align", "--capture", capDir, "--dump", dump)
-	if want := fmt.Sprintf("was taken at %s, %d transactions ahead the capture's start point %s", now, seq(now)-start, rep.Start.GTID); code != 1 || !strings.Contains(stderr, want) {
+	if want := fmt.Sprintf("was taken at %s, %d transactions ahead of the capture's start point %s", now, seq(now)-start, rep.Start.GTID); code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("align --dump: exit %d, %q; want 1 and %q", code, stderr, want)
 	}
 
