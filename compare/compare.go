@@ -312,14 +312,14 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
 	case ok && t.commits != nil:
 		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
-			return fmt.Sprintf("a commit of session %d on %s overlapped it in the capture", c.Session, c.Table), ReasonCommitOverlap
+			return fmt.Sprintf("a commit of %s on %s overlapped it in the capture", store.SessionName(c.Session), c.Table), ReasonCommitOverlap
 		}
 	}
 	if ok {
 		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Failed {
-			return fmt.Sprintf("a write of session %d to %s before it failed on this side and succeeded in the capture, so the data differs from then on", g.Session, g.Table), ReasonNotReplayed
+			return fmt.Sprintf("a write of %s to %s before it failed on this side and succeeded in the capture, so the data differs from then on", store.SessionName(g.Session), g.Table), ReasonNotReplayed
 		} else if hit {
-			return fmt.Sprintf("session %d wrote to %s before it with a statement replay could not run (see skipped)", g.Session, g.Table), ReasonNotReplayed
+			return fmt.Sprintf("%s wrote to %s before it with a statement replay could not run (see skipped)", store.SessionName(g.Session), g.Table), ReasonNotReplayed
 		}
 	}
 	return "", ""

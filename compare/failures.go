@@ -46,11 +46,11 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 	if f.Cause != 0 {
 		code += " " + store.CauseText(f.Cause)
 	}
-	why := fmt.Sprintf("a transaction of session %d (seq %d–%d) failed for good on %s (%s after %d attempts)",
-		f.Session, f.FirstSeq, f.LastSeq, side, code, f.Attempts)
+	why := fmt.Sprintf("a transaction of %s (seq %d–%d) failed for good on %s (%s after %d attempts)",
+		store.SessionName(f.Session), f.FirstSeq, f.LastSeq, side, code, f.Attempts)
 	if f.Cause != 0 {
-		why = fmt.Sprintf("a transaction of session %d (seq %d–%d) lost its connection on %s (%s) and was rolled back",
-			f.Session, f.FirstSeq, f.LastSeq, side, code)
+		why = fmt.Sprintf("a transaction of %s (seq %d–%d) lost its connection on %s (%s) and was rolled back",
+			store.SessionName(f.Session), f.FirstSeq, f.LastSeq, side, code)
 	}
 	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop),
 		why: why, reason: ReasonFailedTrx}
@@ -63,8 +63,8 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 // on the side named side. Unlike a failed transaction's, the statement's
 // own outcome is explained too (its worker flags it released).
 func (fs *Failures) AddReorder(side string, r store.Reorder) {
-	why := fmt.Sprintf("replay sent a change of session %d (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
-		r.Session, r.Seq, side)
+	why := fmt.Sprintf("replay sent a change of %s (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
+		store.SessionName(r.Session), r.Seq, side)
 	x := failure{at: r.At, session: r.Session, why: why, reason: ReasonReplayOrder}
 	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)

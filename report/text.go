@@ -447,7 +447,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			p("transactions that failed for good on %s (rolled back there, never committed in part; the rest of each not run): %d, by the last attempt's error: %s\n",
 				t.Name, t.FailedTransactions, counts(named))
 			for _, f := range t.Failures[:min(len(t.Failures), 3)] {
-				p("  session %d, seq %d–%d (%d statements, failed at seq %d) writing %s\n", f.Session, f.FirstSeq, f.LastSeq, f.Statements, f.FailedSeq, strings.Join(f.Tables, ", "))
+				p("  %s, seq %d–%d (%d statements, failed at seq %d) writing %s\n", store.SessionName(f.Session), f.FirstSeq, f.LastSeq, f.Statements, f.FailedSeq, strings.Join(f.Tables, ", "))
 			}
 			if len(t.Failures) > 3 {
 				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)
@@ -592,7 +592,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			if s.Loop > 0 {
 				loop = fmt.Sprintf(" (loop %d)", s.Loop+1)
 			}
-			p("  [%s] seq %d%s session %d: %s", s.Class, s.Seq, loop, s.Session, textclip.Clip(s.Statement, 200))
+			p("  [%s] seq %d%s %s: %s", s.Class, s.Seq, loop, store.SessionName(s.Session), textclip.Clip(s.Statement, 200))
 			if len(s.Params) > 0 {
 				p("  params (%s)", strings.Join(s.Params, ", "))
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -29,6 +30,15 @@ const (
 	BypassedSeqBase     uint64 = 1 << 39
 	BypassedSessionBase uint64 = 1 << 62
 )
+
+// SessionName names session id in messages: "session 12", or, for the
+// session that carries the writes that bypassed the proxy, what it is.
+func SessionName(id uint64) string {
+	if id >= BypassedSessionBase {
+		return "the writes that bypassed the proxy (from the binary log)"
+	}
+	return "session " + strconv.FormatUint(id, 10)
+}
 
 func bypassedKey(dst []byte, after uint64, n uint32) []byte {
 	dst = append(dst, prefixBypassed)
