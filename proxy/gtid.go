@@ -48,7 +48,11 @@ type commitToAsk struct {
 // wrote, that its GTID is to be asked for.
 func (s *session) noteCommit() {
 	seq, end, ok := s.cs.CommitEnded()
-	if !ok || s.noGTID {
+	if !ok {
+		return
+	}
+	if s.noGTID {
+		s.lost++ // the backend would not say: the bypassed list may name it
 		return
 	}
 	if s.ask.ok {
