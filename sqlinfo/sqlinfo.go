@@ -565,7 +565,8 @@ func isKeyword(w string) bool { return keywords[strings.ToUpper(w)] }
 
 // Digest is a statement shape.
 type Digest struct {
-	// ID is the hex SHA-256 of Text (64 characters).
+	// ID is the digester's hex SHA-256 of the normalized statement (64
+	// characters).
 	ID string
 	// Text is the normalized statement.
 	Text string
@@ -590,7 +591,48 @@ func DigestOf(sql string) (d Digest) {
 		}
 	}()
 	norm, dg := parser.NormalizeDigest(sql)
+	if strings.Contains(norm, " count ( ? )") && countsStars(sql) {
+		// The digester writes COUNT(*) as count ( ? ) (one digest with
+		// COUNT(1)); the text shows what the statement says.
+		norm = strings.ReplaceAll(norm, " count ( ? )", " count ( * )")
+	}
 	return Digest{ID: dg.String(), Text: norm}
+}
+
+// countsStars reports whether sql calls COUNT and every call is COUNT(*)
+// (blanks allowed, any case); a literal naming count is a false alarm that
+// only changes the digest's text, never its ID.
+func countsStars(sql string) bool {
+	n := 0
+	for i := 0; i+5 <= len(sql); i++ {
+		if !strings.EqualFold(sql[i:i+5], "count") || i > 0 && isWordByte(sql[i-1]) {
+			continue
+		}
+		j := skipBlanks(sql, i+5)
+		if j >= len(sql) || sql[j] != '(' {
+			continue
+		}
+		j = skipBlanks(sql, j+1)
+		if j >= len(sql) || sql[j] != '*' {
+			return false
+		}
+		if j = skipBlanks(sql, j+1); j >= len(sql) || sql[j] != ')' {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '$' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // Analyzer caches Info by text and by digest, so that a statement seen

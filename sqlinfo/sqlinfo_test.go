@@ -312,6 +312,23 @@ func TestDigest(t *testing.T) {
 			t.Errorf("DigestOf(%q)=%s/%q, DigestOf(%q)=%s/%q: same=%v, want %v", c.a, da.Short(), da.Text, c.b, db.Short(), db.Text, da.ID == db.ID, c.same)
 		}
 	}
+	// COUNT(*) reads as it was written; COUNT(1) keeps the digester's
+	// text; both are one digest.
+	for sql, want := range map[string]string{
+		"SELECT COUNT(*) FROM t WHERE id = 3":    "select count ( * ) from `t` where `id` = ?",
+		"select count( * ), c from t group by c": "select count ( * ) , `c` from `t` group by `c`",
+		"SELECT COUNT(1) FROM t WHERE id = 3":    "select count ( ? ) from `t` where `id` = ?",
+		"SELECT COUNT(*), COUNT(1) FROM t":       "select count ( ? ) , count ( ? ) from `t`",
+		"SELECT account(*) FROM t WHERE id = 3":  "select account ( ? ) from `t` where `id` = ?",
+		"SELECT account(*), COUNT(*) FROM t":     "select account ( ? ) , count ( * ) from `t`",
+	} {
+		if d := DigestOf(sql); d.Text != want {
+			t.Errorf("DigestOf(%q).Text = %q, want %q", sql, d.Text, want)
+		}
+	}
+	if a, b := DigestOf("SELECT COUNT(*) FROM t"), DigestOf("SELECT COUNT(1) FROM t"); a.ID != b.ID {
+		t.Errorf("COUNT(*) and COUNT(1): digests %s and %s, want one", a.Short(), b.Short())
+	}
 	d := DigestOf("SELECT c FROM sbtest1 WHERE id=5")
 	if d.Text != "select `c` from `sbtest1` where `id` = ?" || len(d.ID) != 64 || len(d.Short()) != 16 {
 		t.Errorf("DigestOf = %+v", d)
