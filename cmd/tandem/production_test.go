@@ -60,15 +60,18 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	port := func(p string) string { return env["TANDEM_"+p+"_PORT"] }
 	// Rows enough that the two writers seldom meet on one (see
 	// --apply-bypassed's help: hot rows written both through and around
-	// the proxy make replay wait on its order timeout).
-	tandem("prepare", "--tables", "4", "--table-size", "10000", "--target", "primary="+dsn("PRIMARY"))
+	// the proxy make replay wait on its order timeout). With 10,000 per
+	// table one CI run in four this day met that: 887 released, 297 s of
+	// replay, one table differing from production unlabelled (an open
+	// defect of --apply-bypassed, not of what this test checks).
+	tandem("prepare", "--tables", "4", "--table-size", "40000", "--target", "primary="+dsn("PRIMARY"))
 	tandem("sandbox", "--dir", sbx, "replicate", "--databases", "sbtest")
 	replicas := []string{"innodb=" + dsn("REPLICA_INNODB"), "rocks=" + dsn("REPLICA_ROCKSDB"), "zstd=" + dsn("REPLICA_ZSTD"), "production=" + dsn("REFERENCE")}
 	tandem(append([]string{"align", "--hold"}, replicas...)...)
 
 	sysbench := func(port string, threads, seconds int) *exec.Cmd {
 		c := exec.Command("sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+port, "--mysql-user=root",
-			"--mysql-db=sbtest", "--tables=4", "--table-size=10000", fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", seconds), "--report-interval=0",
+			"--mysql-db=sbtest", "--tables=4", "--table-size=40000", fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", seconds), "--report-interval=0",
 			"--mysql-ignore-errors=1213,1205", "run")
 		return c
 	}
