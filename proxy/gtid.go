@@ -66,7 +66,7 @@ func (s *session) noteCommit() {
 // command that has no answer or continues another (a cursor's fetch, a
 // statement's long data), nor before one the proxy does not follow.
 func (s *session) askBefore(p []byte) bool {
-	if !s.ask.ok || s.noGTID {
+	if !s.ask.ok { // never set once noGTID is
 		return false
 	}
 	switch p[0] {
@@ -105,7 +105,7 @@ func (s *session) learnGTID(g string, err error) error {
 // is being closed): the backend connection is still open, and is given
 // endAskTimeout to answer.
 func (s *session) askAtEnd() {
-	if !s.ask.ok || s.noGTID {
+	if !s.ask.ok {
 		return
 	}
 	s.backend.SetDeadline(time.Now().Add(endAskTimeout))
@@ -114,6 +114,16 @@ func (s *session) askAtEnd() {
 		s.p.log.Debug("the GTID of the session's last transaction could not be asked for", "session", s.id, "err", err)
 	}
 	_ = s.learnGTID(g, err)
+}
+
+// unasked counts the session's transactions that wrote whose GTID was
+// not learned: those lost, and one still waiting when the session ended
+// another way (a backend error, a command relayed raw).
+func (s *session) unasked() int {
+	if s.ask.ok {
+		return s.lost + 1
+	}
+	return s.lost
 }
 
 // endAskTimeout bounds the question a session asks as it ends.

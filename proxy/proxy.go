@@ -427,7 +427,7 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 	}
 	s.cs.Close(time.Now())
-	p.unasked.Add(int64(s.cs.ImplicitLost() + s.lost))
+	p.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
 	p.endWith(s, log, err)
 }
 
