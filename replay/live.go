@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/compare"
-	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -155,7 +154,7 @@ type Live struct {
 	Name string
 	l    *live
 	done chan struct{}
-	rep  *report.Report
+	res  Result
 	err  error
 }
 
@@ -187,15 +186,15 @@ func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
 	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
 	go func() {
 		defer close(lv.done)
-		lv.rep, lv.err = run(ctx, cfg, nil, nil)
+		lv.res, lv.err = run(ctx, cfg, nil, nil)
 	}()
 	return lv, nil
 }
 
-// Wait waits for the shadow to end and returns its report.
-func (lv *Live) Wait() (*report.Report, error) {
+// Wait waits for the shadow to end and returns its result.
+func (lv *Live) Wait() (Result, error) {
 	<-lv.done
-	return lv.rep, lv.err
+	return lv.res, lv.err
 }
 
 // Done is closed when the shadow has ended.

@@ -36,7 +36,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -289,10 +288,25 @@ func shardOf(session uint64, n int) int {
 	return int(h.Sum64() % uint64(n))
 }
 
+// Result is what a replay leaves to its caller: where it stored its
+// results, and how it ended. Replay computes and stores; it renders
+// nothing. A caller reads the run back with report.Load(RunDir), which
+// gives what `tandem report RunDir` prints.
+type Result struct {
+	// RunDir is the run directory (Config.RunDir).
+	RunDir string
+	// Elapsed is the time the points took, summed.
+	Elapsed time.Duration
+	// Interrupted is set when ctx ended the run before the capture did.
+	Interrupted bool
+	// Notes are the run's notes (as stored in its end record).
+	Notes []string
+}
+
 // Run checks every target, replays the capture against all of them at
-// once, compares their outcomes and returns the report, read back from the
-// run directory. Progress lines go to progress.
-func Run(ctx context.Context, cfg Config, progress io.Writer) (*report.Report, error) {
+// once, compares their outcomes and stores them in cfg.RunDir. Progress
+// lines go to progress.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (Result, error) {
 	return run(ctx, cfg, nil, progress)
 }
 
@@ -310,26 +324,25 @@ type Sweep struct {
 	Before func(ctx context.Context, ts []targets.Target) error
 }
 
-// RunSweep runs a sweep (see Sweep) into one run directory and returns its
-// report.
-func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (*report.Report, error) {
+// RunSweep runs a sweep (see Sweep) into one run directory.
+func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (Result, error) {
 	if len(sw.Threads) == 0 {
-		return nil, errors.New("sweep: no thread counts; give --threads 1,2,4,…")
+		return Result{}, errors.New("sweep: no thread counts; give --threads 1,2,4,…")
 	}
 	for _, n := range sw.Threads {
 		if n < 1 {
-			return nil, fmt.Errorf("sweep: thread count %d: want 1 or more", n)
+			return Result{}, fmt.Errorf("sweep: thread count %d: want 1 or more", n)
 		}
 	}
 	if cfg.Duration <= 0 && cfg.Loop <= 1 {
-		return nil, errors.New("sweep: give --duration (each point loops the capture that long) or --loop")
+		return Result{}, errors.New("sweep: give --duration (each point loops the capture that long) or --loop")
 	}
 	return run(ctx, cfg, &sw, progress)
 }
 
-func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*report.Report, error) {
+func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result, error) {
 	if err := cfg.check(); err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	var r *store.Reader
 	if cfg.live != nil {
@@ -337,7 +350,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	} else {
 		var err error
 		if r, err = store.Open(cfg.Capture); err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		defer r.Close()
 	}
@@ -347,7 +360,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	for i, t := range cfg.Targets {
 		db, err := t.Open()
 		if err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		info, err := t.Check(ctx, db)
 		if err == nil {
@@ -355,7 +368,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		}
 		db.Close()
 		if err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
@@ -364,14 +377,14 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	if cfg.ApplyBypassed {
 		n, err := applyBypassed(&cfg, r)
 		if err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		notes = append(notes, n)
 	}
 	if cfg.live == nil && sw == nil {
 		n, err := checkAligned(ctx, &cfg, r, infos)
 		if err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		notes = append(notes, n...)
 	}
@@ -382,7 +395,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	} else {
 		var err error
 		if x, err = scanCapture(ctx, r, an); err != nil {
-			return nil, err
+			return Result{}, err
 		}
 	}
 	if _, closed := r.Summary(); !closed && cfg.live == nil {
@@ -390,7 +403,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	}
 	if lost := x.lost.String(); lost != "" {
 		if !cfg.SkipDamaged {
-			return nil, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.Capture, lost)
+			return Result{}, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.Capture, lost)
 		}
 		notes = append(notes, fmt.Sprintf("the capture lacks records (%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost))
 	}
@@ -420,7 +433,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	}
 	run, err := store.CreateRun(cfg.RunDir, meta)
 	if err != nil {
-		return nil, err
+		return Result{}, err
 	}
 	defer run.Close()
 	cfg.metricsRun = cfg.Metrics.begin(cfg.RunID, infos, x, cfg.MetricsDigests)
@@ -432,12 +445,12 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 		if cfg.live == nil {
 			// The last check is done: from here on the targets change.
 			if err := markReplayed(ctx, &cfg, r); err != nil {
-				return nil, err
+				return Result{}, err
 			}
 		}
 		p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
 		if err != nil {
-			return nil, err
+			return Result{}, err
 		}
 		notes = append(notes, p.notes...)
 		elapsed = p.elapsed
@@ -466,7 +479,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 				}
 				if sw.Before != nil {
 					if err := sw.Before(ctx, ts); err != nil {
-						return nil, fmt.Errorf("sweep: before %s: %w", label, err)
+						return Result{}, fmt.Errorf("sweep: before %s: %w", label, err)
 					}
 				}
 				if progress != nil {
@@ -474,7 +487,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 				}
 				p, err := replayPoint(ctx, &cfg, point, label, n, only, r, an, x, run, progress)
 				if err != nil {
-					return nil, fmt.Errorf("sweep: %s: %w", label, err)
+					return Result{}, fmt.Errorf("sweep: %s: %w", label, err)
 				}
 				point++
 				elapsed += p.elapsed
@@ -488,9 +501,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (*repor
 	}
 	end := store.RunEnd{Ended: time.Now().UTC(), Elapsed: elapsed.Seconds(), Interrupted: ctx.Err() != nil, Notes: notes}
 	if err := run.End(end); err != nil {
-		return nil, err
+		return Result{}, err
 	}
-	return report.Load(cfg.RunDir)
+	return Result{RunDir: cfg.RunDir, Elapsed: elapsed, Interrupted: end.Interrupted, Notes: notes}, nil
 }
 
 // Progress is how far a replay point is: Done of Total records (summed

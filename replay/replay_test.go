@@ -105,11 +105,22 @@ func replayRun(t testing.TB, capDir string, mod func(*Config), ts ...targets.Tar
 	if mod != nil {
 		mod(&cfg)
 	}
-	rep, err := Run(context.Background(), cfg, nil)
+	res, err := Run(context.Background(), cfg, nil)
+	return wrapReport(loadRun(t, res, err))
+}
+
+// loadRun reads a run back as `tandem report` does, failing t on an error
+// from the run or from reading it.
+func loadRun(t testing.TB, res Result, err error) *report.Report {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wrapReport(rep)
+	rep, err := report.Load(res.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func TestIdenticalInnoDBSingleSessionReadWriteNoDivergence(t *testing.T) {
@@ -379,10 +390,11 @@ func TestInterruptedReplayCountsNoErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	start := time.Now()
-	rep, err := Run(ctx, Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tb}}, nil)
-	if err != nil {
-		t.Fatal(err)
+	res, err := Run(ctx, Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tb}}, nil)
+	if !res.Interrupted {
+		t.Error("the result does not say the run was interrupted")
 	}
+	rep := loadRun(t, res, err)
 	if took := time.Since(start); took > 4500*time.Millisecond {
 		t.Errorf("the interrupted replay took %v: it waited for SLEEP(5)", took)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
 )
@@ -232,7 +233,11 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 			s.cancel()
 			<-lv.Done()
 		}
-		rep, err := lv.Wait()
+		res, err := lv.Wait()
+		var rep *report.Report
+		if err == nil {
+			rep, err = report.Load(res.RunDir)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.Name, err))
 			continue

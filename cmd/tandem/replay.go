@@ -61,15 +61,18 @@ func shardFlags(cfg *replay.Config, shard string, shards int, startAt string) er
 // on a terminal, metrics served, the report printed, metrics kept up for
 // --metrics-linger.
 func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger time.Duration, asJSON bool,
-	run func(replay.Config) (*report.Report, error)) error {
+	run func(replay.Config) (replay.Result, error)) error {
 	cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
 	stop, err := serveReplayMetrics(c, cfg, metricsAddr, linger)
 	if err != nil {
 		return err
 	}
-	rep, err := run(*cfg)
+	res, err := run(*cfg)
 	if err == nil {
-		err = writeReport(c.OutOrStdout(), rep, asJSON)
+		var rep *report.Report
+		if rep, err = report.Load(res.RunDir); err == nil {
+			err = writeReport(c.OutOrStdout(), rep, asJSON)
+		}
 	}
 	stop(err == nil)
 	return err
@@ -269,7 +272,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			if err := shardFlags(&cfg, shard, shards, startAt); err != nil {
 				return err
 			}
-			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (*report.Report, error) {
+			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (replay.Result, error) {
 				return replay.Run(c.Context(), cfg, c.ErrOrStderr())
 			})
 		},

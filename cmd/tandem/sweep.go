@@ -10,7 +10,6 @@ import (
 
 	"github.com/tandemdb/tandem/prepare"
 	"github.com/tandemdb/tandem/replay"
-	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/targets"
 )
 
@@ -84,7 +83,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 					return err
 				}
 			}
-			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (*report.Report, error) {
+			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (replay.Result, error) {
 				return replay.RunSweep(c.Context(), cfg, sw, c.ErrOrStderr())
 			})
 		},
