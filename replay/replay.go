@@ -50,6 +50,16 @@ const (
 	DefaultTargetTimeout = 30 * time.Second
 )
 
+// Ordering modes (Config.Order).
+const (
+	// OrderCapture keeps the capture's order between sessions: on each
+	// target, a record starts only after every record that ended, in the
+	// capture, before it started has completed there.
+	OrderCapture = "capture"
+	// OrderNone lets sessions run as fast as each can (a load generator).
+	OrderNone = "none"
+)
+
 // Config is what `tandem replay` runs.
 type Config struct {
 	Capture string

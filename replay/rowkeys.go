@@ -133,18 +133,6 @@ func keyText(v *store.Value) (string, bool) {
 	return strconv.FormatInt(v.Int, 10), true
 }
 
-// sharedKey reports whether two key sets have a key in common.
-func sharedKey(a, b []string) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x == y {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // pairs calls f with each (table, column) row the query gives for schema;
 // false when the query fails (what is not known is not used).
 func pairs(ctx context.Context, db *sql.DB, query, schema string, f func(tbl, col string)) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tandemdb/tandem/replay/order"
 	"math"
 	"net"
 	"slices"
@@ -33,7 +34,7 @@ type runner struct {
 	r          *store.Reader
 	run        *store.RunWriter
 	reg        *digestRegistry
-	gate       *gate
+	gate       *order.Gate
 	connCfg    conn.Config
 	db         string // the DSN's schema: every session runs in it
 
@@ -57,7 +58,7 @@ type runner struct {
 		rewrites map[string]rewritten
 	}
 	// board orders the statements of regrouped units running at once.
-	board *board
+	board *order.Board
 	// active counts the connections replaying now (progress lines' thds).
 	active atomic.Int64
 	// pass is the pass over the capture under way (1-based; metrics).
@@ -129,7 +130,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 		return nil, err
 	}
 	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
-		gate: newGate(cfg.OrderInflight, cfg.OrderTimeout)}
+		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout)}
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -314,7 +315,7 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 // session at c: its captured interval, the statements it runs, and the
 // keys of the rows those that change what others see lock (nil when one
 // does not name its rows: see rowKeys).
-func (rn *runner) ticket(start, end int64, c *cursor, keys []string, infos ...*sqlinfo.Info) *ticket {
+func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, infos ...*sqlinfo.Info) *order.Ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
@@ -323,8 +324,8 @@ func (rn *runner) ticket(start, end int64, c *cursor, keys []string, infos ...*s
 		changes = changes || info == nil || info.Changes()
 	}
 	tables, anyT := ticketTables(nil, infos...)
-	return rn.gate.add(&ticket{start: start, end: end, changes: changes, tables: tables, anyTable: anyT || slices.Contains(infos, nil),
-		keys: keys, sendOrder: c != nil && changes && len(infos) > 0}, c) // a record's statement (units: the board orders theirs)
+	return rn.gate.Add(&order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
+		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0}, c) // a record's statement (units: the board orders theirs)
 }
 
 // waitTurn holds w until every record (or unit) that ended, in the
@@ -339,19 +340,19 @@ func (rn *runner) ticket(start, end int64, c *cursor, keys []string, infos ...*s
 // first is the record t stands for (a unit's first, all its records in
 // unit): when t, a change, goes ahead of a conflicting change not yet
 // done, it is listed as a Reorder.
-func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int, first *job, unit []job) (rerun bool) {
+func (rn *runner) waitTurn(w *worker, t *order.Ticket, threshold int64, patience int, first *job, unit []job) (rerun bool) {
 	w.released = false
-	rn.gate.markIdle(t)
+	rn.gate.Idle(t)
 	if rn.board != nil && w.regrouped {
-		rn.board.set(w.slot, -1, false, nil, nil)
+		rn.board.Set(w.slot, -1, false, nil, nil)
 	}
 	began := time.Now()
-	var h *cursor
+	var h *order.Cursor
 	if patience > 0 {
 		h = w.held(len(w.trx))
 	}
-	res, _ := rn.gate.wait(rn.ctx, t, threshold, patience, rn.cfg.OrderTimeout, h)
-	if res == waitStalled {
+	res, _ := rn.gate.Wait(rn.ctx, t, threshold, patience, rn.cfg.OrderTimeout, h)
+	if res == order.Stalled {
 		rerun = true
 		w.st.count(func(c *counters) { c.orderReruns++ })
 		if w.rollbackReopen(rn.ctx, w.trx) > 0 {
@@ -360,12 +361,12 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int, 
 			w.st.count(func(c *counters) { c.orderWaits++ })
 			return true
 		}
-		res, _ = rn.gate.wait(rn.ctx, t, threshold, 0, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond), nil)
+		res, _ = rn.gate.Wait(rn.ctx, t, threshold, 0, max(rn.cfg.OrderTimeout-time.Since(began), time.Millisecond), nil)
 	}
 	switch res {
-	case waitOrdered, waitStalled:
+	case order.Ordered, order.Stalled:
 		w.st.count(func(c *counters) { c.orderWaits++ })
-	case waitTimeout, waitReleased:
+	case order.TimedOut, order.Released:
 		w.released = true
 		w.st.count(func(c *counters) { c.orderWaits++; c.orderReleased++ })
 		w.noteReorder(t, first, unit)
@@ -375,8 +376,8 @@ func (rn *runner) waitTurn(w *worker, t *ticket, threshold int64, patience int, 
 
 // noteReorder lists t's record (or unit) when the gate found it went
 // ahead of a conflicting change not yet done (ticket.reordered).
-func (w *worker) noteReorder(t *ticket, first *job, unit []job) {
-	if !t.reordered.Swap(false) {
+func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job) {
+	if !t.TakeReordered() {
 		return
 	}
 	w.st.count(func(c *counters) { c.reordered++ })
@@ -450,12 +451,12 @@ func sleepUntil(ctx context.Context, t time.Time) {
 type sessionRunner struct {
 	wg       sync.WaitGroup
 	sessions map[uint64]chan job
-	cursors  map[uint64]*cursor           // where each session stands in its tickets
+	cursors  map[uint64]*order.Cursor     // where each session stands in its tickets
 	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func newSessionRunner() *sessionRunner {
-	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*cursor{}, sqlOf: map[uint64]map[uint32]string{}}
+	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*order.Cursor{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
 // statementOf returns the analysis of rec's statement for its ticket: a
@@ -493,16 +494,16 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 			if rn.pastDeadline() && !w.ctrx.Open() {
 				// --duration ran out: what is queued is not run (a
 				// transaction under way ends first).
-				rn.gate.finish(j.t)
+				rn.gate.Finish(j.t)
 				continue
 			}
 			w.cur = j.t
 			if j.t != nil {
-				w.cursor = j.t.session.Load()
-				j.t.current()
+				w.cursor = j.t.Session()
+				j.t.Current()
 			}
 			w.handle(ctx, &j)
-			rn.gate.finish(j.t)
+			rn.gate.Finish(j.t)
 			if l := rn.cfg.live; l != nil {
 				l.finished(j.rec.Seq)
 			}
@@ -522,7 +523,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	start := rn.offset(rec, loop)
 	c := sr.cursors[key]
 	if c == nil {
-		c = &cursor{}
+		c = &order.Cursor{}
 		sr.cursors[key] = c
 	}
 	infos := rn.statementOf(sr, key, rec)
@@ -535,7 +536,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
 		// queue.
-		t.sendOrder = false
+		t.SendOrder = false
 	}
 	jb := job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
 	ch <- jb
@@ -597,7 +598,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	}
 	units := make(chan []*unit, 2*rn.cfg.Concurrency)
 	if rn.cfg.Order == OrderCapture {
-		rn.board = newBoard(rn.cfg.Concurrency, rn.cfg.boardWait)
+		rn.board = order.NewBoard(rn.cfg.Concurrency, rn.cfg.boardWait)
 	}
 	var wg sync.WaitGroup
 	for slot := range rn.cfg.Concurrency {
@@ -609,27 +610,27 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			w := newWorker(rn, 4096)
 			w.regrouped, w.slot = true, slot
 			defer w.close()
-			queue := &cursor{}
+			queue := &order.Cursor{}
 			w.cursor = queue
 			for us := range units {
 				for _, u := range us {
-					u.t.queue(queue)
+					u.t.Queue(queue)
 				}
 				for _, u := range us {
 					if rn.pastDeadline() {
-						rn.gate.finish(u.t) // --duration ran out: not run
+						rn.gate.Finish(u.t) // --duration ran out: not run
 						continue
 					}
 					w.cur = u.t
-					queue.at(u.t)
+					queue.At(u.t)
 					if rn.failed() == "" {
 						sleepUntil(ctx, u.jobs[0].intended)
 						if u.t != nil {
-							rn.waitTurn(w, u.t, u.t.start, 0, &u.jobs[0], u.jobs)
+							rn.waitTurn(w, u.t, u.t.Start, 0, &u.jobs[0], u.jobs)
 						}
 					}
 					w.runUnit(rn.ctx, u)
-					rn.gate.finish(u.t)
+					rn.gate.Finish(u.t)
 				}
 			}
 		}()

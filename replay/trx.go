@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"github.com/tandemdb/tandem/replay/order"
 	"slices"
 	"strings"
 
@@ -66,7 +67,7 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		// Stuck behind its own locks: the transaction runs again (its
 		// records waiting their turns), then j waits again.
 		for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
-			if !rn.waitTurn(w, j.t, j.t.start, w.patience(attempt), j, nil) {
+			if !rn.waitTurn(w, j.t, j.t.Start, w.patience(attempt), j, nil) {
 				break
 			}
 			rerun = true
@@ -262,7 +263,7 @@ func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
 		o := w.trxOut[i]
 		o.Flags |= store.OutcomeTrxFailed
 		w.record(p, &o)
-		w.rn.gate.finish(p.t) // what is not run again must not hold others back
+		w.rn.gate.Finish(p.t) // what is not run again must not hold others back
 	}
 	f.Tables = writesOf(j, f.Tables)
 	if final != nil {
@@ -352,7 +353,7 @@ func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 	defer func() {
 		w.cur = cur
 		if cur != nil {
-			cur.current()
+			cur.Current()
 		}
 	}()
 	for attempt := 0; ; attempt++ {
@@ -369,7 +370,7 @@ func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 		if !ok {
 			// Given up: the records not run again must not hold others back.
 			for _, p := range w.trx {
-				w.rn.gate.finish(p.t)
+				w.rn.gate.Finish(p.t)
 			}
 			return false
 		}
@@ -401,17 +402,17 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 	for i, p := range w.trx {
 		if p.t != nil && w.rn.failed() == "" {
 			w.cur = p.t
-			p.t.current()
-			w.rn.gate.markIdle(p.t)
+			p.t.Current()
+			w.rn.gate.Idle(p.t)
 			pt := patience
 			if i == 0 {
 				pt = 0 // rolled back: holds no locks yet
 			}
-			res, _ := w.rn.gate.wait(w.rn.ctx, p.t, p.t.start, pt, w.rn.cfg.OrderTimeout, w.held(i))
+			res, _ := w.rn.gate.Wait(w.rn.ctx, p.t, p.t.Start, pt, w.rn.cfg.OrderTimeout, w.held(i))
 			switch res {
-			case waitStalled:
+			case order.Stalled:
 				return false, true
-			case waitTimeout, waitReleased:
+			case order.TimedOut, order.Released:
 				w.released = true
 				w.st.count(func(c *counters) { c.orderReleased++ })
 				w.noteReorder(p.t, p, nil)
@@ -428,7 +429,7 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 		}
 		w.trxOut[i] = po
 		w.publishLocks(i + 1)
-		w.rn.gate.finish(p.t)
+		w.rn.gate.Finish(p.t)
 		if kind == statement && retryable(&po) {
 			w.lastFail = po.ErrCode
 			return false, false
@@ -442,14 +443,14 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 func (w *worker) rollbackReopen(ctx context.Context, trx []*job) int {
 	w.rollback(ctx)
 	w.publishLocks(0)
-	ts := make([]*ticket, 0, len(trx))
+	ts := make([]*order.Ticket, 0, len(trx))
 	for _, p := range trx {
 		if p.t != nil {
 			ts = append(ts, p.t)
 		}
 	}
 	if len(ts) > 0 {
-		w.rn.gate.reopen(ts)
+		w.rn.gate.Reopen(ts)
 	}
 	return len(ts)
 }
@@ -478,8 +479,8 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	w.endTrx()
 	w.failing = -1
 	if b := w.rn.board; b != nil {
-		b.running(w.slot, u.t)
-		defer b.running(w.slot, nil)
+		b.Running(w.slot, u.t)
+		defer b.Running(w.slot, nil)
 	}
 	var tx sqlinfo.Trx
 	if u.manual {
@@ -516,22 +517,22 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 				tables, _ = ticketTables([]string{}, j.info)
 				keys = w.rn.rowKeys(j.info, j.rec)
 			}
-			b.set(w.slot, end, changes, tables, keys)
+			b.Set(w.slot, end, changes, tables, keys)
 			if i > 0 {
-				if k := b.wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.locks.Load()); k >= 0 {
+				if k := b.Wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.Locks()); k >= 0 {
 					// Stuck behind this unit's locks: roll back, let it go
 					// first, run the unit's records so far again.
 					rerun = true
 					w.st.count(func(c *counters) { c.orderReruns++ })
 					w.rollbackReopen(ctx, w.trx)
-					b.until(ctx, k, w.rn.cfg.OrderTimeout)
+					b.Until(ctx, k, w.rn.cfg.OrderTimeout)
 					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
 						w.giveUp(j, nil, step)
 						continue
 					}
 				}
 			}
-			b.sent(w.slot)
+			b.Sent(w.slot)
 		}
 		if j.info != nil && w.rolledBack(ctx, j, step) {
 			continue
@@ -559,7 +560,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	w.endTrx()
 	w.failing = -1
 	if b := w.rn.board; b != nil {
-		b.set(w.slot, -1, false, nil, nil)
+		b.Set(w.slot, -1, false, nil, nil)
 	}
 }
 
@@ -571,30 +572,30 @@ func (w *worker) publishLocks(n int) {
 	if c == nil {
 		return
 	}
-	var ls *lockSet
+	var ls *order.LockSet
 	for _, p := range w.trx[:n] {
 		if p.info == nil || !p.info.Changes() {
 			continue
 		}
 		if ls == nil {
-			ls = &lockSet{}
+			ls = &order.LockSet{}
 		}
 		end := w.rn.offset(p.rec, p.loop) + int64(p.rec.Duration)
 		if p.t != nil {
-			end = p.t.end
+			end = p.t.End
 		}
 		tables, anyT := ticketTables(nil, p.info)
-		ls.stmts = append(ls.stmts, lockStmt{end: end, tables: tables, any: anyT, keys: w.rn.rowKeys(p.info, p.rec)})
+		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.rowKeys(p.info, p.rec)})
 	}
 	if ls != nil {
-		w.rn.gate.holds(c)
+		w.rn.gate.Holds(c)
 	}
-	c.locks.Store(ls)
+	c.Publish(ls)
 }
 
 // held returns the worker's cursor when the first n records of its open
 // transaction ran (it may hold locks: see gate.wait), else nil.
-func (w *worker) held(n int) *cursor {
+func (w *worker) held(n int) *order.Cursor {
 	if n == 0 || w.c == nil || len(w.trx) == 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/tandemdb/tandem/replay/order"
 	"time"
 
 	"github.com/tandemdb/tandem/replay/conn"
@@ -16,7 +17,7 @@ type job struct {
 	// sql is a query's text or an execute's prepared SQL; info its analysis.
 	sql  string
 	info *sqlinfo.Info
-	t    *ticket // session mode: the record's place in the order
+	t    *order.Ticket // session mode: the record's place in the order
 }
 
 // setVar is one variable of a session's state: its latest assignment.
@@ -47,7 +48,7 @@ type unit struct {
 	// commitAtEnd: the capture's server committed the unit implicitly
 	// after its last record (a BEGIN or SET autocommit=1 that followed).
 	commitAtEnd bool
-	t           *ticket
+	t           *order.Ticket
 }
 
 // clientFlags are the captured client's result-relevant flags.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tandemdb/tandem/replay/order"
 	"strconv"
 	"time"
 
@@ -85,8 +86,8 @@ type worker struct {
 	// sends marks it executing (for the gate's stall detection). cursor
 	// is where the worker stands in the order, and what it publishes of
 	// its transaction's locks (publishLocks).
-	cur    *ticket
-	cursor *cursor
+	cur    *order.Ticket
+	cursor *order.Cursor
 }
 
 func newWorker(rn *runner, outBatch int) *worker {
@@ -261,7 +262,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	}
 	w.res = conn.Result{}
-	w.rn.gate.markSent(w.cur, max(rec.Duration, 1))
+	w.rn.gate.Sent(w.cur, max(rec.Duration, 1))
 	start := time.Now()
 	var err error
 	switch rec.Kind {
@@ -566,7 +567,7 @@ func (w *worker) record(j *job, o *store.Outcome) {
 	// what it saw in the capture, nor — its transaction's snapshot taken
 	// then — what the rest of its transaction sees (a unit's ticket is
 	// the whole transaction already).
-	if w.released || w.cur != nil && w.cur.overtaken.Load() {
+	if w.released || w.cur != nil && w.cur.Overtaken() {
 		o.Flags |= store.OutcomeOrderReleased
 	}
 	// A transaction that ran out of order, or again (for order or after a

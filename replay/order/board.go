@@ -1,4 +1,4 @@
-package replay
+package order
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// board keeps the statements of regrouped units (--concurrency) in the
+// Board keeps the statements of regrouped units (--concurrency) in the
 // capture's order among the units running at once, as far as it can
-// without deadlock, by the gate's rules (see gate): before a statement, a
+// without deadlock, by the gate's rules (see the package documentation): before a statement, a
 // unit waits while another running unit's current statement ended, in the
 // capture, before this one began — a read only for statements that change
 // what others see, a change for every statement — and a statement that
@@ -33,7 +33,7 @@ import (
 //
 // Each connection has a slot, written by its worker alone; a statement's
 // cost when nobody waits is a few atomic stores.
-type board struct {
+type Board struct {
 	bound   time.Duration // a statement's longest wait (boardWait)
 	slots   []slot
 	waiters atomic.Int32
@@ -48,27 +48,27 @@ type slot struct {
 	sent    atomic.Bool  // it has gone to the server
 	tables  atomic.Pointer[[]string]
 	keys    atomic.Pointer[[]string] // the rows it locks (nil: any of its tables')
-	unit    atomic.Pointer[ticket]   // the unit the connection runs (nil: none)
+	unit    atomic.Pointer[Ticket]   // the unit the connection runs (nil: none)
 }
 
 // boardWait bounds a statement's wait on the board.
 const boardWait = 20 * time.Millisecond
 
-func newBoard(conns int, bound time.Duration) *board {
+func NewBoard(conns int, bound time.Duration) *Board {
 	if bound <= 0 {
 		bound = boardWait
 	}
-	b := &board{bound: bound, slots: make([]slot, conns), ch: make(chan struct{})}
+	b := &Board{bound: bound, slots: make([]slot, conns), ch: make(chan struct{})}
 	for i := range b.slots {
 		b.slots[i].end.Store(math.MaxInt64)
 	}
 	return b
 }
 
-// set records that connection i now runs a statement that ended, in the
+// Set records that connection i now runs a statement that ended, in the
 // capture, at end (negative: i is idle), touching tables; it is not yet
 // sent (sent says when it is).
-func (b *board) set(i int, end int64, changes bool, tables, keys []string) {
+func (b *Board) Set(i int, end int64, changes bool, tables, keys []string) {
 	if end < 0 {
 		end = math.MaxInt64
 	}
@@ -81,16 +81,16 @@ func (b *board) set(i int, end int64, changes bool, tables, keys []string) {
 	b.notify()
 }
 
-// running records the ticket of the unit connection i runs (nil: none).
-func (b *board) running(i int, t *ticket) { b.slots[i].unit.Store(t) }
+// Running records the ticket of the unit connection i runs (nil: none).
+func (b *Board) Running(i int, t *Ticket) { b.slots[i].unit.Store(t) }
 
-// sent records that connection i's current statement went to the server.
-func (b *board) sent(i int) {
+// Sent records that connection i's current statement went to the server.
+func (b *Board) Sent(i int) {
 	b.slots[i].sent.Store(true)
 	b.notify()
 }
 
-func (b *board) notify() {
+func (b *Board) notify() {
 	if b.waiters.Load() > 0 {
 		b.mu.Lock()
 		close(b.ch)
@@ -101,7 +101,7 @@ func (b *board) notify() {
 
 // behind returns the connection whose statement connection i's
 // statement [start, end] must wait for (see board), or -1.
-func (b *board) behind(i int, start, end int64, changes bool, tables, keys []string) int {
+func (b *Board) behind(i int, start, end int64, changes bool, tables, keys []string) int {
 	for j := range b.slots {
 		s := &b.slots[j]
 		if j == i {
@@ -141,7 +141,7 @@ func shareTable(p *[]string, tables []string) bool {
 
 // stuck reports whether connection j's statement has been on the server
 // for lockBound and locks may block it.
-func (b *board) stuck(j int, locks *lockSet, now int64) bool {
+func (b *Board) stuck(j int, locks *LockSet, now int64) bool {
 	s := &b.slots[j]
 	t := s.unit.Load()
 	if t == nil || !s.sent.Load() || locks == nil {
@@ -151,10 +151,10 @@ func (b *board) stuck(j int, locks *lockSet, now int64) bool {
 	return sent != 0 && time.Duration(now-sent) >= lockBound(t) && locks.mayBlock(t)
 }
 
-// wait holds connection i until no statement it must follow is running,
+// Wait holds connection i until no statement it must follow is running,
 // or boardWait has passed; it returns the connection whose stuck
 // statement locks may block (see board), or -1.
-func (b *board) wait(ctx context.Context, i int, start, end int64, changes bool, tables, keys []string, locks *lockSet) int {
+func (b *Board) Wait(ctx context.Context, i int, start, end int64, changes bool, tables, keys []string, locks *LockSet) int {
 	j := b.behind(i, start, end, changes, tables, keys)
 	if j < 0 {
 		return -1
@@ -188,9 +188,9 @@ func (b *board) wait(ctx context.Context, i int, start, end int64, changes bool,
 	}
 }
 
-// until waits, up to limit, until connection j no longer runs the
+// Until waits, up to limit, until connection j no longer runs the
 // statement it ran (it finished, or its unit moved on).
-func (b *board) until(ctx context.Context, j int, limit time.Duration) {
+func (b *Board) Until(ctx context.Context, j int, limit time.Duration) {
 	s := &b.slots[j]
 	e, t := s.end.Load(), s.unit.Load()
 	b.waiters.Add(1)
@@ -218,4 +218,16 @@ func (b *board) until(ctx context.Context, j int, limit time.Duration) {
 			return
 		}
 	}
+}
+
+// sharedKey reports whether two key sets have a key in common.
+func sharedKey(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package replay
+package order
 
 import (
 	"container/heap"
@@ -11,78 +11,10 @@ import (
 	"time"
 )
 
-// Ordering modes (Config.Order).
-const (
-	// OrderCapture keeps the capture's order between sessions: on each
-	// target, a record starts only after every record that ended, in the
-	// capture, before it started has completed there.
-	OrderCapture = "capture"
-	// OrderNone lets sessions run as fast as each can (a load generator).
-	OrderNone = "none"
-)
-
-// gate keeps one target's records in the capture's order between sessions.
-// A ticket stands for a record (or, with --concurrency, a transaction) and
-// its captured interval [start, end]. wait(t) returns once every ticket
-// whose end is before t's start is done. Tickets that overlapped in the
-// capture never wait for each other, so the server's own locks decide
-// between them as they did in the capture.
-//
-// Reads need not wait for reads. A ticket that only reads waits for the
-// earlier tickets that change what others see (writes, COMMITs, locking
-// reads: sqlinfo.Info.Changes); a ticket that changes waits for every
-// earlier ticket, reads included, so that no read sees a change made after
-// it in the capture. The gate keeps the two sets apart (lanes), so a
-// read-only workload never waits at all.
-//
-// The gate can deadlock against the server's row locks: a statement in
-// flight, blocked on a lock held by a transaction whose next statement
-// waits here for it. Statements that overlapped in the capture can take a
-// lock in the other order in replay, so this happens. wait reports such a
-// stall, and the waiter, which holds a transaction, rolls it back, waits
-// for the stalled ticket and runs its transaction again (wound-wait, in
-// the capture's order): the lock then goes as it went in the capture. A
-// waiter that holds no transaction cannot be in the way and waits on.
-//
-// Conflicting locking statements that overlapped in the capture got their
-// locks there in the order they ended (a waiter's statement returns once
-// it has its locks). So a record that changes what others see goes to the
-// server only after every ticket that changes what others see on one of
-// its rows (its tables, when either does not name its rows by key: see
-// rowKeys), overlapped it, and ended before it, has been sent when that
-// one locks a single row it names (the server queues lock requests in
-// the order they come), and is done when it locks several or rows it does
-// not name (it takes them one after another, and would otherwise lose one
-// it has not reached yet); a record run again after its transaction
-// yielded waits until all of them are done. These waits too go from a
-// ticket to tickets that ended before it: the gate never waits in a
-// cycle.
-//
-// Which in-flight statement s can a waiter's transaction block? Only one
-// whose lock one of the transaction's statements p took in replay but not
-// in the capture. If p ended, in the capture, before s started, p held
-// its locks there first too, and s would have waited for the waiter's
-// transaction there and ended after it — after the record that now waits
-// for s: impossible. So a waiter may block s only if one of its
-// statements that took locks (a write, a locking read) did not end before
-// s started and touches one of s's tables (holder.mayBlock; unknown tables
-// count as any; a plain read, which takes no row locks, is never blocked
-// by them). Such a stall is reported as soon as s has been in flight
-// for lockBound (2 times its captured duration, between 1 and 2 ms): a
-// statement stuck on a lock never finishes on its own, and a merely slow
-// one costs only a needless rerun (measured on the invariant workloads: a
-// 10 ms bound made the bank's replay 20 % slower than its capture, 1 ms
-// tripled the needless reruns of order entry). Any other statement the waiter waits
-// for, directly or behind its own session's, is stalled only past
-// inflightBound (at least --order-inflight, and 20 times its captured
-// duration, doubled for each time the waiter has started over): locks the
-// capture does not explain (the target's engine locks more, a gap lock),
-// or a chain through other sessions. No wait lasts longer than hardBound
-// (--order-timeout); a record released by it is marked
-// (OutcomeOrderReleased), as are the records of a transaction run again
-// (OutcomeOrderRerun), and their divergences are counted as
-// order-ambiguous.
-type gate struct {
+// Gate keeps one target's tickets in the capture's order (see the package
+// documentation for the rules it follows). Its methods are safe for
+// concurrent use by the target's workers.
+type Gate struct {
 	mu sync.Mutex
 	// all holds every ticket, changes those that change what others see.
 	all, changes lane
@@ -91,22 +23,22 @@ type gate struct {
 	now                    func() time.Time
 	// holders are the cursors of the workers that have held a
 	// transaction's locks (see blocksLocked).
-	holders []*cursor
+	holders []*Cursor
 }
 
 // lane is a set of tickets by end, and the waiters that wait for them.
 type lane struct {
 	id      int       // index into ticket.in
-	pending []*ticket // not yet popped, sorted by end; done ones leave from the front
+	pending []*Ticket // not yet popped, sorted by end; done ones leave from the front
 	waiters waiterHeap
 	// minEnd is the end of the earliest ticket not done (MaxInt64 if none):
 	// a waiter whose threshold is not after it waits for nothing.
 	minEnd atomic.Int64
 }
 
-func (l *lane) insert(t *ticket) {
+func (l *lane) insert(t *Ticket) {
 	i := len(l.pending)
-	for i > 0 && l.pending[i-1].end > t.end {
+	for i > 0 && l.pending[i-1].End > t.End {
 		i--
 	}
 	l.pending = append(l.pending, nil)
@@ -114,7 +46,7 @@ func (l *lane) insert(t *ticket) {
 	l.pending[i] = t
 	t.in[l.id] = true
 	if i == 0 {
-		l.minEnd.Store(t.end)
+		l.minEnd.Store(t.End)
 	}
 }
 
@@ -135,7 +67,7 @@ func (l *lane) pop() {
 	l.pending = l.pending[n:]
 	min := int64(math.MaxInt64)
 	if len(l.pending) > 0 {
-		min = l.pending[0].end
+		min = l.pending[0].End
 	}
 	l.minEnd.Store(min)
 	for len(l.waiters) > 0 && l.waiters[0].start <= min {
@@ -145,16 +77,16 @@ func (l *lane) pop() {
 }
 
 // lane is the lane t waits in.
-func (g *gate) lane(t *ticket) *lane {
-	if t.changes {
+func (g *Gate) lane(t *Ticket) *lane {
+	if t.Changes {
 		return &g.all
 	}
 	return &g.changes
 }
 
-// ticket is one record's (or transaction's) place in the order.
-type ticket struct {
-	start, end int64
+// Ticket is one record's (or transaction's) place in the order.
+type Ticket struct {
+	Start, End int64
 	done       bool
 	// sent is when the ticket's statement went to the server (unix ns), 0
 	// while it is not executing one; span is that statement's captured
@@ -166,28 +98,28 @@ type ticket struct {
 	// session's, or for a unit the connection's it was handed to): a
 	// ticket not yet handled waits behind that worker's current one.
 	// waiting is the ticket its owner waits for here, if it does.
-	session atomic.Pointer[cursor]
-	waiting atomic.Pointer[ticket]
-	// changes: it changes what others see (see gate).
-	changes bool
-	// tables its statements touch (lower-case names, no schema), and
+	session atomic.Pointer[Cursor]
+	waiting atomic.Pointer[Ticket]
+	// Changes: it changes what others see (see the package documentation).
+	Changes bool
+	// Tables its statements touch (lower-case names, no schema), and
 	// whether they may touch any (lockSet.mayBlock); keys are the rows
 	// its statements that change what others see lock, when they all name
-	// them (rowKeys; nil: any row of its tables).
-	tables   []string
-	anyTable bool
-	keys     []string
-	// sendOrder: a record's ticket that changes what others see; it goes
+	// them (replay's row keys; nil: any row of its tables).
+	Tables   []string
+	AnyTable bool
+	Keys     []string
+	// SendOrder: a record's ticket that changes what others see; it goes
 	// to the server only after the conflicting ones that overlapped it
-	// and ended before it have (see gate).
-	sendOrder bool
+	// and ended before it have (see the package documentation).
+	SendOrder bool
 	// onSent, made by a waiter under the gate's lock, is closed when the
 	// ticket is sent or done; sendWaiters says one may exist.
 	onSent      chan struct{}
 	sendWaiters atomic.Bool
 	// rerun: reopened (its transaction runs again after yielding): it
 	// goes after the conflicting ones that overlapped it and ended before
-	// it are done, not merely sent (see gate).
+	// it are done, not merely sent (see the package documentation).
 	rerun atomic.Bool
 	// in says which lanes (all, changes) hold it.
 	in [2]bool
@@ -202,27 +134,27 @@ type ticket struct {
 	reordered atomic.Bool
 }
 
-// cursor is where a worker stands in its queue of tickets: the one it
+// Cursor is where a worker stands in its queue of tickets: the one it
 // handles (waits for, runs, or runs again after a rollback). Tickets do
 // not point at their queue's earlier ones, so the gate keeps no history.
 // locks is what the worker's open transaction has locked (nil: nothing),
 // published by the worker, read by every waiter.
-type cursor struct {
-	cur   atomic.Pointer[ticket]
-	locks atomic.Pointer[lockSet]
+type Cursor struct {
+	cur   atomic.Pointer[Ticket]
+	locks atomic.Pointer[LockSet]
 	held  bool // in the gate's holders (under its lock)
 }
 
-// lockSet is what a worker's open transaction may hold locks with: its
+// LockSet is what a worker's open transaction may hold locks with: its
 // statements that changed what others see, each with its captured end
 // and the tables it touched. Immutable once published.
-type lockSet struct{ stmts []lockStmt }
+type LockSet struct{ Stmts []LockStmt }
 
-type lockStmt struct {
-	end    int64
-	tables []string
-	any    bool
-	keys   []string // the rows it locked (nil: any of its tables')
+type LockStmt struct {
+	End    int64
+	Tables []string
+	Any    bool
+	Keys   []string // the rows it locked (nil: any of its tables')
 }
 
 // mayBlock reports whether the statement of ticket s, in flight, can be
@@ -231,25 +163,25 @@ type lockStmt struct {
 // lock s needed, or s would have waited for its transaction in the
 // capture too, and ended after it — and touches one of s's tables (or
 // either may touch any).
-func (ls *lockSet) mayBlock(s *ticket) bool {
-	if ls == nil || !s.changes {
+func (ls *LockSet) mayBlock(s *Ticket) bool {
+	if ls == nil || !s.Changes {
 		return false // a plain read takes no row locks: none can block it
 	}
-	for _, p := range ls.stmts {
-		if p.end < s.start {
+	for _, p := range ls.Stmts {
+		if p.End < s.Start {
 			continue
 		}
-		if p.any || s.anyTable {
+		if p.Any || s.AnyTable {
 			return true
 		}
-		if p.keys != nil && s.keys != nil {
-			if sharedKey(p.keys, s.keys) {
+		if p.Keys != nil && s.Keys != nil {
+			if sharedKey(p.Keys, s.Keys) {
 				return true
 			}
 			continue // both name their rows, and none is the other's
 		}
-		for _, x := range p.tables {
-			if slices.Contains(s.tables, x) {
+		for _, x := range p.Tables {
+			if slices.Contains(s.Tables, x) {
 				return true
 			}
 		}
@@ -257,9 +189,9 @@ func (ls *lockSet) mayBlock(s *ticket) bool {
 	return false
 }
 
-// holds notes that c's worker may hold locks: it becomes one of the
+// Holds notes that c's worker may hold locks: it becomes one of the
 // transactions a waiter's search for a lock cycle looks at.
-func (g *gate) holds(c *cursor) {
+func (g *Gate) Holds(c *Cursor) {
 	g.mu.Lock()
 	if !c.held {
 		c.held = true
@@ -273,7 +205,7 @@ func (g *gate) holds(c *cursor) {
 // lock that a statement in flight of another transaction that may hold
 // one s needs is waiting for, and so on (depth 4) — a transaction that
 // waits here instead counts by what it waits for.
-func (g *gate) blocksLocked(h *cursor, s *ticket, depth int, seen map[*cursor]bool) bool {
+func (g *Gate) blocksLocked(h *Cursor, s *Ticket, depth int, seen map[*Cursor]bool) bool {
 	if h == nil || s == nil {
 		return false
 	}
@@ -296,29 +228,49 @@ func (g *gate) blocksLocked(h *cursor, s *ticket, depth int, seen map[*cursor]bo
 	return false
 }
 
-// at notes that the worker now handles t.
-func (c *cursor) at(t *ticket) {
+// At notes that the worker now handles t.
+func (c *Cursor) At(t *Ticket) {
 	if c != nil && t != nil {
 		c.cur.Store(t)
 	}
 }
 
-// queue notes that t waits in c's queue (a unit handed to a connection).
-func (t *ticket) queue(c *cursor) {
+// Session is the cursor of the worker that handles t (nil: none yet).
+func (t *Ticket) Session() *Cursor { return t.session.Load() }
+
+// Overtaken reports whether a record that changes what others see went to
+// the server before t was done, though it came after t in the capture:
+// what t's records read from then on may include that change.
+func (t *Ticket) Overtaken() bool { return t.overtaken.Load() }
+
+// TakeReordered reports, once, that t, a change, went ahead of a
+// conflicting change not yet done (its worker lists it: store.Reorder).
+func (t *Ticket) TakeReordered() bool { return t.reordered.Swap(false) }
+
+// Locks is what the cursor's worker's open transaction has locked (nil:
+// nothing), as it last published it.
+func (c *Cursor) Locks() *LockSet { return c.locks.Load() }
+
+// Publish makes ls (immutable from now on; nil: nothing) what the
+// worker's open transaction has locked, for every waiter to read.
+func (c *Cursor) Publish(ls *LockSet) { c.locks.Store(ls) }
+
+// Queue notes that t waits in c's queue (a unit handed to a connection).
+func (t *Ticket) Queue(c *Cursor) {
 	if t != nil {
 		t.session.Store(c)
 	}
 }
 
-// current notes that t's worker now handles t.
-func (t *ticket) current() {
+// Current notes that t's worker now handles t.
+func (t *Ticket) Current() {
 	if t != nil {
-		t.session.Load().at(t)
+		t.session.Load().At(t)
 	}
 }
 
 // ahead returns the ticket p's worker handles when it is not p.
-func (p *ticket) ahead() *ticket {
+func (p *Ticket) ahead() *Ticket {
 	s := p.session.Load()
 	if s == nil {
 		return nil
@@ -349,42 +301,42 @@ func (h *waiterHeap) Pop() any {
 	return w
 }
 
-func newGate(inflightMin, hardBound time.Duration) *gate {
-	g := &gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now}
+func NewGate(inflightMin, hardBound time.Duration) *Gate {
+	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now}
 	g.all.minEnd.Store(math.MaxInt64)
 	g.changes.minEnd.Store(math.MaxInt64)
 	g.changes.id = 1
 	return g
 }
 
-// register adds a ticket for [start, end] of the session at c (nil: on
+// Register adds a ticket for [start, end] of the session at c (nil: on
 // its own); changes says whether it changes what others see. Tickets are
 // registered in the capture's order (by sequence, which for a proxy
 // capture is nearly end order), so insertion is at or near the back.
-func (g *gate) register(start, end int64, c *cursor, changes bool, tables []string, anyTable bool) *ticket {
-	return g.add(&ticket{start: start, end: end, changes: changes, tables: tables, anyTable: anyTable}, c)
+func (g *Gate) Register(start, end int64, c *Cursor, changes bool, tables []string, anyTable bool) *Ticket {
+	return g.Add(&Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyTable}, c)
 }
 
-// add registers t (start, end, changes, tables, sendOrder set) in the
+// Add registers t (start, end, changes, tables, sendOrder set) in the
 // session at c.
-func (g *gate) add(t *ticket, c *cursor) *ticket {
-	start, end := t.start, t.end
+func (g *Gate) Add(t *Ticket, c *Cursor) *Ticket {
+	start, end := t.Start, t.End
 	if c != nil {
 		t.session.Store(c)
 	}
 	t.span.Store(end - start)
 	g.mu.Lock()
 	g.all.insert(t)
-	if t.changes {
+	if t.Changes {
 		g.changes.insert(t)
 	}
 	g.mu.Unlock()
 	return t
 }
 
-// markSent notes that t's record (or its unit's next statement, of
+// Sent notes that t's record (or its unit's next statement, of
 // captured duration span; 0 keeps t's own) went to the server.
-func (g *gate) markSent(t *ticket, span time.Duration) {
+func (g *Gate) Sent(t *Ticket, span time.Duration) {
 	if t != nil {
 		if span > 0 {
 			t.span.Store(int64(span))
@@ -399,7 +351,7 @@ func (g *gate) markSent(t *ticket, span time.Duration) {
 }
 
 // sentLocked wakes those waiting for t to be sent.
-func (g *gate) sentLocked(t *ticket) {
+func (g *Gate) sentLocked(t *Ticket) {
 	if t.onSent != nil {
 		close(t.onSent)
 		t.onSent = nil
@@ -407,15 +359,15 @@ func (g *gate) sentLocked(t *ticket) {
 	t.sendWaiters.Store(false)
 }
 
-// markIdle notes that t is not executing a statement (a unit waiting here).
-func (g *gate) markIdle(t *ticket) {
+// Idle notes that t is not executing a statement (a unit waiting here).
+func (g *Gate) Idle(t *Ticket) {
 	if t != nil {
 		t.sent.Store(0)
 	}
 }
 
-// finish marks t done and wakes the waiters it held back.
-func (g *gate) finish(t *ticket) {
+// Finish marks t done and wakes the waiters it held back.
+func (g *Gate) Finish(t *Ticket) {
 	if t == nil {
 		return
 	}
@@ -424,18 +376,18 @@ func (g *gate) finish(t *ticket) {
 	t.done = true
 	g.sentLocked(t)
 	g.all.pop()
-	if t.changes {
+	if t.Changes {
 		g.changes.pop()
 	}
 }
 
-// reopen makes done tickets pending again: their records' effects were
+// Reopen makes done tickets pending again: their records' effects were
 // rolled back (a transaction run again, for order or after a deadlock),
 // so what ran after them in the capture must wait until they run again.
 // A statement already on the server, blocked on the rolled-back
 // transaction's locks, goes ahead; if it then meets the transaction run
-// again, the gate orders them as any other pair (see gate).
-func (g *gate) reopen(ts []*ticket) {
+// again, the gate orders them as any other pair (see the package documentation).
+func (g *Gate) Reopen(ts []*Ticket) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, t := range ts {
@@ -448,24 +400,24 @@ func (g *gate) reopen(ts []*ticket) {
 		if !t.in[0] {
 			g.all.insert(t)
 		}
-		if t.changes && !t.in[1] {
+		if t.Changes && !t.in[1] {
 			g.changes.insert(t)
 		}
 	}
 }
 
-// waitResult says how a wait ended.
-type waitResult uint8
+// WaitResult says how a wait ended.
+type WaitResult uint8
 
 const (
-	waitNone     waitResult = iota // nothing to wait for
-	waitOrdered                    // waited until all before it were done
-	waitStalled                    // a ticket it waits for is stuck on the server (see gate)
-	waitTimeout                    // went after hardBound
-	waitReleased                   // went without a ticket that waits for it (it could never come)
+	NotWaited WaitResult = iota // nothing to wait for
+	Ordered                     // waited until all before it were done
+	Stalled                     // a ticket it waits for is stuck on the server (see the package documentation)
+	TimedOut                    // went after hardBound
+	Released                    // went without a ticket that waits for it (it could never come)
 )
 
-// wait blocks until every ticket that ended before threshold (t's start,
+// Wait blocks until every ticket that ended before threshold (t's start,
 // or a later instant of t's own, such as its COMMIT's start) is done, for
 // at most limit (0: the gate's hard bound), or until ctx ends. With
 // patience > 0 it returns waitStalled, and the tickets stuck on the server,
@@ -475,13 +427,13 @@ const (
 //
 // h is the waiter's transaction (nil when it holds none), which tells
 // whether an in-flight ticket may be stuck behind its locks.
-func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience int, limit time.Duration, h *cursor) (waitResult, []*ticket) {
+func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience int, limit time.Duration, h *Cursor) (WaitResult, []*Ticket) {
 	if t == nil {
-		return waitNone, nil
+		return NotWaited, nil
 	}
 	ln := g.lane(t)
-	if ln.minEnd.Load() >= threshold && !t.sendOrder {
-		return waitNone, nil
+	if ln.minEnd.Load() >= threshold && !t.SendOrder {
+		return NotWaited, nil
 	}
 	if limit <= 0 {
 		limit = g.hardBound
@@ -491,7 +443,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 	for {
 		g.mu.Lock()
 		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, patience, h)
-		if blocker == nil && len(stuck) == 0 && t.sendOrder && threshold == t.start {
+		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
 			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
 		}
 		released = released || cyclic
@@ -501,20 +453,20 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 			}
 			g.mu.Unlock()
 			if released {
-				return waitReleased, nil
+				return Released, nil
 			}
 			if !waited {
-				return waitNone, nil
+				return NotWaited, nil
 			}
-			return waitOrdered, nil
+			return Ordered, nil
 		}
 		if len(stuck) > 0 {
 			g.mu.Unlock()
-			return waitStalled, stuck
+			return Stalled, stuck
 		}
 		var w *waiter
 		var wake1 <-chan struct{}
-		if blocker.end < threshold {
+		if blocker.End < threshold {
 			w = &waiter{start: threshold, ch: make(chan struct{})}
 			heap.Push(&ln.waiters, w)
 			wake1 = w.ch
@@ -549,7 +501,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 			timer.Stop()
 			g.drop(ln, w)
 			t.waiting.Store(nil)
-			return waitTimeout, nil
+			return TimedOut, nil
 		}
 		g.drop(ln, w)
 		t.waiting.Store(nil)
@@ -557,7 +509,7 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 			g.mu.Lock()
 			g.overtakeLocked(ln, t, threshold)
 			g.mu.Unlock()
-			return waitTimeout, nil
+			return TimedOut, nil
 		}
 	}
 }
@@ -574,27 +526,27 @@ func (g *gate) wait(ctx context.Context, t *ticket, threshold int64, patience in
 // the other order leave other data, so what its tables hold may differ
 // from then on by replay's doing. A read going ahead affects only its own
 // outcome (flagged by its worker).
-func (g *gate) overtakeLocked(ln *lane, t *ticket, threshold int64) {
-	if !t.changes {
+func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64) {
+	if !t.Changes {
 		return
 	}
 	reorder := false
-	mark := func(p *ticket) {
+	mark := func(p *Ticket) {
 		if p == t || p.done {
 			return
 		}
 		p.overtaken.Store(true)
-		reorder = reorder || p.changes && conflicts(p, t)
+		reorder = reorder || p.Changes && conflicts(p, t)
 	}
 	for _, p := range ln.pending {
-		if p.end >= threshold {
+		if p.End >= threshold {
 			break
 		}
 		mark(p)
 	}
-	if t.sendOrder && threshold == t.start {
+	if t.SendOrder && threshold == t.Start {
 		pend := g.changes.pending
-		for i := sort.Search(len(pend), func(i int) bool { return pend[i].end >= t.start }); i < len(pend) && pend[i].end < t.end; i++ {
+		for i := sort.Search(len(pend), func(i int) bool { return pend[i].End >= t.Start }); i < len(pend) && pend[i].End < t.End; i++ {
 			if p := pend[i]; p.sent.Load() == 0 && conflicts(p, t) {
 				mark(p)
 			}
@@ -606,7 +558,7 @@ func (g *gate) overtakeLocked(ln *lane, t *ticket, threshold int64) {
 }
 
 // drop removes a waiter that stopped waiting.
-func (g *gate) drop(ln *lane, w *waiter) {
+func (g *Gate) drop(ln *lane, w *waiter) {
 	if w == nil {
 		return
 	}
@@ -620,7 +572,7 @@ func (g *gate) drop(ln *lane, w *waiter) {
 // inflightBound is how long t may execute before it counts as stuck:
 // twenty times its captured duration, at least inflightMin, doubled for
 // each patience step past the first.
-func (g *gate) inflightBound(t *ticket, patience int) time.Duration {
+func (g *Gate) inflightBound(t *Ticket, patience int) time.Duration {
 	b := max(g.inflightMin, 20*time.Duration(t.span.Load()))
 	if patience > 1 {
 		b <<= min(patience-1, 16)
@@ -631,7 +583,7 @@ func (g *gate) inflightBound(t *ticket, patience int) time.Duration {
 // lockBound is how long a statement that a waiter's transaction may block
 // (holder.mayBlock) may be in flight before the waiter yields: twice its
 // captured duration, between lockBoundMin and lockBoundMax.
-func lockBound(t *ticket) time.Duration {
+func lockBound(t *Ticket) time.Duration {
 	return min(max(2*time.Duration(t.span.Load()), lockBoundMin), lockBoundMax)
 }
 
@@ -643,7 +595,7 @@ const (
 // inflightOf returns the ticket on the server that keeps p from
 // completing, if there is one: p's statement once sent, or what p waits
 // for here, or (p not started) its session's current ticket's.
-func (g *gate) inflightOf(p *ticket, depth int) *ticket {
+func (g *Gate) inflightOf(p *Ticket, depth int) *Ticket {
 	if p == nil || p.done || depth > 16 {
 		return nil
 	}
@@ -659,7 +611,7 @@ func (g *gate) inflightOf(p *ticket, depth int) *ticket {
 // dependsOn reports whether p cannot start or finish before t does: p is
 // t, or waits here for a ticket that depends on t, or has not started and
 // its session's current ticket depends on t.
-func dependsOn(p, t *ticket, depth int) bool {
+func dependsOn(p, t *Ticket, depth int) bool {
 	switch {
 	case p == nil || depth > 16 || p.done:
 		return false
@@ -678,18 +630,18 @@ func dependsOn(p, t *ticket, depth int) bool {
 // and waits for nothing that ended before it, the earliest conflicting
 // ticket (one that changes, on a table of t's, or on any) that overlapped
 // t in the capture, ended before t did, and is not yet sent or done: t
-// goes to the server after it (see gate). Like blockerLocked, it reports
+// goes to the server after it (see the package documentation). Like blockerLocked, it reports
 // the stalled tickets such a blocker waits behind, and when to look again.
-func (g *gate) sendBlockerLocked(t *ticket, patience int, h *cursor, wake time.Duration) (*ticket, []*ticket, time.Duration) {
+func (g *Gate) sendBlockerLocked(t *Ticket, patience int, h *Cursor, wake time.Duration) (*Ticket, []*Ticket, time.Duration) {
 	pend := g.changes.pending
 	strict := t.rerun.Load()
-	i := sort.Search(len(pend), func(i int) bool { return pend[i].end >= t.start })
-	for ; i < len(pend) && pend[i].end < t.end; i++ {
+	i := sort.Search(len(pend), func(i int) bool { return pend[i].End >= t.Start })
+	for ; i < len(pend) && pend[i].End < t.End; i++ {
 		p := pend[i]
 		// A statement that locks one row has its lock once the server has
 		// it; one that locks several, or rows it does not name, takes them
 		// one after another, so t goes after it is done.
-		ready := p.sent.Load() != 0 && !strict && len(p.keys) == 1
+		ready := p.sent.Load() != 0 && !strict && len(p.Keys) == 1
 		if p == t || p.done || ready || !conflicts(p, t) || dependsOn(p, t, 0) {
 			continue
 		}
@@ -697,7 +649,7 @@ func (g *gate) sendBlockerLocked(t *ticket, patience int, h *cursor, wake time.D
 			if s := g.inflightOf(p, 0); s != nil {
 				var stuck bool
 				if stuck, wake = g.stuckLocked(h, s, patience, wake); stuck {
-					return p, []*ticket{s}, wake
+					return p, []*Ticket{s}, wake
 				}
 			}
 		}
@@ -708,15 +660,15 @@ func (g *gate) sendBlockerLocked(t *ticket, patience int, h *cursor, wake time.D
 
 // conflicts reports whether two tickets can lock a row in common: they
 // share a row key when both name their rows, else a table (or may).
-func conflicts(a, b *ticket) bool {
-	if a.anyTable || b.anyTable {
+func conflicts(a, b *Ticket) bool {
+	if a.AnyTable || b.AnyTable {
 		return true
 	}
-	if a.keys != nil && b.keys != nil {
-		return sharedKey(a.keys, b.keys)
+	if a.Keys != nil && b.Keys != nil {
+		return sharedKey(a.Keys, b.Keys)
 	}
-	for _, x := range a.tables {
-		if slices.Contains(b.tables, x) {
+	for _, x := range a.Tables {
+		if slices.Contains(b.Tables, x) {
 			return true
 		}
 	}
@@ -725,11 +677,11 @@ func conflicts(a, b *ticket) bool {
 
 // blockerLocked returns the earliest ticket that ended before threshold
 // and is not done (nil if none); with patience > 0, the tickets stuck on
-// the server behind any such ticket (see gate), and how long until one
+// the server behind any such ticket (see the package documentation), and how long until one
 // may be; and whether one was passed over because it depends on t itself.
-func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, patience int, h *cursor) (*ticket, []*ticket, bool, time.Duration) {
-	var first *ticket
-	var stuck []*ticket
+func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int, h *Cursor) (*Ticket, []*Ticket, bool, time.Duration) {
+	var first *Ticket
+	var stuck []*Ticket
 	cyclic := false
 	// Look again soon: a ticket not yet on the server may be sent, and
 	// then be stuck behind the waiter's locks.
@@ -738,7 +690,7 @@ func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, patience int,
 		wake = lockBoundMax
 	}
 	for _, p := range ln.pending {
-		if p.end >= threshold {
+		if p.End >= threshold {
 			break
 		}
 		if p.done || p == t {
@@ -770,13 +722,13 @@ func (g *gate) blockerLocked(ln *lane, t *ticket, threshold int64, patience int,
 // for (h nil: the waiter holds nothing) is stalled — past lockBound when
 // h may block it, past the in-flight bound otherwise — and lowers wake to
 // when it may be.
-func (g *gate) stuckLocked(h *cursor, s *ticket, patience int, wake time.Duration) (bool, time.Duration) {
+func (g *Gate) stuckLocked(h *Cursor, s *Ticket, patience int, wake time.Duration) (bool, time.Duration) {
 	since := time.Duration(g.now().UnixNano() - s.sent.Load())
 	bound := g.inflightBound(s, patience)
 	if h != nil {
 		if lb := lockBound(s); since < lb {
 			wake = min(wake, lb-since)
-		} else if g.blocksLocked(h, s, 0, map[*cursor]bool{}) {
+		} else if g.blocksLocked(h, s, 0, map[*Cursor]bool{}) {
 			return true, wake
 		}
 	}

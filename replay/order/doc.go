@@ -1,0 +1,78 @@
+// Package order keeps a replay in the capture's order between sessions,
+// on each target, without deadlocking against the server's row locks. It
+// is the specification replay's workers follow; it knows nothing of
+// connections, records or servers, and uses only the standard library.
+//
+// It has two parts. A Gate orders tickets, each a record or a regrouped
+// transaction with its captured interval; a Board orders the statements
+// of the transactions that run at once on regrouped connections
+// (--concurrency). Wait results and outcomes that the gate makes
+// uncertain (a ticket released by its hard bound, a transaction run
+// again, a ticket overtaken) are reported to the caller, which labels
+// the records (store.OutcomeOrderReleased, store.OutcomeOrderRerun) and
+// counts their divergences as order-ambiguous.
+//
+// # The gate
+//
+// A Gate keeps one target's records in the capture's order between sessions.
+// A ticket stands for a record (or, with --concurrency, a transaction) and
+// its captured interval [start, end]. Gate.Wait(t) returns once every ticket
+// whose end is before t's start is done. Tickets that overlapped in the
+// capture never wait for each other, so the server's own locks decide
+// between them as they did in the capture.
+//
+// Reads need not wait for reads. A ticket that only reads waits for the
+// earlier tickets that change what others see (writes, COMMITs, locking
+// reads: sqlinfo.Info.Changes); a ticket that changes waits for every
+// earlier ticket, reads included, so that no read sees a change made after
+// it in the capture. The Gate keeps the two sets apart (lanes), so a
+// read-only workload never waits at all.
+//
+// The Gate can deadlock against the server's row locks: a statement in
+// flight, blocked on a lock held by a transaction whose next statement
+// waits here for it. Statements that overlapped in the capture can take a
+// lock in the other order in replay, so this happens. Wait reports such a
+// stall, and the waiter, which holds a transaction, rolls it back, waits
+// for the stalled ticket and runs its transaction again (wound-wait, in
+// the capture's order): the lock then goes as it went in the capture. A
+// waiter that holds no transaction cannot be in the way and waits on.
+//
+// Conflicting locking statements that overlapped in the capture got their
+// locks there in the order they ended (a waiter's statement returns once
+// it has its locks). So a record that changes what others see goes to the
+// server only after every ticket that changes what others see on one of
+// its rows (its tables, when either does not name its rows by key: see
+// replay's row keys), overlapped it, and ended before it, has been sent when that
+// one locks a single row it names (the server queues lock requests in
+// the order they come), and is done when it locks several or rows it does
+// not name (it takes them one after another, and would otherwise lose one
+// it has not reached yet); a record run again after its transaction
+// yielded waits until all of them are done. These waits too go from a
+// ticket to tickets that ended before it: the Gate never waits in a
+// cycle.
+//
+// Which in-flight statement s can a waiter's transaction block? Only one
+// whose lock one of the transaction's statements p took in replay but not
+// in the capture. If p ended, in the capture, before s started, p held
+// its locks there first too, and s would have waited for the waiter's
+// transaction there and ended after it — after the record that now waits
+// for s: impossible. So a waiter may block s only if one of its
+// statements that took locks (a write, a locking read) did not end before
+// s started and touches one of s's tables (holder.mayBlock; unknown tables
+// count as any; a plain read, which takes no row locks, is never blocked
+// by them). Such a stall is reported as soon as s has been in flight
+// for lockBound (2 times its captured duration, between 1 and 2 ms): a
+// statement stuck on a lock never finishes on its own, and a merely slow
+// one costs only a needless rerun (measured on the invariant workloads: a
+// 10 ms bound made the bank's replay 20 % slower than its capture, 1 ms
+// tripled the needless reruns of order entry). Any other statement the waiter waits
+// for, directly or behind its own session's, is stalled only past
+// inflightBound (at least --order-inflight, and 20 times its captured
+// duration, doubled for each time the waiter has started over): locks the
+// capture does not explain (the target's engine locks more, a gap lock),
+// or a chain through other sessions. No wait lasts longer than hardBound
+// (--order-timeout); a record released by it is marked
+// (OutcomeOrderReleased), as are the records of a transaction run again
+// (OutcomeOrderRerun), and their divergences are counted as
+// order-ambiguous.
+package order
