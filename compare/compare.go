@@ -59,8 +59,13 @@ const (
 	ReasonBypassed = "bypassed-write"
 )
 
-// Classes lists the divergence classes in report order.
+// Classes lists the divergence classes in report order. It is the one
+// list: reports, replay's metrics and the shadows' all take it from here.
 var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Content, Order, Warnings}
+
+// Reasons lists the reasons a divergence is order-ambiguous, in report
+// order; like Classes, the one list.
+var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed}
 
 func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
 

@@ -285,3 +285,17 @@ func (h *Histogram) Restore(sum uint64, minV, maxV int64, buckets func(yield fun
 	h.count, h.sum, h.min, h.max = total, sum, minV, maxV
 	return true
 }
+
+// MetricBuckets returns the upper bounds, in seconds, of the buckets of
+// every latency histogram Tandem exports to Prometheus: 50 µs to about
+// 26 s, doubling (20 bounds). The proxy's, replay's and the shadows'
+// histograms all use these, because the dashboard divides one side's
+// quantiles and bucket rates by the other's: different bounds would make
+// those ratios wrong without anyone noticing.
+func MetricBuckets() []float64 {
+	b := make([]float64, 20)
+	for i := range b {
+		b[i] = 50e-6 * float64(uint64(1)<<i)
+	}
+	return b
+}

@@ -156,3 +156,21 @@ func BenchmarkRecord(b *testing.B) {
 		h.RecordN(int64(100000+i%50000), 1)
 	}
 }
+
+// The exported bounds are the ones the dashboard's queries were written
+// for: Prometheus' own ExponentialBuckets(50e-6, 2, 20), exactly.
+func TestMetricBuckets(t *testing.T) {
+	b := MetricBuckets()
+	if len(b) != 20 || b[0] != 50e-6 || b[19] != 50e-6*524288 {
+		t.Fatalf("bounds %v", b)
+	}
+	for i := 1; i < len(b); i++ {
+		if b[i] != 2*b[i-1] {
+			t.Fatalf("bound %d is %g, want twice %g", i, b[i], b[i-1])
+		}
+	}
+	b[0] = 1
+	if MetricBuckets()[0] != 50e-6 {
+		t.Error("a caller's change to the bounds reached the next caller")
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/blockio"
 	"github.com/tandemdb/tandem/internal/rawio"
+	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/wire"
 )
 
@@ -170,7 +171,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		roundtrip: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tandem_proxy_backend_duration_seconds",
 			Help:    "From a command's arrival to the last byte of the backend's reply relayed to the client, by command kind.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}, []string{"kind"}),
+			Buckets: latency.MetricBuckets()}, []string{"kind"}),
 	}
 	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes, m.roundtrip)
 	// Every reason from the start: a dashboard shows 0, not "no data".

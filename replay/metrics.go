@@ -23,7 +23,7 @@ import (
 // several runs, and the shards of one run, aggregate with sum by.
 //
 // Latency histograms are the run's own (package latency) exported at
-// fixed bucket bounds (MetricBuckets); a bucket's count is exact up to the
+// fixed bucket bounds (latency.MetricBuckets); a bucket's count is exact up to the
 // 1/128 resolution of the run's histograms. Divergences are found by the
 // merge join after a replay point ends, so their counters move then, not
 // during the replay.
@@ -45,18 +45,6 @@ type runMetrics struct {
 	live    []*runner
 }
 
-var (
-	divergenceClasses = []string{compare.ErrorVsOK, compare.ErrorCode, compare.Affected, compare.InsertID, compare.RowCount, compare.Content, compare.Order, compare.Warnings}
-	ambiguityReasons  = []string{compare.ReasonCommitOverlap, compare.ReasonReplayOrder, compare.ReasonRetried, compare.ReasonNotReplayed}
-)
-
-// DivergenceClasses and AmbiguityReasons are the label values metrics use.
-func DivergenceClasses() []string { return slices.Clone(divergenceClasses) }
-func AmbiguityReasons() []string  { return slices.Clone(ambiguityReasons) }
-
-// MetricBuckets are the latency buckets' upper bounds, seconds: 50 µs to
-// about 26 s, doubling.
-var MetricBuckets = prometheus.ExponentialBuckets(50e-6, 2, 20)
 
 // maxErrorCodes bounds the code label of tandem_replay_errors_total per
 // target (the rest count as "other").
@@ -312,14 +300,14 @@ func (rm *runMetrics) collectTarget(ch chan<- prometheus.Metric, name string, v 
 		counter(descNondet, nondet, against)
 		// Every class and reason, zeros too: a panel of a run without
 		// divergences shows 0, not "no data".
-		for _, k := range divergenceClasses {
+		for _, k := range compare.Classes {
 			counter(descDivergences, byClass[k], against, k)
 			delete(byClass, k)
 		}
 		for k, n := range byClass {
 			counter(descDivergences, n, against, k)
 		}
-		for _, k := range ambiguityReasons {
+		for _, k := range compare.Reasons {
 			counter(descAmbiguous, ambiguous[k], against, k)
 			delete(ambiguous, k)
 		}
@@ -329,10 +317,11 @@ func (rm *runMetrics) collectTarget(ch chan<- prometheus.Metric, name string, v 
 	}
 }
 
-// constHistogram exports h at MetricBuckets.
+// constHistogram exports h at latency.MetricBuckets.
 func constHistogram(d *prometheus.Desc, h *latency.Histogram, labels ...string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(MetricBuckets))
-	for _, b := range MetricBuckets {
+	bounds := latency.MetricBuckets()
+	buckets := make(map[float64]uint64, len(bounds))
+	for _, b := range bounds {
 		buckets[b] = h.CountAtOrBelow(int64(b * float64(time.Second)))
 	}
 	return prometheus.MustNewConstHistogram(d, h.Count(), float64(h.Sum())/1e9, buckets, labels...)

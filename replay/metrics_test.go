@@ -2,12 +2,16 @@ package replay
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -103,6 +107,33 @@ func TestMetricsCardinalityAndCounts(t *testing.T) {
 	for _, mm := range byName["tandem_replay_errors_total"].GetMetric() {
 		if label(mm, "code") != "1146" || mm.GetCounter().GetValue() != 1 {
 			t.Errorf("errors_total %v = %v, want code 1146 once", mm.GetLabel(), mm.GetCounter().GetValue())
+		}
+	}
+	// Every divergence class and ambiguity reason is exported, zeros too,
+	// from the one list each (compare.Classes, compare.Reasons), and the
+	// latency buckets are the one set the proxy and the shadows use.
+	for name, want := range map[string][]string{
+		"tandem_replay_divergences_total|class":     compare.Classes,
+		"tandem_replay_order_ambiguous_total|reason": compare.Reasons,
+	} {
+		family, lbl, _ := strings.Cut(name, "|")
+		var got []string
+		for _, mm := range byName[family].GetMetric() {
+			if label(mm, "against") == "capture" {
+				got = append(got, label(mm, lbl))
+			}
+		}
+		if slices.Sort(got); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			t.Errorf("%s %s values %v, want %v", family, lbl, got, want)
+		}
+	}
+	for _, mm := range byName["tandem_replay_statement_duration_seconds"].GetMetric() {
+		var bounds []float64
+		for _, b := range mm.GetHistogram().GetBucket() {
+			bounds = append(bounds, b.GetUpperBound())
+		}
+		if !slices.Equal(bounds, latency.MetricBuckets()) {
+			t.Errorf("statement_duration buckets %v, want latency.MetricBuckets", bounds)
 		}
 	}
 	t.Logf("%d series for one target, K=%d", series, k)

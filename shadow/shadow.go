@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/report"
@@ -133,7 +134,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "tandem_shadow_statement_duration_seconds",
 		Help:    "Latency of the statements a shadow compared, by side: on the primary (as the proxy captured it: from the command's arrival to the reply's end) and on the shadow (its service time), and by statement class.",
-		Buckets: replay.MetricBuckets}, []string{"shadow", "side", "class"})
+		Buckets: latency.MetricBuckets()}, []string{"shadow", "side", "class"})
 	reg.MustRegister(latency)
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
@@ -299,10 +300,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descShadowSkipped, prometheus.CounterValue, float64(st.Skipped), n)
 		ch <- prometheus.MustNewConstMetric(descShadowCompared, prometheus.CounterValue, float64(st.Compared), n)
 		ch <- prometheus.MustNewConstMetric(descShadowUnavail, prometheus.CounterValue, float64(st.Unavailable), n)
-		for _, class := range replay.DivergenceClasses() {
+		for _, class := range compare.Classes {
 			ch <- prometheus.MustNewConstMetric(descShadowDivergent, prometheus.CounterValue, float64(st.Divergent[class]), n, class)
 		}
-		for _, reason := range replay.AmbiguityReasons() {
+		for _, reason := range compare.Reasons {
 			ch <- prometheus.MustNewConstMetric(descShadowAmbiguous, prometheus.CounterValue, float64(st.Ambiguous[reason]), n, reason)
 		}
 	}
