@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -270,55 +269,43 @@ func (p *proc) feedFrom(live *store.Reader, log *slog.Logger) {
 }
 
 // Gather collects every worker's metrics (its shadow's tandem_shadow_*
-// and replay series) for the proxy's /metrics. A worker that has ended
-// shows as tandem_shadow_up 0.
+// and replay series) for the proxy's /metrics, merged by
+// prometheus.Gatherers (which also checks that the workers agree on each
+// family's help and type). A worker that has ended shows as
+// tandem_shadow_up 0.
 func (s *Set) Gather() ([]*dto.MetricFamily, error) {
-	byName := map[string]*dto.MetricFamily{}
-	var errs []error
-	for _, p := range s.procs {
-		var b []byte
-		err := p.call("Worker.Gather", struct{}{}, &b, 5*time.Second)
-		if err == nil {
-			dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
-			for {
-				mf := &dto.MetricFamily{}
-				if err = dec.Decode(mf); err != nil {
-					if errors.Is(err, io.EOF) {
-						err = nil
-					}
-					break
+	gs := make(prometheus.Gatherers, len(s.procs))
+	for i, p := range s.procs {
+		gs[i] = prometheus.GathererFunc(p.gather)
+	}
+	return gs.Gather()
+}
+
+// gather is one worker's metrics, decoded from its Worker.Gather reply.
+func (p *proc) gather() ([]*dto.MetricFamily, error) {
+	var b []byte
+	err := p.call("Worker.Gather", struct{}{}, &b, 5*time.Second)
+	var mfs []*dto.MetricFamily
+	if err == nil {
+		dec := expfmt.NewDecoder(bytes.NewReader(b), expfmt.NewFormat(expfmt.TypeProtoDelim))
+		for {
+			mf := &dto.MetricFamily{}
+			if err = dec.Decode(mf); err != nil {
+				if errors.Is(err, io.EOF) {
+					return mfs, nil
 				}
-				if have, ok := byName[mf.GetName()]; ok {
-					have.Metric = append(have.Metric, mf.Metric...)
-				} else {
-					byName[mf.GetName()] = mf
-				}
+				break
 			}
-		}
-		if err != nil {
-			select {
-			case <-p.exited:
-				up := byName["tandem_shadow_up"]
-				if up == nil {
-					up = &dto.MetricFamily{Name: ptr("tandem_shadow_up"), Help: ptr(descUpHelp), Type: dto.MetricType_GAUGE.Enum()}
-					byName["tandem_shadow_up"] = up
-				}
-				up.Metric = append(up.Metric, &dto.Metric{Label: []*dto.LabelPair{{Name: ptr("shadow"), Value: ptr(p.name)}}, Gauge: &dto.Gauge{Value: ptr(0.0)}})
-			default:
-				errs = append(errs, fmt.Errorf("shadow %s: %w", p.name, err))
-			}
+			mfs = append(mfs, mf)
 		}
 	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
+	select {
+	case <-p.exited:
+		return []*dto.MetricFamily{{Name: ptr("tandem_shadow_up"), Help: ptr(descUpHelp), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: []*dto.LabelPair{{Name: ptr("shadow"), Value: ptr(p.name)}}, Gauge: &dto.Gauge{Value: ptr(0.0)}}}}}, nil
+	default:
+		return mfs, fmt.Errorf("shadow %s: %w", p.name, err)
 	}
-	sort.Strings(names)
-	out := make([]*dto.MetricFamily, 0, len(names))
-	for _, n := range names {
-		out = append(out, byName[n])
-	}
-	return out, errors.Join(errs...)
 }
 
 func ptr[T any](v T) *T { return &v }
