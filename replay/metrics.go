@@ -45,7 +45,6 @@ type runMetrics struct {
 	live    []*runner
 }
 
-
 // maxErrorCodes bounds the code label of tandem_replay_errors_total per
 // target (the rest count as "other").
 const maxErrorCodes = 10

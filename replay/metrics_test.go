@@ -113,7 +113,7 @@ func TestMetricsCardinalityAndCounts(t *testing.T) {
 	// from the one list each (compare.Classes, compare.Reasons), and the
 	// latency buckets are the one set the proxy and the shadows use.
 	for name, want := range map[string][]string{
-		"tandem_replay_divergences_total|class":     compare.Classes,
+		"tandem_replay_divergences_total|class":      compare.Classes,
 		"tandem_replay_order_ambiguous_total|reason": compare.Reasons,
 	} {
 		family, lbl, _ := strings.Cut(name, "|")

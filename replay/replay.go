@@ -250,30 +250,17 @@ func (c *Config) check() error {
 		rand.Read(b[:])
 		c.RunID = time.Now().UTC().Format("20060102-150405") + fmt.Sprintf("-%x", b)
 	}
-	seen := map[string]bool{}
-	baselines := 0
-	for _, t := range c.Targets {
-		if seen[t.Name] {
-			return fmt.Errorf("replay: two targets named %q", t.Name)
-		}
-		seen[t.Name] = true
-		if t.Baseline {
-			baselines++
-		}
-	}
-	if baselines > 1 {
-		return errors.New("replay: more than one target is marked baseline")
+	if _, err := targets.Baseline(c.Targets); err != nil {
+		return fmt.Errorf("replay: %w", err)
 	}
 	return nil
 }
 
+// baseline is the baseline target's index (check has refused a list
+// with two).
 func (c *Config) baseline() int {
-	for i, t := range c.Targets {
-		if t.Baseline {
-			return i
-		}
-	}
-	return 0
+	i, _ := targets.Baseline(c.Targets)
+	return i
 }
 
 // settings lists the run's flags for its metadata.

@@ -92,6 +92,28 @@ func Parse(spec string) (Target, error) {
 }
 
 // validate checks the DSN and the options.
+// Baseline checks a list of targets as one command uses them: no two
+// share a name, and at most one is marked baseline. It returns the
+// baseline's index: the one marked, else the first. Replay, sweep,
+// footprint and prepare all choose it here.
+func Baseline(ts []Target) (int, error) {
+	base, marked := 0, ""
+	for i, t := range ts {
+		for _, o := range ts[:i] {
+			if o.Name == t.Name {
+				return 0, fmt.Errorf("two targets are named %q; give each its own name (name=DSN)", t.Name)
+			}
+		}
+		if t.Baseline {
+			if marked != "" {
+				return 0, fmt.Errorf("targets %s and %s are both marked baseline; mark one", marked, t.Name)
+			}
+			base, marked = i, t.Name
+		}
+	}
+	return base, nil
+}
+
 func (t Target) validate() error {
 	if t.DSN == "" {
 		return fmt.Errorf("%w %s: no DSN", ErrBadSpec, t.Name)

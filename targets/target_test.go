@@ -124,3 +124,23 @@ func TestLoadExpandsCredentials(t *testing.T) {
 		t.Fatalf("unset: %v", err)
 	}
 }
+
+// One chooser of the baseline for every command: the one marked, else the
+// first; two marked or two with one name are refused, naming them.
+func TestBaseline(t *testing.T) {
+	ts := []Target{{Name: "a"}, {Name: "b", Baseline: true}, {Name: "c"}}
+	if i, err := Baseline(ts); i != 1 || err != nil {
+		t.Errorf("marked b: %d, %v; want 1", i, err)
+	}
+	if i, err := Baseline(ts[2:]); i != 0 || err != nil {
+		t.Errorf("none marked: %d, %v; want 0", i, err)
+	}
+	ts[2].Baseline = true
+	if _, err := Baseline(ts); err == nil || err.Error() != "targets b and c are both marked baseline; mark one" {
+		t.Errorf("two marked: %v", err)
+	}
+	ts[2] = Target{Name: "a"}
+	if _, err := Baseline(ts); err == nil || err.Error() != `two targets are named "a"; give each its own name (name=DSN)` {
+		t.Errorf("two named a: %v", err)
+	}
+}

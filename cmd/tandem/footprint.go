@@ -41,12 +41,7 @@ before and after every replay, and their reports show it.`,
 			if err != nil {
 				return err
 			}
-			base := 0
-			for i, t := range ts {
-				if t.Baseline {
-					base = i
-				}
-			}
+			base, _ := targets.Baseline(ts) // loadTargets checked the list
 			type result struct {
 				Target string                 `json:"target"`
 				Tables []store.TableFootprint `json:"tables"`
@@ -100,7 +95,7 @@ before and after every replay, and their reports show it.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp+"; the DSN names the database")
-	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
+	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.StringSliceVar(&tables, "tables", nil, "only these tables (comma-separated)")
 	f.BoolVar(&asJSON, "json", false, "print JSON: [{target, tables: [{table, engine, rows, data_bytes, index_bytes, source}]}]")
 	return cmd
@@ -119,7 +114,14 @@ const targetFlagHelp = "name=DSN[,engine=X][,options=TABLE OPTIONS][,ca=CA.pem][
 	"the DSN's tls=true|skip-verify|preferred (or ca=, verified against that CA) and its session variables " +
 	"(…/db?innodb_lock_wait_timeout=1) reach every connection to the target"
 
-// loadTargets reads --config and --target into targets, at least one.
+// configFlagHelp is --config's help, the same for every command that takes
+// targets.
+const configFlagHelp = "YAML file with a targets: list (name, dsn, engine, options, ca, baseline), read with the --target ones; " +
+	"a dsn may name ${ENV} variables, so that no password is on the command line"
+
+// loadTargets reads --config and --target into targets: at least one, no
+// two with one name, at most one baseline (targets.Baseline). Replay,
+// sweep, footprint and prepare read their targets here.
 func loadTargets(configFile string, specs []string) ([]targets.Target, error) {
 	var ts []targets.Target
 	if configFile != "" {
@@ -138,6 +140,9 @@ func loadTargets(configFile string, specs []string) ([]targets.Target, error) {
 	}
 	if len(ts) == 0 {
 		return nil, fmt.Errorf("no targets; give --target name=DSN (or --config FILE)")
+	}
+	if _, err := targets.Baseline(ts); err != nil {
+		return nil, err
 	}
 	return ts, nil
 }

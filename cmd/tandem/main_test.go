@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -98,6 +100,13 @@ func TestCLIErrors(t *testing.T) {
 		{"prepare bad target", nil, []string{"prepare", "--target", "nodsn"}, "want name=DSN[,engine=X]"},
 		{"prepare no targets", nil, []string{"prepare"}, "no targets; give --target"},
 		{"prepare unreachable", nil, []string{"prepare", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
+		// prepare reads the file replay reads (it had no --config).
+		{"prepare config unreachable", nil, []string{"prepare", "--config", replayConf}, "target x: cannot query 127.0.0.1:1"},
+		{"prepare config and target share a name", nil, []string{"prepare", "--config", replayConf, "--target", "x=root@tcp(127.0.0.1:2)/db"},
+			`two targets are named "x"; give each its own name (name=DSN)`},
+		// footprint took the last of two baselines, silently.
+		{"footprint two baselines", nil, []string{"footprint", "--target", "a=root@tcp(127.0.0.1:1)/db,baseline", "--target", "b=root@tcp(127.0.0.1:1)/db,baseline"},
+			"targets a and b are both marked baseline; mark one"},
 		{"align needs a capture", nil, []string{"align", "x=root@tcp(127.0.0.1:1)/db"}, "--capture DIR is required"},
 		{"align a capture without a start point", nil, []string{"align", "--capture", synthCap, "x=root@tcp(127.0.0.1:1)/db"}, "has no start point: it was captured without --binlog-user"},
 		{"align end of a capture without one", nil, []string{"align", "--capture", synthCap, "--end", "x=root@tcp(127.0.0.1:1)/db"}, "has no start point"},
@@ -490,6 +499,15 @@ func TestSharedFlagsAgree(t *testing.T) {
 		"retries": fmt.Sprint(replay.DefaultRetries), "target-timeout": replay.DefaultTargetTimeout.String()} {
 		if got := rp.Lookup(name).DefValue; got != want {
 			t.Errorf("--%s defaults to %s, a zero replay.Config to %s", name, got, want)
+		}
+	}
+	// Every command that takes targets reads them the same way.
+	for _, cmd := range []*cobra.Command{newSweepCmd(), newFootprintCmd(), newPrepareCmd()} {
+		for _, name := range []string{"target", "config"} {
+			a, b := rp.Lookup(name), cmd.Flags().Lookup(name)
+			if b == nil || !strings.HasPrefix(b.Usage, a.Usage) || b.DefValue != a.DefValue { // a command may add what it needs of the DSN
+				t.Errorf("%s --%s: %v; want replay's %q", cmd.Name(), name, b, a.Usage)
+			}
 		}
 	}
 	st := px.Lookup("shadow-target-timeout")

@@ -6,15 +6,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/prepare"
-	"github.com/tandemdb/tandem/targets"
 )
 
 func newPrepareCmd() *cobra.Command {
 	cfg := prepare.Config{Dist: synth.DefaultDist()}
 	var specs []string
+	var configFile string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "prepare --target name=DSN[,engine=X][,options=…] [--target …]",
+		Use:   "prepare --target name=DSN[,engine=X][,options=…] [--target …] | --config FILE",
 		Short: "Create and load sysbench's sbtest tables on each target with its engine",
 		Long: `Creates sbtest1..N exactly as sysbench 1.0 does (id INTEGER primary key,
 AUTO_INCREMENT unless --auto-inc=off; k INTEGER; c CHAR(120); pad CHAR(60);
@@ -30,16 +30,15 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
       --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
       --target compressed='root@tcp(127.0.0.1:3306)/sbtest_c,engine=innodb,options=ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8' \
       --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb'
+  tandem prepare --tables 4 --config targets.yaml   # the file replay and sweep read
   tandem prepare --cleanup --tables 4 --target innodb='root@tcp(127.0.0.1:3306)/sbtest'`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			for _, s := range specs {
-				t, err := targets.Parse(s)
-				if err != nil {
-					return err
-				}
-				cfg.Targets = append(cfg.Targets, t)
+			ts, err := loadTargets(configFile, specs)
+			if err != nil {
+				return err
 			}
+			cfg.Targets = ts
 			cfg.Progress = rowsProgress(c.ErrOrStderr(), "loading rows")
 			reps, err := prepare.Run(c.Context(), cfg)
 			if err != nil {
@@ -56,6 +55,7 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
+	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.IntVar(&cfg.Tables, "tables", 1, "number of tables")
 	f.IntVar(&cfg.TableSize, "table-size", 10000, "rows per table")
 	f.IntVar(&cfg.Threads, "threads", 1, "connections loading each target at once")

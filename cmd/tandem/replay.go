@@ -279,7 +279,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
-	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
+	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")

@@ -90,7 +90,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
-	f.StringVar(&configFile, "config", "", "YAML file with a targets: list (name, dsn, engine, options, baseline)")
+	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.IntSliceVar(&sw.Threads, "threads", []int{1, 2, 4, 8, 16, 32, 64, 128}, "thread counts (connections per target), in order")
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long each point runs (the capture loops); required unless --loop")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times per point")
