@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -193,9 +192,6 @@ func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
 // its records (--apply-bypassed) and says what it applies; a capture that
 // holds none of those it lists, or not all, is refused with why.
 func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
-	if cfg.live != nil {
-		return "", errors.New("replay: --apply-bypassed applies what a closed capture lists; a live capture's list is known only at its end")
-	}
 	sum, ok := r.Summary()
 	if !ok || sum.Bypassed == nil {
 		return "", fmt.Errorf("replay: --apply-bypassed: %s lists no writes that bypassed the proxy (it was captured without --binlog-user, or did not close)", cfg.Capture)

@@ -182,11 +182,10 @@ func RunLive(ctx context.Context, cfg Config, sh Shadow) (*Live, error) {
 	l := &live{sh: sh, sc: newScanner(an), from: max(sh.From, 1), skipTrx: map[uint64]bool{}, trx: map[uint64]*sqlinfo.Trx{}}
 	l.flight.done = map[uint64]bool{}
 	l.mu.classOf = map[uint64]verdict{}
-	cfg.live = l
 	lv := &Live{Name: cfg.Targets[0].Name, l: l, done: make(chan struct{})}
 	go func() {
 		defer close(lv.done)
-		lv.res, lv.err = run(ctx, cfg, nil, nil)
+		lv.res, lv.err = run(ctx, cfg, nil, &runState{src: l, obs: l}, nil)
 	}()
 	return lv, nil
 }
@@ -319,6 +318,29 @@ func (l *live) count(v verdict, d int64) {
 		t.D.ByClass[v.class] += d
 	}
 }
+
+// A shadow is its run's source and observer (see source): the capture it
+// follows, and each outcome compared at once with the primary's.
+
+func (l *live) reader(*Config) (*store.Reader, func(), error) {
+	return l.sh.Reader, func() {}, nil // the capture being written; its writer closes it
+}
+
+func (l *live) index(context.Context, *store.Reader) (*captureIndex, *sqlinfo.Analyzer, error) {
+	return l.sc.x, l.sc.an, nil // indexed as it is followed
+}
+
+func (l *live) records(ctx context.Context, rn *runner, body func(rec *store.Record, loop int) bool) error {
+	err := l.follow(ctx, rn, body)
+	l.sc.finish()
+	return err
+}
+
+func (l *live) followed() bool { return true }
+
+func (l *live) started(rn *runner) { l.rn.Store(rn) }
+
+func (l *live) outcome(rn *runner, j *job, o *store.Outcome) { l.note(rn, j, o) }
 
 // follow feeds the live capture's records to body, indexing each first,
 // until the shadow is drained or ctx ends. Behind by more than MaxLag, it

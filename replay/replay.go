@@ -136,10 +136,6 @@ type Config struct {
 	// MetricsURL, if set, is announced on the progress writer when the
 	// replay starts (after the targets are checked).
 	MetricsURL string
-
-	metricsRun *runMetrics
-	// live makes the run a shadow's (RunLive).
-	live *live
 }
 
 // OnUnrewritable values.
@@ -304,7 +300,7 @@ type Result struct {
 // once, compares their outcomes and stores them in cfg.RunDir. Progress
 // lines go to progress.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (Result, error) {
-	return run(ctx, cfg, nil, progress)
+	return run(ctx, cfg, nil, &runState{src: closedCapture{}}, progress)
 }
 
 // Sweep replays a capture at several concurrencies, each a point of one
@@ -334,23 +330,19 @@ func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (Re
 	if cfg.Duration <= 0 && cfg.Loop <= 1 {
 		return Result{}, errors.New("sweep: give --duration (each point loops the capture that long) or --loop")
 	}
-	return run(ctx, cfg, &sw, progress)
+	return run(ctx, cfg, &sw, &runState{src: closedCapture{}}, progress)
 }
 
-func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result, error) {
+func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.Writer) (Result, error) {
 	if err := cfg.check(); err != nil {
 		return Result{}, err
 	}
-	var r *store.Reader
-	if cfg.live != nil {
-		r = cfg.live.sh.Reader // the capture being written; its writer closes it
-	} else {
-		var err error
-		if r, err = store.Open(cfg.Capture); err != nil {
-			return Result{}, err
-		}
-		defer r.Close()
+	r, done, err := rs.src.reader(&cfg)
+	if err != nil {
+		return Result{}, err
 	}
+	defer done()
+	followed := rs.src.followed()
 
 	// Every target must be usable before any statement runs anywhere.
 	infos := make([]store.RunTarget, len(cfg.Targets))
@@ -372,30 +364,27 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result
 	}
 	var notes []string
 	if cfg.ApplyBypassed {
+		if followed {
+			return Result{}, errors.New("replay: --apply-bypassed applies what a closed capture lists; a live capture's list is known only at its end")
+		}
 		n, err := applyBypassed(&cfg, r)
 		if err != nil {
 			return Result{}, err
 		}
 		notes = append(notes, n)
 	}
-	if cfg.live == nil && sw == nil {
+	if !followed && sw == nil {
 		n, err := checkAligned(ctx, &cfg, r, infos)
 		if err != nil {
 			return Result{}, err
 		}
 		notes = append(notes, n...)
 	}
-	an := sqlinfo.NewAnalyzer()
-	var x *captureIndex
-	if cfg.live != nil {
-		x, an = cfg.live.sc.x, cfg.live.sc.an // indexed as it is followed
-	} else {
-		var err error
-		if x, err = scanCapture(ctx, r, an); err != nil {
-			return Result{}, err
-		}
+	x, an, err := rs.src.index(ctx, r)
+	if err != nil {
+		return Result{}, err
 	}
-	if _, closed := r.Summary(); !closed && cfg.live == nil {
+	if _, closed := r.Summary(); !closed && !followed {
 		notes = append(notes, fmt.Sprintf("the capture was not closed cleanly (its writer crashed, was killed, or still runs): it was replayed up to its last record (seq %d); records after it may have been lost without a trace", x.lost.Last()))
 	}
 	if lost := x.lost.String(); lost != "" {
@@ -420,7 +409,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result
 	switch {
 	case sw != nil:
 		command = "sweep"
-	case cfg.live != nil:
+	case followed:
 		command = "shadow"
 	}
 	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.Capture, CaptureSource: r.Meta().Source,
@@ -433,19 +422,19 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result
 		return Result{}, err
 	}
 	defer run.Close()
-	cfg.metricsRun = cfg.Metrics.begin(cfg.RunID, infos, x, cfg.MetricsDigests)
+	rs.metrics = cfg.Metrics.begin(cfg.RunID, infos, x, cfg.MetricsDigests)
 	if cfg.MetricsURL != "" && progress != nil {
 		fmt.Fprintf(progress, "tandem %s: run %s, metrics on %s\n", command, cfg.RunID, cfg.MetricsURL)
 	}
 	var elapsed time.Duration
 	if sw == nil {
-		if cfg.live == nil {
+		if !followed {
 			// The last check is done: from here on the targets change.
 			if err := markReplayed(ctx, &cfg, r); err != nil {
 				return Result{}, err
 			}
 		}
-		p, err := replayPoint(ctx, &cfg, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
+		p, err := replayPoint(ctx, &cfg, rs, 0, "replay", cfg.Concurrency, nil, r, an, x, run, progress)
 		if err != nil {
 			return Result{}, err
 		}
@@ -482,7 +471,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, progress io.Writer) (Result
 				if progress != nil {
 					fmt.Fprintf(progress, "tandem sweep: point %d: %s\n", point+1, label)
 				}
-				p, err := replayPoint(ctx, &cfg, point, label, n, only, r, an, x, run, progress)
+				p, err := replayPoint(ctx, &cfg, rs, point, label, n, only, r, an, x, run, progress)
 				if err != nil {
 					return Result{}, fmt.Errorf("sweep: %s: %w", label, err)
 				}
@@ -558,7 +547,7 @@ type pointResult struct {
 // replayPoint replays the capture once (with its loops) against the
 // targets numbered in only (nil: all) with the given concurrency, and
 // stores everything as point number point of the run.
-func replayPoint(ctx context.Context, cfg *Config, point int, label string, concurrency int, only []int, r *store.Reader,
+func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, label string, concurrency int, only []int, r *store.Reader,
 	an *sqlinfo.Analyzer, x *captureIndex, run *store.RunWriter, progress io.Writer) (*pointResult, error) {
 	pcfg := *cfg
 	pcfg.Concurrency = concurrency
@@ -593,7 +582,7 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 	}
 	runners := make([]*runner, 0, len(idxs))
 	for _, i := range idxs {
-		rn, err := newRunner(ctx, i, pcfg.Targets[i], &pcfg, x, an, r, run, reg)
+		rn, err := newRunner(ctx, i, pcfg.Targets[i], &pcfg, x, an, r, run, reg, rs)
 		if err != nil {
 			return nil, err
 		}
@@ -601,15 +590,15 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		rn.start, rn.capStart, rn.capSpan = start, x.first, x.last-x.first
 		rn.blocking = mode == IOBlocking
 		runners = append(runners, rn)
-		if pcfg.live != nil {
-			pcfg.live.rn.Store(rn)
+		if rs.obs != nil {
+			rs.obs.started(rn)
 		}
 	}
 	for _, rn := range runners {
 		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point
 		rn.loadPrimaryKeys(ctx, x.tables)                     // row keys for the gate, AUTO_INCREMENT columns for captured ids
 	}
-	pcfg.metricsRun.start(pcfg.Metrics, runners)
+	rs.metrics.start(pcfg.Metrics, runners)
 	stopProgress := func() {}
 	if pcfg.Progress != nil {
 		stop := make(chan struct{})
@@ -664,8 +653,8 @@ func replayPoint(ctx context.Context, cfg *Config, point int, label string, conc
 		Started: start.UTC(), Elapsed: elapsed.Seconds()}); err != nil {
 		return nil, err
 	}
-	results, err := storeResults(ctx, &pcfg, point, runners, r, an, x, run, reg)
-	pcfg.metricsRun.end(pcfg.Metrics, results)
+	results, err := storeResults(ctx, &pcfg, rs, point, runners, r, an, x, run, reg)
+	rs.metrics.end(pcfg.Metrics, results)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ import (
 // counters, its comparison with the baseline and with the capture, the end
 // state of the tables the capture touched, and the engines of the tables
 // it created.
-func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner, r *store.Reader, an *sqlinfo.Analyzer,
+func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, runners []*runner, r *store.Reader, an *sqlinfo.Analyzer,
 	x *captureIndex, run *store.RunWriter, reg *digestRegistry) ([]*store.TargetResult, error) {
 	results := make([]*store.TargetResult, len(runners))
 	for k, rn := range runners {
@@ -121,7 +121,7 @@ func storeResults(ctx context.Context, cfg *Config, point int, runners []*runner
 		results[k].VsCapture = d
 	}
 	endStates(ctx, runners, baseK, x, results, cfg.Order == OrderNone)
-	if cfg.Reference != nil && cfg.live == nil {
+	if cfg.Reference != nil && !rs.src.followed() {
 		var byp *store.Bypassed
 		if sum, ok := r.Summary(); ok && !cfg.ApplyBypassed {
 			byp = sum.Bypassed

@@ -29,6 +29,8 @@ type runner struct {
 	idx, point int
 	t          targets.Target
 	cfg        *Config
+	src        source   // where the records come from
+	obs        observer // told each outcome as it is final (nil: none)
 	x          *captureIndex
 	an         *sqlinfo.Analyzer
 	r          *store.Reader
@@ -85,7 +87,7 @@ type runner struct {
 
 // setDown records the outcome of a connection attempt.
 func (rn *runner) setDown(err error) {
-	if rn.cfg.live == nil {
+	if !rn.src.followed() {
 		return
 	}
 	if err == nil {
@@ -124,12 +126,12 @@ type rewritten struct {
 }
 
 func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *captureIndex, an *sqlinfo.Analyzer, r *store.Reader,
-	run *store.RunWriter, reg *digestRegistry) (*runner, error) {
+	run *store.RunWriter, reg *digestRegistry, rs *runState) (*runner, error) {
 	cc, err := t.Conn() // the DSN's address, credentials, TLS and session variables
 	if err != nil {
 		return nil, err
 	}
-	rn := &runner{idx: idx, t: t, cfg: cfg, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
+	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
 		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout)}
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
@@ -263,7 +265,7 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 			stuck = max(stuck, c.BusyFor())
 		}
 		rn.mu.Unlock()
-		if since := rn.unreachable.Load(); since != 0 && rn.cfg.live == nil && time.Since(time.Unix(0, since)) > rn.cfg.TargetTimeout {
+		if since := rn.unreachable.Load(); since != 0 && !rn.src.followed() && time.Since(time.Unix(0, since)) > rn.cfg.TargetTimeout {
 			msg := ""
 			if p := rn.dialErr.Load(); p != nil {
 				msg = *p
@@ -275,7 +277,7 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 		if stuck > rn.cfg.TargetTimeout {
 			why := fmt.Sprintf("a call got no answer for %s (--target-timeout %s): the server is hung, stopped or unreachable",
 				stuck.Round(time.Millisecond), rn.cfg.TargetTimeout)
-			if rn.cfg.live != nil {
+			if rn.src.followed() {
 				// A shadow is not failed for good: its stuck calls end
 				// unanswered, it is down, and its feed waits (probing) until
 				// the server answers again.
@@ -397,43 +399,12 @@ func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job) {
 // ends), so that the point lasts what was asked and its rates are over
 // the time it ran.
 func (rn *runner) pastDeadline() bool {
-	return rn.cfg.Duration > 0 && rn.cfg.live == nil && time.Since(rn.start) > rn.cfg.Duration
+	return rn.cfg.Duration > 0 && !rn.src.followed() && time.Since(rn.start) > rn.cfg.Duration
 }
 
-// loops runs body over the capture as many times as Loop and Duration ask.
+// loops runs body over the run's records (see source).
 func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
-	if l := rn.cfg.live; l != nil {
-		err := l.follow(ctx, rn, body)
-		l.sc.finish()
-		return err
-	}
-	deadline := time.Time{}
-	if rn.cfg.Duration > 0 {
-		deadline = rn.start.Add(rn.cfg.Duration)
-	}
-	for loop := 0; ; loop++ {
-		rn.pass.Store(int64(loop + 1))
-		for rec, err := range rn.r.Records() {
-			if err != nil {
-				return err
-			}
-			if ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline) {
-				return nil
-			}
-			if !deadline.IsZero() && rn.cfg.Speed > 0 && rn.intended(rec, loop).After(deadline) {
-				// Paced: a record due after --duration ends is not handed
-				// out (its worker would sleep past the end: the passes
-				// after it are all handed out at once).
-				return nil
-			}
-			if !body(rec, loop) {
-				return nil
-			}
-		}
-		if loop+1 >= rn.cfg.Loop && (deadline.IsZero() || time.Now().After(deadline)) {
-			return nil
-		}
-	}
+	return rn.src.records(ctx, rn, body)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) {
@@ -504,8 +475,8 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 			}
 			w.handle(ctx, &j)
 			rn.gate.Finish(j.t)
-			if l := rn.cfg.live; l != nil {
-				l.finished(j.rec.Seq)
+			if rn.obs != nil {
+				rn.obs.finished(j.rec.Seq)
 			}
 		}
 	}()

@@ -577,8 +577,8 @@ func (w *worker) record(j *job, o *store.Outcome) {
 	if w.regrouped || w.ctrx.Open() {
 		w.trxFlags |= o.Flags & (store.OutcomeOrderReleased | store.OutcomeOrderRerun | store.OutcomeRetried)
 	}
-	if l := w.rn.cfg.live; l != nil {
-		l.note(w.rn, j, o)
+	if obs := w.rn.obs; obs != nil {
+		obs.outcome(w.rn, j, o)
 	}
 	w.out.Add(o)
 	if w.out.Len() >= w.outBatch {
