@@ -141,15 +141,15 @@ func (r *Reader) Summary() (Summary, bool) {
 // Failure says why the writer abandoned the capture (a full disk, its
 // directory removed), and when, if it could leave that note.
 func (r *Reader) Failure() (reason string, at time.Time, ok bool) {
-	b, err := os.ReadFile(filepath.Join(r.dir, failedFile))
-	if err != nil {
-		return "", time.Time{}, false
+	for _, name := range []string{failedFile, reservedFile} { // see failedFile
+		b, err := os.ReadFile(filepath.Join(r.dir, name))
+		var f failure
+		if err != nil || len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &f) != nil {
+			continue
+		}
+		return f.Reason, f.At, true
 	}
-	var f failure
-	if len(bytes.TrimSpace(b)) == 0 || json.Unmarshal(b, &f) != nil {
-		return "", time.Time{}, false
-	}
-	return f.Reason, f.At, true
+	return "", time.Time{}, false
 }
 
 // DiskBytes is the size of the capture's files.

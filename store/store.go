@@ -293,11 +293,16 @@ type Summary struct {
 }
 
 // failedFile, next to the store's files, says why a writer abandoned the
-// capture (Writer.fail). Create fills it with failedFileSize spaces, so
-// that the note fits in blocks already allocated when the disk is full;
-// a clean Close removes it.
+// capture (Writer.fail). The note is written into reservedFile, which
+// Create fills with failedFileSize spaces so that the note fits in blocks
+// already allocated when the disk is full, and reservedFile is then
+// renamed failedFile (a rename takes no data blocks); if the rename fails
+// the note stays in reservedFile, where readers look too. A clean Close
+// removes both. (A writer that ran before the two names held its note, or
+// its spaces, in failedFile.)
 const (
 	failedFile     = "TANDEM-FAILURE"
+	reservedFile   = "TANDEM-RESERVED-SPACE"
 	failedFileSize = 4096
 )
 

@@ -659,6 +659,9 @@ func TestDiskFullStopsTheCaptureNotTheProcess(t *testing.T) {
 			if why, _, ok := rd.Failure(); !ok || why != strings.TrimPrefix(w.Err().Error(), ErrFailed.Error()+": ") {
 				t.Errorf("the capture's failure note: %q, %v; the writer's error: %v", why, ok, w.Err())
 			}
+			if _, err := os.Stat(filepath.Join(cp, failedFile)); err != nil {
+				t.Errorf("the note is not named %s: %v", failedFile, err)
+			}
 			var n uint64
 			for rec, err := range rd.Records() {
 				if err != nil {
@@ -835,5 +838,31 @@ func TestSeqGapsFindLostRecords(t *testing.T) {
 	}
 	if many.Missing != 50 || len(many.Ranges) != maxGaps || many.More != 50-maxGaps {
 		t.Errorf("many gaps: missing %d, %d ranges, %d more", many.Missing, len(many.Ranges), many.More)
+	}
+}
+
+// While a capture is written, the space kept for a failure note is named
+// for what it is, not TANDEM-FAILURE (which read as if the capture had
+// failed); a clean close removes it.
+func TestReservedSpaceIsNamedForWhatItIs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := Create(dir, WriterOptions{Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, reservedFile))
+	if err != nil || len(b) != failedFileSize || strings.TrimSpace(string(b)) != "" {
+		t.Errorf("%s: %d bytes, %v; want %d spaces", reservedFile, len(b), err, failedFileSize)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "TANDEM-FAILURE")); !os.IsNotExist(err) {
+		t.Errorf("a live capture holds TANDEM-FAILURE (%v)", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{reservedFile, failedFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("a closed capture holds %s (%v)", name, err)
+		}
 	}
 }

@@ -209,7 +209,7 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	}
 	w.db, w.meta = db, meta
 	// Blocks for the note fail leaves, reserved while there is room.
-	_ = os.WriteFile(filepath.Join(dir, failedFile), []byte(strings.Repeat(" ", failedFileSize)), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, reservedFile), []byte(strings.Repeat(" ", failedFileSize)), 0o644)
 	w.mu.batch = db.NewBatch()
 	w.mu.nextSeq = 1
 	go w.flusher()
@@ -348,10 +348,12 @@ func (w *Writer) fail(msg string) {
 		// For inspect, into the blocks reserved at Create: a full disk
 		// takes no new ones.
 		b, _ := json.Marshal(failure{Reason: msg, At: time.Now().UTC()})
-		if f, err := os.OpenFile(filepath.Join(w.dir, failedFile), os.O_WRONLY, 0); err == nil {
+		reserved := filepath.Join(w.dir, reservedFile)
+		if f, err := os.OpenFile(reserved, os.O_WRONLY, 0); err == nil {
 			f.WriteAt(b[:min(len(b), failedFileSize)], 0)
 			f.Sync()
 			f.Close()
+			_ = os.Rename(reserved, filepath.Join(w.dir, failedFile))
 		}
 	})
 }
@@ -703,6 +705,7 @@ func (w *Writer) Close() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
+	os.Remove(filepath.Join(w.dir, reservedFile))
 	os.Remove(filepath.Join(w.dir, failedFile))
 	return removeWALs(w.dir)
 }
