@@ -22,7 +22,7 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	sum, _ := r.Summary()
 	if start == nil {
 		if cfg.Reference != nil {
-			return nil, fmt.Errorf("replay: --reference needs a capture with start and end points (tandem proxy --binlog-user); %s has none", cfg.Capture)
+			return nil, fmt.Errorf("replay: --reference needs a capture with start and end points (tandem proxy --binlog-user); %s has none", cfg.captureName())
 		}
 		if strings.HasPrefix(r.Meta().Source, "synth ") {
 			return nil, nil // made up: no server's history to start from
@@ -54,7 +54,7 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	}
 	if cfg.Reference != nil {
 		if sum.End == nil {
-			return nil, fmt.Errorf("replay: --reference: %s has no end point (its proxy did not close it, or could not read the position at its end)", cfg.Capture)
+			return nil, fmt.Errorf("replay: --reference: %s has no end point (its proxy did not close it, or could not read the position at its end)", cfg.captureName())
 		}
 		pos, d, replayed, err := positionOf(ctx, *cfg.Reference, sum.End)
 		if err != nil {
@@ -76,7 +76,7 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	}
 	if !cfg.AllowUnaligned {
 		return nil, fmt.Errorf("replay: targets do not hold the rows the primary held when the capture began: %s. Bring them there with 'tandem align --capture %s %s' (a replica of the primary), or replay anyway with --allow-unaligned (the report then labels every verdict on writes)",
-			strings.Join(bad, "; "), cfg.Capture, strings.Join(specs, " "))
+			strings.Join(bad, "; "), cfg.Capture, strings.Join(specs, " ")) // align reads a directory, not an archive
 	}
 	return []string{fmt.Sprintf("UNALIGNED (--allow-unaligned): %s. Differences on writes there may be the starting rows', not the engines': they are not verdicts", strings.Join(bad, "; "))}, nil
 }
@@ -117,7 +117,7 @@ func markReplayed(ctx context.Context, cfg *Config, r *store.Reader) error {
 		if err != nil {
 			return err
 		}
-		err = gtid.MarkReplayed(ctx, db, cfg.RunID, cfg.Capture, start.GTID)
+		err = gtid.MarkReplayed(ctx, db, cfg.RunID, cfg.captureName(), start.GTID)
 		db.Close()
 		if err != nil {
 			return fmt.Errorf("replay: target %s: %w", t.Name, err)
@@ -194,7 +194,7 @@ func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
 func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 	sum, ok := r.Summary()
 	if !ok || sum.Bypassed == nil {
-		return "", fmt.Errorf("replay: --apply-bypassed: %s lists no writes that bypassed the proxy (it was captured without --binlog-user, or did not close)", cfg.Capture)
+		return "", fmt.Errorf("replay: --apply-bypassed: %s lists no writes that bypassed the proxy (it was captured without --binlog-user, or did not close)", cfg.captureName())
 	}
 	b := sum.Bypassed
 	if b.Error != "" {
@@ -215,7 +215,7 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 		return "", err
 	}
 	if n == 0 {
-		return "", fmt.Errorf("%w: %s: its summary counts %d bypassed transactions stored, and it holds none", store.ErrCorrupt, cfg.Capture, b.Applicable)
+		return "", fmt.Errorf("%w: %s: its summary counts %d bypassed transactions stored, and it holds none", store.ErrCorrupt, cfg.captureName(), b.Applicable)
 	}
 	return fmt.Sprintf("applied the %d transactions (%d rows) that bypassed the proxy, rebuilt from the binary log's row images, one after another on one connection as a replica applies them, each where the server ran it among the captured ones (--apply-bypassed)", b.Applicable, b.Rows), nil
 }

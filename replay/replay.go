@@ -63,7 +63,11 @@ const (
 // Config is what `tandem replay` runs.
 type Config struct {
 	Capture string
-	RunDir  string
+	// CaptureName is how the run and its messages name the capture, when
+	// Capture is not what the user gave: the archive (tandem pack) it was
+	// unpacked from. Default Capture.
+	CaptureName string
+	RunDir      string
 	// RunID names the run (shards of one run share it); default: made up.
 	RunID   string
 	Targets []targets.Target
@@ -254,6 +258,14 @@ func (c *Config) check() error {
 
 // baseline is the baseline target's index (check has refused a list
 // with two).
+// captureName is how the capture is named to the user (CaptureName).
+func (c *Config) captureName() string {
+	if c.CaptureName != "" {
+		return c.CaptureName
+	}
+	return c.Capture
+}
+
 func (c *Config) baseline() int {
 	i, _ := targets.Baseline(c.Targets)
 	return i
@@ -380,6 +392,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		notes = append(notes, n...)
 	}
+	if cfg.CaptureName != "" && cfg.CaptureName != cfg.Capture {
+		notes = append(notes, fmt.Sprintf("the capture %s was replayed from its unpacked copy in %s", cfg.CaptureName, cfg.Capture))
+	}
 	x, an, err := rs.src.index(ctx, r)
 	if err != nil {
 		return Result{}, err
@@ -389,7 +404,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	}
 	if lost := x.lost.String(); lost != "" {
 		if !cfg.SkipDamaged {
-			return Result{}, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.Capture, lost)
+			return Result{}, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.captureName(), lost)
 		}
 		notes = append(notes, fmt.Sprintf("the capture lacks records (%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost))
 	}
@@ -412,7 +427,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	case followed:
 		command = "shadow"
 	}
-	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.Capture, CaptureSource: r.Meta().Source,
+	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.captureName(), CaptureSource: r.Meta().Source,
 		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
 	if cfg.Shard.Count > 1 {
 		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}

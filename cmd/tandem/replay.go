@@ -246,6 +246,9 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 				return err
 			}
 			cfg.Capture = dir
+			if dir != args[0] {
+				cfg.CaptureName = args[0] // the archive, not its unpacked copy
+			}
 			ts, err := loadTargets(configFile, specs)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,13 @@ func TestShardedReplayMerges(t *testing.T) {
 	var merged report.Report
 	if err := json.Unmarshal([]byte(out), &merged); err != nil {
 		t.Fatal(err)
+	}
+	// A packed capture is named as the user gave it, not by its unpacked
+	// copy in a temporary directory (#29 item 15).
+	if merged.Capture != archive || !slices.ContainsFunc(merged.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "the capture "+archive+" was replayed from its unpacked copy in "+unpack)
+	}) {
+		t.Errorf("a packed capture's run names %q, notes %q; want %s and where it was unpacked", merged.Capture, merged.Notes, archive)
 	}
 	w, m := whole.Points[0].Targets[0], merged.Points[0].Targets[0]
 	if len(merged.Shards) != 4 || merged.RunID != "sharded" {

@@ -56,6 +56,9 @@ metrics and the footprint work as in 'tandem replay'.`,
 				return err
 			}
 			cfg.Capture = dir
+			if dir != args[0] {
+				cfg.CaptureName = args[0] // the archive, not its unpacked copy
+			}
 			ts, err := loadTargets(configFile, specs)
 			if err != nil {
 				return err
