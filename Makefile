@@ -11,7 +11,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog faults clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
 	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog; each runs alone too)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
+	@echo "make faults      feed tandem corrupt captures, killed runs, a dead target and a connect burst; one line per case"
 
 build:
 	$(GO) build -ldflags "-X github.com/tandemdb/tandem/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/tandem
@@ -63,6 +64,9 @@ bench-proxy: build
 
 bench-replay: build
 	@scripts/bench-replay.sh $(BIN)
+
+faults: build
+	@scripts/faults.sh $(BIN)
 
 clean:
 	rm -rf bin .tandem
