@@ -220,7 +220,26 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 					}
 				}
 				if threads == 1 {
-					if d.Total() != 0 || d.Ambiguous != 0 || vc.Total() != 0 || vc.Ambiguous != 0 {
+					// One captured thread: nothing overlapped, so nothing may
+					// differ and nothing is commit-overlap ambiguous. The
+					// gate's stall bounds are timings, though: on a starved
+					// CPU (the suite at once on 2 cores, or two CPU hogs)
+					// it reran and released a few records of the regrouped
+					// mode (measured before and after the gate became its
+					// own package: 0 to 277 labelled replay-order), and
+					// labels what they touched. That depends on the
+					// machine's speed, so it is allowed only with its
+					// cause: reruns or releases, and no other reason.
+					explained := ra.OrderReruns+rb.OrderReruns+ra.OrderReleased+rb.OrderReleased > 0
+					for _, dv := range []*store.Divergences{d, vc} {
+						for why, n := range dv.AmbiguousBy {
+							if why != compare.ReasonReplayOrder || !explained {
+								t.Errorf("one thread: %d ambiguous for %s (reruns %d/%d, released %d/%d); want none but replay-order after a rerun or release",
+									n, why, ra.OrderReruns, rb.OrderReruns, ra.OrderReleased, rb.OrderReleased)
+							}
+						}
+					}
+					if d.Total() != 0 || vc.Total() != 0 || !explained && (d.Ambiguous != 0 || vc.Ambiguous != 0) {
 						t.Errorf("one thread: %d divergent, %d ambiguous; vs capture %d, %d; want none of any kind", d.Total(), d.Ambiguous, vc.Total(), vc.Ambiguous)
 					}
 				}
