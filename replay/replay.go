@@ -605,8 +605,11 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 		rn.start, rn.capStart, rn.capSpan = start, x.first, x.last-x.first
 		rn.blocking = mode == IOBlocking
 		runners = append(runners, rn)
+		if rs.feed != nil {
+			rs.feed.rn.Store(rn)
+		}
 		if rs.obs != nil {
-			rs.obs.started(rn)
+			rs.obs.Started(rs.feed)
 		}
 	}
 	for _, rn := range runners {

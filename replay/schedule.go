@@ -30,7 +30,7 @@ type runner struct {
 	t          targets.Target
 	cfg        *Config
 	src        source   // where the records come from
-	obs        observer // told each outcome as it is final (nil: none)
+	obs        Observer // told each outcome as it is final (nil: none)
 	x          *captureIndex
 	an         *sqlinfo.Analyzer
 	r          *store.Reader
@@ -476,7 +476,7 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 			w.handle(ctx, &j)
 			rn.gate.Finish(j.t)
 			if rn.obs != nil {
-				rn.obs.finished(j.rec.Seq)
+				rn.obs.Finished(j.rec.Seq)
 			}
 		}
 	}()

@@ -13,8 +13,9 @@ import (
 // (targets, sessions, the order, retries, results) is the same for every
 // run. A replay or a sweep reads a closed capture and has no observer (it
 // compares the outcomes at the end, from its run directory); a shadow
-// (RunLive) follows a capture as it is written and is its own observer,
-// comparing each outcome with the primary's at once.
+// (package shadow, through Follow) follows a capture as it is written: its
+// Source decides what of it is replayed, its Observer compares each
+// outcome with the primary's at once (Verdicts).
 
 // source is where a run's records come from.
 type source interface {
@@ -34,22 +35,12 @@ type source interface {
 	followed() bool
 }
 
-// observer is told what a run's workers do, as they do it.
-type observer interface {
-	// started: rn replays from now on.
-	started(rn *runner)
-	// finished: a worker is done with record seq.
-	finished(seq uint64)
-	// outcome is record j's outcome o (a retried or rerun record's later
-	// outcome replaces its earlier one).
-	outcome(rn *runner, j *job, o *store.Outcome)
-}
-
 // runState is what a run holds while it runs, apart from what it was
 // asked (Config): its seams and its metrics.
 type runState struct {
 	src     source
-	obs     observer // nil: none
+	obs     Observer // nil: none
+	feed    *Feed    // a followed run's (Follow)
 	metrics *runMetrics
 }
 

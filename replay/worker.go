@@ -578,7 +578,7 @@ func (w *worker) record(j *job, o *store.Outcome) {
 		w.trxFlags |= o.Flags & (store.OutcomeOrderReleased | store.OutcomeOrderRerun | store.OutcomeRetried)
 	}
 	if obs := w.rn.obs; obs != nil {
-		obs.outcome(w.rn, j, o)
+		obs.Outcome(Done{Rec: j.rec, SQL: j.sql, Info: j.info, Outcome: o})
 	}
 	w.out.Add(o)
 	if w.out.Len() >= w.outBatch {

@@ -64,7 +64,7 @@ type Config struct {
 // local is shadows running in this process: a worker's (worker.go).
 type local struct {
 	log   *slog.Logger
-	lives []*replay.Live
+	lives []*follower
 	lats  []*latencies // per shadow, as lives
 	// feedLost says why the worker's feed broke off ("" while it flows):
 	// the shadow then replays what it has and shows down.
@@ -138,22 +138,16 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 	reg.MustRegister(latency)
 	for _, t := range ts {
 		rd := filepath.Join(runs, t.Name)
-		var lv *replay.Live
-		var err error
+		var lv *follower
 		lat := newLatencies(latency, t.Name)
 		// The shadow's goroutines carry a profiler label, so a CPU profile
 		// of the proxy (--pprof) tells the client path from the shadows'
 		// work (make bench-proxy).
 		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
-			lv, err = replay.RunLive(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
+			lv = startFollower(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
 				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
-				replay.Shadow{Reader: live, From: 1, Drain: s.drain, MaxLag: cfg.MaxLag, ReadOnly: cfg.Mode == ReadOnly,
-					Observe: lat.observe})
+				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe})
 		})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
-		}
 		s.lives = append(s.lives, lv)
 		s.lats = append(s.lats, lat)
 		s.dirs = append(s.dirs, rd)
@@ -178,7 +172,7 @@ func (s *local) status(every time.Duration) {
 		case <-t.C:
 			for i, lv := range s.lives {
 				st := s.stats(lv)
-				s.log.Info("shadow status", "shadow", lv.Name, "state", stateOf(st), "lag_records", st.LagRecords,
+				s.log.Info("shadow status", "shadow", lv.name, "state", stateOf(st), "lag_records", st.LagRecords,
 					"lag", time.Duration(st.LagSeconds*float64(time.Second)).Round(time.Millisecond), "compared", st.Compared,
 					"divergent", classes(st.Divergent), "counted_apart", classes(st.Ambiguous), "skipped", st.Skipped, "unanswered", st.Unavailable,
 					"p95_vs_primary", s.lats[i].ratios(true))
@@ -188,15 +182,15 @@ func (s *local) status(every time.Duration) {
 }
 
 // stats is a shadow's state, down if its feed broke off.
-func (s *local) stats(lv *replay.Live) replay.LiveStats {
-	st := lv.Stats()
+func (s *local) stats(lv *follower) stats {
+	st := lv.stats()
 	if why := s.feedLost.Load(); why != nil {
 		st.Up, st.Down = false, "its feed broke off: "+*why
 	}
 	return st
 }
 
-func stateOf(st replay.LiveStats) string {
+func stateOf(st stats) string {
 	switch {
 	case !st.Up:
 		return "down: " + st.Down
@@ -229,18 +223,18 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 	var errs []error
 	for i, lv := range s.lives {
 		select {
-		case <-lv.Done():
+		case <-lv.done:
 		case <-abort:
 			s.cancel()
-			<-lv.Done()
+			<-lv.done
 		}
-		res, err := lv.Wait()
+		res, err := lv.wait()
 		var rep *report.Report
 		if err == nil {
 			rep, err = report.Load(res.RunDir)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.Name, err))
+			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.name, err))
 			continue
 		}
 		st := s.stats(lv)
@@ -254,7 +248,7 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 			end += ", its feed broke off (it replayed what had arrived): " + *why
 		}
 		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered; p95 vs the primary %s%s; tandem report %s\n",
-			lv.Name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])
+			lv.name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])
 	}
 	s.cancel()
 	return errors.Join(errs...)
@@ -292,7 +286,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, lv := range c.s.lives {
 		st := c.s.stats(lv)
-		n := lv.Name
+		n := lv.name
 		ch <- prometheus.MustNewConstMetric(descShadowUp, prometheus.GaugeValue, b(st.Up), n)
 		ch <- prometheus.MustNewConstMetric(descShadowLagRecs, prometheus.GaugeValue, float64(st.LagRecords), n)
 		ch <- prometheus.MustNewConstMetric(descShadowLagSecs, prometheus.GaugeValue, st.LagSeconds, n)
@@ -332,7 +326,7 @@ func newLatencies(h *prometheus.HistogramVec, name string) *latencies {
 }
 
 // observe takes one compared statement's latency on each side (a
-// replay.Shadow's Observe).
+// a shadow's observe).
 func (l *latencies) observe(class string, primary, shadow time.Duration) {
 	l.mu.Lock()
 	c := l.by[class]

@@ -1,10 +1,10 @@
-package replay
+package shadow
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -18,9 +18,8 @@ import (
 // left out SET autocommit=1, so the session's work after it was never
 // committed.)
 func TestLaggingShadowKeepsAutocommitOffTransactionsWhole(t *testing.T) {
-	an := sqlinfo.NewAnalyzer()
-	rn := &runner{an: an}
-	l := &live{sc: newScanner(an), skipTrx: map[uint64]bool{}, trx: map[uint64]*sqlinfo.Trx{}}
+	f := replay.NewFeed()
+	l := newFollower("s", follow{})
 	var seq uint64
 	var got []string
 	feed := func(lagging bool, stmts ...string) {
@@ -29,7 +28,8 @@ func TestLaggingShadowKeepsAutocommitOffTransactionsWhole(t *testing.T) {
 			seq++
 			rec := &store.Record{Seq: seq, Session: 1, Kind: store.KindQuery, SQL: q, Schema: "s"}
 			mark := "run "
-			if l.skip(rn, rec) {
+			f.Index(rec)
+			if l.skip(f, rec) {
 				mark = "skip"
 			}
 			got = append(got, mark+" "+q)
