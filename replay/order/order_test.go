@@ -3,76 +3,81 @@ package order
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // A record waits exactly for the records that ended before it started,
 // never for one it overlapped in the capture.
 func TestGateWaitsForWhatEndedBefore(t *testing.T) {
-	g := NewGate(time.Hour, time.Hour)
-	a := g.Register(0, 10, nil, true, nil, false)  // ended before c started
-	b := g.Register(5, 30, nil, true, nil, false)  // overlaps c
-	c := g.Register(20, 40, nil, true, nil, false) // waits for a only
-	ctx := context.Background()
-	if r := first(g.Wait(ctx, a, a.Start, 1, 0, nil)); r != NotWaited {
-		t.Fatalf("a waited: %v", r)
-	}
-	if r := first(g.Wait(ctx, b, b.Start, 1, 0, nil)); r != NotWaited {
-		t.Fatalf("b waited for a although they overlapped: %v", r)
-	}
-	done := make(chan WaitResult)
-	go func() { done <- first(g.Wait(ctx, c, c.Start, 1, 0, nil)) }()
-	select {
-	case r := <-done:
-		t.Fatalf("c went before a finished: %v", r)
-	case <-time.After(50 * time.Millisecond):
-	}
-	g.Finish(a)
-	select {
-	case r := <-done:
-		if r != Ordered {
-			t.Fatalf("c: %v, want waitOrdered", r)
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		a := g.Register(0, 10, nil, true, nil, false)  // ended before c started
+		b := g.Register(5, 30, nil, true, nil, false)  // overlaps c
+		c := g.Register(20, 40, nil, true, nil, false) // waits for a only
+		ctx := context.Background()
+		if r := first(g.Wait(ctx, a, a.Start, 1, 0, nil)); r != NotWaited {
+			t.Fatalf("a waited: %v", r)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("c still waits after a finished (b overlapped it and must not hold it)")
-	}
-	g.Finish(b)
-	g.Finish(c)
-	if g.all.minEnd.Load() != 1<<63-1 || len(g.all.pending) != 0 || len(g.changes.pending) != 0 {
-		t.Fatalf("gate not empty: minEnd %d, %d pending", g.all.minEnd.Load(), len(g.all.pending))
-	}
+		if r := first(g.Wait(ctx, b, b.Start, 1, 0, nil)); r != NotWaited {
+			t.Fatalf("b waited for a although they overlapped: %v", r)
+		}
+		done := make(chan WaitResult)
+		go func() { done <- first(g.Wait(ctx, c, c.Start, 1, 0, nil)) }()
+		select {
+		case r := <-done:
+			t.Fatalf("c went before a finished: %v", r)
+		case <-time.After(50 * time.Millisecond):
+		}
+		g.Finish(a)
+		select {
+		case r := <-done:
+			if r != Ordered {
+				t.Fatalf("c: %v, want waitOrdered", r)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("c still waits after a finished (b overlapped it and must not hold it)")
+		}
+		g.Finish(b)
+		g.Finish(c)
+		if g.all.minEnd.Load() != 1<<63-1 || len(g.all.pending) != 0 || len(g.changes.pending) != 0 {
+			t.Fatalf("gate not empty: minEnd %d, %d pending", g.all.minEnd.Load(), len(g.all.pending))
+		}
+	})
 }
 
 // Finishing out of order only releases waiters when everything before them
 // is done; registration out of end order is sorted.
 func TestGateOutOfOrderFinish(t *testing.T) {
-	g := NewGate(time.Hour, time.Hour)
-	x := g.Register(0, 50, nil, true, nil, false)
-	y := g.Register(0, 10, nil, true, nil, false) // registered later, ends earlier
-	z := g.Register(60, 70, nil, true, nil, false)
-	if g.all.pending[0] != y || g.all.minEnd.Load() != 10 {
-		t.Fatalf("registration not sorted by end")
-	}
-	got := make(chan WaitResult, 1)
-	go func() { got <- first(g.Wait(context.Background(), z, z.Start, 1, 0, nil)) }()
-	g.Finish(x) // y still pending: z keeps waiting
-	if g.all.minEnd.Load() != 10 {
-		t.Fatalf("minEnd %d after finishing x, want 10", g.all.minEnd.Load())
-	}
-	select {
-	case r := <-got:
-		t.Fatalf("z went (%v) with y, which ended before it, not done", r)
-	case <-time.After(50 * time.Millisecond):
-	}
-	g.Finish(y)
-	select {
-	case r := <-got:
-		if r != Ordered {
-			t.Fatalf("z: %v, want waitOrdered", r)
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		x := g.Register(0, 50, nil, true, nil, false)
+		y := g.Register(0, 10, nil, true, nil, false) // registered later, ends earlier
+		z := g.Register(60, 70, nil, true, nil, false)
+		if g.all.pending[0] != y || g.all.minEnd.Load() != 10 {
+			t.Fatalf("registration not sorted by end")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("z still waits after x and y are done")
-	}
+		got := make(chan WaitResult, 1)
+		go func() { got <- first(g.Wait(context.Background(), z, z.Start, 1, 0, nil)) }()
+		g.Finish(x) // y still pending: z keeps waiting
+		if g.all.minEnd.Load() != 10 {
+			t.Fatalf("minEnd %d after finishing x, want 10", g.all.minEnd.Load())
+		}
+		select {
+		case r := <-got:
+			t.Fatalf("z went (%v) with y, which ended before it, not done", r)
+		case <-time.After(50 * time.Millisecond):
+		}
+		g.Finish(y)
+		select {
+		case r := <-got:
+			if r != Ordered {
+				t.Fatalf("z: %v, want waitOrdered", r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("z still waits after x and y are done")
+		}
+	})
 }
 
 // A record in flight longer than the bound is reported as stalled (it may
@@ -80,68 +85,70 @@ func TestGateOutOfOrderFinish(t *testing.T) {
 // one queued behind its own session's stalled record; without reporting
 // stalls a waiter waits on, up to the hard bound.
 func TestGateStallsAndBounds(t *testing.T) {
-	g := NewGate(40*time.Millisecond, 300*time.Millisecond)
-	ctx := context.Background()
-	sa := &Cursor{}
-	a := g.Register(0, 1, sa, true, nil, false)
-	b := g.Register(10, 20, nil, true, nil, false)
-	sa.At(a)
-	g.Sent(a, 0)
-	start := time.Now()
-	if r := first(g.Wait(ctx, b, b.Start, 1, 0, nil)); r != Stalled {
-		t.Fatalf("b: %v, want waitStalled", r)
-	}
-	if took := time.Since(start); took < 35*time.Millisecond || took > 250*time.Millisecond {
-		t.Fatalf("stalled after %v, want about the 40ms bound", took)
-	}
-	// Queued behind its session's record in flight: stalled too.
-	a2 := g.Register(2, 3, sa, true, nil, false) // a's session, not yet handled
-	c := g.Register(30, 40, nil, true, nil, false)
-	if r := first(g.Wait(ctx, c, c.Start, 1, 0, nil)); r != Stalled {
-		t.Fatalf("c (waiting for a2 behind a): %v, want waitStalled", r)
-	}
-	// Not reporting stalls: the waiter waits for them to finish.
-	g.Finish(b)
-	go func() { time.Sleep(60 * time.Millisecond); g.Finish(a); g.Finish(a2) }()
-	if r := first(g.Wait(ctx, c, c.Start, 0, 0, nil)); r != Ordered {
-		t.Fatalf("c after a finished: %v, want waitOrdered", r)
-	}
-	g.Finish(c)
-	// A record never sent is waited for up to the hard bound.
-	d := g.Register(5, 6, nil, true, nil, false)
-	e := g.Register(50, 60, nil, true, nil, false)
-	start = time.Now()
-	if r := first(g.Wait(ctx, e, e.Start, 1, 0, nil)); r != TimedOut {
-		t.Fatalf("e: %v, want waitTimeout", r)
-	}
-	if took := time.Since(start); took < 290*time.Millisecond {
-		t.Fatalf("timed out after %v, before the 300ms bound", took)
-	}
-	// A threshold later than the ticket's start (a unit's COMMIT) waits for
-	// what ended before it.
-	f := g.Register(55, 100, nil, true, nil, false)
-	g.Finish(e)
-	if r := first(g.Wait(ctx, f, f.Start, 1, 0, nil)); r != TimedOut {
-		t.Fatalf("f waits for d (never sent) up to the bound: %v", r)
-	}
-	g.Finish(d)
-	if r := first(g.Wait(ctx, f, 99, 1, 0, nil)); r != NotWaited && r != Ordered {
-		t.Fatalf("f's commit: %v", r)
-	}
-	// A cancelled context ends a wait at once.
-	h := g.Register(200, 201, nil, true, nil, false)
-	k := g.Register(300, 301, nil, true, nil, false)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if r := first(g.Wait(cctx, k, k.Start, 1, 0, nil)); r != TimedOut {
-		t.Fatalf("cancelled wait: %v", r)
-	}
-	g.Finish(f)
-	g.Finish(h)
-	g.Finish(k)
-	if len(g.all.waiters)+len(g.changes.waiters) != 0 || len(g.all.pending) != 0 {
-		t.Fatalf("%d waiters and %d tickets left behind", len(g.all.waiters)+len(g.changes.waiters), len(g.all.pending))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(40*time.Millisecond, 300*time.Millisecond)
+		ctx := context.Background()
+		sa := &Cursor{}
+		a := g.Register(0, 1, sa, true, nil, false)
+		b := g.Register(10, 20, nil, true, nil, false)
+		sa.At(a)
+		g.Sent(a, 0)
+		start := time.Now()
+		if r := first(g.Wait(ctx, b, b.Start, 1, 0, nil)); r != Stalled {
+			t.Fatalf("b: %v, want waitStalled", r)
+		}
+		if took := time.Since(start); took < 35*time.Millisecond || took > 250*time.Millisecond {
+			t.Fatalf("stalled after %v, want about the 40ms bound", took)
+		}
+		// Queued behind its session's record in flight: stalled too.
+		a2 := g.Register(2, 3, sa, true, nil, false) // a's session, not yet handled
+		c := g.Register(30, 40, nil, true, nil, false)
+		if r := first(g.Wait(ctx, c, c.Start, 1, 0, nil)); r != Stalled {
+			t.Fatalf("c (waiting for a2 behind a): %v, want waitStalled", r)
+		}
+		// Not reporting stalls: the waiter waits for them to finish.
+		g.Finish(b)
+		go func() { time.Sleep(60 * time.Millisecond); g.Finish(a); g.Finish(a2) }()
+		if r := first(g.Wait(ctx, c, c.Start, 0, 0, nil)); r != Ordered {
+			t.Fatalf("c after a finished: %v, want waitOrdered", r)
+		}
+		g.Finish(c)
+		// A record never sent is waited for up to the hard bound.
+		d := g.Register(5, 6, nil, true, nil, false)
+		e := g.Register(50, 60, nil, true, nil, false)
+		start = time.Now()
+		if r := first(g.Wait(ctx, e, e.Start, 1, 0, nil)); r != TimedOut {
+			t.Fatalf("e: %v, want waitTimeout", r)
+		}
+		if took := time.Since(start); took < 290*time.Millisecond {
+			t.Fatalf("timed out after %v, before the 300ms bound", took)
+		}
+		// A threshold later than the ticket's start (a unit's COMMIT) waits for
+		// what ended before it.
+		f := g.Register(55, 100, nil, true, nil, false)
+		g.Finish(e)
+		if r := first(g.Wait(ctx, f, f.Start, 1, 0, nil)); r != TimedOut {
+			t.Fatalf("f waits for d (never sent) up to the bound: %v", r)
+		}
+		g.Finish(d)
+		if r := first(g.Wait(ctx, f, 99, 1, 0, nil)); r != NotWaited && r != Ordered {
+			t.Fatalf("f's commit: %v", r)
+		}
+		// A cancelled context ends a wait at once.
+		h := g.Register(200, 201, nil, true, nil, false)
+		k := g.Register(300, 301, nil, true, nil, false)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if r := first(g.Wait(cctx, k, k.Start, 1, 0, nil)); r != TimedOut {
+			t.Fatalf("cancelled wait: %v", r)
+		}
+		g.Finish(f)
+		g.Finish(h)
+		g.Finish(k)
+		if len(g.all.waiters)+len(g.changes.waiters) != 0 || len(g.all.pending) != 0 {
+			t.Fatalf("%d waiters and %d tickets left behind", len(g.all.waiters)+len(g.changes.waiters), len(g.all.pending))
+		}
+	})
 }
 
 func first(r WaitResult, _ []*Ticket) WaitResult { return r }
@@ -149,41 +156,43 @@ func first(r WaitResult, _ []*Ticket) WaitResult { return r }
 // Reads wait only for changes before them; a change waits for everything
 // before it, reads included.
 func TestGateReadsWaitOnlyForChanges(t *testing.T) {
-	g := NewGate(time.Hour, time.Hour)
-	ctx := context.Background()
-	r1 := g.Register(0, 10, nil, false, nil, false) // a read
-	w1 := g.Register(0, 20, nil, true, nil, false)  // a write
-	r2 := g.Register(15, 30, nil, false, nil, false)
-	if res := first(g.Wait(ctx, r2, r2.Start, 0, 0, nil)); res != NotWaited {
-		t.Fatalf("a read waited for a read: %v", res)
-	}
-	r3 := g.Register(25, 40, nil, false, nil, false) // after w1 ended: waits for it
-	done := make(chan WaitResult, 1)
-	go func() { done <- first(g.Wait(ctx, r3, r3.Start, 0, 0, nil)) }()
-	select {
-	case <-done:
-		t.Fatal("a read went before the write that ended before it")
-	case <-time.After(30 * time.Millisecond):
-	}
-	w2 := g.Register(12, 50, nil, true, nil, false) // a write after r1: waits for it
-	wdone := make(chan WaitResult, 1)
-	go func() { wdone <- first(g.Wait(ctx, w2, w2.Start, 0, 0, nil)) }()
-	g.Finish(w1)
-	if res := <-done; res != Ordered {
-		t.Fatalf("r3: %v", res)
-	}
-	select {
-	case <-wdone:
-		t.Fatal("a write went before the read that ended before it")
-	case <-time.After(30 * time.Millisecond):
-	}
-	g.Finish(r1)
-	if res := <-wdone; res != Ordered {
-		t.Fatalf("w2: %v", res)
-	}
-	for _, x := range []*Ticket{r2, r3, w2} {
-		g.Finish(x)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		ctx := context.Background()
+		r1 := g.Register(0, 10, nil, false, nil, false) // a read
+		w1 := g.Register(0, 20, nil, true, nil, false)  // a write
+		r2 := g.Register(15, 30, nil, false, nil, false)
+		if res := first(g.Wait(ctx, r2, r2.Start, 0, 0, nil)); res != NotWaited {
+			t.Fatalf("a read waited for a read: %v", res)
+		}
+		r3 := g.Register(25, 40, nil, false, nil, false) // after w1 ended: waits for it
+		done := make(chan WaitResult, 1)
+		go func() { done <- first(g.Wait(ctx, r3, r3.Start, 0, 0, nil)) }()
+		select {
+		case <-done:
+			t.Fatal("a read went before the write that ended before it")
+		case <-time.After(30 * time.Millisecond):
+		}
+		w2 := g.Register(12, 50, nil, true, nil, false) // a write after r1: waits for it
+		wdone := make(chan WaitResult, 1)
+		go func() { wdone <- first(g.Wait(ctx, w2, w2.Start, 0, 0, nil)) }()
+		g.Finish(w1)
+		if res := <-done; res != Ordered {
+			t.Fatalf("r3: %v", res)
+		}
+		select {
+		case <-wdone:
+			t.Fatal("a write went before the read that ended before it")
+		case <-time.After(30 * time.Millisecond):
+		}
+		g.Finish(r1)
+		if res := <-wdone; res != Ordered {
+			t.Fatalf("w2: %v", res)
+		}
+		for _, x := range []*Ticket{r2, r3, w2} {
+			g.Finish(x)
+		}
+	})
 }
 
 func BenchmarkGateNoConflict(b *testing.B) {
@@ -203,86 +212,90 @@ func BenchmarkGateNoConflict(b *testing.B) {
 // capture waits again until they have run again. The first time through,
 // a record whose wait had ended stays ended; a later one waits.
 func TestGateReopen(t *testing.T) {
-	g := NewGate(time.Hour, time.Hour)
-	ctx := context.Background()
-	st := &Cursor{}
-	del := g.Register(0, 10, st, true, nil, false)    // T: DELETE id=1
-	ins := g.Register(11, 20, st, true, nil, false)   // T: INSERT id=1
-	early := g.Register(5, 40, nil, true, nil, false) // overlapped T: never waits for it
-	late := g.Register(25, 30, nil, true, nil, false) // U: DELETE id=1, after T's INSERT
-	g.Finish(del)
-	g.Finish(ins)
-	if r := first(g.Wait(ctx, late, late.Start, 0, 0, nil)); r != NotWaited {
-		t.Fatalf("late waited with T done: %v", r)
-	}
-	// T is rolled back to run again: del is popped already, ins too.
-	g.Reopen([]*Ticket{del, ins, nil})
-	if del.done || ins.done || !del.in[0] || !ins.in[1] || g.all.minEnd.Load() != 10 {
-		t.Fatalf("reopen: done %v/%v, lanes %v/%v, minEnd %d", del.done, ins.done, del.in, ins.in, g.all.minEnd.Load())
-	}
-	if r := first(g.Wait(ctx, early, early.Start, 0, 0, nil)); r != NotWaited {
-		t.Fatalf("early waited for a ticket it overlapped: %v", r)
-	}
-	done := make(chan WaitResult)
-	go func() { done <- first(g.Wait(ctx, late, late.Start, 0, 0, nil)) }()
-	g.Finish(del)
-	select {
-	case r := <-done:
-		t.Fatalf("late went with T's INSERT not run again: %v", r)
-	case <-time.After(50 * time.Millisecond):
-	}
-	g.Finish(ins)
-	select {
-	case r := <-done:
-		if r != Ordered {
-			t.Fatalf("late: %v, want waitOrdered", r)
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		ctx := context.Background()
+		st := &Cursor{}
+		del := g.Register(0, 10, st, true, nil, false)    // T: DELETE id=1
+		ins := g.Register(11, 20, st, true, nil, false)   // T: INSERT id=1
+		early := g.Register(5, 40, nil, true, nil, false) // overlapped T: never waits for it
+		late := g.Register(25, 30, nil, true, nil, false) // U: DELETE id=1, after T's INSERT
+		g.Finish(del)
+		g.Finish(ins)
+		if r := first(g.Wait(ctx, late, late.Start, 0, 0, nil)); r != NotWaited {
+			t.Fatalf("late waited with T done: %v", r)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("late still waits after T ran again")
-	}
-	// Reopening a done ticket still held in a lane (not popped) does not
-	// put it there twice.
-	a := g.Register(50, 60, nil, true, nil, false)
-	b := g.Register(51, 70, nil, true, nil, false)
-	g.Finish(early)
-	g.Finish(late)
-	g.Finish(b) // a still pending: b stays in the lanes
-	g.Reopen([]*Ticket{b})
-	g.Finish(a)
-	g.Finish(b)
-	if len(g.all.pending) != 0 || len(g.changes.pending) != 0 || g.all.minEnd.Load() != 1<<63-1 {
-		t.Fatalf("gate not empty: %d/%d pending, minEnd %d", len(g.all.pending), len(g.changes.pending), g.all.minEnd.Load())
-	}
+		// T is rolled back to run again: del is popped already, ins too.
+		g.Reopen([]*Ticket{del, ins, nil})
+		if del.done || ins.done || !del.in[0] || !ins.in[1] || g.all.minEnd.Load() != 10 {
+			t.Fatalf("reopen: done %v/%v, lanes %v/%v, minEnd %d", del.done, ins.done, del.in, ins.in, g.all.minEnd.Load())
+		}
+		if r := first(g.Wait(ctx, early, early.Start, 0, 0, nil)); r != NotWaited {
+			t.Fatalf("early waited for a ticket it overlapped: %v", r)
+		}
+		done := make(chan WaitResult)
+		go func() { done <- first(g.Wait(ctx, late, late.Start, 0, 0, nil)) }()
+		g.Finish(del)
+		select {
+		case r := <-done:
+			t.Fatalf("late went with T's INSERT not run again: %v", r)
+		case <-time.After(50 * time.Millisecond):
+		}
+		g.Finish(ins)
+		select {
+		case r := <-done:
+			if r != Ordered {
+				t.Fatalf("late: %v, want waitOrdered", r)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("late still waits after T ran again")
+		}
+		// Reopening a done ticket still held in a lane (not popped) does not
+		// put it there twice.
+		a := g.Register(50, 60, nil, true, nil, false)
+		b := g.Register(51, 70, nil, true, nil, false)
+		g.Finish(early)
+		g.Finish(late)
+		g.Finish(b) // a still pending: b stays in the lanes
+		g.Reopen([]*Ticket{b})
+		g.Finish(a)
+		g.Finish(b)
+		if len(g.all.pending) != 0 || len(g.changes.pending) != 0 || g.all.minEnd.Load() != 1<<63-1 {
+			t.Fatalf("gate not empty: %d/%d pending, minEnd %d", len(g.all.pending), len(g.changes.pending), g.all.minEnd.Load())
+		}
+	})
 }
 
 // Patience doubles the in-flight bound per step: a transaction started
 // over for order gives a slow statement more time before it stalls again,
 // and patience 0 never reports a stall.
 func TestGatePatience(t *testing.T) {
-	g := NewGate(40*time.Millisecond, 2*time.Second)
-	a := g.Register(0, 1, nil, true, nil, false)
-	for _, c := range []struct {
-		patience int
-		want     time.Duration
-	}{{0, 0}, {1, 40 * time.Millisecond}, {2, 80 * time.Millisecond}, {4, 320 * time.Millisecond}} {
-		if got := g.inflightBound(a, c.patience); c.patience > 0 && got != c.want {
-			t.Errorf("inflightBound(patience %d) = %v, want %v", c.patience, got, c.want)
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(40*time.Millisecond, 2*time.Second)
+		a := g.Register(0, 1, nil, true, nil, false)
+		for _, c := range []struct {
+			patience int
+			want     time.Duration
+		}{{0, 0}, {1, 40 * time.Millisecond}, {2, 80 * time.Millisecond}, {4, 320 * time.Millisecond}} {
+			if got := g.inflightBound(a, c.patience); c.patience > 0 && got != c.want {
+				t.Errorf("inflightBound(patience %d) = %v, want %v", c.patience, got, c.want)
+			}
 		}
-	}
-	g.Sent(a, 0)
-	a.sent.Store(g.now().Add(-60 * time.Millisecond).UnixNano()) // in flight 60ms
-	b := g.Register(10, 20, nil, true, nil, false)
-	for _, c := range []struct {
-		patience int
-		stuck    int
-	}{{0, 0}, {1, 1}, {2, 0}} {
-		g.mu.Lock()
-		first, stuck, _, _ := g.blockerLocked(g.lane(b), b, b.Start, c.patience, nil)
-		g.mu.Unlock()
-		if first != a || len(stuck) != c.stuck || c.stuck > 0 && stuck[0] != a {
-			t.Errorf("patience %d, in flight 60ms: blocker %v, stuck %v; want a, and %d stuck", c.patience, first, stuck, c.stuck)
+		g.Sent(a, 0)
+		a.sent.Store(g.now().Add(-60 * time.Millisecond).UnixNano()) // in flight 60ms
+		b := g.Register(10, 20, nil, true, nil, false)
+		for _, c := range []struct {
+			patience int
+			stuck    int
+		}{{0, 0}, {1, 1}, {2, 0}} {
+			g.mu.Lock()
+			first, stuck, _, _ := g.blockerLocked(g.lane(b), b, b.Start, c.patience, nil)
+			g.mu.Unlock()
+			if first != a || len(stuck) != c.stuck || c.stuck > 0 && stuck[0] != a {
+				t.Errorf("patience %d, in flight 60ms: blocker %v, stuck %v; want a, and %d stuck", c.patience, first, stuck, c.stuck)
+			}
 		}
-	}
+	})
 }
 
 // A waiter whose transaction may hold a lock the statement it waits for
@@ -293,47 +306,49 @@ func TestGatePatience(t *testing.T) {
 // touch other tables, cannot be in its way and waits for the in-flight
 // bound.
 func TestGateYieldsAtOnceToWhatItMayBlock(t *testing.T) {
-	g := NewGate(time.Second, 10*time.Second)
-	// s: a statement in flight on accounts, captured at [100, 110].
-	s := g.Register(100, 110, nil, true, []string{"accounts"}, false)
-	g.Sent(s, 700*time.Microsecond)
-	s.sent.Store(g.now().Add(-25 * time.Millisecond).UnixNano()) // 25ms: past lockBound (1.4ms), far from the in-flight bound (1s)
-	waiter := g.Register(200, 210, nil, true, []string{"accounts"}, false)
-	holding := func(end int64, tables ...string) *Cursor {
-		c := &Cursor{}
-		c.locks.Store(&LockSet{Stmts: []LockStmt{{End: end, Tables: tables}}})
-		return c
-	}
-	for _, c := range []struct {
-		name  string
-		h     *Cursor
-		stuck bool
-	}{
-		{"its write overlapped s", holding(105, "accounts"), true},
-		{"its locking read ended after s", holding(150, "accounts"), true},
-		{"its write ended before s began", holding(90, "accounts"), false},
-		{"its write is on another table", holding(105, "other"), false},
-		{"it holds nothing", nil, false},
-	} {
-		for _, patience := range []int{1, 6} {
-			g.mu.Lock()
-			_, stuck, _, wake := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, patience, c.h)
-			g.mu.Unlock()
-			if got := len(stuck) == 1 && stuck[0] == s; got != c.stuck {
-				t.Errorf("%s, patience %d: stuck %v, want %v", c.name, patience, got, c.stuck)
-			}
-			if !c.stuck && c.h != nil && wake > lockBoundMax {
-				t.Errorf("%s: looks again in %v, want at most %v", c.name, wake, lockBoundMax)
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Second, 10*time.Second)
+		// s: a statement in flight on accounts, captured at [100, 110].
+		s := g.Register(100, 110, nil, true, []string{"accounts"}, false)
+		g.Sent(s, 700*time.Microsecond)
+		s.sent.Store(g.now().Add(-25 * time.Millisecond).UnixNano()) // 25ms: past lockBound (1.4ms), far from the in-flight bound (1s)
+		waiter := g.Register(200, 210, nil, true, []string{"accounts"}, false)
+		holding := func(end int64, tables ...string) *Cursor {
+			c := &Cursor{}
+			c.locks.Store(&LockSet{Stmts: []LockStmt{{End: end, Tables: tables}}})
+			return c
+		}
+		for _, c := range []struct {
+			name  string
+			h     *Cursor
+			stuck bool
+		}{
+			{"its write overlapped s", holding(105, "accounts"), true},
+			{"its locking read ended after s", holding(150, "accounts"), true},
+			{"its write ended before s began", holding(90, "accounts"), false},
+			{"its write is on another table", holding(105, "other"), false},
+			{"it holds nothing", nil, false},
+		} {
+			for _, patience := range []int{1, 6} {
+				g.mu.Lock()
+				_, stuck, _, wake := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, patience, c.h)
+				g.mu.Unlock()
+				if got := len(stuck) == 1 && stuck[0] == s; got != c.stuck {
+					t.Errorf("%s, patience %d: stuck %v, want %v", c.name, patience, got, c.stuck)
+				}
+				if !c.stuck && c.h != nil && wake > lockBoundMax {
+					t.Errorf("%s: looks again in %v, want at most %v", c.name, wake, lockBoundMax)
+				}
 			}
 		}
-	}
-	if b := lockBound(s); b != 1400*time.Microsecond {
-		t.Errorf("lockBound of a 0.7ms statement = %v, want 1.4ms", b)
-	}
-	s.span.Store(int64(time.Hour))
-	if b := lockBound(s); b != lockBoundMax {
-		t.Errorf("lockBound of a long statement = %v, want %v", b, lockBoundMax)
-	}
+		if b := lockBound(s); b != 1400*time.Microsecond {
+			t.Errorf("lockBound of a 0.7ms statement = %v, want 1.4ms", b)
+		}
+		s.span.Store(int64(time.Hour))
+		if b := lockBound(s); b != lockBoundMax {
+			t.Errorf("lockBound of a long statement = %v, want %v", b, lockBoundMax)
+		}
+	})
 }
 
 // A cycle through another transaction: the waiter waits for s; s is stuck
@@ -341,34 +356,36 @@ func TestGateYieldsAtOnceToWhatItMayBlock(t *testing.T) {
 // waiter's. The waiter yields at lockBound although it cannot block s
 // itself; without the link through x it waits.
 func TestGateYieldsToALockChain(t *testing.T) {
-	g := NewGate(time.Second, 10*time.Second)
-	s := g.Register(100, 110, nil, true, []string{"district"}, false)
-	g.Sent(s, time.Millisecond)
-	s.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
-	xs := g.Register(105, 250, &Cursor{}, true, []string{"stock"}, false) // x's statement in flight, not waited for
-	g.Sent(xs, time.Millisecond)
-	xs.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
-	x := xs.session.Load()
-	x.At(xs)
-	x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"district"}}}}) // may block s
-	g.Holds(x)
-	waiter := g.Register(200, 210, nil, true, []string{"district"}, false)
-	h := &Cursor{}
-	h.locks.Store(&LockSet{Stmts: []LockStmt{{End: 140, Tables: []string{"stock"}}}}) // may block xs, not s
-	g.Holds(h)
-	g.mu.Lock()
-	_, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
-	g.mu.Unlock()
-	if len(stuck) != 1 || stuck[0] != s {
-		t.Fatalf("through x: stuck %v, want s", stuck)
-	}
-	x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"orders"}}}}) // x cannot block s
-	g.mu.Lock()
-	_, stuck, _, _ = g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
-	g.mu.Unlock()
-	if len(stuck) != 0 {
-		t.Fatalf("no chain: stuck %v, want none", stuck)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Second, 10*time.Second)
+		s := g.Register(100, 110, nil, true, []string{"district"}, false)
+		g.Sent(s, time.Millisecond)
+		s.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
+		xs := g.Register(105, 250, &Cursor{}, true, []string{"stock"}, false) // x's statement in flight, not waited for
+		g.Sent(xs, time.Millisecond)
+		xs.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
+		x := xs.session.Load()
+		x.At(xs)
+		x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"district"}}}}) // may block s
+		g.Holds(x)
+		waiter := g.Register(200, 210, nil, true, []string{"district"}, false)
+		h := &Cursor{}
+		h.locks.Store(&LockSet{Stmts: []LockStmt{{End: 140, Tables: []string{"stock"}}}}) // may block xs, not s
+		g.Holds(h)
+		g.mu.Lock()
+		_, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
+		g.mu.Unlock()
+		if len(stuck) != 1 || stuck[0] != s {
+			t.Fatalf("through x: stuck %v, want s", stuck)
+		}
+		x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"orders"}}}}) // x cannot block s
+		g.mu.Lock()
+		_, stuck, _, _ = g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
+		g.mu.Unlock()
+		if len(stuck) != 0 {
+			t.Fatalf("no chain: stuck %v, want none", stuck)
+		}
+	})
 }
 
 // A change that goes ahead after the hard bound marks what it overtook:
@@ -378,43 +395,45 @@ func TestGateYieldsToALockChain(t *testing.T) {
 // marks nothing; a change overtaking only reads or other tables' changes
 // is not reordered.
 func TestGateMarksWhatAReleasedChangeOvertakes(t *testing.T) {
-	g := NewGate(time.Hour, 20*time.Millisecond)
-	ctx := context.Background()
-	read := g.Register(0, 10, nil, false, []string{"t"}, false)
-	other := g.Register(1, 11, nil, true, []string{"u"}, false) // another table's change
-	done := g.Register(2, 12, nil, true, []string{"t"}, false)
-	g.Finish(done)
-	// A read released: it marks nothing.
-	r := g.Register(20, 30, nil, false, []string{"t"}, false)
-	if res := first(g.Wait(ctx, r, r.Start, 0, 0, nil)); res != TimedOut {
-		t.Fatalf("read: %v, want waitTimeout", res)
-	}
-	if other.overtaken.Load() || r.reordered.Load() {
-		t.Fatalf("a read going ahead marked others (other overtaken %v, reordered %v)", other.overtaken.Load(), r.reordered.Load())
-	}
-	g.Finish(r)
-	// A change to t released ahead of a read of t and a change to u.
-	c := g.Register(40, 50, nil, true, []string{"t"}, false)
-	if res := first(g.Wait(ctx, c, c.Start, 0, 0, nil)); res != TimedOut {
-		t.Fatalf("change: %v, want waitTimeout", res)
-	}
-	if !read.overtaken.Load() || !other.overtaken.Load() || done.overtaken.Load() {
-		t.Fatalf("overtaken: read %v other %v done %v, want true true false", read.overtaken.Load(), other.overtaken.Load(), done.overtaken.Load())
-	}
-	if c.reordered.Load() {
-		t.Fatal("reordered though no conflicting change was overtaken")
-	}
-	g.Finish(c)
-	// A change to t released ahead of a change to t not yet done.
-	pending := g.Register(41, 55, nil, true, []string{"t"}, false)
-	d := g.Register(60, 70, nil, true, []string{"t"}, false)
-	if res := first(g.Wait(ctx, d, d.Start, 0, 0, nil)); res != TimedOut {
-		t.Fatalf("second change: %v, want waitTimeout", res)
-	}
-	if !pending.overtaken.Load() || !d.reordered.Load() {
-		t.Fatalf("pending overtaken %v, d reordered %v: want both", pending.overtaken.Load(), d.reordered.Load())
-	}
-	for _, x := range []*Ticket{read, other, pending, d} {
-		g.Finish(x)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, 20*time.Millisecond)
+		ctx := context.Background()
+		read := g.Register(0, 10, nil, false, []string{"t"}, false)
+		other := g.Register(1, 11, nil, true, []string{"u"}, false) // another table's change
+		done := g.Register(2, 12, nil, true, []string{"t"}, false)
+		g.Finish(done)
+		// A read released: it marks nothing.
+		r := g.Register(20, 30, nil, false, []string{"t"}, false)
+		if res := first(g.Wait(ctx, r, r.Start, 0, 0, nil)); res != TimedOut {
+			t.Fatalf("read: %v, want waitTimeout", res)
+		}
+		if other.overtaken.Load() || r.reordered.Load() {
+			t.Fatalf("a read going ahead marked others (other overtaken %v, reordered %v)", other.overtaken.Load(), r.reordered.Load())
+		}
+		g.Finish(r)
+		// A change to t released ahead of a read of t and a change to u.
+		c := g.Register(40, 50, nil, true, []string{"t"}, false)
+		if res := first(g.Wait(ctx, c, c.Start, 0, 0, nil)); res != TimedOut {
+			t.Fatalf("change: %v, want waitTimeout", res)
+		}
+		if !read.overtaken.Load() || !other.overtaken.Load() || done.overtaken.Load() {
+			t.Fatalf("overtaken: read %v other %v done %v, want true true false", read.overtaken.Load(), other.overtaken.Load(), done.overtaken.Load())
+		}
+		if c.reordered.Load() {
+			t.Fatal("reordered though no conflicting change was overtaken")
+		}
+		g.Finish(c)
+		// A change to t released ahead of a change to t not yet done.
+		pending := g.Register(41, 55, nil, true, []string{"t"}, false)
+		d := g.Register(60, 70, nil, true, []string{"t"}, false)
+		if res := first(g.Wait(ctx, d, d.Start, 0, 0, nil)); res != TimedOut {
+			t.Fatalf("second change: %v, want waitTimeout", res)
+		}
+		if !pending.overtaken.Load() || !d.reordered.Load() {
+			t.Fatalf("pending overtaken %v, d reordered %v: want both", pending.overtaken.Load(), d.reordered.Load())
+		}
+		for _, x := range []*Ticket{read, other, pending, d} {
+			g.Finish(x)
+		}
+	})
 }
