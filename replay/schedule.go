@@ -402,10 +402,6 @@ func (rn *runner) pastDeadline() bool {
 	return rn.cfg.Duration > 0 && !rn.src.followed() && time.Since(rn.start) > rn.cfg.Duration
 }
 
-// loops runs body over the run's records (see source).
-func (rn *runner) loops(ctx context.Context, body func(rec *store.Record, loop int) bool) error {
-	return rn.src.records(ctx, rn, body)
-}
 
 func sleepUntil(ctx context.Context, t time.Time) {
 	if d := time.Until(t); d > 0 {
@@ -529,7 +525,7 @@ func (sr *sessionRunner) closeAll() {
 // runSessions replays each captured session on its own connection, in order.
 func (rn *runner) runSessions(ctx context.Context) error {
 	sr := newSessionRunner()
-	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+	err := rn.src.records(ctx, rn, func(rec *store.Record, loop int) bool {
 		if rn.inShard(rec.Session) {
 			rn.dispatchSession(ctx, sr, rec, loop)
 		}
@@ -675,7 +671,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		}
 		return true
 	}
-	err := rn.loops(ctx, func(rec *store.Record, loop int) bool {
+	err := rn.src.records(ctx, rn, func(rec *store.Record, loop int) bool {
 		if !rn.inShard(rec.Session) {
 			return true
 		}
