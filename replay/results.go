@@ -286,7 +286,11 @@ func footprints(ctx context.Context, rn *runner, tables []string) ([]store.Table
 			return out, err
 		}
 		for i := range fs {
+			onTarget := schema + "." + fs[i].Table
 			fs[i].Table = captured[[2]string{schema, fs[i].Table}]
+			if onTarget != fs[i].Table {
+				fs[i].Measured = onTarget
+			}
 		}
 		out = append(out, fs...)
 	}

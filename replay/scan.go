@@ -28,7 +28,8 @@ type captureIndex struct {
 	// (or as qualified in the statement).
 	tables  []string
 	created []string
-	// createdDropped: tables the capture created and dropped again.
+	// createdDropped: tables the capture created and dropped again, or
+	// created temporary.
 	createdDropped int
 	pinned         map[uint64]bool
 	commits        *compare.Commits
@@ -209,7 +210,14 @@ func (sc *scanner) add(rec *store.Record) {
 	}
 	if !failed {
 		for _, t := range qualify(info.Created, s.schema, nil) {
-			sc.created[t] = true
+			switch {
+			case !info.TempTable:
+				sc.created[t] = true
+			case !sc.created[t]:
+				// A temporary table: gone with its session, in no
+				// server's list of tables at the end.
+				sc.created[t] = false
+			}
 		}
 		if info.Verb == "DROP" {
 			for _, t := range qualify(info.Writes, s.schema, nil) {

@@ -148,8 +148,9 @@ func overTime(pt *Point, name, title, y string, v func(Interval) float64) (*Char
 		if len(t.Intervals) == 0 {
 			continue
 		}
-		xys := make(plotter.XYs, len(t.Intervals))
-		for k, iv := range t.Intervals {
+		ivs := wholeIntervals(t.Intervals)
+		xys := make(plotter.XYs, len(ivs))
+		for k, iv := range ivs {
 			xys[k] = plotter.XY{X: iv.Start + iv.Length, Y: v(iv)}
 		}
 		if err := line(p, i, t.Name, xys, false); err != nil {
@@ -161,7 +162,26 @@ func overTime(pt *Point, name, title, y string, v func(Interval) float64) (*Char
 		return nil, nil
 	}
 	p.Y.Min = 0
+	p.Y.Max *= 1.3 // room above the lines for the legend
 	return &Chart{Name: name, Title: title, plot: p}, nil
+}
+
+// wholeIntervals leaves out a last interval shorter than half the others
+// (the run ended in it): its rate over a sliver of time is noise, drawn as
+// a spike off the chart. The run's totals count it.
+func wholeIntervals(ivs []Interval) []Interval {
+	if len(ivs) < 3 {
+		return ivs
+	}
+	lengths := make([]float64, len(ivs)-1)
+	for i, iv := range ivs[:len(ivs)-1] {
+		lengths[i] = iv.Length
+	}
+	slices.Sort(lengths)
+	if ivs[len(ivs)-1].Length < lengths[len(lengths)/2]/2 {
+		return ivs[:len(ivs)-1]
+	}
+	return ivs
 }
 
 // latencyCDF plots each target's fraction of statements at or under a
@@ -197,6 +217,7 @@ func latencyCDF(pt *Point) (*Chart, error) {
 		return nil, nil
 	}
 	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = false // bottom right: the lines are near 1 there
 	return &Chart{Name: "latency-cdf", Title: "Latency distribution", plot: p}, nil
 }
 

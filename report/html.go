@@ -232,7 +232,7 @@ figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}figure svg{max
 {{end}}</table>{{end}}{{end}}
 {{range $t := .Targets}}{{if .Footprint}}<h3>Storage footprint of {{.Name}} after the replay</h3>
 <table><tr><th class="l">table</th><th class="l">engine</th><th>rows (estimate)</th><th>data</th><th>index</th><th class="l">source</th></tr>
-{{range .Footprint}}<tr><td class="l">{{.Table}}</td><td class="l">{{.Engine}}</td><td>{{.Rows}}</td><td>{{bytes .DataBytes}}</td><td>{{bytes .IndexBytes}}</td><td class="l note">{{.Source}}</td></tr>
+{{range .Footprint}}<tr><td class="l">{{or .Measured .Table}}</td><td class="l">{{.Engine}}</td><td>{{.Rows}}</td><td>{{bytes .DataBytes}}</td><td>{{bytes .IndexBytes}}</td><td class="l note">{{.Source}}</td></tr>
 {{end}}</table>{{end}}{{end}}
 {{end}}
 {{range .Notes}}<p class="note">Note: {{.}}</p>{{end}}

@@ -287,9 +287,6 @@ func (rep *Report) finish(digests map[string]store.DigestInfo) {
 			slices.SortFunc(t.TopDigests, func(a, b DigestLatency) int {
 				return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Digest, b.Digest))
 			})
-			if len(t.TopDigests) > TopDigests {
-				t.TopDigests = t.TopDigests[:TopDigests]
-			}
 			t.Intervals = t.Intervals[:0]
 			for _, iv := range t.intervals {
 				secs := iv.Length.Seconds()
@@ -301,13 +298,37 @@ func (rep *Report) finish(digests map[string]store.DigestInfo) {
 					Other: float64(iv.Other) / secs, Errors: float64(iv.Errors) / secs, P95: float64(iv.Latency.Quantile(0.95)) / 1e6, Threads: iv.Threads})
 			}
 		}
-		// Ratios to the baseline, per digest.
 		var base *Target
 		for ti := range pt.Targets {
 			if pt.Targets[ti].Name == rep.Baseline {
 				base = &pt.Targets[ti]
 			}
 		}
+		// Each target lists its own top statements and the baseline's
+		// (the first target's without one), so that the tables and charts
+		// that follow the baseline's show every target on each statement
+		// it ran; "-" then means it did not run it.
+		lead := base
+		if lead == nil && len(pt.Targets) > 0 {
+			lead = &pt.Targets[0]
+		}
+		keep := map[string]bool{}
+		if lead != nil {
+			for _, d := range lead.TopDigests[:min(TopDigests, len(lead.TopDigests))] {
+				keep[d.Digest] = true
+			}
+		}
+		for ti := range pt.Targets {
+			t := &pt.Targets[ti]
+			top := t.TopDigests[:0]
+			for j, d := range t.TopDigests {
+				if j < TopDigests || keep[d.Digest] {
+					top = append(top, d)
+				}
+			}
+			t.TopDigests = top
+		}
+		// Ratios to the baseline, per digest.
 		if base == nil {
 			continue
 		}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,5 +130,110 @@ func TestTableCellsAreWholeAndAligned(t *testing.T) {
 		if len(l) != len(lines[0]) {
 			t.Errorf("rows of different widths (%d, %d): columns do not line up:\n%s", len(l), len(lines[0]), b.String())
 		}
+	}
+}
+
+// Every target lists the baseline's top statements (and its own): each
+// target's top-N used to be cut separately, so that the table of the
+// baseline's statements showed "-" for a target on statements it ran,
+// and the p95-ratio chart lacked their bars.
+func TestEveryTargetListsTheBaselinesTopStatements(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := store.CreateRun(dir, store.RunMeta{RunID: "r1", Command: "replay", Capture: "/cap", Baseline: "a",
+		Targets: []store.RunTarget{{Name: "a", Engine: "InnoDB", Baseline: true}, {Name: "b", Engine: "ROCKSDB"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.PutPoint(store.Point{Point: 0, Label: "replay", Targets: []string{"a", "b"}, Order: "capture", IO: "blocking", Elapsed: 1}))
+	// 30 statements: on a, d00 takes longest and d29 least; on b the
+	// reverse, so b's own top 20 lacks a's first 10.
+	const n = 30
+	for i := range n {
+		id := fmt.Sprintf("d%02d", i)
+		must(w.PutDigest(id, store.DigestInfo{Text: "select " + id, Class: "read"}))
+		must(w.PutHistogram(0, 0, store.SeriesDigest, id, hist(float64(n-i))))
+		must(w.PutHistogram(0, 1, store.SeriesDigest, id, hist(float64(i+1))))
+	}
+	for ti, name := range []string{"a", "b"} {
+		must(w.PutHistogram(0, ti, store.SeriesService, "", hist(1)))
+		must(w.PutResult(0, ti, &store.TargetResult{Target: name, Elapsed: 1, Transactions: 1, Reads: n}))
+	}
+	must(w.End(store.RunEnd{Elapsed: 1}))
+	rep, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
+	ids := func(ds []DigestLatency) map[string]bool {
+		m := map[string]bool{}
+		for _, d := range ds {
+			m[d.Digest] = true
+		}
+		return m
+	}
+	if len(a.TopDigests) != TopDigests {
+		t.Errorf("a lists %d statements, want its top %d", len(a.TopDigests), TopDigests)
+	}
+	// b: its own top 20 (d29..d10) and a's top 20 (d00..d19): all 30.
+	if got := ids(b.TopDigests); len(got) != n || !got["d00"] || !got["d29"] {
+		t.Errorf("b lists %d statements (%v), want all %d", len(got), got, n)
+	}
+	for _, d := range b.TopDigests {
+		if d.Digest == "d00" && (d.RatioP95 < 1.0/n || d.RatioP95 > 1.0/n*1.01) {
+			t.Errorf("b's d00: p95 ratio %v, want 1/%d", d.RatioP95, n)
+		}
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.Index(text.String(), "statements by total time"); i < 0 || strings.Contains(text.String()[i:], " - ") || strings.Contains(text.String()[i:], " -\n") {
+		t.Errorf("the statements table has a hole:\n%s", text.String())
+	}
+}
+
+// Footprint rows are named as captured (so targets line up), and the
+// report says in which database each target measured them: a target
+// whose DSN names sbtest_compressed measured sbtest_compressed.sbtest1,
+// which the table used to show as sbtest.sbtest1 without a word.
+func TestFootprintSaysWhereATargetMeasured(t *testing.T) {
+	var a, b Target
+	a.Name, a.Footprint = "a", []store.TableFootprint{{Table: "sbtest.sbtest1", DataBytes: 1024, IndexBytes: 1024}}
+	b.Name, b.Footprint = "b", []store.TableFootprint{{Table: "sbtest.sbtest1", Measured: "sbtest_compressed.sbtest1", DataBytes: 512, IndexBytes: 512}}
+	pt := Point{Targets: []Target{a, b}}
+	var out bytes.Buffer
+	WriteFootprint(&out, &pt, "a", "storage footprint after the replay")
+	want := "  tables are named as captured; on b, sbtest is database sbtest_compressed\n"
+	if !strings.Contains(out.String(), want) || strings.Count(out.String(), "named as captured") != 1 ||
+		!strings.Contains(out.String(), "512 B + 512 B 0.50x") {
+		t.Errorf("footprint table:\n%s\nwant the line %q once", out.String(), want)
+	}
+}
+
+// The rate charts leave out a last interval the run ended in (0.05 s of
+// 1 s intervals: a rate over a sliver, drawn as a spike off the chart
+// before) and keep room above the lines for the legend.
+func TestOverTimeLeavesOutThePartialLastInterval(t *testing.T) {
+	var a Target
+	a.Name = "a"
+	for i := range 3 {
+		a.Intervals = append(a.Intervals, Interval{Start: float64(i), Length: 1, QPS: 100})
+	}
+	a.Intervals = append(a.Intervals, Interval{Start: 3, Length: 0.05, QPS: 2000})
+	c, err := overTime(&Point{Targets: []Target{a}}, "qps", "q", "queries/s", func(iv Interval) float64 { return iv.QPS })
+	if err != nil || c == nil {
+		t.Fatalf("overTime: %v, %v", c, err)
+	}
+	if c.plot.X.Max != 3 || c.plot.Y.Max != 130 {
+		t.Errorf("x to %v, y to %v; want 3 (the last whole interval) and 130 (100 and room for the legend)", c.plot.X.Max, c.plot.Y.Max)
+	}
+	if got := len(wholeIntervals(a.Intervals[:3])); got != 3 {
+		t.Errorf("whole intervals of 3 whole ones: %d", got)
 	}
 }

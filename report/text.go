@@ -402,6 +402,23 @@ func WriteFootprint(w io.Writer, pt *Point, baseline, title string) {
 		}
 		fmt.Fprintln(w)
 	}
+	// Rows are named as captured; say where a target measured them.
+	for _, t := range pt.Targets {
+		var moved []string
+		for _, f := range t.Footprint {
+			if f.Measured == "" {
+				continue
+			}
+			cs, _, _ := strings.Cut(f.Table, ".")
+			ts, _, _ := strings.Cut(f.Measured, ".")
+			if m := fmt.Sprintf("%s is database %s", cs, ts); !slices.Contains(moved, m) {
+				moved = append(moved, m)
+			}
+		}
+		if len(moved) > 0 {
+			fmt.Fprintf(w, "  tables are named as captured; on %s, %s\n", t.Name, strings.Join(moved, ", "))
+		}
+	}
 	for _, t := range pt.Targets {
 		if t.FootprintError != "" {
 			fmt.Fprintf(w, "  %s: footprint not measured: %s\n", t.Name, t.FootprintError)
@@ -546,7 +563,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			parts = append(parts, s)
 		}
 		if t.CreatedDropped > 0 {
-			parts = append(parts, fmt.Sprintf("and %d created and dropped again by the traffic", t.CreatedDropped))
+			parts = append(parts, fmt.Sprintf("and %d created and gone again (dropped by the traffic, or temporary)", t.CreatedDropped))
 		}
 		p("\ntables the replay created on %s: %s\n", t.Name, strings.Join(parts, ", "))
 	}

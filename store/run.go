@@ -183,7 +183,8 @@ type TargetResult struct {
 	EndState   *EndState      `json:"end_state,omitempty"`
 	Created    []CreatedTable `json:"created_tables,omitempty"`
 	// CreatedDropped counts the tables the traffic created and dropped
-	// again: gone at the end, so their engine cannot be read.
+	// again, or created temporary: gone at the end, so their engine cannot
+	// be read.
 	CreatedDropped int `json:"created_dropped,omitempty"`
 	// Footprint is the size of the tables the capture touched after the
 	// replay, FootprintBefore before it (package footprint says how each
@@ -355,7 +356,11 @@ type CreatedTable struct {
 // TableFootprint is a table's size on a target; Rows is the engine's
 // estimate (InnoDB samples pages), the bytes are allocated sizes.
 type TableFootprint struct {
+	// Table is named as in the capture, so that targets line up; Measured
+	// is its name on the target when that differs (a target whose DSN
+	// names another database than the capture's schema).
 	Table      string `json:"table"`
+	Measured   string `json:"measured,omitempty"`
 	Engine     string `json:"engine"`
 	Rows       int64  `json:"rows"`
 	DataBytes  int64  `json:"data_bytes"`

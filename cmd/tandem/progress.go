@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -32,12 +33,16 @@ func replayProgress(w io.Writer, intervalLines bool) func(replay.Progress) {
 				bar.Finish()
 			}
 			point = p.Point
-			desc := point + " (records)"
+			// Records handed out of the capture, counted; or, under
+			// --duration, the time: a percentage and elapsed:left, no
+			// count of milliseconds.
+			desc, count := point+" (records)", progressbar.OptionShowCount()
 			if p.ByTime {
-				desc = point + " (ms elapsed of the --duration)"
+				desc = fmt.Sprintf("%s (--duration %v)", point, time.Duration(p.Total)*time.Millisecond)
+				count = func(*progressbar.ProgressBar) {}
 			}
 			bar = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(desc),
-				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
+				count, progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
 				progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 		}
 		bar.Set64(p.Done)

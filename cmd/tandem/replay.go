@@ -103,13 +103,13 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 		if c.Flags().Changed("metrics-addr") {
 			return nil, err
 		}
-		fmt.Fprintf(c.ErrOrStderr(), "tandem replay: warning: %v; replaying with metrics off\n", err)
+		fmt.Fprintf(c.ErrOrStderr(), "%s: warning: %v; replaying with metrics off\n", c.CommandPath(), err)
 		return func(bool) {}, nil
 	}
 	cfg.Metrics, cfg.MetricsURL = m, "http://"+bound+"/metrics"
 	return func(ok bool) {
 		if ok && linger > 0 {
-			fmt.Fprintf(c.ErrOrStderr(), "tandem replay: keeping http://%s/metrics up for %v (--metrics-linger)\n", bound, linger)
+			fmt.Fprintf(c.ErrOrStderr(), "%s: keeping http://%s/metrics up for %v (--metrics-linger)\n", c.CommandPath(), bound, linger)
 			t := time.NewTimer(linger)
 			select {
 			case <-t.C:
