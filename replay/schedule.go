@@ -402,6 +402,7 @@ func (rn *runner) pastDeadline() bool {
 	return rn.cfg.Duration > 0 && !rn.src.followed() && time.Since(rn.start) > rn.cfg.Duration
 }
 
+// sleepUntil sleeps until t, or until ctx ends.
 func sleepUntil(ctx context.Context, t time.Time) {
 	if d := time.Until(t); d > 0 {
 		tm := time.NewTimer(d)
