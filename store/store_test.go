@@ -866,3 +866,32 @@ func TestReservedSpaceIsNamedForWhatItIs(t *testing.T) {
 		}
 	}
 }
+
+// Close of a failed writer returns only once the failure note is on disk.
+// Before, the note was written after the error became visible, on Pebble's
+// goroutine, and Close could return first: a copy taken then (CI did, in
+// TestDiskFullStopsTheCaptureNotTheProcess) had no note.
+func TestCloseOfAFailedWriterWaitsForItsNote(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	var full atomic.Bool
+	w, err := Create(dir, WriterOptions{FlushRecords: 50, FlushInterval: 5 * time.Millisecond, FS: fullFS{vfs.Default, &full, false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testBeforeNote = func() { time.Sleep(300 * time.Millisecond) }
+	defer func() { testBeforeNote = nil }()
+	full.Store(true)
+	for i := uint64(1); w.Err() == nil; i++ {
+		r := crashRecord(i)
+		if _, err := w.Append(&r); err != nil {
+			break
+		}
+	}
+	if err := w.Close(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Close: %v, want ErrFailed", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, failedFile))
+	if err != nil || !strings.Contains(string(b), "no space left on device") {
+		t.Fatalf("after Close, %s holds %q (%v); want the reason", failedFile, b, err)
+	}
+}

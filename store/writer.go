@@ -127,6 +127,9 @@ type Writer struct {
 	// it again. dbMu orders the metrics' reads of the store before Close.
 	failed   chan struct{}
 	failOnce sync.Once
+	// noted is closed when fail has left its note on disk: Close waits
+	// for it, so that the note is there when Close returns.
+	noted chan struct{}
 	// committed is closed, and replaced, at each commit: followers of
 	// the live capture (Reader.Follow) wait on it.
 	commitSig atomic.Pointer[chan struct{}]
@@ -170,6 +173,7 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		failed:   make(chan struct{}),
+		noted:    make(chan struct{}),
 		sessions: map[uint64]struct{}{},
 	}
 	w.space.L = &w.mu
@@ -345,6 +349,10 @@ func (w *Writer) fail(msg string) {
 		w.opts.Logger.Error("capture failed: the store cannot write; recording stops, relaying goes on; what was synced is readable once this process ends",
 			"err", msg, "records_synced", w.durable.Load())
 		close(w.failed)
+		defer close(w.noted)
+		if testBeforeNote != nil {
+			testBeforeNote()
+		}
 		// For inspect, into the blocks reserved at Create: a full disk
 		// takes no new ones.
 		b, _ := json.Marshal(failure{Reason: msg, At: time.Now().UTC()})
@@ -356,6 +364,21 @@ func (w *Writer) fail(msg string) {
 			_ = os.Rename(reserved, filepath.Join(w.dir, failedFile))
 		}
 	})
+}
+
+// testBeforeNote, when set by a test, runs in fail between the error
+// becoming visible and the note being written.
+var testBeforeNote func()
+
+// awaitNote returns once a failed writer's note is on disk (at once for a
+// writer that did not fail).
+func (w *Writer) awaitNote() {
+	w.mu.Lock()
+	err := w.mu.err
+	w.mu.Unlock()
+	if errors.Is(err, ErrFailed) {
+		<-w.noted
+	}
 }
 
 // failedErr is the error of a writer that failed, with what stays of the
@@ -629,8 +652,10 @@ func (w *Writer) addIndex(b *pebble.Batch, index []sessSeq, first uint64, count 
 }
 
 // Close commits what is left, writes the summary and closes the capture.
-// Appends after Close fail with ErrClosed.
+// Appends after Close fail with ErrClosed. A writer that failed returns
+// from Close once its failure note is on disk.
 func (w *Writer) Close() error {
+	defer w.awaitNote()
 	w.mu.Lock()
 	if w.mu.closed {
 		w.mu.Unlock()
