@@ -373,10 +373,7 @@ var testBeforeNote func()
 // awaitNote returns once a failed writer's note is on disk (at once for a
 // writer that did not fail).
 func (w *Writer) awaitNote() {
-	w.mu.Lock()
-	err := w.mu.err
-	w.mu.Unlock()
-	if errors.Is(err, ErrFailed) {
+	if errors.Is(w.Err(), ErrFailed) {
 		<-w.noted
 	}
 }
