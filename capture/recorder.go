@@ -58,30 +58,25 @@ func (c *Recorder) Record(r *store.Record) {
 	}
 }
 
-// AddGTID notes that the transaction record seq ended, its answer
-// complete at end, was given gtid by the server: the capture keeps it
-// with the record (when the record was not dropped), and CommitPoints
-// lists it.
-func (c *Recorder) AddGTID(seq uint64, gtid string, end time.Time) {
+// AddGTID notes that the transaction cm ended was given gtid by the
+// server: the capture keeps it with cm's record (when the record was not
+// dropped), and CommitPoints lists it.
+func (c *Recorder) AddGTID(cm Commit, gtid string) {
 	if c == nil || gtid == "" {
 		return
 	}
-	c.w.AddGTID(seq, gtid)
+	c.w.AddGTID(cm.Seq, gtid)
 	c.mu.Lock()
 	if c.mu.gtids == nil {
 		c.mu.gtids = map[string]CommitPoint{}
 	}
-	c.mu.gtids[gtid] = CommitPoint{Seq: seq, At: end}
+	c.mu.gtids[gtid] = CommitPoint(cm)
 	c.mu.Unlock()
 }
 
-// CommitPoint is where a captured commit is: the seq of the record that
-// committed (0 if it was dropped) and when its answer was complete (the
-// server committed before it).
-type CommitPoint struct {
-	Seq uint64
-	At  time.Time
-}
+// CommitPoint is where a captured commit is (Commit: its record, and
+// between which times the server committed it).
+type CommitPoint Commit
 
 // CommitPoints returns the GTIDs AddGTID was given, with where each is.
 func (c *Recorder) CommitPoints() map[string]CommitPoint {

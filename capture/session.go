@@ -64,9 +64,11 @@ type Session struct {
 	quit  bool // a COM_QUIT was recorded
 	// wrote: a statement of the open transaction (or the last one on its
 	// own) changed rows or ran DDL; ended: that transaction has ended
-	// (Options.Commits).
-	wrote, ended bool
-	implicitLost int
+	// (Options.Commits); endedSelf: the command that ended it wrote too
+	// (an autocommit statement), so its writes were not all done at its
+	// start.
+	wrote, ended, endedSelf bool
+	implicitLost            int
 
 	// The answer being decoded.
 	cmd    byte
@@ -510,15 +512,12 @@ func (s *Session) noteCommit() {
 	}
 	wroteBefore := s.wrote
 	status := r.Status
-	if r.AffectedRows > 0 {
-		s.wrote = true
-	}
+	self := r.AffectedRows > 0
 	for i := range r.More {
-		if r.More[i].AffectedRows > 0 {
-			s.wrote = true
-		}
+		self = self || r.More[i].AffectedRows > 0
 		status = r.More[i].Status
 	}
+	s.wrote = s.wrote || self
 	if s.rec.Kind == store.KindQuery && r.Kind == store.RespOK && r.AffectedRows == 0 && len(r.More) == 0 {
 		in := sqlinfo.Analyze(s.rec.SQL)
 		switch {
@@ -527,7 +526,7 @@ func (s *Session) noteCommit() {
 			// itself (BEGIN, SET autocommit=1, COMMIT AND CHAIN): the
 			// server's last GTID is that transaction's, though a new one
 			// may be open now.
-			s.wrote, s.ended = false, true
+			s.wrote, s.ended, s.endedSelf = false, true, false
 			return
 		case in.ImplicitCommit && !in.Begin && !in.Set:
 			if wroteBefore {
@@ -535,11 +534,11 @@ func (s *Session) noteCommit() {
 				// logged two, and only the DDL's GTID can be asked for.
 				s.implicitLost++
 			}
-			s.wrote = true // DDL (CREATE, DROP, ALTER, GRANT …) is logged with no rows
+			s.wrote, self = true, true // DDL (CREATE, DROP, ALTER, GRANT …) is logged with no rows
 		}
 	}
 	if s.wrote && status&mysql.SERVER_STATUS_IN_TRANS == 0 {
-		s.wrote, s.ended = false, true
+		s.wrote, s.ended, s.endedSelf = false, true, self
 	}
 }
 
@@ -608,16 +607,31 @@ func containsFold[T string | []byte](s T, lower string) bool {
 	return false
 }
 
+// Commit is a transaction that wrote, ended by a captured command.
+type Commit struct {
+	Seq uint64 // the command's record in the capture (0 if it was dropped)
+	// End is when the command's answer was complete: the server had
+	// committed. From is the earliest the server can have committed with
+	// every write of the transaction done (and its rows locked until the
+	// commit): the command's start when it wrote nothing itself (a COMMIT
+	// after the transaction's writes), else End (an autocommit write,
+	// whose own rows may be written as late as its answer).
+	From, End time.Time
+}
+
 // CommitEnded reports (once) whether the command just ended closed a
 // transaction that wrote, with Options.Commits: the moment to ask the
-// server for its GTID. Seq is the record's sequence in the capture (0 if
-// it was dropped), end when its answer was complete.
-func (s *Session) CommitEnded() (seq uint64, end time.Time, ok bool) {
+// server for its GTID.
+func (s *Session) CommitEnded() (Commit, bool) {
 	if !s.ended {
-		return 0, time.Time{}, false
+		return Commit{}, false
 	}
 	s.ended = false
-	return s.rec.Seq, s.rec.Start.Add(s.rec.Duration), true
+	c := Commit{Seq: s.rec.Seq, From: s.rec.Start, End: s.rec.Start.Add(s.rec.Duration)}
+	if s.endedSelf {
+		c.From = c.End
+	}
+	return c, true
 }
 
 // Close records the session's end when it ended without a COM_QUIT (the

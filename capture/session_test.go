@@ -436,10 +436,22 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 			s := NewSession(1, State{Caps: caps41}, Options{Commits: true}, &out)
 			for i, q := range c.cmds {
 				feed(t, s, query(q.sql), Read, frame{q.ans, Done})
-				if _, _, got := s.CommitEnded(); got != q.want {
+				c, got := s.CommitEnded()
+				if got != q.want {
 					t.Errorf("after %d %q: CommitEnded %v, want %v", i, q.sql, got, q.want)
 				}
-				if _, _, again := s.CommitEnded(); again {
+				// A COMMIT (BEGIN, ROLLBACK) that ends the transaction wrote
+				// nothing itself: the server may have committed from its
+				// start. A write on its own commits as late as its answer.
+				start, end := time.Unix(100, 0), time.Unix(100, 0).Add(time.Millisecond)
+				wantFrom := end
+				if strings.HasPrefix(q.sql, "COMMIT") || strings.HasPrefix(q.sql, "BEGIN") || strings.HasPrefix(q.sql, "ROLLBACK") {
+					wantFrom = start
+				}
+				if got && (!c.From.Equal(wantFrom) || !c.End.Equal(end) || c.Seq != out[len(out)-1].Seq) {
+					t.Errorf("after %d %q: commit %+v, want from %v, end %v, seq of its record", i, q.sql, c, wantFrom, end)
+				}
+				if _, again := s.CommitEnded(); again {
 					t.Errorf("after %d %q: CommitEnded said it twice", i, q.sql)
 				}
 			}
@@ -452,14 +464,14 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 	feed(t, d, query("BEGIN"), Read, frame{okp(0, 0, inTrx, 0), Done})
 	feed(t, d, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, inTrx, 0), Done})
 	feed(t, d, query("CREATE TABLE u (a int)"), Read, frame{okp(0, 0, auto, 0), Done})
-	if _, _, got := d.CommitEnded(); !got || d.ImplicitLost() != 1 {
+	if c, got := d.CommitEnded(); !got || d.ImplicitLost() != 1 || !c.From.Equal(c.End) {
 		t.Errorf("DDL after a written transaction: CommitEnded %v, ImplicitLost %d; want true, 1", got, d.ImplicitLost())
 	}
 	// Without the option nothing is followed.
 	var out sink
 	s := NewSession(1, State{Caps: caps41}, Options{}, &out)
 	feed(t, s, query("UPDATE t SET v=1"), Read, frame{okp(1, 0, auto, 0), Done})
-	if _, _, got := s.CommitEnded(); got {
+	if _, got := s.CommitEnded(); got {
 		t.Error("CommitEnded without Options.Commits")
 	}
 }

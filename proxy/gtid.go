@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/wire"
 )
 
@@ -39,15 +40,14 @@ const lastGTIDQuery = "SELECT @@last_gtid"
 // commitToAsk is a transaction that wrote whose GTID is still to be asked
 // for: the record that ended it and when its answer was complete.
 type commitToAsk struct {
-	seq uint64
-	end time.Time
-	ok  bool
+	capture.Commit
+	ok bool
 }
 
 // noteCommit keeps, when the command just ended closed a transaction that
 // wrote, that its GTID is to be asked for.
 func (s *session) noteCommit() {
-	seq, end, ok := s.cs.CommitEnded()
+	c, ok := s.cs.CommitEnded()
 	if !ok {
 		return
 	}
@@ -58,7 +58,7 @@ func (s *session) noteCommit() {
 	if s.ask.ok {
 		s.lost++ // the server's last GTID is the new transaction's now
 	}
-	s.ask = commitToAsk{seq: seq, end: end, ok: true}
+	s.ask = commitToAsk{Commit: c, ok: true}
 }
 
 // askBefore reports whether the question waiting (if any) goes ahead of
@@ -97,7 +97,7 @@ func (s *session) learnGTID(g string, err error) error {
 		return nil // nothing went to the binary log (a false alarm)
 	}
 	s.lastGTID = g
-	s.p.recorder.AddGTID(c.seq, g, c.end)
+	s.p.recorder.AddGTID(c.Commit, g)
 	return nil
 }
 

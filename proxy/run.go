@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -362,53 +361,7 @@ func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Posi
 	if err != nil {
 		return 0, err.Error()
 	}
-	type point struct {
-		g gtid.GTID
-		capture.CommitPoint
-	}
-	var sorted []point
-	for g, p := range points {
-		if id, err := gtid.ParseGTID(g); err == nil {
-			sorted = append(sorted, point{id, p})
-		}
-	}
-	slices.SortFunc(sorted, func(a, b point) int { return cmp.Compare(a.g.Seq, b.g.Seq) })
-	// Per domain, in GTID order: the commit whose answer ended last among
-	// those up to each (prefix), and the earliest end among those from
-	// each on (suffix).
-	type domain struct {
-		points   []point
-		lastEnd  []capture.CommitPoint
-		firstEnd []time.Time
-	}
-	byDomain := map[uint32]*domain{}
-	for _, p := range sorted {
-		if p.Seq == 0 {
-			continue // its record was dropped: nothing to follow
-		}
-		d := byDomain[p.g.Domain]
-		if d == nil {
-			d = &domain{}
-			byDomain[p.g.Domain] = d
-		}
-		d.points = append(d.points, p)
-	}
-	for _, d := range byDomain {
-		d.lastEnd = make([]capture.CommitPoint, len(d.points))
-		d.firstEnd = make([]time.Time, len(d.points))
-		for i, p := range d.points {
-			d.lastEnd[i] = p.CommitPoint
-			if i > 0 && d.lastEnd[i-1].At.After(p.At) {
-				d.lastEnd[i] = d.lastEnd[i-1]
-			}
-		}
-		for i := len(d.points) - 1; i >= 0; i-- {
-			d.firstEnd[i] = d.points[i].At
-			if i+1 < len(d.points) && d.firstEnd[i+1].Before(d.firstEnd[i]) {
-				d.firstEnd[i] = d.firstEnd[i+1]
-			}
-		}
-	}
+	slots := newBypassedSlots(points, start.At, end.At)
 	// One session carries them all, in the server's order: where each
 	// follows (the record seq after which it runs, and its time) never goes
 	// back, even where the captured commits' records and GTIDs were
@@ -418,22 +371,7 @@ func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Posi
 	var why string
 	prevAfter, prevLo := uint64(0), start.At
 	for _, t := range trxs {
-		// It committed on the server after every captured commit before
-		// it in its domain's order, and before every one after it: it
-		// goes after the last of the former's answers to end (answers
-		// reach the proxy a little out of the server's order), and the
-		// first of the latter's ends bounds the window in which captured
-		// statements cannot say whether they saw it.
-		after, lo, hi := uint64(0), start.At, end.At
-		if d := byDomain[t.GTID.Domain]; d != nil {
-			i := sort.Search(len(d.points), func(i int) bool { return d.points[i].g.Seq >= t.GTID.Seq })
-			if i > 0 && d.lastEnd[i-1].Seq > 0 && d.lastEnd[i-1].At.After(lo) {
-				after, lo = d.lastEnd[i-1].Seq, d.lastEnd[i-1].At
-			}
-			if i < len(d.points) && d.firstEnd[i].Before(hi) {
-				hi = d.firstEnd[i]
-			}
-		}
+		after, lo, hi := slots.slot(t.GTID)
 		after = max(after, prevAfter)
 		if lo.Before(prevLo) {
 			lo = prevLo
@@ -463,6 +401,83 @@ func storeBypassed(ctx context.Context, acc gtid.Account, start, end *store.Posi
 		why = fmt.Sprintf("%d of %d could not be rebuilt (the first: %s)", len(trxs)-stored, len(trxs), why)
 	}
 	return stored, why
+}
+
+// bypassedSlots places the transactions that bypassed the proxy among
+// the captured commits, by GTID: per domain, in GTID order, the captured
+// commits with the latest From among those up to each (prefix), and the
+// earliest End among those from each on (suffix).
+type bypassedSlots struct {
+	start, end time.Time
+	domains    map[uint32]*slotDomain
+}
+
+type slotDomain struct {
+	seqs      []uint64 // the commits' GTID sequence numbers, ascending
+	lastFrom  []capture.CommitPoint
+	firstEnds []time.Time
+}
+
+func newBypassedSlots(points map[string]capture.CommitPoint, start, end time.Time) *bypassedSlots {
+	type point struct {
+		g gtid.GTID
+		capture.CommitPoint
+	}
+	var sorted []point
+	for g, p := range points {
+		if id, err := gtid.ParseGTID(g); err == nil && p.Seq != 0 { // a dropped record has nothing to follow
+			sorted = append(sorted, point{id, p})
+		}
+	}
+	slices.SortFunc(sorted, func(a, b point) int { return cmp.Compare(a.g.Seq, b.g.Seq) })
+	s := &bypassedSlots{start: start, end: end, domains: map[uint32]*slotDomain{}}
+	for _, p := range sorted {
+		d := s.domains[p.g.Domain]
+		if d == nil {
+			d = &slotDomain{}
+			s.domains[p.g.Domain] = d
+		}
+		d.seqs = append(d.seqs, p.g.Seq)
+		last := p.CommitPoint
+		if n := len(d.lastFrom); n > 0 && d.lastFrom[n-1].From.After(last.From) {
+			last = d.lastFrom[n-1]
+		}
+		d.lastFrom = append(d.lastFrom, last)
+		d.firstEnds = append(d.firstEnds, p.End)
+	}
+	for _, d := range s.domains {
+		for i := len(d.firstEnds) - 2; i >= 0; i-- {
+			if d.firstEnds[i+1].Before(d.firstEnds[i]) {
+				d.firstEnds[i] = d.firstEnds[i+1]
+			}
+		}
+	}
+	return s
+}
+
+// slot says where the bypassed transaction g goes: after the record seq
+// after, at lo, with captured statements up to hi unable to say whether
+// they saw it. It committed on the server after every captured commit
+// before it in its domain's order, and before every one after it. So it
+// goes at the latest From of the former: once a COMMIT began, the
+// transaction's writes were done and held their rows until it; a bypassed
+// transaction that waited on them is released inside that COMMIT, as it
+// is on a target, where placing it at the COMMIT's end instead could put
+// it after a captured write that followed it on the server, its answer
+// sent first (group commit sends answers a little out of the server's
+// order). The first End of the latter bounds the window.
+func (s *bypassedSlots) slot(g gtid.GTID) (after uint64, lo, hi time.Time) {
+	lo, hi = s.start, s.end
+	if d := s.domains[g.Domain]; d != nil {
+		i, _ := slices.BinarySearch(d.seqs, g.Seq)
+		if i > 0 && d.lastFrom[i-1].From.After(lo) {
+			after, lo = d.lastFrom[i-1].Seq, d.lastFrom[i-1].From
+		}
+		if i < len(d.seqs) && d.firstEnds[i].Before(hi) {
+			hi = d.firstEnds[i]
+		}
+	}
+	return after, lo, hi
 }
 
 func orNone(g string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -115,7 +116,7 @@ func TestGTIDBookkeeping(t *testing.T) {
 	if !s.ask.ok || s.unasked() != 1 {
 		t.Fatalf("after COMMIT: ask %v, unasked %d; want one question waiting", s.ask.ok, s.unasked())
 	}
-	commitSeq := s.ask.seq
+	commitSeq := s.ask.Seq
 	if err := s.learnGTID("0-1-5", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +177,51 @@ func TestConfigDefaults(t *testing.T) {
 	} {
 		if err := bad.c.defaults(); err == nil || err.Error() != bad.want {
 			t.Errorf("%+v: %v, want %q", bad.c, err, bad.want)
+		}
+	}
+}
+
+// A transaction that bypassed the proxy goes where the server committed
+// it among the captured commits: from the latest start of a COMMIT (or
+// end of an autocommit write) before it in GTID order, never after a
+// captured write that followed it on the server. The regression: T1's
+// COMMIT answer ended after W's, W committed after B on the server; B was
+// placed at T1's answer end, after W, and replay applied W's row before
+// B's (a table ended with production's row count, another checksum).
+func TestBypassedSlots(t *testing.T) {
+	ms := func(n int) time.Time { return time.Unix(1000, 0).Add(time.Duration(n) * time.Millisecond) }
+	points := map[string]capture.CommitPoint{
+		"0-1-10": {Seq: 40, From: ms(100), End: ms(130)}, // T1: BEGIN … COMMIT, its COMMIT from 100 to 130
+		"0-1-12": {Seq: 38, From: ms(120), End: ms(120)}, // W: an autocommit write answered at 120
+		"0-1-14": {Seq: 0, From: ms(150), End: ms(150)},  // its record dropped: nothing to follow
+		"0-1-16": {Seq: 50, From: ms(140), End: ms(145)},
+		"1-2-3":  {Seq: 45, From: ms(200), End: ms(210)}, // another domain
+	}
+	s := newBypassedSlots(points, ms(0), ms(1000))
+	g := func(v string) gtid.GTID {
+		id, err := gtid.ParseGTID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	for _, c := range []struct {
+		gtid   string
+		after  uint64
+		lo, hi time.Time
+	}{
+		{"0-1-5", 0, ms(0), ms(120)},     // before every captured commit
+		{"0-1-11", 40, ms(100), ms(120)}, // B: from T1's COMMIT start, before W's end (was lo 130, after W)
+		{"0-1-13", 38, ms(120), ms(145)}, // after W: W's end is later than T1's COMMIT start
+		{"0-1-15", 38, ms(120), ms(145)}, // the dropped commit changes nothing
+		{"0-1-17", 50, ms(140), ms(1000)},
+		{"1-2-1", 0, ms(0), ms(210)},
+		{"1-2-4", 45, ms(200), ms(1000)},
+		{"3-1-1", 0, ms(0), ms(1000)}, // a domain with no captured commit
+	} {
+		after, lo, hi := s.slot(g(c.gtid))
+		if after != c.after || !lo.Equal(c.lo) || !hi.Equal(c.hi) {
+			t.Errorf("%s: after %d, from %v to %v; want after %d, from %v to %v", c.gtid, after, lo.Sub(ms(0)), hi.Sub(ms(0)), c.after, c.lo.Sub(ms(0)), c.hi.Sub(ms(0)))
 		}
 	}
 }
