@@ -41,6 +41,9 @@ type State struct {
 	// Collation the handshake's.
 	Caps      uint64
 	Collation byte
+	// ConnID is the connection id the server gave the session (its
+	// greeting's), 0 when not known.
+	ConnID uint32
 }
 
 // Session builds one client session's records from what crossed the
@@ -164,7 +167,7 @@ func (s *Session) Kind() store.Kind { return s.rec.Kind }
 // said who it is records nothing.
 func (s *Session) Connect(start time.Time, d time.Duration, ok bool, msg string) {
 	r := store.Record{Session: s.id, Start: start, Duration: d, Kind: store.KindConnect, User: s.st.User, Schema: s.st.Schema,
-		ClientCaps: s.st.Caps, Collation: s.st.Collation, Resp: store.Response{Kind: store.RespOK}}
+		ClientCaps: s.st.Caps, Collation: s.st.Collation, ConnID: s.st.ConnID, Resp: store.Response{Kind: store.RespOK}}
 	if !ok {
 		if s.st.User == "" {
 			return

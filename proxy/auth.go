@@ -88,6 +88,7 @@ func (s *session) handshake() error {
 		return fail(reasonMalformed, fmt.Errorf("backend greeting: %w", err), proxyErr(1105, "HY000", "cannot parse the backend's greeting"))
 	}
 	serverCaps := g.Caps
+	s.connID = g.ConnID // the client's CONNECTION_ID(), relayed as the server gave it
 	g.Caps &^= strippedCaps
 	if s.p.tlsServer != nil {
 		g.Caps |= uint64(mysql.CLIENT_SSL)

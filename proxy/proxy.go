@@ -405,7 +405,7 @@ func (p *Proxy) handle(c net.Conn) {
 	endHandshake()
 	// The client's flags and collation: replay asks for the ones that change
 	// results (CLIENT_FOUND_ROWS changes affected-row counts).
-	s.cs = capture.NewSession(id, capture.State{User: s.user, Schema: s.schema, Caps: s.caps, Collation: s.collation},
+	s.cs = capture.NewSession(id, capture.State{User: s.user, Schema: s.schema, Caps: s.caps, Collation: s.collation, ConnID: s.connID},
 		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: p.cfg.CaptureResults == ResultsChecksum, Commits: p.cfg.Commits && p.recorder != nil}, p.recorder)
 	if err != nil {
 		msg := ""

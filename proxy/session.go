@@ -27,6 +27,7 @@ type session struct {
 	caps         uint64
 	collation    byte
 	user, schema string
+	connID       uint32
 	cs           *capture.Session
 	cmdBuf       []byte
 	// errSeq is the sequence id an ERR from the proxy itself must carry to

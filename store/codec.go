@@ -12,8 +12,9 @@ import (
 // Part of the format, never change; a new layout gets a new number.
 // Version 2 adds the optional fields 11 (client capabilities) and 12
 // (collation) and the long-data bit of a value's header; version 1 values
-// (without them) stay readable.
-const recordVersion = 2
+// (without them) stay readable. Version 3 (capture format 3) adds field
+// 13 (the server's connection id).
+const recordVersion = 3
 
 // Presence bits of a record value's optional fields. Part of the format.
 const (
@@ -30,6 +31,7 @@ const (
 	hasFlags
 	hasClientCaps // version 2
 	hasCollation  // version 2
+	hasConnID     // version 3
 )
 
 // Presence bits of a response's optional fields. Part of the format.
@@ -107,6 +109,9 @@ func AppendRecord(dst []byte, r *Record, base int64) []byte {
 	if r.Collation != 0 {
 		mask |= hasCollation
 	}
+	if r.ConnID != 0 {
+		mask |= hasConnID
+	}
 	dst = append(dst, recordVersion, byte(r.Kind))
 	dst = binary.AppendUvarint(dst, mask)
 	dst = binary.AppendUvarint(dst, r.Session)
@@ -157,6 +162,9 @@ func AppendRecord(dst []byte, r *Record, base int64) []byte {
 	}
 	if mask&hasCollation != 0 {
 		dst = append(dst, r.Collation)
+	}
+	if mask&hasConnID != 0 {
+		dst = binary.AppendUvarint(dst, uint64(r.ConnID))
 	}
 	return appendResponse(dst, &r.Resp, 0)
 }
@@ -381,7 +389,7 @@ func (d *decoder) string() string { return string(d.bytes()) }
 func DecodeRecord(b []byte, base int64, r *Record) error {
 	d := decoder{b: b}
 	version := d.byte()
-	if d.err == nil && version != 1 && version != 2 {
+	if d.err == nil && (version == 0 || version > recordVersion) {
 		if version > recordVersion {
 			return fmt.Errorf("%w: record version %d is newer than this tandem reads (%d); upgrade tandem", ErrNewerFormat, version, recordVersion)
 		}
@@ -392,6 +400,12 @@ func DecodeRecord(b []byte, base int64, r *Record) error {
 	mask := d.uvarint()
 	if d.err == nil && version < 2 && mask&(hasClientCaps|hasCollation) != 0 {
 		d.fail(fmt.Errorf("version %d record with version 2 fields", version))
+	}
+	if d.err == nil && version < 3 && mask&hasConnID != 0 {
+		d.fail(fmt.Errorf("version %d record with version 3 fields", version))
+	}
+	if d.err == nil && mask >= hasConnID<<1 {
+		d.fail(fmt.Errorf("unknown fields (mask %#x)", mask))
 	}
 	params, data := r.Params[:0], r.Data[:0]
 	*r = Record{Seq: r.Seq, Kind: kind}
@@ -457,6 +471,9 @@ func DecodeRecord(b []byte, base int64, r *Record) error {
 	}
 	if mask&hasCollation != 0 {
 		r.Collation = d.byte()
+	}
+	if mask&hasConnID != 0 {
+		r.ConnID = uint32(d.uvarintMax(math.MaxUint32, "connection id"))
 	}
 	decodeResponse(&d, &r.Resp, 0)
 	if d.err == nil && d.pos != len(b) {

@@ -17,7 +17,7 @@ func sampleRecords() []Record {
 	t0 := time.Unix(0, testBase).Add(1500 * time.Millisecond)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	return []Record{
-		{Session: 1, Start: at(0), Duration: 250 * time.Microsecond, Kind: KindConnect, User: "app", Schema: "sbtest",
+		{Session: 1, Start: at(0), Duration: 250 * time.Microsecond, Kind: KindConnect, User: "app", Schema: "sbtest", ConnID: 1234,
 			Resp: Response{Kind: RespOK, Status: 2}},
 		{Session: 1, Start: at(1), Duration: 90 * time.Microsecond, Kind: KindQuery, Schema: "sbtest",
 			SQL: "SELECT c FROM sbtest1 WHERE id=42", Resp: Response{Kind: RespResultSet, Columns: 1, Rows: 1, Bytes: 131,

@@ -83,6 +83,14 @@ func goldenCaptureV2Records(base int64) []Record {
 	return recs
 }
 
+// goldenCaptureV3Records is what testdata/capture-v3 holds: v2's records
+// with the field version 3 added (the server's connection id of a connect).
+func goldenCaptureV3Records(base int64) []Record {
+	recs := goldenCaptureV2Records(base)
+	recs[0].ConnID = 4242
+	return recs
+}
+
 // writeGoldenCapture writes recs as a capture in dir with the current writer.
 func writeGoldenCapture(t *testing.T, dir string, recs func(base int64) []Record) {
 	t.Helper()
@@ -106,6 +114,10 @@ func TestGoldenCaptureV1(t *testing.T) {
 
 func TestGoldenCaptureV2(t *testing.T) {
 	checkGoldenCapture(t, "capture-v2", 2, goldenCaptureV2Records)
+}
+
+func TestGoldenCaptureV3(t *testing.T) {
+	checkGoldenCapture(t, "capture-v3", 3, goldenCaptureV3Records)
 }
 
 func checkGoldenCapture(t *testing.T, name string, version int, records func(int64) []Record) {

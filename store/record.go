@@ -97,7 +97,12 @@ type Record struct {
 	// the handshake's collation id.
 	ClientCaps uint64
 	Collation  byte
-	Resp       Response
+	// ConnID is the connection id the server gave the session (Connect;
+	// 0 when not captured): what its CONNECTION_ID() returned and what
+	// another session's KILL names it by. Replay maps it to the target
+	// connection that replays the session.
+	ConnID uint32
+	Resp   Response
 }
 
 // RespKind is the kind of the server's answer. Part of the format.

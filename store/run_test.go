@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,9 @@ func goldenOutcomes(version int) [][]Outcome {
 		os[1] = append(os[1],
 			Outcome{Seq: 5, Session: 2, Flags: OutcomeError | OutcomeRetried | OutcomeTrxFailed, ErrCode: 1213, Results: 1},
 			Outcome{Seq: 6, Session: 2, Flags: OutcomeSkipped | OutcomeTrxFailed, SkipReason: SkipTrxFailed})
+	}
+	if version >= 3 {
+		os[0] = slices.Insert(os[0], 2, Outcome{Seq: 8, Session: 3, Flags: OutcomeSkipped, SkipReason: SkipKill})
 	}
 	return os
 }

@@ -42,7 +42,12 @@ const (
 	SkipTrxFailed         byte = 9  // its transaction had failed for good on the target (run format 2)
 	SkipCaptureRolledBack byte = 10 // the capture's server rolled it back (deadlock, lock wait timeout): not sent (run format 2)
 	SkipInterrupted       byte = 11 // the replay was stopped (Ctrl-C, a signal) before it had an answer: none to compare (run format 2)
-	skipMax               byte = 11
+	// SkipKill: a KILL naming a connection replay cannot map to one of its
+	// own on the target (not in the capture, not connected yet, or KILL
+	// USER / QUERY ID): never sent, since on the target that id is some
+	// other connection (run format 3).
+	SkipKill byte = 12
+	skipMax  byte = 12
 )
 
 // SkipReasonText names a skip reason for reports.
@@ -70,6 +75,8 @@ func SkipReasonText(r byte) string {
 		return "rolled back in the capture (deadlock, lock wait timeout)"
 	case SkipInterrupted:
 		return "not run to its end: the replay was stopped"
+	case SkipKill:
+		return "KILL of a connection not replayed on the target"
 	}
 	return fmt.Sprintf("reason %d", r)
 }

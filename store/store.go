@@ -152,7 +152,7 @@ import (
 
 // FormatVersion is the capture format this package writes and the newest
 // it reads. Part of the format: bump it for any incompatible change.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // Key prefixes. Part of the format, never change.
 const (
