@@ -3,8 +3,11 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -338,5 +341,74 @@ func TestLongDataReplaysAsCaptured(t *testing.T) {
 	var got []byte
 	if err := dba.QueryRow("SELECT data FROM b WHERE id = 1").Scan(&got); err != nil || string(got) != string(blob) {
 		t.Errorf("replayed blob: %d bytes, %v", len(got), err)
+	}
+}
+
+// A captured KILL names a connection by the id the capture's server gave
+// it; on a target that number is some other connection, or none. Replay
+// sends it with the id of the target connection that replays the named
+// session, and never sends one it cannot map. (Here the target is the
+// capture's server: the captured id is a closed connection's, and sent as
+// captured the KILL fails with 1094 where the capture's succeeded.)
+func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
+	via, finish := captureProxy(t)
+	_, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
+	ctx := context.Background()
+	open := func() *sql.Conn {
+		db, err := sql.Open("mysql", via(dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := open(), open()
+	var aid uint32
+	if err := a.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&aid); err != nil {
+		t.Fatal(err)
+	}
+	must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+	must(b.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", aid))) // a is idle: it lives on
+	must(a.ExecContext(ctx, "DO 2"))
+	var me *driver.MySQLError
+	if _, err := b.ExecContext(ctx, "KILL 4000000000"); !errors.As(err, &me) || me.Number != 1094 {
+		t.Fatalf("KILL of no connection: %v, want 1094 unknown thread", err)
+	}
+	must(b.ExecContext(ctx, fmt.Sprintf("KILL %d", aid)))
+	a.Close()
+	b.Close()
+	capDir := finish()
+
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == store.KindConnect {
+			ids = append(ids, rec.ConnID)
+		}
+	}
+	r.Close()
+	if len(ids) != 2 || !slices.Contains(ids, aid) || ids[0] == ids[1] {
+		t.Fatalf("captured connection ids %v, want two, one of them %d", ids, aid)
+	}
+
+	srv := sandboxtest.Server(t, "innodb")
+	_, target := srv.FreshDB(t)
+	rep := replayRun(t, capDir, nil, tgt(t, "a", target, ""))
+	tr, vc := rep.Targets[0], rep.VsCapture[0]
+	if n := tr.SkippedBy[store.SkipReasonText(store.SkipKill)]; n != 1 || tr.Skipped != 1 {
+		t.Errorf("skipped %d %v, want only the KILL of no captured connection", tr.Skipped, tr.SkippedBy)
+	}
+	if tr.Errors != 0 || vc == nil || vc.Total() != 0 || vc.Compared < 4 {
+		t.Errorf("errors %d %v; vs the capture %+v; want both KILLs of a to succeed as captured", tr.Errors, tr.ErrorCodes, vc)
 	}
 }

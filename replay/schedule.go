@@ -39,6 +39,9 @@ type runner struct {
 	gate       *order.Gate
 	connCfg    conn.Config
 	db         string // the DSN's schema: every session runs in it
+	// connIDs maps a captured session's connection id to the target
+	// connection replaying it (session mode), for KILL (mapKill).
+	connIDs sync.Map // uint32 → uint32
 
 	start    time.Time // the shared wall-clock instant replay begins
 	capStart int64     // start of the capture's first record, ns
@@ -317,6 +320,26 @@ func (rn *runner) intended(rec *store.Record, loop int) time.Time {
 // session at c: its captured interval, the statements it runs, and the
 // keys of the rows those that change what others see lock (nil when one
 // does not name its rows: see rowKeys).
+// mapKill puts, in place of the connection id a captured KILL names, the
+// id of the target connection that replays that session. ok is false when
+// there is none — the id is no captured session's (its KILL failed in the
+// capture, or named a connection that did not pass through the proxy),
+// the session has not connected here yet, the KILL names no single
+// connection (USER, QUERY ID, an expression), or sessions are regrouped
+// (--concurrency): such a KILL is never sent, since on the target the id
+// is some other connection's, replay's own included.
+func (rn *runner) mapKill(sql string) (string, bool) {
+	k, _ := sqlinfo.ParseKill(sql)
+	if k.ID == 0 || k.ID > math.MaxUint32 {
+		return "", false
+	}
+	v, ok := rn.connIDs.Load(uint32(k.ID))
+	if !ok {
+		return "", false
+	}
+	return k.Rewrite(sql, uint64(v.(uint32))), true
+}
+
 func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, infos ...*sqlinfo.Info) *order.Ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil

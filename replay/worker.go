@@ -47,6 +47,7 @@ type worker struct {
 
 	schema  string // in use on the connection
 	client  clientFlags
+	connOf  uint32 // the captured session's connection id (session mode; 0 unknown)
 	session uint64 // whose state the connection carries (--concurrency)
 	version int
 	carried int // variables that session's state set on the connection
@@ -128,6 +129,9 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	w.rn.unreachable.Store(0)
 	w.rn.setDown(nil)
 	w.rn.track(c)
+	if !w.regrouped && w.connOf != 0 {
+		w.rn.connIDs.Store(w.connOf, c.ID) // a KILL naming the session names this connection here
+	}
 	w.backoff, w.c, w.schema, w.session, w.version, w.carried = 0, c, cfg.DB, 0, 0, 0
 	w.forgetStatements()
 	w.st.count(func(c *counters) { c.connections++ })
@@ -218,7 +222,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.lost, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
-		w.client = clientOf(rec)
+		w.client, w.connOf = clientOf(rec), rec.ConnID
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
@@ -253,6 +257,12 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		var err error
 		if sql, err = w.rn.rewrite(sql); err != nil {
 			return skip(o, store.SkipUnrewritable)
+		}
+	}
+	if kind == statement && j.info.Kill {
+		var ok bool
+		if sql, ok = w.rn.mapKill(sql); !ok || rec.Kind != store.KindQuery { // a prepared KILL runs its prepared text
+			return skip(o, store.SkipKill)
 		}
 	}
 	if kind == statement {

@@ -78,6 +78,8 @@ type Info struct {
 	// Verb is the statement's first keyword, upper-cased (SELECT, INSERT,
 	// BEGIN, CREATE …), "" when it has none.
 	Verb string
+	// Kill: one of its statements is a KILL (ParseKill says which).
+	Kill bool
 	// Statements is the number of statements in the text (more than one
 	// for a multi-statement query).
 	Statements int
@@ -134,7 +136,7 @@ type Info struct {
 // after the changes that preceded them, and changes after everything.
 func (i *Info) Changes() bool {
 	return i.Class == ClassWrite || i.WritesUnknown || i.LockingRead || i.End || i.ImplicitCommit && !i.Begin || len(i.Writes) > 0 ||
-		i.Unanalysable && i.Class != ClassRead || i.LockTables || i.NamedLock
+		i.Unanalysable && i.Class != ClassRead || i.LockTables || i.NamedLock || i.Kill
 }
 
 // PinsSession reports whether the statement creates session state that
@@ -197,6 +199,8 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 	}
 	at := func(i int, s string) bool { return i < len(w) && w[i] == s }
 	switch verb {
+	case "KILL":
+		info.Kill = true
 	case "BEGIN":
 		info.Begin, info.ImplicitCommit = true, true
 	case "START":

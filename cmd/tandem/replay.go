@@ -225,6 +225,11 @@ TABLES, GET_LOCK, user variables set by queries, cursors) keep a
 connection of their own. Latency is service time and, when paced, time
 from the intended send instant. Statements that cannot be deterministic
 (NOW(), RAND(), LIMIT without ORDER BY …) are compared for errors only.
+A captured KILL names a connection by the id the capture's server gave it:
+it is sent with the id of the target connection replaying that session
+(session mode only); one naming no captured session, KILL USER or
+QUERY ID, and any KILL under --concurrency are never sent (skipped,
+counted), since on a target that id is some other connection's.
 
 At the end every table the capture touched is checksummed on every target
 ("end state: same as baseline", or which tables differ), and the engines
