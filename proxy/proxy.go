@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/internal/blockio"
+	"github.com/tandemdb/tandem/internal/hangup"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/wire"
@@ -187,6 +188,7 @@ type Proxy struct {
 	cfg       Config
 	ln        net.Listener
 	recorder  *capture.Recorder
+	hang      *hangup.Watcher // nil: epoll unavailable (Serve)
 	metrics   *Metrics
 	log       *slog.Logger
 	tlsServer *tls.Config
@@ -254,6 +256,15 @@ func (p *Proxy) Serve(ctx context.Context) error {
 	defer stop()
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
+	// The hang-up watcher closes an idle session's client side the moment
+	// its backend goes away; the idle watch is the backstop (a socket the
+	// watcher could not take) and the only watch if epoll is unavailable.
+	if h, herr := hangup.New(); herr != nil {
+		p.log.Warn("cannot watch backends for their close; idle sessions notice it within a second", "err", herr)
+	} else {
+		p.hang = h
+		defer h.Close() // after the sessions' goroutines (deferred below)
+	}
 	go p.watchIdle(wctx)
 	var err error
 	for {
@@ -384,6 +395,11 @@ func (p *Proxy) handle(c net.Conn) {
 	bc = p.wrapIO(bc, log)
 	s := &session{p: p, id: id, client: client, backend: wire.NewConn(bc)}
 	defer s.backend.Close()
+	if p.hang != nil {
+		if remove, err := p.hang.Add(bc, s.backendHungUp); err == nil {
+			defer remove() // before the backend closes
+		}
+	}
 	p.mu.Lock()
 	p.mu.conns[s] = struct{}{}
 	p.mu.Unlock()

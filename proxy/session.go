@@ -40,6 +40,9 @@ type session struct {
 	// backendClosedIdle: the idle watch found the backend gone and closed
 	// the client's side.
 	backendClosedIdle atomic.Bool
+	// hungUp: the backend shut the connection (hangup's watcher): a
+	// session that is idle, or about to be, closes its client's side.
+	hungUp atomic.Bool
 	// lastGTID is the GTID of the session's last transaction the backend
 	// logged (Config.Commits); noGTID: the backend would not say. ask is
 	// the transaction whose GTID is still to be asked for (see gtid.go);
@@ -50,11 +53,27 @@ type session struct {
 	lost     int
 }
 
+// backendHungUp is told (by the proxy's hang-up watcher) that the backend
+// shut the connection: while the session waits for its client, the
+// client's side closes now, as the server's close would have closed it.
+// A session in a command finds out by reading its answer.
+func (s *session) backendHungUp() {
+	s.hungUp.Store(true)
+	if s.idleSince.Load() != 0 {
+		s.backendClosedIdle.Store(true)
+		s.client.Close()
+	}
+}
+
 // serveCommands relays commands until the client quits or a side fails.
 func (s *session) serveCommands() error {
 	s.errSeq = 1 // an answer to a command
 	for {
 		s.idleSince.Store(time.Now().UnixNano())
+		if s.hungUp.Load() { // it went while the last answer was relayed
+			s.askAtEnd()
+			return fail(reasonBackendGone, errors.New("the backend closed the connection"), nil)
+		}
 		seq, p, err := s.client.ReadFrame()
 		s.idleSince.Store(0)
 		if err != nil {

@@ -372,7 +372,7 @@ func TestBackendIdleCloseReachesTheClient(t *testing.T) {
 			if (cipher != "") != withTLS {
 				t.Fatalf("the backend session's Ssl_cipher is %q", cipher)
 			}
-			time.Sleep(2500 * time.Millisecond) // the server closes the backend connection
+			time.Sleep(1500 * time.Millisecond) // the server closes the backend connection (wait_timeout 1 s); the client side at once
 			tx, err := db.Begin()
 			if err != nil {
 				t.Fatalf("begin after the server closed the idle connection: %v", err)
@@ -384,6 +384,55 @@ func TestBackendIdleCloseReachesTheClient(t *testing.T) {
 				t.Errorf("backend_gone failures: %v, want 1", got)
 			}
 		})
+	}
+}
+
+// A connection the server ends while its client waits (KILL from another
+// session) ends for the client at that moment, as directly: a pool then
+// takes a new connection for its next query (node-mysql2's
+// test-pool-disconnect: through the proxy the killed connection came back
+// for up to a second, until the idle watch looked). Both I/O modes, with
+// and without TLS on both legs.
+func TestKilledConnectionEndsForTheClientAtOnce(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	root, dsn := srv.FreshDB(t)
+	for _, io := range []string{IOPoller, IOBlocking} {
+		for _, withTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tls=%v", io, withTLS), func(t *testing.T) {
+				mod := func(c *Config) { c.IO = io }
+				var cmod func(*gomysql.Config)
+				if withTLS {
+					mod = func(c *Config) {
+						c.IO = io
+						c.TLSCert, c.TLSKey = srv.CertFile(), srv.KeyFile()
+						c.BackendTLS, c.BackendCA = true, srv.CAFile()
+					}
+					cmod = func(c *gomysql.Config) { c.TLSConfig = sandboxTLS(t, srv.CAFile()) }
+				}
+				tp := startProxy(t, srv.Addr(), false, mod)
+				db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), cmod))
+				db.SetMaxOpenConns(1)
+				var first, second uint64
+				if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&first); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := root.Exec(fmt.Sprintf("KILL %d", first)); err != nil {
+					t.Fatal(err)
+				}
+				// Directly the client's socket closes as the server's thread
+				// ends; the idle watch alone would take 0.5 to 1 s.
+				time.Sleep(100 * time.Millisecond)
+				if err := db.QueryRow("SELECT CONNECTION_ID()").Scan(&second); err != nil {
+					t.Fatalf("the pool's next query after its connection was killed: %v", err)
+				}
+				if second == first {
+					t.Errorf("the pool's next query ran on the killed connection %d", first)
+				}
+				if got := testFailures(t, tp, reasonBackendGone); got != 1 {
+					t.Errorf("backend_gone failures: %v, want 1", got)
+				}
+			})
+		}
 	}
 }
 

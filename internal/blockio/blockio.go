@@ -402,3 +402,14 @@ func PeerClosedRaw(rc syscall.RawConn) bool {
 	}
 	return closed
 }
+
+// Control runs f with the socket's descriptor, as syscall.RawConn's
+// Control does; it fails once the Conn is closed.
+func (c *Conn) Control(f func(fd uintptr)) error {
+	if err := c.acquire("control"); err != nil {
+		return err
+	}
+	defer c.release()
+	f(uintptr(c.fd))
+	return nil
+}

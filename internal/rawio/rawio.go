@@ -116,3 +116,6 @@ func (c *Conn) PeerClosed() bool {
 	}
 	return closed
 }
+
+// SyscallConn returns the raw connection beneath.
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
