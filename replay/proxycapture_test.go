@@ -14,8 +14,10 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/internal/charset"
 	"github.com/tandemdb/tandem/internal/typestest"
 	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -410,5 +412,107 @@ func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
 	}
 	if tr.Errors != 0 || vc == nil || vc.Total() != 0 || vc.Compared < 4 {
 		t.Errorf("errors %d %v; vs the capture %+v; want both KILLs of a to succeed as captured", tr.Errors, tr.ErrorCodes, vc)
+	}
+}
+
+// Sessions that name tables in another character set (a KOI8-R client,
+// a latin1 handshake): their tables are found on the targets, and
+// reports and inspect name them in UTF-8 (before: the end state skipped
+// the table, and it printed as `k2.??????? (not there) (not InnoDB!)`).
+func TestTablesNamedInTheClientsCharacterSet(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	// The handshake collations the replay knows are the server's.
+	root, _ := srv.FreshDB(t)
+	rows, err := root.Query("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID < 256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for rows.Next() {
+		var id int
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := charset.OfCollation(byte(id)); ok && s.Name() != name && !(s.Name() == "utf8mb4" && (name == "utf8mb3" || name == "ascii" || name == "binary")) {
+			t.Errorf("collation %d: %s, the server says %s", id, s.Name(), name)
+		} else if ok {
+			checked++
+		}
+	}
+	rows.Close()
+	if checked < 100 {
+		t.Errorf("%d collations known", checked)
+	}
+
+	via, finish := captureProxy(t)
+	_, dsn := srv.FreshDB(t)
+	open := func(mod func(*driver.Config)) *sql.DB {
+		cfg, err := driver.ParseDSN(via(dsn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mod(cfg)
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		return db
+	}
+	must := func(x any, err error) { t.Helper(); drain(t, x, err) }
+	koi := open(func(c *driver.Config) { c.Params = map[string]string{"charset": "koi8r"} }) // SET NAMES koi8r after the handshake
+	must(koi.Exec("CREATE TABLE `\xd4\xc1\xc2\xcc\xc9\xc3\xc1` (id INT PRIMARY KEY, v VARCHAR(10))"))
+	must(koi.Exec("INSERT INTO `\xd4\xc1\xc2\xcc\xc9\xc3\xc1` VALUES (1, '\xd0\xd2\xc9'), (2, 'b')"))
+	koi.Close()
+	lat := open(func(c *driver.Config) { c.Collation = "latin1_swedish_ci" }) // the handshake's collation
+	must(lat.Exec("CREATE TABLE `caf\xe9` (id INT PRIMARY KEY)"))
+	must(lat.Exec("INSERT INTO `caf\xe9` VALUES (1), (2), (3)"))
+	lat.Close()
+	capDir := finish()
+
+	ta, tb, _, _ := twoInnoDB(t)
+	rep := replayRun(t, capDir, nil, ta, tb)
+	for _, tr := range rep.Targets {
+		want := map[string]int64{"таблица": 2, "café": 3}
+		for _, ts := range tr.EndState.Tables {
+			_, name, _ := strings.Cut(ts.Table, ".")
+			if n, ok := want[name]; ok && ts.Exists && ts.Rows == n {
+				delete(want, name)
+			}
+		}
+		if len(want) != 0 || len(tr.EndState.Tables) != 2 {
+			t.Errorf("%s: end state %+v; missing %v", tr.Name, tr.EndState.Tables, want)
+		}
+		var created []string
+		for _, c := range tr.Created {
+			_, name, _ := strings.Cut(c.Table, ".")
+			created = append(created, name+" "+c.Engine)
+		}
+		slices.Sort(created)
+		if strings.Join(created, ", ") != "café InnoDB, таблица InnoDB" {
+			t.Errorf("%s: created %v", tr.Name, created)
+		}
+		texts := ""
+		for _, d := range tr.TopDigests {
+			texts += d.Text + "\n"
+		}
+		if !strings.Contains(texts, "insert into `таблица`") || !strings.Contains(texts, "create table `café`") {
+			t.Errorf("%s: digests\n%s", tr.Name, texts)
+		}
+	}
+	if d := rep.Divergences[0]; d.Total() != 0 {
+		t.Errorf("divergences %+v", d)
+	}
+	ins, err := report.Inspect(context.Background(), capDir, report.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := ""
+	for _, d := range ins.TopDigests {
+		texts += d.Text + "\n"
+	}
+	if !strings.Contains(texts, "insert into `таблица`") || !strings.Contains(texts, "create table `café`") {
+		t.Errorf("inspect's digests\n%s", texts)
 	}
 }

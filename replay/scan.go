@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/internal/charset"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -57,6 +58,8 @@ type scanSession struct {
 	writes   map[string]bool
 	lostData map[uint32]bool // statements whose long data the capture cut
 	unknown  bool
+	// cs follows the session's character_set_client.
+	cs charset.Session
 }
 
 // qualify names tables as "schema.name", unqualified ones in schema.
@@ -134,7 +137,10 @@ func (sc *scanner) add(rec *store.Record) {
 	switch rec.Kind {
 	case store.KindConnect, store.KindInitDB, store.KindChangeUser:
 		if rec.Resp.Kind != store.RespError {
-			s.schema = rec.Schema
+			if rec.Kind != store.KindInitDB {
+				s.cs.Connect(rec.Collation)
+			}
+			s.schema = s.cs.ToUTF8(rec.Schema)
 		}
 		if rec.Kind == store.KindChangeUser {
 			s.sqlOf = map[uint32]string{}
@@ -160,6 +166,7 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 		return
 	case store.KindResetConnection:
+		s.cs.Reset()
 		s.sqlOf = map[uint32]string{}
 		s.rollback()
 		s.trx.Reset()
@@ -181,7 +188,19 @@ func (sc *scanner) add(rec *store.Record) {
 	if sql == "" {
 		return
 	}
+	// Names in the statement are in the session's character set; the
+	// targets' information_schema and the reports speak UTF-8.
+	// Digests are the captured text's (replay's workers digest it as
+	// captured), printed in UTF-8.
 	info := an.Info(sql)
+	if u := s.cs.ToUTF8(sql); u != sql {
+		raw := info.Digest
+		info = an.Info(u)
+		if x.digests[raw.ID] == nil {
+			x.digests[raw.ID] = &digestCount{text: info.Digest.Text, class: info.Class}
+		}
+		info.Digest.ID = raw.ID
+	}
 	d := x.digests[info.Digest.ID]
 	if d == nil {
 		d = &digestCount{text: info.Digest.Text, class: info.Class}
@@ -193,8 +212,11 @@ func (sc *scanner) add(rec *store.Record) {
 	}
 	if info.Use {
 		if db, ok := sqlinfo.UseSchema(sql); ok && rec.Resp.Kind != store.RespError {
-			s.schema = db
+			s.schema = s.cs.ToUTF8(db)
 		}
+	}
+	if info.Set && rec.Resp.Kind != store.RespError {
+		s.cs.Statement(sql)
 	}
 	sc.scratch = qualify(info.Reads, s.schema, sc.scratch[:0])
 	sc.scratch = qualify(info.Writes, s.schema, sc.scratch)

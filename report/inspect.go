@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tandemdb/tandem/internal/charset"
 	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -156,6 +157,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		}
 	}
 	var lost store.SeqGaps
+	charsets := map[uint64]*charset.Session{}
 	for rec, err := range r.Records() {
 		if err != nil {
 			return nil, err
@@ -188,14 +190,50 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		}
 
 		var d sqlinfo.Digest
+		// Statements are in their session's character set; digests are
+		// the captured text's, printed in UTF-8.
+		cs := charsets[rec.Session]
+		digest := func(sql string) sqlinfo.Digest {
+			d := sqlinfo.DigestOf(sql)
+			if cs != nil {
+				if u := cs.ToUTF8(sql); u != sql {
+					d.Text = sqlinfo.DigestOf(u).Text
+				}
+			}
+			return d
+		}
 		switch rec.Kind {
+		case store.KindConnect, store.KindChangeUser:
+			if rec.Collation != 0 {
+				if cs == nil {
+					cs = &charset.Session{}
+					charsets[rec.Session] = cs
+				}
+				cs.Connect(rec.Collation)
+			}
+			continue
+		case store.KindResetConnection:
+			if cs != nil {
+				cs.Reset()
+			}
+			continue
+		case store.KindQuit:
+			delete(charsets, rec.Session)
+			continue
 		case store.KindQuery:
-			d = sqlinfo.DigestOf(rec.SQL)
+			d = digest(rec.SQL)
+			if rec.Resp.Kind != store.RespError {
+				if cs == nil {
+					cs = &charset.Session{}
+					charsets[rec.Session] = cs
+				}
+				cs.Statement(rec.SQL)
+			}
 		case store.KindPrepare:
 			// A synthetic capture records no response; only an error means
 			// the statement does not exist.
 			if rec.Resp.Kind != store.RespError {
-				prepared[stmtKey{rec.Session, rec.StmtID}] = sqlinfo.DigestOf(rec.SQL)
+				prepared[stmtKey{rec.Session, rec.StmtID}] = digest(rec.SQL)
 			}
 			continue
 		case store.KindExecute:
