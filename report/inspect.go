@@ -26,6 +26,12 @@ type CaptureReport struct {
 	ToolVersion   string    `json:"tool_version"`
 	CreatedAt     time.Time `json:"created_at"`
 	Closed        bool      `json:"closed_cleanly"`
+	// Sealed says why the writer did not close the capture, when tandem
+	// pack --crashed sealed it (SealedAt); SealedLost the records it
+	// lacked then.
+	Sealed     string    `json:"sealed,omitempty"`
+	SealedAt   time.Time `json:"sealed_at,omitzero"`
+	SealedLost string    `json:"sealed_lost,omitempty"`
 	// Stopped says why the capture stopped recording early (budget, disk
 	// nearly full), StoppedAt when; relaying went on.
 	Stopped   string    `json:"stopped,omitempty"`
@@ -127,6 +133,8 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		rep.Closed, rep.Dropped = true, sum.Dropped
 		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
 		rep.End, rep.Commits, rep.Bypassed = sum.End, sum.Commits, sum.Bypassed
+		rep.Sealed, rep.SealedAt, rep.SealedLost = sum.Sealed, sum.SealedAt, sum.Lost
+		rep.Closed = sum.Sealed == ""
 	}
 	if why, at, ok := r.Failure(); ok {
 		rep.Failed, rep.FailedAt = why, at
@@ -374,6 +382,8 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 		p("failed\tcapture failed at %s: %s (the records synced before it are here; the traffic after it was relayed, not recorded)\n", rep.FailedAt.Format(time.RFC3339), rep.Failed)
 	}
 	switch {
+	case rep.Sealed != "":
+		p("state\tsealed at %s after a crash (tandem pack --crashed): %s; records dropped while capturing unknown, no end point\n", rep.SealedAt.Format(time.RFC3339), rep.Sealed)
 	case rep.Closed:
 		p("state\tclosed cleanly, %d records dropped while capturing\n", rep.Dropped)
 	case rep.Failed != "":

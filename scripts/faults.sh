@@ -6,6 +6,8 @@
 #
 #   sst-flip        a byte flipped in a capture's .sst
 #   wal-emptied     a crashed capture whose middle WAL was emptied
+#   crashed-pack    that capture sealed and packed (pack --crashed), then
+#                   replayed from the archive
 #   archive-flip    3 bytes flipped in a packed capture (.tar.zst)
 #   replay-sigkill  a replay killed with SIGKILL, then 'tandem report' on it
 #   replay-sigint   a replay stopped with SIGINT
@@ -92,8 +94,20 @@ if [ "${#wals[@]}" -ge 3 ]; then
   ok=0
   if grep -qi "lack\|lost\|missing" "$work/o4" && [ $c5 != 0 ] && grep -q -- "--skip-damaged" "$work/e5"; then ok=1; fi
   result wal-emptied $ok "inspect: $(grep -i "lack\|lost\|missing" "$work/o4" | head -1) | replay exit $c5: $(head -1 "$work/e5")"
+  # crashed-pack: plain pack refuses the crashed capture and names
+  # --crashed; pack --crashed seals it, saying what it lost; the archive's
+  # replay refuses it unless --skip-damaged, like the directory's.
+  "$tandem" pack "$work/crashed" -o "$work/crashed.tar.zst" >/dev/null 2>"$work/e9"; c9=$?
+  "$tandem" pack --crashed "$work/crashed" -o "$work/crashed.tar.zst" >"$work/o10" 2>&1; c10=$?
+  "$tandem" replay "$work/crashed.tar.zst" --target "$a" --run "$work/run-packed" --metrics-addr off >/dev/null 2>"$work/e11"; c11=$?
+  "$tandem" inspect "$work/crashed.tar.zst" >"$work/o12" 2>&1
+  ok=0
+  if [ $c9 = 1 ] && grep -q -- "--crashed" "$work/e9" && [ $c10 = 0 ] && grep -q "sealed .*LOST" "$work/o10" &&
+    [ $c11 = 1 ] && grep -q -- "--skip-damaged" "$work/e11" && grep -q "sealed at" "$work/o12"; then ok=1; fi
+  result crashed-pack $ok "pack exit $c9; pack --crashed: $(head -1 "$work/o10") | replay of the archive exit $c11"
 else
   result wal-emptied 0 "the killed synth left ${#wals[@]} WALs, not 3: nothing to empty"
+  result crashed-pack 0 "no crashed capture to pack"
 fi
 
 # archive-flip: the archive's checksums catch 3 flipped bytes, and a failed

@@ -21,6 +21,10 @@ const ArchiveSuffix = ".tar.zst"
 // unpackedMarker marks a directory Unpack finished.
 const unpackedMarker = ".tandem-unpacked"
 
+// ErrNotClosed: Pack was given a capture its writer did not close (Seal
+// closes one).
+var ErrNotClosed = errors.New("store: capture not closed")
+
 // manifestName is the archive's last entry: the SHA-256 of every file
 // before it, which Unpack checks.
 const manifestName = "SHA256SUMS"
@@ -34,8 +38,9 @@ func Pack(dir string, w io.Writer) (files int, err error) {
 		return 0, err
 	}
 	defer r.Close()
-	if _, closed := r.Summary(); !closed {
-		return 0, fmt.Errorf("store: %s was not closed cleanly (its writer is still running, or was killed); pack a closed capture — one whose writer was killed is replayed from its directory as it is ('tandem inspect' says what it holds, and what is lost)", dir)
+	sum, closed := r.Summary()
+	if !closed {
+		return 0, fmt.Errorf("%w: %s was not closed cleanly (its writer is still running, or was killed); 'tandem pack --crashed' seals one whose writer was killed, after reading every record, then packs it ('tandem inspect' says what it holds, and what is lost)", ErrNotClosed, dir)
 	}
 	// What is shipped must be whole: every record read (each block's
 	// checksum checked), none missing.
@@ -46,7 +51,9 @@ func Pack(dir string, w io.Writer) (files int, err error) {
 		}
 		gaps.Note(rec.Seq)
 	}
-	if lost := gaps.String(); lost != "" {
+	// A sealed capture ships with the records it lacked when sealed, which
+	// its summary lists (replay then refuses it unless --skip-damaged).
+	if lost := gaps.String(); lost != "" && lost != sum.Lost {
 		return 0, fmt.Errorf("%w: %s cannot be packed: it lacks records (%s)", ErrCorrupt, dir, lost)
 	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))

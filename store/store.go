@@ -290,6 +290,13 @@ type Summary struct {
 	End      *Position `json:"end,omitempty"`
 	Commits  uint64    `json:"commits,omitempty"`
 	Bypassed *Bypassed `json:"bypassed,omitempty"`
+	// Sealed says why a writer did not close the capture (it was killed,
+	// or failed) when Seal wrote this summary after reading every record,
+	// and SealedAt when; Lost lists the records missing then (SeqGaps).
+	// Dropped is then unknown (counted 0), and End absent.
+	Sealed   string    `json:"sealed,omitempty"`
+	SealedAt time.Time `json:"sealed_at,omitzero"`
+	Lost     string    `json:"lost,omitempty"`
 }
 
 // failedFile, next to the store's files, says why a writer abandoned the

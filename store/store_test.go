@@ -2,10 +2,12 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -893,5 +895,101 @@ func TestCloseOfAFailedWriterWaitsForItsNote(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, failedFile))
 	if err != nil || !strings.Contains(string(b), "no space left on device") {
 		t.Fatalf("after Close, %s holds %q (%v); want the reason", failedFile, b, err)
+	}
+}
+
+// A capture whose writer was killed is sealed: every record read, the
+// summary written with why and what it holds; then it packs and unpacks
+// whole. Pack refuses it before, Seal refuses it after.
+func TestSealAKilledWritersCapture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a child process; skipped with -short")
+	}
+	dir := filepath.Join(t.TempDir(), "cap")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "durable "); ok {
+			if d, _ := strconv.ParseUint(v, 10, 64); d > 5000 {
+				break
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	for sc.Scan() {
+	}
+	cmd.Wait()
+
+	if _, err := Pack(dir, io.Discard); !errors.Is(err, ErrNotClosed) || !strings.Contains(err.Error(), "pack --crashed") {
+		t.Fatalf("pack of a killed writer's capture: %v", err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	r.Close()
+	sum, err := Seal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Records != n || sum.FirstSeq != 1 || sum.LastSeq != n || sum.Sessions != 7 || sum.Lost != "" || !strings.Contains(sum.Sealed, "did not close") || sum.SealedAt.IsZero() {
+		t.Errorf("sealed summary %+v, want %d records of 7 sessions, none lost", sum, n)
+	}
+	r, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, closed := r.Summary()
+	r.Close()
+	if !closed || got.Records != n || got.Sealed != sum.Sealed {
+		t.Errorf("summary read back %+v %v", got, closed)
+	}
+	if _, err := Seal(dir); !errors.Is(err, ErrAlreadyClosed) {
+		t.Errorf("sealing again: %v", err)
+	}
+	var buf bytes.Buffer
+	if _, err := Pack(dir, &buf); err != nil {
+		t.Fatal(err)
+	}
+	arch := filepath.Join(t.TempDir(), "cap"+ArchiveSuffix)
+	if err := os.WriteFile(arch, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	un, err := Unpack(arch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = Open(un)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var m uint64
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m++
+		if want := crashRecord(m); rec.Seq != m || rec.SQL != want.SQL {
+			t.Fatalf("unpacked record %d: %+v", m, rec)
+		}
+	}
+	if m != n {
+		t.Errorf("unpacked %d records, want %d", m, n)
 	}
 }
