@@ -397,6 +397,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	}
 	x, an, err := rs.src.index(ctx, r)
 	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) && !cfg.SkipDamaged {
+			err = fmt.Errorf("%w; or replay the records that are readable with --skip-damaged (the report then says what was passed over)", err)
+		}
 		return Result{}, err
 	}
 	if _, closed := r.Summary(); !closed && !followed {
@@ -406,7 +409,11 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		if !cfg.SkipDamaged {
 			return Result{}, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.captureName(), lost)
 		}
-		notes = append(notes, fmt.Sprintf("the capture lacks records (%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost))
+		why := ""
+		for _, d := range r.Damaged() {
+			why += fmt.Sprintf("; %s is damaged (%s), %s were passed over from its damaged block on", d.File, d.Detail, d.Held)
+		}
+		notes = append(notes, fmt.Sprintf("the capture lacks records (%s%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost, why))
 	}
 	switch {
 	case cfg.Order == "" && cfg.Shard.Count > 1:

@@ -54,6 +54,9 @@ func (closedCapture) reader(cfg *Config) (*store.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.SkipDamaged {
+		r.PassDamaged() // the records in a damaged file are then lost ones
+	}
 	return r, func() { r.Close() }, nil
 }
 

@@ -5,6 +5,7 @@
 # names what is wrong, nothing lost, nothing counted that did not happen).
 #
 #   sst-flip        a byte flipped in a capture's .sst
+#   sst-skip        that capture replayed with --skip-damaged
 #   wal-emptied     a crashed capture whose middle WAL was emptied
 #   crashed-pack    that capture sealed and packed (pack --crashed), then
 #                   replayed from the archive
@@ -74,6 +75,14 @@ ok=0
 if [ $c1 = 1 ] && [ "$(wc -l <"$work/e1")" = 1 ] && grep -q "$(basename "$sst")" "$work/e1" && ! grep -q panic "$work/e1" "$work/o2" "$work/e3" &&
   [ $c3 != 0 ] && [ $c3 != 2 ] && grep -q "$(basename "$sst")" "$work/o2"; then ok=1; fi
 result sst-flip $ok "inspect exit $c1: $(cat "$work/e1") | replay exit $c3: $(head -1 "$work/e3")"
+
+# sst-skip: replay --skip-damaged passes over the damaged file, replays the
+# records before and after it, and its note names the file and what is
+# missing.
+"$tandem" replay "$work/sst" --skip-damaged --speed 0 --target "$a" --run "$work/run-sst2" --metrics-addr off >"$work/o13" 2>&1; c13=$?
+ok=0
+if [ $c13 = 0 ] && grep -q "$(basename "$sst") is damaged" "$work/o13" && grep -q "passed over" "$work/o13" && grep -q "records lost" "$work/o13"; then ok=1; fi
+result sst-skip $ok "replay --skip-damaged exit $c13: $(grep -o "the capture lacks records ([^;]*" "$work/o13" | head -1)"
 
 # wal-emptied: a synth killed while writing leaves its WALs; the middle one
 # emptied loses records, which inspect counts and replay refuses to skip

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -27,6 +29,12 @@ type Reader struct {
 	// order, and their sessions (ApplyBypassed).
 	bypassed         []bypassedRec
 	bypassedSessions []uint64
+	// pass: Records passes over damaged files (PassDamaged), listing them.
+	pass struct {
+		on      bool
+		mu      sync.Mutex
+		damaged []Damage
+	}
 }
 
 // Open opens the capture in dir for reading. It fails with ErrNotCapture
@@ -374,31 +382,94 @@ func (r *Reader) CapturedRecords() iter.Seq2[*Record, error] { return r.records(
 
 func (r *Reader) records() iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
-		ri, err := r.newRecordIter()
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		defer ri.it.Close()
 		var n uint64
-		for ok := ri.it.First(); ok; ok = ri.it.Next() {
-			if err := ri.decode(); err != nil {
-				yield(nil, err)
+		lower := []byte{prefixRecord}
+		passed := false
+		for {
+			it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{prefixRecord + 1}})
+			if err != nil {
+				yield(nil, r.wrap(err))
 				return
 			}
-			n++
-			if !yield(&ri.rec, nil) {
+			ri := &recordIter{r: r, it: it}
+			var raw error // a damaged block's error, as Pebble gave it
+			for ok := it.First(); ok; ok = it.Next() {
+				if _, verr := it.ValueAndErr(); verr != nil {
+					raw = verr
+					break
+				}
+				if err := ri.decode(); err != nil {
+					it.Close()
+					yield(nil, err)
+					return
+				}
+				n++
+				if !yield(&ri.rec, nil) {
+					it.Close()
+					return
+				}
+			}
+			if raw == nil {
+				raw = it.Error()
+			}
+			it.Close()
+			if raw == nil {
+				break
+			}
+			next, ok := r.pastDamage(raw, lower)
+			if !ok {
+				yield(nil, r.wrap(raw))
 				return
 			}
+			lower, passed = next, true
 		}
-		if err := ri.err(); err != nil {
-			yield(nil, err)
-			return
-		}
-		if s := r.summary; s != nil && n != s.Records {
+		if s := r.summary; s != nil && n != s.Records && !passed {
 			yield(nil, fmt.Errorf("%w: %s: found %d records, its summary counts %d", ErrCorrupt, r.dir, n, s.Records))
 		}
 	}
+}
+
+// PassDamaged makes the reader's Records (and CapturedRecords) pass over
+// a damaged table file to the records after it, as Verify does, instead
+// of ending with its error: the records from its damaged block to the
+// file's last are missing, as lost records are (replay --skip-damaged).
+// Damaged lists the files passed over.
+func (r *Reader) PassDamaged() { r.pass.on = true }
+
+// Damaged lists the damaged files Records passed over (PassDamaged).
+func (r *Reader) Damaged() []Damage {
+	r.pass.mu.Lock()
+	defer r.pass.mu.Unlock()
+	return slices.Clone(r.pass.damaged)
+}
+
+// pastDamage says where reading resumes after the damaged file raw
+// names (a key past lower), when the reader passes damage.
+func (r *Reader) pastDamage(raw error, lower []byte) ([]byte, bool) {
+	if !r.pass.on || !pebble.IsCorruptionError(raw) {
+		return nil, false
+	}
+	info := pebble.ExtractDataCorruptionInfo(raw)
+	if info == nil {
+		return nil, false
+	}
+	to, ok := recordSeq(info.Bounds.End.Key)
+	if !ok || bytes.Compare(recordKey(nil, to+1), lower) <= 0 {
+		return nil, false // the file's keys are no records, or no way past it
+	}
+	d := Damage{File: filepath.Base(info.Path), Held: heldRecords(info.Bounds.Start, info.Bounds.End.Key), To: to}
+	if from, ok := recordSeq(info.Bounds.Start); ok {
+		d.From = from
+	}
+	if info.Details != nil {
+		d.Detail = info.Details.Error()
+	}
+	r.pass.mu.Lock()
+	if !slices.ContainsFunc(r.pass.damaged, func(x Damage) bool { return x.File == d.File }) {
+		r.pass.damaged = append(r.pass.damaged, d)
+	}
+	r.pass.mu.Unlock()
+	return recordKey(nil, to+1), true
 }
 
 // Sessions lists the session ids in the capture, in increasing order.

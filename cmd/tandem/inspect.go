@@ -89,7 +89,7 @@ func verifyCapture(w io.Writer, name, dir string) error {
 	}
 	switch {
 	case len(v.Damaged) > 0:
-		return fmt.Errorf("%s is damaged: restore it from a good copy (replay stops at a damaged file)", name)
+		return fmt.Errorf("%s is damaged: restore it from a good copy (replay refuses it; replay --skip-damaged replays the records that are readable)", name)
 	case v.Lost.Missing > 0:
 		return fmt.Errorf("%s lacks records: replay refuses it; --skip-damaged replays what is there", name)
 	}

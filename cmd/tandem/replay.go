@@ -321,7 +321,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 type gateFlags struct{ retries int }
 
 func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
-	f.BoolVar(&cfg.SkipDamaged, "skip-damaged", false, "replay a capture that lacks records (a crash emptied or cut a WAL; 'tandem inspect' lists what is lost) instead of refusing it; the report says what is missing")
+	f.BoolVar(&cfg.SkipDamaged, "skip-damaged", false, "replay a capture that lacks records (a crash emptied or cut a WAL; a damaged file, whose unreadable records are passed over; 'tandem inspect --verify' lists both) instead of refusing it; the report says what is missing")
 	f.DurationVar(&cfg.OrderInflight, "order-inflight", replay.DefaultOrderInflight, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
 	f.DurationVar(&cfg.OrderTimeout, "order-timeout", replay.DefaultOrderTimeout, "with --order capture, the longest a record waits for those before it; one that goes ahead is counted (order_released), and a change that overtakes a conflicting one makes later differences on its tables order-ambiguous")
 	f.IntVar(&g.retries, "retries", replay.DefaultRetries, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never); one that fails every time is rolled back and counted as failed for good")
