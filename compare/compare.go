@@ -321,7 +321,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		}
 	}
 	if ok {
-		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Failed {
+		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Table == AnyTable {
+			return "records lost from the capture before it (a crash, a damaged file; see the notes) may have written what it read or wrote", ReasonNotReplayed
+		} else if hit && g.Failed {
 			return fmt.Sprintf("a write of %s to %s before it failed on this side and succeeded in the capture, so the data differs from then on", store.SessionName(g.Session), g.Table), ReasonNotReplayed
 		} else if hit {
 			return fmt.Sprintf("%s wrote to %s before it with a statement replay could not run (see skipped)", store.SessionName(g.Session), g.Table), ReasonNotReplayed

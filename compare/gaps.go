@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"slices"
 	"sort"
 	"sync"
 )
@@ -51,6 +52,9 @@ func (g *Gaps) Len() int {
 }
 
 // Add records a write by session at start to tables that replay skips.
+// AnyTable stands for every table: records lost from the capture (a
+// crash, a damaged file), by no known session (0), which may have
+// written anything.
 func (g *Gaps) Add(session uint64, start int64, tables []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -101,6 +105,9 @@ func (g *Gaps) Before(to int64, tables []string) (Gap, bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if len(g.byTable[AnyTable]) > 0 && !slices.Contains(tables, AnyTable) {
+		tables = append(slices.Clip(tables), AnyTable) // records lost from the capture: they may have written any table
+	}
 	for _, t := range tables {
 		evs := g.byTable[t]
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at >= to })

@@ -413,7 +413,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		for _, d := range r.Damaged() {
 			why += fmt.Sprintf("; %s is damaged (%s), %s were passed over from its damaged block on", d.File, d.Detail, d.Held)
 		}
-		notes = append(notes, fmt.Sprintf("the capture lacks records (%s%s; --skip-damaged): sessions with statements there replayed without them, so differences after the first lost record may be the capture's damage, not the engines'", lost, why))
+		notes = append(notes, fmt.Sprintf("the capture lacks records (%s%s; --skip-damaged): sessions with statements there replayed without them, so a difference from the captured responses after the first lost record may be the capture's damage, not the engines': such differences are counted apart (ambiguous: not-replayed), in every session; between targets, which all lack the same records, nothing changes", lost, why))
 	}
 	switch {
 	case cfg.Order == "" && cfg.Shard.Count > 1:

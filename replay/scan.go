@@ -86,6 +86,7 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 		return nil, errors.New("replay: the capture holds no records")
 	}
 	x.first, x.last = first.UnixNano(), last.UnixNano()
+	lostFrom := x.first - 1 // records lost before the first found: from the start
 	for rec, err := range r.Records() {
 		if err != nil {
 			return nil, err
@@ -94,7 +95,14 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 			return nil, ctx.Err()
 		}
 		if rec.Seq < store.BypassedSeqBase { // applied bypassed records have seqs of their own
+			if rec.Seq > x.lost.Last()+1 {
+				// Records lost before this one ended after the one before
+				// it (records are written as they end): any of them may
+				// have written any table, for every session from then on.
+				x.gaps.Add(0, lostFrom, []string{compare.AnyTable})
+			}
 			x.lost.Note(rec.Seq)
+			lostFrom = rec.Start.UnixNano() + int64(rec.Duration)
 		}
 		sc.add(rec)
 	}
