@@ -329,6 +329,19 @@ type Sweep struct {
 	Before func(ctx context.Context, ts []targets.Target) error
 }
 
+// groups are the sets of targets each thread count runs: all at once
+// (nil, Together) or one after another.
+func (sw *Sweep) groups(targets int) [][]int {
+	if sw.Together {
+		return [][]int{nil}
+	}
+	g := make([][]int, 0, targets)
+	for i := range targets {
+		g = append(g, []int{i})
+	}
+	return g
+}
+
 // RunSweep runs a sweep (see Sweep) into one run directory.
 func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (Result, error) {
 	if len(sw.Threads) == 0 {
@@ -385,12 +398,21 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		notes = append(notes, n)
 	}
-	if !followed && sw == nil {
+	switch start := r.Meta().Start; {
+	case followed:
+	case sw != nil && sw.Before != nil && start != nil:
+		// --prepare-tables: every point starts from rows sysbench-style
+		// loading made, never the primary's at the capture's start.
+		notes = append(notes, "the sweep loads its own rows before every point (--prepare-tables): no target holds the primary's rows at the capture's start, so differences on writes from the captured responses are not verdicts; between targets they are (each point starts every target from the same rows)")
+	default:
 		n, err := checkAligned(ctx, &cfg, r, infos)
 		if err != nil {
 			return Result{}, err
 		}
 		notes = append(notes, n...)
+		if sw != nil && start != nil && len(sw.Threads)*len(sw.groups(len(cfg.Targets))) > 1 {
+			notes = append(notes, "from the sweep's second point on, each target holds what the earlier points wrote, not the capture's start: differences on writes from the captured responses there are not verdicts; between targets they are (every target ran the same points)")
+		}
 	}
 	if cfg.CaptureName != "" && cfg.CaptureName != cfg.Capture {
 		notes = append(notes, fmt.Sprintf("the capture %s was replayed from its unpacked copy in %s", cfg.CaptureName, cfg.Capture))
@@ -463,13 +485,13 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		notes = append(notes, p.notes...)
 		elapsed = p.elapsed
 	} else {
-		groups := [][]int{nil} // all targets at once
-		if !sw.Together {
-			groups = groups[:0]
-			for i := range cfg.Targets {
-				groups = append(groups, []int{i})
+		if !followed && sw.Before == nil {
+			// The last check is done: from here on the targets change.
+			if err := markReplayed(ctx, &cfg, r); err != nil {
+				return Result{}, err
 			}
 		}
+		groups := sw.groups(len(cfg.Targets))
 		point := 0
 		for _, n := range sw.Threads {
 			for _, only := range groups {

@@ -36,6 +36,16 @@ competes with another for CPU and disk; --together replays them all at once.
 (sysbench's sbtestN tables, as 'tandem prepare' does, after dropping them),
 so each point starts from the same rows.
 
+Start state. A capture that knows its start point (tandem proxy
+--binlog-user) is checked as replay checks it: every target must be at that
+point before the first statement (tandem align), or --allow-unaligned labels
+them; the targets are then marked as replayed onto, so that a later replay
+or align knows their rows are no start state any more. From the second
+point on, each target holds what the earlier points wrote: differences
+from the captured responses on writes there are not verdicts, and the
+report says so; differences between targets still are (every target ran
+the same points). With --prepare-tables the rows are the sweep's own.
+
 Everything goes into one run directory (--run): 'tandem report DIR' prints
 it again, 'tandem report DIR --format html' draws QPS and p95 against
 threads (log2 axis, one line per target). Order between sessions, retries,
@@ -103,6 +113,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
 	f.StringVar(&cfg.Order, "order", "", "capture or none (default: capture, or none for a synthesized capture)")
+	f.BoolVar(&cfg.AllowUnaligned, "allow-unaligned", false, "sweep targets that are not at the capture's start point (refused otherwise, as by replay); the report labels their verdicts on writes")
 	gate.add(f, &cfg)
 	f.DurationVar(&cfg.ReportInterval, "report-interval", 0, "print a sysbench-style line per target this often (to stderr)")
 	f.IntVar(&prep.Tables, "prepare-tables", 0, "before every point, drop and load this many sbtest tables again (0: don't)")
