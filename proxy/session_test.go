@@ -350,15 +350,7 @@ func TestBackendIdleCloseReachesTheClient(t *testing.T) {
 	_, dsn := srv.FreshDB(t)
 	for _, withTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", withTLS), func(t *testing.T) {
-			var mod func(*Config)
-			var cmod func(*gomysql.Config)
-			if withTLS {
-				mod = func(c *Config) {
-					c.TLSCert, c.TLSKey = srv.CertFile(), srv.KeyFile()
-					c.BackendTLS, c.BackendCA = true, srv.CAFile()
-				}
-				cmod = func(c *gomysql.Config) { c.TLSConfig = sandboxTLS(t, srv.CAFile()) }
-			}
+			mod, cmod := tlsBothLegs(t, srv, withTLS, "")
 			tp := startProxy(t, srv.Addr(), false, mod)
 			db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), cmod))
 			db.SetMaxOpenConns(1)
@@ -399,16 +391,7 @@ func TestKilledConnectionEndsForTheClientAtOnce(t *testing.T) {
 	for _, io := range []string{IOPoller, IOBlocking} {
 		for _, withTLS := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/tls=%v", io, withTLS), func(t *testing.T) {
-				mod := func(c *Config) { c.IO = io }
-				var cmod func(*gomysql.Config)
-				if withTLS {
-					mod = func(c *Config) {
-						c.IO = io
-						c.TLSCert, c.TLSKey = srv.CertFile(), srv.KeyFile()
-						c.BackendTLS, c.BackendCA = true, srv.CAFile()
-					}
-					cmod = func(c *gomysql.Config) { c.TLSConfig = sandboxTLS(t, srv.CAFile()) }
-				}
+				mod, cmod := tlsBothLegs(t, srv, withTLS, io)
 				tp := startProxy(t, srv.Addr(), false, mod)
 				db := openDB(t, dsnVia(t, dsn, tp.Addr().String(), cmod))
 				db.SetMaxOpenConns(1)
@@ -434,6 +417,26 @@ func TestKilledConnectionEndsForTheClientAtOnce(t *testing.T) {
 			})
 		}
 	}
+}
+
+// tlsBothLegs configures a test proxy (and, io != "", its I/O mode) and
+// its go-sql-driver client for TLS on both legs with the sandbox's
+// certificate when withTLS; plain otherwise.
+func tlsBothLegs(t *testing.T, srv *sandboxtest.Handle, withTLS bool, io string) (func(*Config), func(*gomysql.Config)) {
+	mod := func(c *Config) {
+		if io != "" {
+			c.IO = io
+		}
+		if withTLS {
+			c.TLSCert, c.TLSKey = srv.CertFile(), srv.KeyFile()
+			c.BackendTLS, c.BackendCA = true, srv.CAFile()
+		}
+	}
+	var cmod func(*gomysql.Config)
+	if withTLS {
+		cmod = func(c *gomysql.Config) { c.TLSConfig = sandboxTLS(t, srv.CAFile()) }
+	}
+	return mod, cmod
 }
 
 // sandboxTLS registers with go-sql-driver a TLS config that verifies a

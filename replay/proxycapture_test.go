@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
@@ -564,19 +562,7 @@ func TestDifferencesAfterLostRecordsAreLabelled(t *testing.T) {
 		}
 	}
 	sr.Close()
-	db, err := pebble.Open(capDir, &pebble.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Delete(binary.BigEndian.AppendUint64([]byte{0x02}, lost), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Delete([]byte("\x00summary"), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	loseRecords(t, capDir, lost)
 
 	ta, tb, _, _ := twoInnoDB(t)
 	rep := replayRun(t, capDir, func(c *Config) { c.SkipDamaged = true }, ta, tb)

@@ -474,20 +474,15 @@ func TestDurationIsKept(t *testing.T) {
 // here" — is found out by the records' sequence numbers: inspect counts
 // what is lost, replay refuses it, and with --skip-damaged replays it and
 // says what is missing.
-func TestCaptureWithLostRecords(t *testing.T) {
-	ta, tb, _, _ := twoInnoDB(t)
-	sqls := make([]string, 20)
-	for i := range sqls {
-		sqls[i] = fmt.Sprintf("SELECT %d", i)
-	}
-	capDir := writeCapture(t, sqls)
-	// As a crash leaves it: records 5 to 9 gone, and no summary (the
-	// writer never closed).
+// loseRecords deletes records from a closed capture, and its summary, as
+// a crash that emptied a WAL leaves it.
+func loseRecords(t *testing.T, capDir string, seqs ...uint64) {
+	t.Helper()
 	db, err := pebble.Open(capDir, &pebble.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for seq := uint64(5); seq <= 9; seq++ {
+	for _, seq := range seqs {
 		if err := db.Delete(binary.BigEndian.AppendUint64([]byte{0x02}, seq), pebble.Sync); err != nil {
 			t.Fatal(err)
 		}
@@ -498,6 +493,18 @@ func TestCaptureWithLostRecords(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestCaptureWithLostRecords(t *testing.T) {
+	ta, tb, _, _ := twoInnoDB(t)
+	sqls := make([]string, 20)
+	for i := range sqls {
+		sqls[i] = fmt.Sprintf("SELECT %d", i)
+	}
+	capDir := writeCapture(t, sqls)
+	// As a crash leaves it: records 5 to 9 gone, and no summary (the
+	// writer never closed).
+	loseRecords(t, capDir, 5, 6, 7, 8, 9)
 	ins, err := report.Inspect(context.Background(), capDir, report.InspectOptions{})
 	if err != nil {
 		t.Fatal(err)

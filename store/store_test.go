@@ -373,22 +373,29 @@ func crashChild(dir string) {
 	}
 }
 
+// startCrashChild starts crashChild writing a capture in a new directory;
+// sc reads its "durable N" lines.
+func startCrashChild(t *testing.T) (dir string, cmd *exec.Cmd, sc *bufio.Scanner) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "cap")
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cmd, bufio.NewScanner(stdout)
+}
+
 func TestCrashLosesNothingReportedDurable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a child process; skipped with -short")
 	}
 	for round := 0; round < 3; round++ {
-		dir := filepath.Join(t.TempDir(), "cap")
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
+		dir, cmd, sc := startCrashChild(t)
 		var durable uint64
 		deadline := time.Now().Add(time.Duration(300+200*round) * time.Millisecond)
 		for sc.Scan() {
@@ -905,17 +912,7 @@ func TestSealAKilledWritersCapture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a child process; skipped with -short")
 	}
-	dir := filepath.Join(t.TempDir(), "cap")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
+	dir, cmd, sc := startCrashChild(t)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "durable "); ok {
 			if d, _ := strconv.ParseUint(v, 10, 64); d > 5000 {
