@@ -485,7 +485,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		notes = append(notes, p.notes...)
 		elapsed = p.elapsed
 	} else {
-		if !followed && sw.Before == nil {
+		if !followed {
 			// The last check is done: from here on the targets change.
 			if err := markReplayed(ctx, &cfg, r); err != nil {
 				return Result{}, err

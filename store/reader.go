@@ -332,15 +332,20 @@ func (r *Reader) newRecordIter() (*recordIter, error) {
 
 // decode decodes the record under the iterator into ri.rec.
 func (ri *recordIter) decode() error {
+	v, err := ri.it.ValueAndErr()
+	if err != nil {
+		return ri.r.wrap(err)
+	}
+	return ri.decodeValue(v)
+}
+
+// decodeValue decodes v, the value under the iterator, into ri.rec.
+func (ri *recordIter) decodeValue(v []byte) error {
 	k := ri.it.Key()
 	if len(k) != 9 {
 		return fmt.Errorf("%w: %s: record key of %d bytes", ErrCorrupt, ri.r.dir, len(k))
 	}
 	ri.rec.Seq = binary.BigEndian.Uint64(k[1:])
-	v, err := ri.it.ValueAndErr()
-	if err != nil {
-		return ri.r.wrap(err)
-	}
 	if err := DecodeRecord(v, ri.r.meta.BaseTime, &ri.rec); err != nil {
 		return fmt.Errorf("%s: record seq %d: %w", ri.r.dir, ri.rec.Seq, err)
 	}
@@ -394,11 +399,12 @@ func (r *Reader) records() iter.Seq2[*Record, error] {
 			ri := &recordIter{r: r, it: it}
 			var raw error // a damaged block's error, as Pebble gave it
 			for ok := it.First(); ok; ok = it.Next() {
-				if _, verr := it.ValueAndErr(); verr != nil {
+				v, verr := it.ValueAndErr()
+				if verr != nil {
 					raw = verr
 					break
 				}
-				if err := ri.decode(); err != nil {
+				if err := ri.decodeValue(v); err != nil {
 					it.Close()
 					yield(nil, err)
 					return
