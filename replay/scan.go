@@ -202,12 +202,9 @@ func (sc *scanner) add(rec *store.Record) {
 	// captured), printed in UTF-8.
 	info := an.Info(sql)
 	if u := s.cs.ToUTF8(sql); u != sql {
-		raw := info.Digest
-		info = an.Info(u)
-		if x.digests[raw.ID] == nil {
-			x.digests[raw.ID] = &digestCount{text: info.Digest.Text, class: info.Class}
-		}
-		info.Digest.ID = raw.ID
+		conv := *an.Info(u) // a copy: the analyzer's cache is shared
+		conv.Digest.ID = info.Digest.ID
+		info = &conv
 	}
 	d := x.digests[info.Digest.ID]
 	if d == nil {
