@@ -38,7 +38,8 @@ const lastGTIDQuery = "SELECT @@last_gtid"
 // so.
 
 // commitToAsk is a transaction that wrote whose GTID is still to be asked
-// for: the record that ended it and when its answer was complete.
+// for: the record that ended it, and between which times the server
+// committed it.
 type commitToAsk struct {
 	capture.Commit
 	ok bool

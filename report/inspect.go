@@ -201,29 +201,23 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		// Statements are in their session's character set; digests are
 		// the captured text's, printed in UTF-8.
 		cs := charsets[rec.Session]
+		if cs == nil {
+			cs = &charset.Session{}
+			charsets[rec.Session] = cs
+		}
 		digest := func(sql string) sqlinfo.Digest {
 			d := sqlinfo.DigestOf(sql)
-			if cs != nil {
-				if u := cs.ToUTF8(sql); u != sql {
-					d.Text = sqlinfo.DigestOf(u).Text
-				}
+			if u := cs.ToUTF8(sql); u != sql {
+				d.Text = sqlinfo.DigestOf(u).Text
 			}
 			return d
 		}
 		switch rec.Kind {
 		case store.KindConnect, store.KindChangeUser:
-			if rec.Collation != 0 {
-				if cs == nil {
-					cs = &charset.Session{}
-					charsets[rec.Session] = cs
-				}
-				cs.Connect(rec.Collation)
-			}
+			cs.Connect(rec.Collation)
 			continue
 		case store.KindResetConnection:
-			if cs != nil {
-				cs.Reset()
-			}
+			cs.Reset()
 			continue
 		case store.KindQuit:
 			delete(charsets, rec.Session)
@@ -231,10 +225,6 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		case store.KindQuery:
 			d = digest(rec.SQL)
 			if rec.Resp.Kind != store.RespError {
-				if cs == nil {
-					cs = &charset.Session{}
-					charsets[rec.Session] = cs
-				}
 				cs.Statement(rec.SQL)
 			}
 		case store.KindPrepare:

@@ -24,55 +24,41 @@ type Kill struct {
 // statements, or in an executable comment), and which.
 func ParseKill(sql string) (Kill, bool) {
 	toks, err := Lex(sql)
-	found := false
-	begins := true // at a statement's start
-	for _, t := range toks {
-		if t.IsPunct(sql, ";") {
-			begins = true
-			continue
+	stmts := Statements(sql, toks)
+	kills := 0
+	for _, st := range stmts {
+		if st[0].Is(sql, "KILL") {
+			kills++
 		}
-		if begins && t.Is(sql, "KILL") {
-			if found {
-				return Kill{}, true // two: none to map
-			}
-			found = true
-		}
-		begins = false
 	}
-	if !found {
+	if kills == 0 {
 		return Kill{}, false
 	}
 	// The one mappable form: the whole text is KILL [HARD|SOFT]
 	// [CONNECTION|QUERY] number [;].
-	if err != nil || len(toks) == 0 || !toks[0].Is(sql, "KILL") {
+	if err != nil || len(stmts) != 1 {
 		return Kill{}, true
 	}
+	st := stmts[0]
 	var k Kill
 	i := 1
-	if i < len(toks) && (toks[i].Is(sql, "HARD") || toks[i].Is(sql, "SOFT")) {
+	if i < len(st) && (st[i].Is(sql, "HARD") || st[i].Is(sql, "SOFT")) {
 		i++
 	}
-	if i < len(toks) && toks[i].Is(sql, "CONNECTION") {
+	if i < len(st) && st[i].Is(sql, "CONNECTION") {
 		i++
-	} else if i < len(toks) && toks[i].Is(sql, "QUERY") {
+	} else if i < len(st) && st[i].Is(sql, "QUERY") {
 		k.Query = true
 		i++
 	}
-	if i >= len(toks) || toks[i].Kind != TokNumber {
-		return Kill{}, true // QUERY ID, USER, an expression
+	if i != len(st)-1 || st[i].Kind != TokNumber {
+		return Kill{}, true // QUERY ID, USER, an expression, more after the id
 	}
-	id, perr := strconv.ParseUint(toks[i].Text(sql), 10, 64)
+	id, perr := strconv.ParseUint(st[i].Text(sql), 10, 64)
 	if perr != nil || id == 0 {
 		return Kill{}, true
 	}
-	end := i + 1
-	if end < len(toks) && toks[end].IsPunct(sql, ";") {
-		end++
-	}
-	if end != len(toks) {
-		return Kill{}, true
-	}
-	k.ID, k.IDStart, k.IDEnd = id, toks[i].Start, toks[i].End
+	k.ID, k.IDStart, k.IDEnd = id, st[i].Start, st[i].End
 	return k, true
 }
 

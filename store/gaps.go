@@ -123,32 +123,52 @@ func (r *Reader) Verify() (*Verification, error) {
 		}
 		err = it.Error()
 		it.Close()
-		if err == nil || !pebble.IsCorruptionError(err) {
-			if err != nil {
-				return v, r.wrap(err)
-			}
+		if err == nil {
 			return v, nil
 		}
-		info := pebble.ExtractDataCorruptionInfo(err)
-		if info == nil {
+		d, ok := damageOf(err)
+		if !ok {
 			return v, r.wrap(err)
 		}
-		lo, hi := info.Bounds.Start, info.Bounds.End.Key
-		d := Damage{File: filepath.Base(info.Path), Held: heldRecords(lo, hi), Detail: info.Details.Error()}
-		if s, ok := recordSeq(lo); ok {
-			d.From = s
-		}
-		s, ok := recordSeq(hi)
-		if ok {
-			d.To = s
-		}
 		v.Damaged = append(v.Damaged, d)
-		if !ok || bytes.Compare(recordKey(nil, s+1), lower) <= 0 {
+		next, ok := d.resume(lower)
+		if !ok {
 			return v, nil // nothing after it to read, or no way past it
 		}
 		// The records after the damaged file; the ones in it are
 		// counted as damaged, not lost.
-		v.Lost.next = max(v.Lost.next, s+1)
-		lower = recordKey(nil, s+1)
+		v.Lost.next = max(v.Lost.next, d.To+1)
+		lower = next
 	}
+}
+
+// damageOf describes the damaged table file a corruption error of
+// Pebble's names; false for another error.
+func damageOf(err error) (Damage, bool) {
+	if !pebble.IsCorruptionError(err) {
+		return Damage{}, false
+	}
+	info := pebble.ExtractDataCorruptionInfo(err)
+	if info == nil {
+		return Damage{}, false
+	}
+	lo, hi := info.Bounds.Start, info.Bounds.End.Key
+	d := Damage{File: filepath.Base(info.Path), Held: heldRecords(lo, hi), Detail: "damaged"}
+	if info.Details != nil {
+		d.Detail = info.Details.Error()
+	}
+	d.From, _ = recordSeq(lo) // 0: not a record
+	d.To, _ = recordSeq(hi)
+	return d, true
+}
+
+// resume is the key reading goes on from after d: past its last record,
+// and past lower (where reading began); false when the file's keys end
+// in no record, or that is no way past it.
+func (d Damage) resume(lower []byte) ([]byte, bool) {
+	if d.To == 0 {
+		return nil, false
+	}
+	next := recordKey(nil, d.To+1)
+	return next, bytes.Compare(next, lower) > 0
 }

@@ -452,30 +452,23 @@ func (r *Reader) Damaged() []Damage {
 // pastDamage says where reading resumes after the damaged file raw
 // names (a key past lower), when the reader passes damage.
 func (r *Reader) pastDamage(raw error, lower []byte) ([]byte, bool) {
-	if !r.pass.on || !pebble.IsCorruptionError(raw) {
+	if !r.pass.on {
 		return nil, false
 	}
-	info := pebble.ExtractDataCorruptionInfo(raw)
-	if info == nil {
+	d, ok := damageOf(raw)
+	if !ok {
 		return nil, false
 	}
-	to, ok := recordSeq(info.Bounds.End.Key)
-	if !ok || bytes.Compare(recordKey(nil, to+1), lower) <= 0 {
-		return nil, false // the file's keys are no records, or no way past it
-	}
-	d := Damage{File: filepath.Base(info.Path), Held: heldRecords(info.Bounds.Start, info.Bounds.End.Key), To: to}
-	if from, ok := recordSeq(info.Bounds.Start); ok {
-		d.From = from
-	}
-	if info.Details != nil {
-		d.Detail = info.Details.Error()
+	next, ok := d.resume(lower)
+	if !ok {
+		return nil, false
 	}
 	r.pass.mu.Lock()
 	if !slices.ContainsFunc(r.pass.damaged, func(x Damage) bool { return x.File == d.File }) {
 		r.pass.damaged = append(r.pass.damaged, d)
 	}
 	r.pass.mu.Unlock()
-	return recordKey(nil, to+1), true
+	return next, true
 }
 
 // Sessions lists the session ids in the capture, in increasing order.

@@ -78,9 +78,9 @@ func (s Set) Name() string {
 	return s.name
 }
 
-// ToUTF8 returns text, sent in s, as UTF-8. Text that is valid UTF-8 and
-// pure ASCII is returned as it is; bytes the set cannot decode become
-// U+FFFD.
+// ToUTF8 returns text, sent in s, as UTF-8. Pure ASCII text, and any
+// text of a UTF-8 set, is returned as it is; bytes the set cannot decode
+// become U+FFFD.
 func (s Set) ToUTF8(text string) string {
 	if s.enc == nil || isASCII(text) {
 		return text
