@@ -536,14 +536,7 @@ func (p *Proxy) watchIdle(ctx context.Context) {
 // peerClosed reports whether c's peer closed it, asking the kernel about
 // its socket (under TLS, the socket beneath), without reading.
 func peerClosed(c net.Conn) bool {
-	for {
-		u, ok := c.(interface{ NetConn() net.Conn }) // *tls.Conn, wire's prefix
-		if !ok {
-			break
-		}
-		c = u.NetConn()
-	}
-	switch v := c.(type) {
+	switch v := hangup.Innermost(c).(type) { // beneath *tls.Conn, wire's prefix
 	case interface{ PeerClosed() bool }:
 		return v.PeerClosed()
 	case syscall.Conn:

@@ -64,15 +64,20 @@ type controller interface {
 // ErrNoSocket: the connection has no socket to watch.
 var ErrNoSocket = errors.New("hangup: the connection has no socket to watch")
 
-func socketOf(c net.Conn) (controller, error) {
+// Innermost is the connection beneath c's wrappers (*tls.Conn, and any
+// other with a NetConn method): the one with the socket.
+func Innermost(c net.Conn) net.Conn {
 	for {
-		u, ok := c.(interface{ NetConn() net.Conn }) // *tls.Conn and wrappers
+		u, ok := c.(interface{ NetConn() net.Conn })
 		if !ok {
-			break
+			return c
 		}
 		c = u.NetConn()
 	}
-	switch v := c.(type) {
+}
+
+func socketOf(c net.Conn) (controller, error) {
+	switch v := Innermost(c).(type) {
 	case controller:
 		return v, nil
 	case syscall.Conn:
