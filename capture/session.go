@@ -72,6 +72,13 @@ type Session struct {
 	// start.
 	wrote, ended, endedSelf bool
 	implicitLost            int
+	// What a capture that starts while the session is open needs (see
+	// join.go): the SETs it made, autocommit, and its open transaction as
+	// the server's status flags tell it; beforeStart: that transaction was
+	// open when the session joined the capture.
+	sets                                        []string
+	setsBeyond                                  int
+	autocommitOff, inTrx, trxWrote, beforeStart bool
 
 	// The answer being decoded.
 	cmd    byte
@@ -91,6 +98,10 @@ type Session struct {
 // stmt is what a session must remember of a prepared statement to decode
 // its executes.
 type stmt struct {
+	sql      string // as recorded (masked if it carried a secret)
+	masked   bool
+	broken   bool // its SQL was cut or cannot be replayed
+	columns  int
 	params   int
 	types    []wire.ParamType
 	longData []bool
@@ -194,6 +205,9 @@ func (s *Session) Command(p []byte, truncated bool, at time.Time) Step {
 	}
 	s.cmd = p[0]
 	s.rec.Command = p[0]
+	if s.beforeStart {
+		s.rec.Flags |= store.FlagBeforeStart
+	}
 	if s.opts.MaxRecordBytes > 0 && len(p) > s.opts.MaxRecordBytes+1 && p[0] != mysql.COM_STMT_SEND_LONG_DATA { // long data: its data is bounded below
 		// --max-record-bytes holds for every command, not only for those
 		// the proxy reads in several frames: SQL and data beyond it are
@@ -378,7 +392,8 @@ func (s *Session) packet(p []byte) Step {
 		// of the capture, literals to mask or not (SET PASSWORD =
 		// PASSWORD(?) has none).
 		secret := s.rec.Flags&store.FlagMasked != 0 || s.pc.secret
-		s.stmts[ok.StmtID] = &stmt{params: int(ok.Params), secret: secret, diag: s.pc.diag}
+		s.stmts[ok.StmtID] = &stmt{sql: s.rec.SQL, masked: s.rec.Flags&store.FlagMasked != 0, broken: s.rec.Flags&(store.FlagTruncated|store.FlagNotReplayable) != 0, columns: int(ok.Columns),
+			params: int(ok.Params), secret: secret, diag: s.pc.diag}
 		s.left = 0
 		for _, n := range []uint16{ok.Params, ok.Columns} {
 			if n > 0 {
@@ -492,6 +507,7 @@ func (s *Session) End(at time.Time) {
 		s.quit = true
 	}
 	s.record(&s.rec)
+	s.noteState()
 	if s.opts.Commits {
 		s.noteCommit()
 	}

@@ -62,6 +62,25 @@ const (
 	// FlagNewParamsBound is COM_STMT_EXECUTE's new-params-bound flag: the
 	// client sent parameter types with this execute.
 	FlagNewParamsBound Flags = 1 << 3
+	// FlagOpenAtStart marks a synthetic record written when a capture
+	// started on a proxy that was already relaying: the session was open
+	// then, and the record rebuilds its state as it was (its connect, its
+	// session variables, an open transaction's BEGIN, its prepared
+	// statements). Nothing was sent to the server for it, and its Resp is
+	// what the state implies (OK; a prepare's parameter count), not an
+	// answer to compare with.
+	FlagOpenAtStart Flags = 1 << 4
+	// FlagBeforeStart marks a record of a transaction that was already
+	// open when the capture started (read-only until then: one that had
+	// written joins the capture only after it ends). Replay runs it as
+	// captured, but its snapshot and locks began before the capture, so a
+	// difference from the captured response is counted apart
+	// ("started-before-capture"), never as an engine difference.
+	FlagBeforeStart Flags = 1 << 5
+	// FlagOpenAtStop marks the synthetic end of a session still open when
+	// the capture stopped (a KindQuit nothing sent): replay ends the
+	// session there, and the server rolls back a transaction it left open.
+	FlagOpenAtStop Flags = 1 << 6
 )
 
 // Record is one command exchange: what a client sent and a summary of what

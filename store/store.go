@@ -61,6 +61,12 @@
 //	  4 cursor type (byte), 5 param index (uvarint), 6 fetch rows (uvarint),
 //	  7 data (bytes), 8 user (string), 9 command (byte), 10 flags (uvarint),
 //	  11 client capabilities (uvarint), 12 collation (byte)
+//	  (flags: the Flag* bits of record.go. Bits 4-6 mark the records of a
+//	  capture started on a running proxy: FlagOpenAtStart, the synthetic
+//	  records that rebuild a session open at its start; FlagBeforeStart, the
+//	  records of a transaction open then; FlagOpenAtStop, the synthetic end
+//	  of a session open at its stop. A reader that does not know them
+//	  replays such records as ordinary ones, which is what they are for.)
 //	response:
 //	  byte RespKind; for RespNone nothing follows; otherwise
 //	  uvarint presence mask, then in bit order: 0 affected rows, 1 insert id,
