@@ -57,6 +57,12 @@ const (
 	// one of the statement's tables on the captured server before it;
 	// replay does not repeat them.
 	ReasonBypassed = "bypassed-write"
+	// ReasonStartedBefore: in the comparison with the capture, the
+	// statement belongs to a transaction that was already open when the
+	// capture started (store.FlagBeforeStart): its snapshot and locks
+	// began before the capture, so what it saw there is not what the
+	// target saw.
+	ReasonStartedBefore = "started-before-capture"
 )
 
 // Classes lists the divergence classes in report order. It is the one
@@ -65,7 +71,7 @@ var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Conte
 
 // Reasons lists the reasons a divergence is order-ambiguous, in report
 // order; like Classes, the one list.
-var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed}
+var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore}
 
 func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
 
@@ -222,6 +228,9 @@ type Statement struct {
 	From, To int64
 	// Tables it reads and writes, schema-qualified.
 	Tables []string
+	// BeforeStart: it belongs to a transaction already open when the
+	// capture started (store.FlagBeforeStart).
+	BeforeStart bool
 }
 
 // Source describes captured statements by their outcome key.
@@ -246,9 +255,13 @@ type Tally struct {
 	// difference on a table that writes bypassing the proxy had changed
 	// counted apart (ReasonBypassed).
 	Bypassed *Bypassed
-	src      Source
-	per      int
-	seen     map[string]int
+	// BeforeStart, set for the comparison with the capture only, makes a
+	// difference on a statement of a transaction open at the capture's
+	// start counted apart (ReasonStartedBefore).
+	BeforeStart bool
+	src         Source
+	per         int
+	seen        map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
@@ -284,6 +297,8 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 			class = ReasonFailedTrx
 		case ReasonBypassed:
 			class = ReasonBypassed
+		case ReasonStartedBefore:
+			class = ReasonStartedBefore
 		}
 		t.sample(key, class, st, ok, base, target, why)
 		return
@@ -298,6 +313,9 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, reason string) {
 	if order == OrderVerdict {
 		return "", ""
+	}
+	if ok && t.BeforeStart && st.BeforeStart {
+		return "its transaction was already open when the capture started: its snapshot and locks began before it, so the captured answer is not one the target could give from the capture's start", ReasonStartedBefore
 	}
 	if ok {
 		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {

@@ -182,7 +182,8 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 		sql = "(" + rec.Kind.String() + ")"
 	}
 	info := h.an.Info(sql)
-	st := compare.Statement{Session: rec.Session, SQL: sql, Digest: info.Digest.ID, From: from, To: rec.Start.UnixNano() + int64(rec.Duration)}
+	st := compare.Statement{Session: rec.Session, SQL: sql, Digest: info.Digest.ID, From: from, To: rec.Start.UnixNano() + int64(rec.Duration),
+		BeforeStart: rec.Flags&store.FlagBeforeStart != 0}
 	if h.regrouped && from != rec.Start.UnixNano() {
 		st.To = max(st.To, h.trxEnd(rec))
 	}

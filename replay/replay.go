@@ -458,6 +458,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	}
 	meta := store.RunMeta{RunID: cfg.RunID, Command: command, Capture: cfg.captureName(), CaptureSource: r.Meta().Source,
 		Started: time.Now().UTC(), Targets: infos, Baseline: cfg.Targets[cfg.baseline()].Name, Settings: cfg.settings()}
+	if sc := x.sessionsBy; sc.Joined() && !followed {
+		meta.CaptureSessions = &sc // a live capture's are known at its end only
+	}
 	if cfg.Shard.Count > 1 {
 		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
 	}

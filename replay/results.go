@@ -179,7 +179,7 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 // executes) and fetches whose capture has a response are compared.
 func compareCaptured(r *store.Reader, byp *compare.Bypassed, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
-	tl.Gaps, tl.Failed, tl.Bypassed = x.gaps, failed, byp
+	tl.Gaps, tl.Failed, tl.Bypassed, tl.BeforeStart = x.gaps, failed, byp, true
 	if free {
 		tl.Free = x.writers
 	}
@@ -203,6 +203,15 @@ func compareCaptured(r *store.Reader, byp *compare.Bypassed, outcomes iter.Seq2[
 			continue
 		}
 		switch vsCapture(rec, o) {
+		case capturedOpenAtStart:
+			// Run to rebuild a session open at the capture's start; the
+			// capture holds no answer for it. A failure is the target's
+			// (counted in its errors too) and leaves the session in
+			// another state than the captured one.
+			tl.D.OpenAtStart++
+			if o.Flags&store.OutcomeError != 0 {
+				tl.D.OpenAtStartFailed++
+			}
 		case capturedSkipped:
 			tl.D.Skipped++
 		case capturedUnanswered:
@@ -221,6 +230,10 @@ const (
 	capturedSkipped           // not run, or rolled back as the capture had it
 	capturedUnanswered        // the target gave no answer (refused, reset, timed out)
 	capturedCompared
+	// capturedOpenAtStart: a synthetic record that rebuilt a session open
+	// at the capture's start (store.FlagOpenAtStart), run and not
+	// compared: nothing was sent for it, so no answer was captured.
+	capturedOpenAtStart
 )
 
 // vsCapture says whether and how o is compared with rec's captured
@@ -228,6 +241,11 @@ const (
 // live one share.
 func vsCapture(rec *store.Record, o *store.Outcome) int {
 	switch {
+	case rec.Flags&store.FlagOpenAtStart != 0:
+		if o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0 {
+			return capturedNone // not run (the target had failed, a masked prepare …)
+		}
+		return capturedOpenAtStart
 	case rec.Resp.Kind == store.RespNone || rec.Kind != store.KindQuery && rec.Kind != store.KindExecute && rec.Kind != store.KindFetch:
 		return capturedNone
 	case o.Flags&(store.OutcomeSkipped|store.OutcomeCaptureRollback) != 0:

@@ -42,6 +42,9 @@ type captureIndex struct {
 	lost store.SeqGaps
 	// writers: which sessions write each table (for --order none).
 	writers *compare.Writers
+	// how sessions entered and left the capture (open at its start or
+	// stop, on a running proxy).
+	sessionsBy store.CaptureSessions
 }
 
 type digestCount struct {
@@ -135,6 +138,7 @@ func (sc *scanner) add(rec *store.Record) {
 	x, an := sc.x, sc.an
 	x.records++
 	x.recordsOf[rec.Session]++
+	x.sessionsBy.Add(rec)
 	s := sc.sessions[rec.Session]
 	if s == nil {
 		s = &scanSession{sqlOf: map[uint32]string{}, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}

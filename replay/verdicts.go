@@ -63,7 +63,7 @@ func (v *Verdicts) Note(d Done) bool {
 		f.Lacks(rec, d.Info)
 	}
 	switch vsCapture(rec, o) {
-	case capturedNone, capturedSkipped:
+	case capturedNone, capturedSkipped, capturedOpenAtStart:
 		return false
 	case capturedUnanswered:
 		// Not the engine's answer: the target was down or lost the
@@ -88,7 +88,7 @@ func (v *Verdicts) Note(d Done) bool {
 	if v.tally == nil {
 		v.src = newHistories(f.r, f.sc.an)
 		v.tally = compare.NewTally(0, f.sc.x.commits, v.src)
-		v.tally.Gaps = f.sc.x.gaps
+		v.tally.Gaps, v.tally.BeforeStart = f.sc.x.gaps, true
 	}
 	if class != "" {
 		v.src.forget(rec.Session) // the session has grown since it was read

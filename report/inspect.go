@@ -38,18 +38,27 @@ type CaptureReport struct {
 	StoppedAt time.Time `json:"stopped_at,omitzero"`
 	// Failed says why the writer abandoned the capture (a full disk, its
 	// directory removed), FailedAt when; relaying went on.
-	Failed        string         `json:"failed,omitempty"`
-	FailedAt      time.Time      `json:"failed_at,omitzero"`
-	Dropped       uint64         `json:"dropped"`
-	Records       uint64         `json:"records"`
-	Sessions      int            `json:"sessions"`
-	FirstStart    time.Time      `json:"first_start"`
-	LastEnd       time.Time      `json:"last_end"`
-	SpanSeconds   float64        `json:"span_seconds"`
-	ByKind        []KindCount    `json:"by_kind"`
-	Responses     ResponseCounts `json:"responses"`
-	ErrorCodes    []ErrorCount   `json:"error_codes"`
-	NotReplayable uint64         `json:"not_replayable"`
+	Failed      string    `json:"failed,omitempty"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
+	Dropped     uint64    `json:"dropped"`
+	Records     uint64    `json:"records"`
+	Sessions    int       `json:"sessions"`
+	FirstStart  time.Time `json:"first_start"`
+	LastEnd     time.Time `json:"last_end"`
+	SpanSeconds float64   `json:"span_seconds"`
+	// ByKind counts the records captured as sent; SyntheticByKind the
+	// synthetic records that rebuilt sessions open at the capture's start
+	// (store.FlagOpenAtStart), SyntheticEnds the synthetic ends of
+	// sessions open at its stop (store.FlagOpenAtStop). Neither synthetic
+	// kind is in Responses or the digests: nothing was sent for them.
+	ByKind          []KindCount `json:"by_kind"`
+	SyntheticByKind []KindCount `json:"synthetic_open_at_start_by_kind,omitempty"`
+	SyntheticEnds   uint64      `json:"synthetic_open_at_stop,omitempty"`
+	// SessionsBy counts sessions by how they entered and left the capture.
+	SessionsBy    store.CaptureSessions `json:"sessions_by"`
+	Responses     ResponseCounts        `json:"responses"`
+	ErrorCodes    []ErrorCount          `json:"error_codes"`
+	NotReplayable uint64                `json:"not_replayable"`
 	// NotReplayableBy splits NotReplayable by why (NotReplayableReason).
 	NotReplayableBy map[string]uint64 `json:"not_replayable_by_reason,omitempty"`
 	Masked          uint64            `json:"masked"`
@@ -140,7 +149,7 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		rep.Failed, rep.FailedAt = why, at
 	}
 
-	kinds := map[store.Kind]uint64{}
+	kinds, synthetic := map[store.Kind]uint64{}, map[store.Kind]uint64{}
 	errs := map[uint16]*ErrorCount{}
 	digests := map[string]*DigestSummary{}
 	prepared := map[stmtKey]sqlinfo.Digest{} // live prepared statements
@@ -175,8 +184,17 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		}
 		lost.Note(rec.Seq)
 		rep.Records++
-		kinds[rec.Kind]++
 		sessions[rec.Session] = struct{}{}
+		rep.SessionsBy.Add(rec)
+		syn := rec.Flags&(store.FlagOpenAtStart|store.FlagOpenAtStop) != 0
+		switch {
+		case rec.Flags&store.FlagOpenAtStart != 0:
+			synthetic[rec.Kind]++
+		case rec.Flags&store.FlagOpenAtStop != 0:
+			rep.SyntheticEnds++
+		default:
+			kinds[rec.Kind]++
+		}
 		start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
 		if first == 0 || start < first {
 			first = start
@@ -192,9 +210,11 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		if rec.Flags&store.FlagMasked != 0 {
 			rep.Masked++
 		}
-		countResp(&rec.Resp)
-		for i := range rec.Resp.More {
-			countResp(&rec.Resp.More[i])
+		if !syn {
+			countResp(&rec.Resp)
+			for i := range rec.Resp.More {
+				countResp(&rec.Resp.More[i])
+			}
 		}
 
 		var d sqlinfo.Digest
@@ -245,6 +265,9 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 		default:
 			continue
 		}
+		if syn {
+			continue // a SET or START TRANSACTION that rebuilt the session's state: not traffic
+		}
 		s := digests[d.ID]
 		if s == nil {
 			s = &DigestSummary{Digest: d.ID, Text: d.Text}
@@ -269,6 +292,9 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	for _, k := range store.Kinds() {
 		if n := kinds[k]; n > 0 {
 			rep.ByKind = append(rep.ByKind, KindCount{k.String(), n})
+		}
+		if n := synthetic[k]; n > 0 {
+			rep.SyntheticByKind = append(rep.SyntheticByKind, KindCount{k.String(), n})
 		}
 	}
 	for _, e := range errs {
@@ -393,6 +419,9 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	}
 	p("span\t%s → %s (%.3fs)\n", rep.FirstStart.Format("2006-01-02 15:04:05.000"), rep.LastEnd.Format("15:04:05.000"), rep.SpanSeconds)
 	p("records\t%d in %d sessions, %d statement digests\n", rep.Records, rep.Sessions, rep.Digests)
+	c := &rep.SessionsBy
+	p("sessions began\t%d connected during the capture, %d open at its start (%d inside a transaction)\n", c.Connected, c.OpenAtStart, c.InTransaction)
+	p("sessions ended\t%d quit or disconnected, %d open at its stop\n", c.Ended, c.OpenAtStop)
 	p("on disk\t%s (%.1f bytes/record)\n", Bytes(rep.DiskBytes), rep.BytesPerRec)
 	p("responses\tok %d, result sets %d, errors %d, none %d\n", rep.Responses.OK, rep.Responses.ResultSet, rep.Responses.Error, rep.Responses.None)
 	if rep.NotReplayable+rep.Masked > 0 {
@@ -413,6 +442,21 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(rep.SyntheticByKind) > 0 || rep.SyntheticEnds > 0 {
+		// Written by the recorder, not sent by a client: the state of
+		// sessions open when the capture started, the ends of those open
+		// when it stopped.
+		fmt.Fprintln(w, "\nsynthetic records (not sent by clients)")
+		for _, k := range rep.SyntheticByKind {
+			fmt.Fprintf(tw, "  %s\t%d\t%5.1f%%\tsynthetic (open at start)\n", k.Kind, k.Count, 100*float64(k.Count)/float64(rep.Records))
+		}
+		if n := rep.SyntheticEnds; n > 0 {
+			fmt.Fprintf(tw, "  quit\t%d\t%5.1f%%\tsynthetic (open at stop)\n", n, 100*float64(n)/float64(rep.Records))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(rep.ErrorCodes) > 0 {
 		fmt.Fprintln(w, "\nerrors")

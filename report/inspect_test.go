@@ -172,3 +172,82 @@ func TestInspectSaysWhyNotReplayable(t *testing.T) {
 		t.Errorf("text:\n%s", b.String())
 	}
 }
+
+// A capture started and stopped on a running proxy: inspect says how its
+// sessions began and ended, and counts the synthetic records apart from
+// those clients sent (neither in the responses nor in the digests).
+func TestInspectSessionsOpenAtStartAndStop(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Truncate(time.Millisecond)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	syn, before, stop := store.FlagOpenAtStart, store.FlagBeforeStart, store.FlagOpenAtStop
+	ok := store.Response{Kind: store.RespOK}
+	recs := []store.Record{
+		// Session 1: open at the start inside a transaction, open at the stop.
+		{Session: 1, Start: at, Kind: store.KindConnect, Flags: syn, User: "app", Schema: "shop", Resp: ok},
+		{Session: 1, Start: at, Kind: store.KindQuery, Flags: syn, SQL: "SET NAMES utf8mb4", Resp: ok},
+		{Session: 1, Start: at, Kind: store.KindQuery, Flags: syn | before, SQL: "START TRANSACTION", Resp: ok},
+		{Session: 1, Start: at, Kind: store.KindPrepare, Flags: syn, SQL: "SELECT c FROM t WHERE id=?", StmtID: 4, Resp: store.Response{Kind: store.RespOK, Params: 1}},
+		// Session 2: open at the start, not in a transaction; quits.
+		{Session: 2, Start: at, Kind: store.KindConnect, Flags: syn, User: "app", Schema: "shop", Resp: ok},
+		{Session: 1, Start: ms(1), Duration: time.Millisecond, Kind: store.KindExecute, Flags: before, StmtID: 4, Params: []store.Value{{Type: store.TypeLong, Int: 1}}, Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 1, Start: ms(2), Duration: time.Millisecond, Kind: store.KindQuery, Flags: before, SQL: "COMMIT", Resp: ok},
+		// Sessions 3 and 4 connect during the capture; 3 quits, 4 is open
+		// at the stop.
+		{Session: 3, Start: ms(3), Duration: time.Millisecond, Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 4, Start: ms(3), Duration: time.Millisecond, Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 3, Start: ms(4), Duration: time.Millisecond, Kind: store.KindQuery, SQL: "SELECT 1", Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 2, Start: ms(5), Kind: store.KindQuit},
+		{Session: 3, Start: ms(6), Kind: store.KindQuit},
+		{Session: 1, Start: ms(9), Kind: store.KindQuit, Flags: stop},
+		{Session: 4, Start: ms(9), Kind: store.KindQuit, Flags: stop},
+	}
+	for i := range recs {
+		if _, err := w.Append(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Inspect(context.Background(), dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.CaptureSessions{OpenAtStart: 2, InTransaction: 1, Connected: 2, Ended: 2, OpenAtStop: 2}
+	if rep.Records != 14 || rep.Sessions != 4 || rep.SessionsBy != want {
+		t.Errorf("records %d, sessions %d %+v; want 14, 4 %+v", rep.Records, rep.Sessions, rep.SessionsBy, want)
+	}
+	kinds := func(ks []KindCount) string {
+		var s []string
+		for _, k := range ks {
+			s = append(s, k.Kind+"="+strconv.FormatUint(k.Count, 10))
+		}
+		return strings.Join(s, " ")
+	}
+	if got, synGot := kinds(rep.ByKind), kinds(rep.SyntheticByKind); got != "connect=2 query=2 execute=1 quit=2" || synGot != "connect=2 query=2 prepare=1" || rep.SyntheticEnds != 2 {
+		t.Errorf("by kind %s, synthetic %s and %d ends; want connect=2 query=2 execute=1 quit=2, connect=2 query=2 prepare=1 and 2", got, synGot, rep.SyntheticEnds)
+	}
+	// Responses and digests: the captured ones only (COMMIT, SELECT 1, the execute).
+	if rep.Responses != (ResponseCounts{OK: 3, ResultSet: 2, None: 2}) || rep.Digests != 3 {
+		t.Errorf("responses %+v, digests %d; want ok 3, result sets 2, none 2; 3 digests", rep.Responses, rep.Digests)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"sessions began  2 connected during the capture, 2 open at its start (1 inside a transaction)\n",
+		"sessions ended  2 quit or disconnected, 2 open at its stop\n",
+		"  prepare  1    7.1%  synthetic (open at start)\n",
+		"  quit     2   14.3%  synthetic (open at stop)\n",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("text lacks %q:\n%s", line, b.String())
+		}
+	}
+}

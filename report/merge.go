@@ -56,7 +56,8 @@ func Merge(reps []*Report) (*Report, error) {
 		}
 	}
 	out := &Report{RunID: first.RunID, Command: first.Command, Capture: first.Capture, CaptureSource: first.CaptureSource,
-		Started: first.Started, Baseline: first.Baseline, Settings: first.Settings, Finished: true}
+		Started: first.Started, Baseline: first.Baseline, Settings: first.Settings, Finished: true,
+		CaptureSessions: first.CaptureSessions} // the whole capture's, the same in every shard
 	if n := first.Shards[0].Count; len(reps) < n {
 		out.Notes = append(out.Notes, fmt.Sprintf("only %d of the run's %d shards are merged here", len(reps), n))
 	}

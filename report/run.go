@@ -21,6 +21,9 @@ import (
 //
 //	run_dirs, run_id, command, capture, capture_source, started (RFC 3339),
 //	elapsed_seconds, finished, baseline, settings [{name, value}], notes,
+//	capture_sessions {open_at_start, open_at_start_in_transaction,
+//	  connected_during, quit_or_disconnected, open_at_stop} (only for a
+//	  capture with sessions open at its start or stop),
 //	points: [{point, label, threads, order, io, started, elapsed_seconds,
 //	  targets: [target]}]
 //
@@ -49,7 +52,10 @@ type Report struct {
 	Baseline      string          `json:"baseline"`
 	Settings      []store.Setting `json:"settings"`
 	Notes         []string        `json:"notes,omitempty"`
-	Points        []Point         `json:"points"`
+	// CaptureSessions counts the capture's sessions open at its start and
+	// stop, when it began or ended on a running proxy with sessions open.
+	CaptureSessions *store.CaptureSessions `json:"capture_sessions,omitempty"`
+	Points          []Point                `json:"points"`
 
 	digestInfo map[string]store.DigestInfo // the run's digests (for Merge)
 	// fromIntervals: for a run that stored no results, each target's sums
@@ -138,7 +144,7 @@ func Load(dir string) (*Report, error) {
 	defer r.Close()
 	m := r.Meta()
 	rep := &Report{RunDirs: []string{dir}, RunID: m.RunID, Command: m.Command, Capture: m.Capture, CaptureSource: m.CaptureSource,
-		Started: m.Started, Baseline: m.Baseline, Settings: m.Settings}
+		Started: m.Started, Baseline: m.Baseline, Settings: m.Settings, CaptureSessions: m.CaptureSessions}
 	if m.Shard != nil {
 		rep.Shards = []store.Shard{*m.Shard}
 	}

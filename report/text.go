@@ -33,10 +33,25 @@ func (rep *Report) WriteText(w io.Writer) error {
 		p("\n")
 		rep.writeSweep(w)
 	}
+	if line := SessionsLine(rep.CaptureSessions); line != "" {
+		p("%s\n", line)
+	}
 	for _, n := range rep.Notes {
 		p("note: %s\n", n)
 	}
 	return nil
+}
+
+// SessionsLine says how a capture that began or ended on a running proxy
+// holds its sessions ("" for any other capture): "sessions: 8 open at the
+// capture's start (2 inside a transaction), 3 connected during it; 8
+// still open at its stop".
+func SessionsLine(c *store.CaptureSessions) string {
+	if !c.Joined() {
+		return ""
+	}
+	return fmt.Sprintf("sessions: %d open at the capture's start (%d inside a transaction), %d connected during it; %d still open at its stop",
+		c.OpenAtStart, c.InTransaction, c.Connected, c.OpenAtStop)
 }
 
 // SweepRow is one thread count of a sweep, per target.
@@ -229,8 +244,15 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.Compared > 0 }) {
 		row("compared with capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.Compared) })
 		row("  order-ambiguous", func(t *Target) string {
-			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] - t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx])
+			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] - t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx] -
+				t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore])
 		})
+		if any(func(t *Target) bool {
+			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore] > 0
+		}) {
+			// Statements of transactions open at the capture's start.
+			row("  trx began before capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore]) })
+		}
 		if any(func(t *Target) bool {
 			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx] > 0
 		}) {
@@ -247,6 +269,16 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			row("  after a bypassed write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonBypassed]) })
 		}
 		row("  differs from capture", func(t *Target) string { return compare.Summary(t.VsCapture) })
+	}
+	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.OpenAtStart > 0 }) {
+		// Synthetic records that rebuilt sessions open at the capture's
+		// start: run, never compared (no answer was captured).
+		row("rebuilt open sessions (failed)", func(t *Target) string {
+			if t.VsCapture == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%d (%d)", t.VsCapture.OpenAtStart, t.VsCapture.OpenAtStartFailed)
+		})
 	}
 	if any(func(t *Target) bool { return t.EndState != nil }) {
 		row("end state", func(t *Target) string {

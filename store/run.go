@@ -64,6 +64,10 @@ type RunMeta struct {
 	Baseline      string      `json:"baseline"`
 	// Settings are the run's flags, in the order they are shown.
 	Settings []Setting `json:"settings"`
+	// CaptureSessions counts the capture's sessions by how they began and
+	// ended, for a capture that began or ended on a running proxy with
+	// sessions open (absent otherwise, and in runs written before it).
+	CaptureSessions *CaptureSessions `json:"capture_sessions,omitempty"`
 }
 
 // Shard says which part of a sharded replay a run is.
@@ -253,10 +257,23 @@ type Divergences struct {
 	Ambiguous int64 `json:"order_ambiguous"`
 	// AmbiguousBy splits Ambiguous by reason: "commit-overlap" (the
 	// capture's own order is open), "replay-order" (replay let the record
-	// go early or ran its transaction again) and "retried" (one side's
-	// transaction was retried after a deadlock, so it ran on later data).
+	// go early or ran its transaction again), "retried" (one side's
+	// transaction was retried after a deadlock, so it ran on later data),
+	// and the others compare.Reasons lists; among them, in the comparison
+	// with the capture only, "started-before-capture" (a record of a
+	// transaction already open when the capture started, FlagBeforeStart:
+	// its snapshot and locks began before it).
 	AmbiguousBy map[string]int64 `json:"order_ambiguous_by_reason,omitempty"`
-	Skipped     int64            `json:"skipped"`
+	// OpenAtStart counts, in the comparison with the capture only, the
+	// synthetic records (FlagOpenAtStart) that rebuilt sessions open at
+	// the capture's start: run on the target, never compared (the capture
+	// holds no answer for them) nor counted in Compared;
+	// OpenAtStartFailed those of them that failed on the target (also in
+	// its errors), whose sessions then went on in another state than the
+	// captured ones.
+	OpenAtStart       int64 `json:"open_at_start,omitempty"`
+	OpenAtStartFailed int64 `json:"open_at_start_failed,omitempty"`
+	Skipped           int64 `json:"skipped"`
 	// Unavailable: statements one side could not get an answer to from its
 	// server (refused, reset, timed out): not an engine's outcome, so not
 	// compared.

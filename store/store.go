@@ -140,6 +140,14 @@
 // run of a statement, not only each record's first. A format 1 run reads
 // as before.
 //
+// Later additions that need no new run format (older runs read as before,
+// and older readers ignore them): RunMeta's capture_sessions, the counts of
+// sessions open at the capture's start and stop; a comparison with the
+// capture's open_at_start and open_at_start_failed (synthetic records run,
+// not compared); and the order-ambiguous reason "started-before-capture"
+// (order_ambiguous_by_reason is keyed by the reason's name, never a
+// number).
+//
 // testdata/run-v1 is a run written by the version 1 writer; a test decodes
 // it to spelled-out values.
 //

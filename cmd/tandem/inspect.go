@@ -22,6 +22,13 @@ sessions, records by kind, responses and error codes, the most frequent
 statement shapes (literals replaced by ?, prepared and text statements
 together) with their average latency as captured, and bytes on disk.
 
+A capture started or stopped on a proxy that was already relaying holds
+sessions that were open at its start (they enter it through synthetic
+records that rebuild their state: connect, SETs, an open transaction,
+prepared statements) and sessions still open at its stop (a synthetic end).
+Inspect says how many sessions began and ended each way, and counts the
+synthetic records apart from those clients sent.
+
 A capture whose writer did not close (a crash) is readable up to its last sync;
 inspect says so, and counts and names the records lost in the middle (found by
 their sequence numbers). A packed capture (tandem pack) is unpacked once and
