@@ -567,6 +567,9 @@ func (s *Session) noteCommit() {
 // did not pass through the capture may name them.
 func (s *Session) ImplicitLost() int { return s.implicitLost }
 
+// ResetImplicitLost starts ImplicitLost's count afresh (a new capture).
+func (s *Session) ResetImplicitLost() { s.implicitLost = 0 }
+
 // ReadsDiagnostics reports whether the command in p (not yet given to
 // Command) may read what the previous statement left in the session's
 // diagnostics: ROW_COUNT(), FOUND_ROWS(), its warnings and errors

@@ -98,7 +98,9 @@ func (s *session) learnGTID(g string, err error) error {
 		return nil // nothing went to the binary log (a false alarm)
 	}
 	s.lastGTID = g
-	s.p.recorder.AddGTID(c.Commit, g)
+	if s.joined != nil {
+		s.joined.rec.AddGTID(c.Commit, g)
+	}
 	return nil
 }
 

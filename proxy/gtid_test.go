@@ -126,7 +126,7 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 			if len(gtids) != len(ends) {
 				t.Errorf("%d GTIDs in the capture, want %d", len(gtids), len(ends))
 			}
-			if n := tp.unasked.Load(); n != 1 {
+			if n := tp.live.Load().unasked.Load(); n != 1 {
 				t.Errorf("%d transactions counted as unasked, want 1 (%s)", n, lost)
 			}
 		})
@@ -167,8 +167,8 @@ func TestProxyCountsCommitsItCouldNotAskFor(t *testing.T) {
 	}
 	tp.records(t)
 	gtids := captureGTIDs(t, tp.dir)
-	if len(gtids) != 0 || tp.unasked.Load() != 3 {
-		t.Errorf("%d GTIDs in the capture, %d unasked; want 0 and 3 (each INSERT)", len(gtids), tp.unasked.Load())
+	if len(gtids) != 0 || tp.live.Load().unasked.Load() != 3 {
+		t.Errorf("%d GTIDs in the capture, %d unasked; want 0 and 3 (each INSERT)", len(gtids), tp.live.Load().unasked.Load())
 	}
 }
 

@@ -45,7 +45,8 @@ const (
 type Config struct {
 	Listen  string
 	Backend string
-	// Recorder receives the exchanges; nil captures nothing.
+	// Recorder, if set, receives the exchanges from the start (a capture
+	// for the proxy's whole life); Run starts and stops captures itself.
 	Recorder       *capture.Recorder
 	CaptureResults string
 	// Commits: after each transaction that wrote, the proxy asks the
@@ -154,6 +155,10 @@ type Metrics struct {
 	bytes    *prometheus.CounterVec
 	// roundtrip: command sent to the backend until its reply was relayed.
 	roundtrip *prometheus.HistogramVec
+	// Captures: whether one runs, why each stopped, how sessions joined.
+	captureActive prometheus.Gauge
+	captureStops  *prometheus.CounterVec
+	joins         *prometheus.CounterVec
 }
 
 // NewMetrics creates the proxy's metrics and registers them with reg.
@@ -174,7 +179,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "From a command's arrival to the last byte of the backend's reply relayed to the client, by command kind.",
 			Buckets: latency.MetricBuckets()}, []string{"kind"}),
 	}
-	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes, m.roundtrip)
+	m.captureActive = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "tandem_proxy_capture_active", Help: "1 while a capture records the relayed traffic, 0 while the proxy only relays."})
+	m.captureStops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tandem_proxy_capture_stops_total", Help: "Captures that ended, by reason: requested, duration, max-bytes, disk, shutdown."}, []string{"reason"})
+	m.joins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tandem_proxy_capture_sessions_total", Help: "Sessions that entered a capture: open-at-start (open when it started, with their state) or connected (during it)."}, []string{"how"})
+	reg.MustRegister(m.active, m.accepted, m.failures, m.commands, m.bytes, m.roundtrip, m.captureActive, m.captureStops, m.joins)
+	for _, r := range StopReasons() {
+		m.captureStops.WithLabelValues(r)
+	}
+	m.joins.WithLabelValues("open-at-start")
+	m.joins.WithLabelValues("connected")
 	// Every reason from the start: a dashboard shows 0, not "no data".
 	for _, r := range []string{reasonBackendUnreachable, reasonMalformed, reasonTLS, reasonUnsupported, reasonAuthFailed,
 		reasonTooMany, reasonClientGone, reasonBackendGone, "panic", "other"} {
@@ -185,19 +201,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Proxy accepts client connections and relays them to the backend.
 type Proxy struct {
-	cfg       Config
-	ln        net.Listener
-	recorder  *capture.Recorder
+	cfg Config
+	ln  net.Listener
+	// live is the capture sessions record into now (nil: relay only).
+	live      atomic.Pointer[liveCapture]
 	hang      *hangup.Watcher // nil: epoll unavailable (Serve)
 	metrics   *Metrics
 	log       *slog.Logger
 	tlsServer *tls.Config
 	tlsClient *tls.Config
 	nextID    atomic.Uint64
-	// unasked counts the written transactions a DDL committed implicitly
-	// (capture.Session.ImplicitLost), over every session.
-	unasked atomic.Int64
-	active  atomic.Int64
+	active    atomic.Int64
 	// handshakes holds a slot per connection not yet authenticated.
 	handshakes chan struct{}
 	wg         sync.WaitGroup
@@ -213,8 +227,14 @@ func New(cfg Config) (*Proxy, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	p := &Proxy{cfg: cfg, recorder: cfg.Recorder, metrics: cfg.Metrics, log: cfg.Logger, handshakes: make(chan struct{}, cfg.MaxHandshakes)}
+	p := &Proxy{cfg: cfg, metrics: cfg.Metrics, log: cfg.Logger, handshakes: make(chan struct{}, cfg.MaxHandshakes)}
 	p.mu.conns = map[*session]struct{}{}
+	if cfg.Recorder != nil {
+		// A capture for the proxy's whole life (Run starts and stops its
+		// own instead).
+		p.live.Store(p.newLive(cfg.Recorder, cfg.CaptureResults, cfg.Commits))
+		p.metrics.captureActive.Set(1)
+	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
@@ -421,8 +441,12 @@ func (p *Proxy) handle(c net.Conn) {
 	endHandshake()
 	// The client's flags and collation: replay asks for the ones that change
 	// results (CLIENT_FOUND_ROWS changes affected-row counts).
+	// The session follows its state whether or not a capture runs; it
+	// records while it is in one (capture.go).
+	s.capMu.Lock()
 	s.cs = capture.NewSession(id, capture.State{User: s.user, Schema: s.schema, Caps: s.caps, Collation: s.collation, ConnID: s.connID},
-		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: p.cfg.CaptureResults == ResultsChecksum, Commits: p.cfg.Commits && p.recorder != nil}, p.recorder)
+		capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes}, nil)
+	s.joinAtConnect()
 	if err != nil {
 		msg := ""
 		var ce *connError
@@ -430,21 +454,33 @@ func (p *Proxy) handle(c net.Conn) {
 			msg = ce.err.Error()
 		}
 		s.cs.Connect(start, time.Since(start), false, msg)
+		if s.joined != nil { // a refused login is no session of the capture
+			s.joined.connected.Add(-1)
+			s.joined.in.Add(-1)
+			s.joined = nil
+		}
+		s.capMu.Unlock()
 		p.endWith(s, log, err)
 		return
 	}
 	s.cs.Connect(start, time.Since(start), true, "")
+	s.capMu.Unlock()
 	log.Debug("session started", "user", s.user, "schema", s.schema, "tls", s.clientTLS)
 
 	err = s.serveCommands()
-	if errors.Is(err, errRawMode) {
+	raw := errors.Is(err, errRawMode)
+	if raw {
+		s.capMu.Lock()
+		s.raw = true
+		s.capMu.Unlock()
 		err = s.relayRaw()
 		if errors.Is(err, net.ErrClosed) {
 			err = nil
 		}
 	}
-	s.cs.Close(time.Now())
-	p.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
+	s.capMu.Lock()
+	s.endLocked(time.Now(), !raw)
+	s.capMu.Unlock()
 	p.endWith(s, log, err)
 }
 

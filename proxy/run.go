@@ -12,13 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/internal/metricsrv"
@@ -58,6 +56,13 @@ type RunConfig struct {
 	// BinlogTimeout bounds reading the binary log at the capture's end
 	// (default 1m).
 	BinlogTimeout time.Duration
+	// AdminEnabled serves the capture controls (tandem capture
+	// start|stop|status) on the metrics address; AdminTokenFile holds the
+	// bearer token they need (required off loopback); CaptureRoot, if set,
+	// is the directory captures started at runtime must be inside.
+	AdminEnabled   bool
+	AdminTokenFile string
+	CaptureRoot    string
 }
 
 // ShadowStarter starts shadows on the capture w writes into dir.
@@ -95,8 +100,10 @@ func removeNew(dir string, existed bool) {
 	}
 }
 
-// Run serves until ctx is done, then drains connections and closes the
-// capture, and writes a one-line summary to out.
+// Run serves until ctx is done, then drains connections and stops the
+// capture running then, and writes a one-line summary to out. Captures
+// start with --capture (at once) or through the admin interface on the
+// metrics address (tandem capture start|stop|status), one after another.
 func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	log := cfg.Logger
 	if log == nil {
@@ -106,159 +113,79 @@ func Run(ctx context.Context, cfg RunConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = NewMetrics(reg)
-
-	if cfg.Shadows != nil && cfg.CaptureDir == "" {
-		return errors.New("proxy: --shadow needs --capture DIR: shadows replay the capture as it is written")
-	}
-	// Everything that can fail is tried before the capture is created (the
-	// listener, TLS, the metrics endpoint), so that a failed start leaves
-	// no capture behind for the retry to trip on.
 	if cfg.Notice == nil {
 		cfg.Notice = func(msg string) { fmt.Fprintf(out, "tandem proxy: %s\n", msg) }
 	}
-	if cfg.Binlog != nil && cfg.CaptureDir == "" {
-		return errors.New("proxy: --binlog-user needs --capture DIR: it records where the capture starts and ends")
+	if _, ok := cfg.Shadows.(ShadowAligner); ok && cfg.Binlog == nil {
+		return errors.New("proxy: --shadow-replicas needs --binlog-user: the shadows are brought to the capture's start point, which the backend's binary log gives")
 	}
-	cfg.Commits = cfg.Binlog != nil
+	// Everything that can fail is tried before the first capture is
+	// created (the listener, TLS, the metrics endpoint, the admin token),
+	// so that a failed start leaves no capture behind for the retry to
+	// trip on.
+	token, adminOn, adminNotice, err := AdminFor(cfg.MetricsAddr, cfg.AdminTokenFile, cfg.AdminEnabled)
+	if err != nil {
+		return err
+	}
+	if cfg.CaptureDir != "" {
+		if cfg.CaptureDir, err = CheckCaptureDir(cfg.CaptureRoot, cfg.CaptureDir); err != nil {
+			return err
+		}
+	}
 	p, err := New(cfg.Config)
 	if err != nil {
 		return err
 	}
-	var acc gtid.Account
-	var start *store.Position
-	aligner, _ := cfg.Shadows.(ShadowAligner)
-	if aligner != nil && cfg.Binlog == nil {
-		p.ln.Close()
-		return errors.New("proxy: --shadow-replicas needs --binlog-user: the shadows are brought to the capture's start point, which the backend's binary log gives")
-	}
-	if cfg.Binlog != nil {
-		acc = *cfg.Binlog
-		acc.Addr, acc.TLS = cfg.Backend, p.tlsClient
-		if aligner != nil {
-			if err := aligner.Hold(ctx); err != nil {
-				p.ln.Close()
-				return fmt.Errorf("proxy: --shadow-replicas: %w", err)
-			}
-		}
-		if start, err = readPosition(ctx, acc); err != nil {
-			p.ln.Close()
-			return fmt.Errorf("proxy: --binlog-user: %w", err)
-		}
-		if aligner != nil {
-			if err := aligner.Align(ctx, start.GTID, out); err != nil {
-				p.ln.Close()
-				return fmt.Errorf("proxy: --shadow-replicas: %w", err)
-			}
-		}
-		if start.Flavor != gtid.MariaDB {
-			// MySQL has no @@last_gtid; session_track_gtids would be the way.
-			p.cfg.Commits = false
-			cfg.Notice(fmt.Sprintf("the backend is %s: the capture records its start and end positions, not each commit's GTID (that needs MariaDB's @@last_gtid), so writes that bypass the proxy are not listed", start.Version))
-		}
-	}
+	r := newRunner(ctx, p, cfg, reg, out)
 	mctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The shadows, once started, add what their workers gather.
-	var shadows atomic.Pointer[ShadowSet]
-	gather := prometheus.Gatherers{reg, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		if sh := shadows.Load(); sh != nil {
-			return (*sh).Gather()
-		}
-		return nil, nil
-	})}
-	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, gather, reg, cfg.Pprof)
+	gather := prometheus.Gatherers{reg, prometheus.GathererFunc(r.Gather)}
+	var routes []metricsrv.Route
+	if adminOn {
+		routes = append(routes, metricsrv.Route{Pattern: "/capture/", Handler: AdminHandler(r, token)})
+	}
+	maddr, mwait, err := metricsrv.Listen(mctx, cfg.MetricsAddr, gather, reg, cfg.Pprof, routes...)
 	if err != nil {
 		p.ln.Close()
 		return err
 	}
-	var w *store.Writer
-	discard := func() {} // removes a capture this start created, on failure
 	if cfg.CaptureDir != "" {
-		_, statErr := os.Stat(cfg.CaptureDir)
-		existed := statErr == nil
-		source := fmt.Sprintf("proxy %s -> %s", cfg.Listen, cfg.Backend)
-		w, err = store.Create(cfg.CaptureDir, store.WriterOptions{Source: source, FlushInterval: cfg.SyncInterval, Logger: log, Metrics: store.NewMetrics(reg),
-			MaxBytes: cfg.CaptureMaxBytes, MinFreeBytes: cfg.CaptureMinFree, Start: start})
-		if err != nil {
+		if _, err := r.Start(ctx, CaptureOptions{Dir: cfg.CaptureDir}); err != nil {
 			p.ln.Close()
 			cancel()
 			mwait()
 			return err
 		}
-		discard = func() {
-			w.Close()
-			removeNew(cfg.CaptureDir, existed)
-		}
-		reg.MustRegister(w.Collector())
-		cfg.Recorder = capture.NewRecorder(w, log)
-		p.recorder = cfg.Recorder // before Serve: no session exists yet
 	}
-	// Shadows start last: every later failure would have to stop them
-	// before the capture they read closes.
-	var sh ShadowSet
-	if cfg.Shadows != nil {
-		if sh, err = cfg.Shadows.Start(ctx, cfg.CaptureDir, w, reg, log); err != nil {
-			p.ln.Close()
-			cancel()
-			mwait()
-			discard()
-			return fmt.Errorf("proxy: %w", err)
-		}
-		shadows.Store(&sh)
-	}
-	what := "relaying only (no --capture)"
-	if w != nil {
+	what := "relaying only (start a capture with 'tandem capture start DIR')"
+	if cfg.CaptureDir != "" {
 		what = "capturing into " + cfg.CaptureDir
 	}
 	metrics := "metrics off"
 	if maddr != "" {
 		metrics = "metrics on http://" + maddr + "/metrics"
+		if adminOn {
+			metrics += ", capture controls on http://" + maddr + "/capture/"
+		}
 	}
 	procs := ""
 	if cfg.Procs > 0 {
 		procs = fmt.Sprintf(", %d procs, %s I/O", cfg.Procs, p.cfg.IO)
 	}
 	fmt.Fprintf(out, "tandem proxy: listening on %s, backend %s, %s, %s%s\n", p.Addr(), cfg.Backend, what, metrics, procs)
+	if adminNotice != "" {
+		cfg.Notice(adminNotice)
+	}
 	if cfg.Ready != nil {
 		cfg.Ready(p.Addr().String())
 	}
 	serveErr := p.Serve(ctx)
-	if start != nil {
-		// Every session has ended: what they wrote is before this point.
-		endCapture(cfg, acc, start, w, int(p.unasked.Load()), out, log)
-	}
-	forced := false // a second Ctrl-C came while the clients drained
-	select {
-	case <-cfg.Force:
-		forced = true
-	default:
-	}
-	var closeErr error
-	if sh != nil {
-		// What the clients sent is in the capture: let the shadows replay
-		// it all before the capture closes.
-		if err := w.Flush(); err != nil && !errors.Is(err, store.ErrStopped) {
-			log.Warn("flushing the capture for the shadows", "err", err)
-		}
-		drain := cfg.ShadowDrainTimeout
-		if drain <= 0 {
-			drain = time.Minute
-		}
-		if !forced {
-			fmt.Fprintf(out, "tandem proxy: stopping: the shadows replay what the capture holds, for up to %s (Ctrl-C again to stop them now)\n", drain)
-		}
-		closeErr = sh.Stop(drain, cfg.Force, out)
-	}
-	if w != nil {
-		closeErr = errors.Join(closeErr, cfg.Recorder.Close())
-		st := w.Stats()
-		fmt.Fprintf(out, "tandem proxy: %d sessions, %d records captured into %s, %d dropped\n", p.nextID.Load(), st.Committed, cfg.CaptureDir, st.Dropped)
-	} else {
-		fmt.Fprintf(out, "tandem proxy: %d sessions relayed\n", p.nextID.Load())
-	}
+	// Every session has ended: what they wrote is before the end point.
+	r.stopCurrent(StopShutdown)
+	fmt.Fprintf(out, "tandem proxy: %d sessions relayed\n", p.nextID.Load())
 	cancel()
 	mwait()
-	return errors.Join(serveErr, closeErr)
+	return errors.Join(serveErr, r.failure())
 }
 
 // readPosition reads the backend's position with the --binlog-user account.
@@ -286,22 +213,22 @@ func openAdmin(acc gtid.Account) *sql.DB {
 // endCapture records the backend's end position and, when the proxy
 // followed commits, the binary log's transactions in between that did not
 // pass through it, and says so.
-func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, unasked int, out io.Writer, log *slog.Logger) {
+func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, rec *capture.Recorder, commitsOn bool, unasked int, out io.Writer, log *slog.Logger) *store.Position {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
 	defer cancel()
 	end, err := readPosition(ctx, acc)
 	if err != nil {
 		log.Warn("reading the backend's position at the capture's end failed; the capture has no end point", "err", err)
 		fmt.Fprintf(out, "tandem proxy: the capture has no end point: %v\n", err)
-		return
+		return nil
 	}
 	var byp *store.Bypassed
-	points := cfg.Recorder.CommitPoints()
+	points := rec.CommitPoints()
 	commits := make(map[string]bool, len(points))
 	for g := range points {
 		commits[g] = true
 	}
-	if cfg.Commits {
+	if commitsOn {
 		var trxs []gtid.Trx
 		byp, trxs = gtid.Bypassed(ctx, acc, start.GTID, end.GTID, commits, true)
 		if len(trxs) > 0 {
@@ -331,6 +258,7 @@ func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store
 		}
 	}
 	fmt.Fprintf(out, "tandem proxy: %s\n", msg)
+	return end
 }
 
 // storeBypassed stores the transactions that bypassed the proxy as

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,17 @@ type session struct {
 	noGTID   bool
 	ask      commitToAsk
 	lost     int
+
+	// capMu is held while a command is handled: a capture's start or
+	// stop joins or leaves the session between two commands (capture.go).
+	// joined is the capture the session records into; waitingFor the one
+	// it will join once its written transaction ends.
+	capMu      sync.Mutex
+	joined     *liveCapture
+	waitingFor *liveCapture
+	// raw: the session is relayed unparsed (errRawMode); its backend is
+	// not the proxy's to ask anything of.
+	raw bool
 }
 
 // backendHungUp is told (by the proxy's hang-up watcher) that the backend
@@ -68,16 +80,26 @@ func (s *session) backendHungUp() {
 // serveCommands relays commands until the client quits or a side fails.
 func (s *session) serveCommands() error {
 	s.errSeq = 1 // an answer to a command
+	locked := false
+	defer func() {
+		if locked {
+			s.capMu.Unlock()
+		}
+	}()
 	for {
+		if locked {
+			s.capMu.Unlock()
+			locked = false
+		}
 		s.idleSince.Store(time.Now().UnixNano())
 		if s.hungUp.Load() { // it went while the last answer was relayed
-			s.askAtEnd()
 			return fail(reasonBackendGone, errors.New("the backend closed the connection"), nil)
 		}
 		seq, p, err := s.client.ReadFrame()
 		s.idleSince.Store(0)
 		if err != nil {
-			s.askAtEnd()
+			// The question still waiting, if any, is asked as the session
+			// ends (endLocked).
 			if s.backendClosedIdle.Load() {
 				return fail(reasonBackendGone, errors.New("the backend closed the idle connection"), nil)
 			}
@@ -87,6 +109,11 @@ func (s *session) serveCommands() error {
 			return fail(reasonClientGone, err, nil)
 		}
 		start := time.Now()
+		s.capMu.Lock()
+		locked = true
+		if s.joined != nil || s.p.live.Load() != nil {
+			s.syncCaptureLocked(start)
+		}
 		if len(p) == 0 {
 			return fail(reasonMalformed, errors.New("empty command packet"), proxyErr(1047, "08S01", "empty command packet"))
 		}

@@ -36,9 +36,9 @@ func gtidSession(t *testing.T) (*session, *capture.Recorder) {
 	}
 	rec := capture.NewRecorder(w, nil)
 	t.Cleanup(func() { rec.Close() })
-	p := &Proxy{recorder: rec, log: slog.New(slog.DiscardHandler)}
+	p := &Proxy{log: slog.New(slog.DiscardHandler)}
 	caps := uint64(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_TRANSACTIONS)
-	s := &session{p: p, id: 1, caps: caps}
+	s := &session{p: p, id: 1, caps: caps, joined: &liveCapture{rec: rec}}
 	s.cs = capture.NewSession(1, capture.State{Caps: caps}, capture.Options{Commits: true}, rec)
 	return s, rec
 }

@@ -72,10 +72,10 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 		name    string
 		dir     func(t *testing.T) string
 		flags   []string
-		during  func(t *testing.T, capDir string) // while sysbench runs
-		state   string                            // tandem_capture_state at the end
-		reason  string                            // in its reason and in inspect
-		summary bool                              // closed cleanly, with a summary
+		during  func(t *testing.T, capDir, metrics string) // while sysbench runs
+		state   string                                     // tandem_capture_state at the end
+		reason  string                                     // in its reason and in inspect
+		summary bool                                       // closed cleanly, with a summary
 	}{
 		// The default floor (256 MiB) is more than this disk: the capture
 		// stops before its first record, cleanly.
@@ -85,8 +85,13 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 		// No floor: the disk really fills under Pebble.
 		{name: "tmpfs-no-floor", dir: tmpfs(12), flags: []string{"--capture-min-free", "0"}, state: "failed", reason: "no space left on device"},
 		{name: "directory-deleted", dir: func(t *testing.T) string { return t.TempDir() },
-			during: func(t *testing.T, capDir string) {
-				waitFor(t, func() bool { _, err := os.Stat(capDir); return err == nil }, "the capture directory")
+			during: func(t *testing.T, capDir, metrics string) {
+				// Once the capture records: removed while the store is
+				// still being created, it would fail to start instead.
+				waitFor(t, func() bool {
+					st, err := captureState(metrics)
+					return err == nil && strings.Contains(st, `state="recording"`)
+				}, "the capture recording")
 				if err := os.RemoveAll(capDir); err != nil {
 					t.Error(err)
 				}
@@ -108,7 +113,7 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 			waitTCP(t, listen)
 			_, port, _ := net.SplitHostPort(listen)
 			if c.during != nil {
-				c.during(t, capDir)
+				c.during(t, capDir, metrics)
 			}
 			// Write until the capture's state changes: at most 20 MB each
 			// time, so it does within the first few hundred statements.

@@ -69,7 +69,7 @@ you, per statement, which engine is faster and where results differ.`,
 		}
 		return nil
 	}
-	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd(), newAlignCmd(), newFootprintCmd(), newSweepCmd(), newPackCmd(), newShadowWorkerCmd())
+	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newCaptureCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd(), newAlignCmd(), newFootprintCmd(), newSweepCmd(), newPackCmd(), newShadowWorkerCmd())
 	return root
 }
 

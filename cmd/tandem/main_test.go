@@ -112,7 +112,6 @@ func TestCLIErrors(t *testing.T) {
 		{"align end of a capture without one", nil, []string{"align", "--capture", synthCap, "--end", "x=root@tcp(127.0.0.1:1)/db"}, "has no start point"},
 		{"align names nothing", nil, []string{"align", "--capture", synthCap}, "name the replicas to align (NAME=DSN), or give --dump FILE"},
 		{"align hold names nothing", nil, []string{"align", "--hold"}, "--hold: name the replicas (NAME=DSN)"},
-		{"proxy binlog-user without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--binlog-user", "root", "--metrics-addr", "off"}, "--binlog-user needs --capture DIR"},
 		{"proxy shadow-replicas without shadows", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c9", "--shadow-replicas", "--metrics-addr", "off"},
 			"--shadow-replicas: name the shadows"},
 		{"sandbox bad topology", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "--topology", "ring"}, `--topology "ring": the one topology is replication`},
@@ -121,8 +120,10 @@ func TestCLIErrors(t *testing.T) {
 		{"proxy bad backend", nil, []string{"proxy", "--backend", "nohost", "--metrics-addr", "off"}, `backend "nohost" is not HOST:PORT`},
 		{"proxy bad io", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--io", "epoll", "--metrics-addr", "off"}, `--io "epoll": want poller or blocking`},
 		{"proxy bad procs", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--procs", "0", "--metrics-addr", "off"}, "--procs 0: want 1 or more"},
-		{"proxy shadow without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--shadow", "x=root@tcp(127.0.0.1:1)/db", "--metrics-addr", "off"},
-			"--shadow needs --capture DIR"},
+		// Shadows attach to every capture, started by flag or at runtime
+		// (tandem capture start): without --capture they are still checked.
+		{"proxy shadow without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--shadow", "x=root@tcp(127.0.0.1:1)/db", "--metrics-addr", "off"},
+			"shadow x: target: unreachable: target x: cannot query 127.0.0.1:1"},
 		{"proxy bad shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c1", "--shadow", "nodsn", "--metrics-addr", "off"},
 			`--shadow: target: bad target "nodsn": want name=DSN`},
 		{"proxy bad shadow mode", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c2", "--shadow", "x=root@tcp(127.0.0.1:1)/db",
@@ -133,8 +134,8 @@ func TestCLIErrors(t *testing.T) {
 			replayConf + " has no shadows: list; see 'tandem proxy --help'"},
 		{"proxy config baseline shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c1", "--config", baselineConf, "--metrics-addr", "off"},
 			"shadow x: a shadow cannot be the baseline (the primary is)"},
-		{"proxy config shadows without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--config", unreachableConf, "--metrics-addr", "off"},
-			"--shadow needs --capture DIR"},
+		{"proxy config shadows without capture", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--config", unreachableConf, "--metrics-addr", "off"},
+			"shadow fromfile: target: unreachable: target fromfile: cannot query 127.0.0.1:1"},
 		{"proxy config unreachable shadow", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--capture", empty + "/c3",
 			"--config", unreachableConf, "--metrics-addr", "off"}, "shadow fromfile: target: unreachable: target fromfile: cannot query 127.0.0.1:1"},
 		{"replay without capture", nil, []string{"replay"}, "replay takes one capture directory"},
@@ -184,7 +185,7 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestHelpHasExamples(t *testing.T) {
-	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}, {"sweep"}, {"footprint"}, {"pack"}, {"align"}, {"sandbox", "replicate"}} {
+	for _, args := range [][]string{{"sandbox", "up"}, {"sandbox", "down"}, {"sandbox", "env"}, {"sandbox", "status"}, {"inspect"}, {"proxy"}, {"synth"}, {"prepare"}, {"replay"}, {"report"}, {"sweep"}, {"footprint"}, {"pack"}, {"align"}, {"sandbox", "replicate"}, {"capture"}, {"capture", "start"}, {"capture", "stop"}, {"capture", "status"}} {
 		stdout, _, code := run(t, nil, append(args, "--help")...)
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "tandem "+strings.Join(args, " ")) {
 			t.Errorf("tandem %s --help (exit %d) lacks an example:\n%s", strings.Join(args, " "), code, stdout)

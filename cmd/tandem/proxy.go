@@ -42,6 +42,16 @@ recorded — command, typed parameters, timing, a summary of the response — in
 a new capture directory, for 'tandem inspect' and replay. Recording never slows
 clients: when the disk falls behind, records are dropped and counted.
 
+Without --capture the proxy relays and records nothing until asked: a
+capture is started and stopped at runtime with 'tandem capture start DIR'
+and 'tandem capture stop', while clients stay connected (sessions already
+open join it with their state). The capture controls are served on the
+metrics address (--metrics-addr, loopback by default); on any other
+address they need --admin-token-file, and --admin=false turns them off.
+With --capture-root, captures started at runtime must be inside it.
+Shadows and --binlog-user attach to every capture, started by flag or at
+runtime.
+
 Shadows (--shadow, repeatable) replay the capture as it is written, each on
 a server of its own — a copy of the primary on another engine — with the
 replay engine (sessions, prepared statements, the capture's order, the
@@ -102,7 +112,10 @@ closed cleanly all the same.`,
       --shadow zipped='root@tcp(127.0.0.1:3308)/shop,options=ROW_FORMAT=COMPRESSED' --shadow-max-lag 30s
   # the same shadows from a file (shadows: - name, dsn, engine, options; a dsn
   # may name ${ENV} variables, so that no password is on the command line)
-  tandem proxy --backend 127.0.0.1:3306 --capture ./capture --config shadows.yaml`,
+  tandem proxy --backend 127.0.0.1:3306 --capture ./capture --config shadows.yaml
+  # relay only; capture on demand (tandem capture start|stop|status)
+  tandem proxy --backend 127.0.0.1:3306 --capture-root /var/lib/tandem
+  tandem capture start /var/lib/tandem/cap1 --duration 15m`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var lvl slog.Level
@@ -124,9 +137,6 @@ closed cleanly all the same.`,
 				}
 			}
 			if len(sh.Specs)+len(sh.Listed) > 0 {
-				if cfg.CaptureDir == "" {
-					return fmt.Errorf("--shadow needs --capture DIR: shadows replay the capture as it is written")
-				}
 				// Every shadow answers, with its engine, before the capture
 				// is created: a failed start leaves nothing behind.
 				ts, err := sh.Targets(c.Context())
@@ -158,9 +168,6 @@ closed cleanly all the same.`,
 				return fmt.Errorf("--shadow-replicas: name the shadows (--shadow NAME=DSN), replicas of the backend")
 			}
 			if binlogUser != "" {
-				if cfg.CaptureDir == "" {
-					return fmt.Errorf("--binlog-user needs --capture DIR: it records where the capture starts and ends")
-				}
 				cfg.Binlog = &gtid.Account{User: binlogUser, Password: os.Getenv("TANDEM_BINLOG_PASSWORD")}
 			}
 			runtime.GOMAXPROCS(n)
@@ -211,9 +218,12 @@ closed cleanly all the same.`,
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
+	f.BoolVar(&cfg.AdminEnabled, "admin", true, "serve the capture controls (tandem capture start|stop|status) on the metrics address")
+	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "the capture controls need the bearer token in this `FILE` (16+ characters, mode 600); required when --metrics-addr is not loopback")
+	f.StringVar(&cfg.CaptureRoot, "capture-root", "", "captures started at runtime must be inside this `DIR`")
 	f.StringVar(&binlogUser, "binlog-user", "", "record the backend's GTID position at the capture's start and end, each commit's GTID, and the writes that bypassed the proxy, reading them as this account (REPLICATION SLAVE; password in $TANDEM_BINLOG_PASSWORD)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay the capture live on this server too (needs --capture): "+targetFlagHelp)
+	f.StringArrayVar(&sh.Specs, "shadow", nil, "replay each capture live on this server too: "+targetFlagHelp)
 	f.StringVar(&configFile, "config", "", "YAML file with a shadows: list (name, dsn, engine, options; a dsn may name ${ENV} variables, so that no password is on the command line)")
 	f.DurationVar(&cfg.BinlogTimeout, "binlog-read-timeout", 5*time.Minute, "with --binlog-user, how long reading the binary log between the capture's points may take at its end (what is not read is said so, and the list marked uncertain)")
 	f.BoolVar(&shadowReplicas, "shadow-replicas", false, "the shadows are replicas of the backend (GTID replication): each is held before the capture's start point is read and brought exactly to it, its replication removed, before the first client is served (needs --binlog-user)")

@@ -18,13 +18,21 @@ import (
 // Off disables the endpoint when given as the address.
 const Off = "off"
 
+// Route is an extra handler served on the endpoint next to /metrics (the
+// proxy's capture controls, for one). Pattern is an http.ServeMux pattern.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
 // Listen resolves addr ("off", "HOST:PORT", or ":PORT" meaning loopback)
 // and starts serving /metrics from g (and, with withPprof, Go's profiles
 // under /debug/pprof/) in a goroutine that ends with ctx.
 // It returns the bound address ("" when off) and a function that waits for
 // the server to stop.
-// The handler's own metrics go into reg, if not nil.
-func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *prometheus.Registry, withPprof bool) (string, func(), error) {
+// The handler's own metrics go into reg, if not nil. Each of routes is
+// served too, with whatever access control its handler does itself.
+func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *prometheus.Registry, withPprof bool, routes ...Route) (string, func(), error) {
 	if addr == "" || addr == Off {
 		return "", func() {}, nil
 	}
@@ -53,6 +61,12 @@ func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *promet
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	for _, r := range routes {
+		if err := register(mux, r); err != nil {
+			ln.Close()
+			return "", nil, err
+		}
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -68,4 +82,19 @@ func Listen(ctx context.Context, addr string, g prometheus.Gatherer, reg *promet
 		srv.Shutdown(sctx)
 	}()
 	return ln.Addr().String(), func() { <-done }, nil
+}
+
+// register adds r to mux, turning ServeMux's panic on a bad or duplicate
+// pattern into an error.
+func register(mux *http.ServeMux, r Route) (err error) {
+	if r.Handler == nil {
+		return fmt.Errorf("metrics endpoint: route %q has no handler", r.Pattern)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("metrics endpoint: route %q: %v", r.Pattern, p)
+		}
+	}()
+	mux.Handle(r.Pattern, r.Handler)
+	return nil
 }

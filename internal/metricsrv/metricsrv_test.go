@@ -2,6 +2,8 @@ package metricsrv
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,5 +48,44 @@ func TestListen(t *testing.T) {
 	}
 	if addr, _, err := Listen(context.Background(), Off, prometheus.NewRegistry(), nil, true); addr != "" || err != nil {
 		t.Errorf("off: %q, %v", addr, err)
+	}
+}
+
+// Extra routes are served next to /metrics; a route that clashes with one
+// of the endpoint's own is an error, not a panic, and binds nothing.
+func TestListenRoutes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		io.WriteString(w, "hello "+r.URL.Path)
+	})
+	addr, wait, err := Listen(ctx, ":0", prometheus.NewRegistry(), nil, false, Route{Pattern: "/extra/", Handler: hello})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/extra/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTeapot || string(body) != "hello /extra/x" {
+		t.Errorf("/extra/x: %d %q, want 418 \"hello /extra/x\"", resp.StatusCode, body)
+	}
+	if c := get(t, "http://"+addr+"/metrics"); c != 200 {
+		t.Errorf("/metrics with a route: %d", c)
+	}
+	if c := get(t, "http://"+addr+"/other"); c != 404 {
+		t.Errorf("/other: %d, want 404", c)
+	}
+	cancel()
+	wait()
+
+	for _, r := range []Route{{Pattern: "/metrics", Handler: hello}, {Pattern: "/x", Handler: nil}} {
+		_, _, err := Listen(context.Background(), ":0", prometheus.NewRegistry(), nil, false, r)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("route %q", r.Pattern)) {
+			t.Errorf("route %q: err %v, want one naming the route", r.Pattern, err)
+		}
 	}
 }

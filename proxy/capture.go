@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/tandemdb/tandem/capture"
+)
+
+// A proxy relays whether or not it captures; captures come and go while
+// it runs (Runner.Start, Runner.Stop). Every session follows its state all
+// the time (capture.Session); what changes with a capture is only where
+// its records go.
+//
+// Joining and leaving happen between two commands. A session holds its
+// capMu while it handles a command (from the moment the command arrives
+// until its answer is relayed and recorded); a start or a stop takes the
+// mutex of each session it finds idle and joins or leaves it there, and a
+// session that was in a command joins or leaves itself before its next
+// one (syncCaptureLocked). So no command is ever half in a capture.
+
+// liveCapture is one capture sessions record into.
+type liveCapture struct {
+	rec  *capture.Recorder
+	opts capture.Options
+	// stopping: sessions leave it and none joins.
+	stopping chan struct{}
+	// Counts for status: sessions that joined open (and of those inside a
+	// transaction), that connected during it, and those waiting for their
+	// written transaction to end before they join; in: sessions in it now.
+	openAtStart, inTrxAtStart, connected, waiting, in atomic.Int64
+	// unasked counts its written transactions whose GTID was not learned.
+	unasked atomic.Int64
+}
+
+// newLive is a capture into rec, with result checksums if results says
+// so, asking each written transaction's GTID if commits.
+func (p *Proxy) newLive(rec *capture.Recorder, results string, commits bool) *liveCapture {
+	return &liveCapture{rec: rec, stopping: make(chan struct{}),
+		opts: capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: results == ResultsChecksum, Commits: commits}}
+}
+
+func (lc *liveCapture) isStopping() bool {
+	select {
+	case <-lc.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncCaptureLocked joins the capture running now, or leaves one that
+// stopped, at at (the session's capMu held, between two commands).
+func (s *session) syncCaptureLocked(at time.Time) {
+	cur := s.p.live.Load()
+	if s.joined != nil && (s.joined != cur || s.joined.isStopping()) {
+		s.leaveLocked(at)
+	}
+	if s.joined != nil || cur == nil || cur.isStopping() {
+		return
+	}
+	if !s.cs.Joinable() {
+		if s.waitingFor != cur {
+			s.waitingFor = cur
+			cur.waiting.Add(1)
+		}
+		return
+	}
+	if s.waitingFor == cur {
+		cur.waiting.Add(-1)
+	}
+	s.waitingFor = nil
+	s.resetGTIDs()
+	if s.cs.Join(cur.rec, cur.opts, at) {
+		cur.inTrxAtStart.Add(1)
+	}
+	cur.openAtStart.Add(1)
+	cur.in.Add(1)
+	s.joined = cur
+	s.p.metrics.joins.WithLabelValues("open-at-start").Inc()
+}
+
+// leaveLocked ends the session's part in its capture (capMu held): the
+// GTID of its last transaction that wrote is asked now, while the capture
+// can still keep it, and a synthetic end closes the session in it.
+func (s *session) leaveLocked(at time.Time) {
+	lc := s.joined
+	if lc == nil {
+		return
+	}
+	if !s.raw {
+		s.askAtEnd()
+		s.backend.SetDeadline(time.Time{})
+	}
+	lc.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
+	s.cs.Leave(at)
+	lc.in.Add(-1)
+	s.joined = nil
+}
+
+// joinAtConnect puts a session that has just logged in into the running
+// capture, as one connected during it (capMu held).
+func (s *session) joinAtConnect() {
+	cur := s.p.live.Load()
+	if cur == nil || cur.isStopping() {
+		return
+	}
+	s.resetGTIDs()
+	s.cs.Record(cur.rec, cur.opts)
+	cur.connected.Add(1)
+	cur.in.Add(1)
+	s.joined = cur
+	s.p.metrics.joins.WithLabelValues("connected").Inc()
+}
+
+// endLocked is the session's end (capMu held): it leaves its capture with
+// its real end, which capture.Session.Close records. ask: the session
+// ended between commands, so the GTID question still waiting, if any, can
+// be asked on its backend connection (not after a raw relay).
+func (s *session) endLocked(at time.Time, ask bool) {
+	if s.waitingFor != nil {
+		s.waitingFor.waiting.Add(-1)
+		s.waitingFor = nil
+	}
+	lc := s.joined
+	if lc == nil {
+		return
+	}
+	if ask {
+		s.askAtEnd()
+	}
+	s.cs.Close(at)
+	lc.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
+	lc.in.Add(-1)
+	s.joined = nil
+}
+
+// resetGTIDs starts the session's GTID bookkeeping afresh for a capture.
+func (s *session) resetGTIDs() {
+	s.ask, s.lost = commitToAsk{}, 0
+	s.cs.ResetImplicitLost()
+}
