@@ -116,8 +116,8 @@ func TestDashboardStructure(t *testing.T) {
 			}
 		}
 	}
-	if rows != 7 || panels != 38 {
-		t.Errorf("%d rows and %d panels, want 7 and 38", rows, panels)
+	if rows != 7 || panels != 41 {
+		t.Errorf("%d rows and %d panels, want 7 and 41", rows, panels)
 	}
 }
 

@@ -167,6 +167,12 @@ func New() *Dashboard {
 	l.add("timeseries", "Capture store compactions and flushes per second", "Pebble's background work.", "ops", 8, 6,
 		q(`sum by (instance) (`+rate("tandem_pebble_compactions_total", px)+`)`, "{{instance}} compactions"),
 		q(`sum by (instance) (`+rate("tandem_pebble_flushes_total", px)+`)`, "{{instance}} flushes"))
+	l.add("timeseries", "Capturing", "1 while a capture records the relayed traffic, 0 while the proxy only relays (captures start and stop at runtime: tandem capture start|stop).", "none", 8, 6,
+		q(`max by (instance) (tandem_proxy_capture_active{`+px+`})`, "{{instance}}"))
+	l.add("timeseries", "Captures stopped by reason", "Why each capture ended: requested (tandem capture stop), duration, max-bytes, disk (nearly full, or failed), shutdown.", "short", 8, 6,
+		q(`sum by (reason) (increase(tandem_proxy_capture_stops_total{`+px+`}[$__rate_interval]))`, "{{reason}}"))
+	l.add("timeseries", "Sessions entering captures per second", "open-at-start: open when the capture started, entered with their state at a command boundary; connected: logged in during it.", "ops", 8, 6,
+		q(`sum by (how) (`+rate("tandem_proxy_capture_sessions_total", px)+`)`, "{{how}}"))
 
 	promDS := &Datasource{Type: "prometheus", UID: "${datasource}"}
 	all := Current{Text: []string{"All"}, Value: []string{"$__all"}}
