@@ -57,7 +57,7 @@ func sameSummaries(t *testing.T, got []store.Record, want []summary) {
 func TestJoinRebuildsAnOpenSessionsState(t *testing.T) {
 	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45, ConnID: 4242}, Options{MaxRecordBytes: 1 << 20}, nil)
 	feed(t, s, query("SET NAMES utf8mb4"), Read, frame{okp(0, 0, stAC, 0), Done})
-	feed(t, s, query("SET GLOBAL max_connections=500"), Read, frame{okp(0, 0, stAC, 0), Done})  // not the session's
+	feed(t, s, query("SET GLOBAL max_connections=500"), Read, frame{okp(0, 0, stAC, 0), Done})      // not the session's
 	feed(t, s, query("SET SESSION sql_mode='ANSI'"), Read, frame{errp(1231, "42000", "bad"), Done}) // refused: not kept
 	feed(t, s, query("set @@session.time_zone='+00:00'"), Read, frame{okp(0, 0, stAC, 0), Done})
 	feed(t, s, query("SET NAMES utf8mb4"), Read, frame{okp(0, 0, stAC, 0), Done}) // kept once
