@@ -123,20 +123,29 @@ echo "== tandem align --hold: the replicas stop applying (they keep receiving th
 "$tandem" align --hold "$r_innodb" "$r_rocks" "$r_zstd" "$r_ref"
 echo
 echo "== a writer that bypasses the proxy (2 sysbench threads straight to the primary, like a cron job), and"
-echo "   tandem proxy --binlog-user: sysbench, 8 threads for 5 s, through a proxy that records where its capture starts and ends"
+echo "   tandem proxy --binlog-user, in the path and relaying: sysbench, 8 threads for 9 s, through it; 2 s in,"
+echo "   tandem capture start takes 5 s of that traffic, the 8 sessions already open joining it with their state"
 sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$TANDEM_PRIMARY_PORT" --mysql-user=root \
-  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2 --time=8 --rate=50 --report-interval=0 run >/dev/null &
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=2 --time=12 --rate=50 --report-interval=0 run >/dev/null &
 bypass_pid=$!
 prod_capture=${capture}-production
 rm -rf "$prod_capture"
-"$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_PRIMARY_PORT" --capture "$prod_capture" \
-  --binlog-user root --capture-results checksum --metrics-addr off --log-level warn &
+admin_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_PRIMARY_PORT" \
+  --binlog-user root --metrics-addr "127.0.0.1:$admin_port" --log-level warn &
 proxy_pid=$!
 for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
 sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
-  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --report-interval=0 run | sed -n '/transactions:/p'
+  --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=9 --report-interval=0 run | sed -n '/transactions:/p;/reconnects:/p' &
+sysbench_pid=$!
+sleep 2
+"$tandem" capture start "$prod_capture" --proxy "127.0.0.1:$admin_port" --capture-results checksum
+sleep 5
+"$tandem" capture stop --proxy "127.0.0.1:$admin_port"
+wait "$sysbench_pid" || true
 kill -TERM "$proxy_pid"; wait "$proxy_pid" || true
 wait "$bypass_pid" || true
+"$tandem" inspect "$prod_capture" | sed -n '/^sessions began/,/^sessions ended/p'
 "$tandem" inspect "$prod_capture" | sed -n '/^start point/,/stored with/p'
 echo
 echo "== tandem align: the replicas exactly at the capture's start, the reference at its end (production's end state)"
