@@ -135,6 +135,13 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 	if r.acc != nil {
 		if aligner != nil {
 			if err := aligner.Hold(ctx); err != nil {
+				r.mu.Lock()
+				again := r.mu.last != nil
+				r.mu.Unlock()
+				if again {
+					// The last capture's alignment removed their replication.
+					return CaptureState{}, fmt.Errorf("proxy: --shadow-replicas: %w (each capture brings its shadow replicas to its start and detaches them: seed them again as replicas of the backend before the next capture)", err)
+				}
 				return CaptureState{}, fmt.Errorf("proxy: --shadow-replicas: %w", err)
 			}
 		}
@@ -162,6 +169,15 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 			return CaptureState{}, fmt.Errorf("%w: %v", ErrCaptureDir, err)
 		}
 		return CaptureState{}, err
+	}
+	r.mu.Lock()
+	after := r.mu.last
+	r.mu.Unlock()
+	if r.cfg.Shadows != nil && aligner == nil && after != nil {
+		// Copies, not replicas: nothing brought them past what the
+		// proxy relayed while no capture ran.
+		r.notice(fmt.Sprintf("the shadows are copies that missed every write made while no capture ran (since %s): their answers on the tables those writes changed can differ from the primary's for that reason alone; shadows that are replicas (--shadow-replicas) are brought to each capture's start instead",
+			after.Stopped.Format(time.TimeOnly)))
 	}
 	c := &running{w: w, start: start, commits: commits, watched: make(chan struct{})}
 	c.lc = r.p.newLive(capture.NewRecorder(w, r.log), results, commits)

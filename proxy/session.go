@@ -108,9 +108,11 @@ func (s *session) serveCommands() error {
 			}
 			return fail(reasonClientGone, err, nil)
 		}
-		start := time.Now()
 		s.capMu.Lock()
 		locked = true
+		// After the lock: a start or stop that held it came first, and
+		// its synthetic records come before this command in time too.
+		start := time.Now()
 		if s.joined != nil || s.p.live.Load() != nil {
 			s.syncCaptureLocked(start)
 		}

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/proxy"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -171,5 +175,57 @@ func mustExecConn(t *testing.T, c *sql.Conn, q string) {
 	t.Helper()
 	if _, err := c.ExecContext(context.Background(), q); err != nil {
 		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// The capture controls' guards, against a real proxy: on loopback they
+// answer; bound to every interface without a token they are off (and the
+// proxy says so); with --admin-token-file they need the token. A directory
+// that already holds a capture is refused, and --duration ends a capture
+// on its own, saying so.
+func TestCaptureControlsGuards(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("0123456789abcdef-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	_, out := startProc(t, tandemBin, "proxy", "--listen", freeAddr(t), "--backend", srv.Addr(), "--metrics-addr", "0.0.0.0:"+port)
+	ls := lines(out)
+	if l := waitLine(t, ls, "--admin-token-file", 30*time.Second); !strings.Contains(l, "are off: the metrics address 0.0.0.0:"+port+" is not loopback") {
+		t.Errorf("no notice that the controls are off: %q", l)
+	}
+	if _, stderr, code := run(t, nil, "capture", "status", "--proxy", "127.0.0.1:"+port); code != 1 || !strings.Contains(stderr, "--admin") {
+		t.Errorf("status on a proxy bound to every interface without a token: exit %d, %q; want 1 naming the admin flags", code, stderr)
+	}
+
+	_, port2, _ := net.SplitHostPort(freeAddr(t))
+	_, out2 := startProc(t, tandemBin, "proxy", "--listen", freeAddr(t), "--backend", srv.Addr(), "--metrics-addr", "0.0.0.0:"+port2, "--admin-token-file", tokenFile)
+	waitLine(t, lines(out2), "listening on", 30*time.Second)
+	admin := "127.0.0.1:" + port2
+	if _, stderr, code := run(t, nil, "capture", "status", "--proxy", admin); code != 1 || !strings.Contains(stderr, "--admin-token-file") {
+		t.Errorf("status without the token: exit %d, %q; want 1 naming --admin-token-file", code, stderr)
+	}
+	capDir := filepath.Join(t.TempDir(), "cap")
+	tok := []string{"--proxy", admin, "--admin-token-file", tokenFile}
+	if text, stderr, code := run(t, nil, append([]string{"capture", "start", capDir, "--duration", "1s"}, tok...)...); code != 0 || !strings.Contains(text, "capturing into "+capDir) {
+		t.Fatalf("start with the token: exit %d\n%s%s", code, text, stderr)
+	}
+	var st proxy.Status
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		text, _, _ := run(t, nil, append([]string{"capture", "status", "--json"}, tok...)...)
+		if err := json.Unmarshal([]byte(text), &st); err == nil && !st.Capturing && st.Last != nil {
+			break
+		}
+	}
+	if st.Capturing || st.Last == nil || st.Last.Reason != proxy.StopDuration || st.Last.Dir != capDir {
+		t.Fatalf("after its 1 s: %+v, last %+v; want stopped by its duration", st, st.Last)
+	}
+	_, stderr, code := run(t, nil, append([]string{"capture", "start", capDir}, tok...)...)
+	if code != 1 || !strings.Contains(stderr, "already holds a capture") {
+		t.Errorf("a second capture into the same directory: exit %d, %q; want 1 and 'already holds a capture'", code, stderr)
+	}
+	if _, stderr, code := run(t, nil, append([]string{"capture", "stop"}, tok...)...); code != 1 || !strings.Contains(stderr, "no capture is running") {
+		t.Errorf("stop with none running: exit %d, %q", code, stderr)
 	}
 }
