@@ -21,6 +21,8 @@ help:
 	@echo "make lint        gofmt check, go vet, and go mod tidy -diff (go.mod/go.sum as tidy leaves them)"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
 	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog; each runs alone too)"
+	@echo "                 bench-proxy: REF=<rev> adds tandem@REF (that revision's relay-only proxy) with tandem/tandem@REF ratios;"
+	@echo "                 TARGETS=\"haproxy tandem tandem@REF\" runs only those (direct always); SECS, ROUNDS, THREADS"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 	@echo "make faults      feed tandem corrupt captures, killed runs, a dead target and a connect burst; one line per case"
 

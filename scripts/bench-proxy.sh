@@ -14,11 +14,46 @@
 #   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8);
 #   SECS=20 ROUNDS=3 (about 25 minutes) narrows the side-by-side ratios to a
 #   few per cent: on 2 CPUs, single 10 s runs vary by 10-20 %.
+#   REF=<git revision> builds that revision's tandem (git archive into the
+#   temp dir) and adds target tandem@REF: its relay-only proxy, flags as
+#   tandem's, measured alternately with the others (tandem and tandem@REF
+#   swap places every other round). Prints the CPU per statement of every
+#   proxy process, and tandem / tandem@REF for QPS and CPU per statement
+#   with a verdict against >= 0.98 (CPU <= 1/0.98).
+#   TARGETS="haproxy tandem tandem@REF" (space-separated; direct is always
+#   measured too, for the machine's figure) runs only those targets; default
+#   all. The capturing proxies, their shadows' servers and the side-by-side
+#   phase start only when selected. REF=HEAD measures the noise floor.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-8}
+REF=${REF:-}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+all_targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
+[ -z "$REF" ] || all_targets+=(tandem@REF)
+if [ -n "${TARGETS:-}" ]; then
+  targets=(direct)
+  for t in $TARGETS; do
+    [ "$t" != direct ] || continue
+    known=""; for a in "${all_targets[@]}"; do [ "$a" != "$t" ] || known=1; done
+    if [ -z "$known" ]; then
+      echo "bench-proxy: unknown target $t (known: ${all_targets[*]}; tandem@REF needs REF=<revision>)" >&2
+      exit 2
+    fi
+    targets+=("$t")
+  done
+else
+  targets=("${all_targets[@]}")
+fi
+# want TARGET: whether TARGET is measured.
+want() { local t; for t in "${targets[@]}"; do [ "$t" != "$1" ] || return 0; done; return 1; }
+want tandem+capture+2shadows && shadows=1 || shadows=""
+want tandem+capture && want tandem+capture+2shadows && pair=1 || pair=""
+if want tandem@REF; then
+  ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-proxy: REF=$REF: no such revision" >&2; exit 2; }
+fi
 work=$(mktemp -d /tmp/tandem-bench-proxy.XXXXXX)
 pids=()
 cleanup() {
@@ -31,19 +66,38 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-"$tandem" sandbox up innodb rocksdb --dir "$work/sandbox" >/dev/null
+if want tandem@REF; then
+  # The reference revision's own source and build, apart from this tree.
+  mkdir "$work/ref-src"
+  git -C "$repo" archive "$ref_rev" | tar -x -C "$work/ref-src"
+  (cd "$work/ref-src" && go build -o "$work/ref-tandem" ./cmd/tandem)
+  echo "tandem@REF: REF=$REF ($ref_rev), built from git archive; tandem: $tandem ($("$tandem" --version 2>/dev/null || true))"
+fi
+
+# The MyRocks server only for the shadows: an idle server still shares the CPUs.
+if [ -n "$shadows" ]; then
+  "$tandem" sandbox up innodb rocksdb --dir "$work/sandbox" >/dev/null
+else
+  "$tandem" sandbox up innodb --dir "$work/sandbox" >/dev/null
+fi
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
 db_port=$TANDEM_INNODB_PORT
 mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest; CREATE DATABASE sbtest_copy; CREATE DATABASE sbtest_b"
-mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
 sb_common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000)
 copy_dsn="root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_copy"
-rocks_dsn="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest,engine=rocksdb"
+prep=(--target "primary=root@tcp(127.0.0.1:$db_port)/sbtest")
+if [ -n "$shadows" ]; then
+  mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
+  rocks_dsn="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest,engine=rocksdb"
+  prep+=(--target "copy=$copy_dsn" --target "rocks=$rocks_dsn")
+fi
+[ -z "$pair" ] || prep+=(--target "b=root@tcp(127.0.0.1:$db_port)/sbtest_b")
 # The same rows everywhere: the shadows start as copies of the primary.
 # sbtest_b is the capture-only proxy's in the side-by-side runs.
-"$tandem" prepare --tables 4 --table-size 20000 --threads 2 --target "primary=root@tcp(127.0.0.1:$db_port)/sbtest" \
-  --target "copy=$copy_dsn" --target "rocks=$rocks_dsn" --target "b=root@tcp(127.0.0.1:$db_port)/sbtest_b" >/dev/null
+"$tandem" prepare --tables 4 --table-size 20000 --threads 2 "${prep[@]}" >/dev/null
 
+declare -A port=([direct]=$db_port) pid_of=()
+if want haproxy; then
 ha_port=$(free_port)
 cat > "$work/haproxy.cfg" <<CFG
 global
@@ -57,26 +111,43 @@ listen mysql
   bind 127.0.0.1:$ha_port
   server db 127.0.0.1:$db_port
 CFG
-haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pids+=($!)
+haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 & pid_of[haproxy]=$!; pids+=($!)
+port[haproxy]=$ha_port
+fi
 
+if want tandem; then
 t_port=$(free_port)
-"$tandem" proxy --listen 127.0.0.1:$t_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy.log" 2>&1 & pids+=($!)
+"$tandem" proxy --listen 127.0.0.1:$t_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy.log" 2>&1 & pid_of[tandem]=$!; pids+=($!)
+port[tandem]=$t_port
+fi
+if want tandem@REF; then
+r_port=$(free_port)
+"$work/ref-tandem" proxy --listen 127.0.0.1:$r_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-ref.log" 2>&1 & pid_of[tandem@REF]=$!; pids+=($!)
+port[tandem@REF]=$r_port
+fi
+if want tandem-blocking; then
 p_port=$(free_port)
-"$tandem" proxy --io blocking --listen 127.0.0.1:$p_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-blocking.log" 2>&1 & pids+=($!)
+"$tandem" proxy --io blocking --listen 127.0.0.1:$p_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-blocking.log" 2>&1 & pid_of[tandem-blocking]=$!; pids+=($!)
+port[tandem-blocking]=$p_port
+fi
+declare -A prof=() ppid_of=()
+if want tandem+capture; then
 c_port=$(free_port); c_metrics=$(free_port)
 "$tandem" proxy --listen 127.0.0.1:$c_port --backend 127.0.0.1:$db_port --capture "$work/capture" --metrics-addr 127.0.0.1:$c_metrics --pprof --log-level warn >"$work/proxy-capture.log" 2>&1 & capture_pid=$!; pids+=($capture_pid)
+port[tandem+capture]=$c_port; prof[tandem+capture]=$c_metrics; ppid_of[tandem+capture]=$capture_pid; pid_of[tandem+capture]=$capture_pid
+fi
+if [ -n "$shadows" ]; then
 # Row summaries as tandem+capture records them, so that the shadows are the
 # only difference (with checksums the shadows would compare row content too).
 s_port=$(free_port); s_metrics=$(free_port)
 "$tandem" proxy --listen 127.0.0.1:$s_port --backend 127.0.0.1:$db_port --capture "$work/capture-shadows" --capture-results summary \
   --shadow "copy=$copy_dsn" --shadow "rocks=$rocks_dsn" --shadow-drain-timeout 1s \
   --metrics-addr 127.0.0.1:$s_metrics --pprof --log-level warn >"$work/proxy-shadows.log" 2>&1 & shadows_pid=$!; pids+=($shadows_pid)
+port[tandem+capture+2shadows]=$s_port; prof[tandem+capture+2shadows]=$s_metrics; ppid_of[tandem+capture+2shadows]=$shadows_pid; pid_of[tandem+capture+2shadows]=$shadows_pid
+fi
 sleep 1
 
-declare -A port=([direct]=$db_port [haproxy]=$ha_port [tandem]=$t_port [tandem-blocking]=$p_port [tandem+capture]=$c_port [tandem+capture+2shadows]=$s_port)
-declare -A prof=([tandem+capture]=$c_metrics [tandem+capture+2shadows]=$s_metrics)
-targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
-declare -A cpu pcpu wcpu
+declare -A cpu pcpu wcpu proc
 
 # ticks PID...: CPU time (user + system) of the processes, in clock ticks.
 ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
@@ -89,7 +160,6 @@ wait_shadows() {
     sleep 0.5
   done
 }
-declare -A ppid_of=([tandem+capture]=$capture_pid [tandem+capture+2shadows]=$shadows_pid)
 
 # The client path is the goroutines that serve clients (the session loop:
 # relaying, parsing, recording into the capture queue), found by their
@@ -129,15 +199,30 @@ workloads=(oltp_point_select oltp_read_write)
 declare -A qps p95 ucpu ocpu fcpu
 
 for round in $(seq "$ROUNDS"); do
+  # tandem and tandem@REF swap places every other round, so that neither
+  # always runs after the other.
+  order=("${targets[@]}")
+  if [ $((round % 2)) = 0 ] && want tandem && want tandem@REF; then
+    for i in "${!order[@]}"; do
+      case "${order[$i]}" in tandem) order[$i]=tandem@REF ;; tandem@REF) order[$i]=tandem ;; esac
+    done
+  fi
   for w in "${workloads[@]}"; do
-    for tgt in "${targets[@]}"; do
+    for tgt in "${order[@]}"; do
       ppid=""
+      x0=""; [ -z "${pid_of[$tgt]:-}" ] || x0=$(ticks "${pid_of[$tgt]}")
       if [ -n "${prof[$tgt]:-}" ]; then
         workers=($(pgrep -P "${ppid_of[$tgt]}" || true))
         t0=$(ticks "${ppid_of[$tgt]}"); w0=$(ticks "${workers[@]}")
         curl -s -o "$work/cpu-$tgt.pb.gz" "http://127.0.0.1:${prof[$tgt]}/debug/pprof/profile?seconds=$((SECS - 1))" & ppid=$!
       fi
       out=$(sysbench "$w" "${sb_common[@]}" --mysql-port="${port[$tgt]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run)
+      if [ -n "$x0" ]; then
+        # CPU per statement of the proxy process, exactly, over the whole run.
+        x1=$(ticks "${pid_of[$tgt]}")
+        qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
+        proc[$w,$tgt]="${proc[$w,$tgt]:-} $(awk -v t=$((x1 - x0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
+      fi
       if [ -n "$ppid" ]; then
         t1=$(ticks "${ppid_of[$tgt]}"); w1=$(ticks "${workers[@]}")
         wait "$ppid"
@@ -180,7 +265,7 @@ done
 half=$(( THREADS / 2 > 0 ? THREADS / 2 : 1 ))
 sb_b=("${sb_common[@]/--mysql-db=sbtest/--mysql-db=sbtest_b}")
 declare -A side_p side_c side_q
-for round in $(seq "$ROUNDS"); do
+for round in $(seq "$([ -n "$pair" ] && echo "$ROUNDS" || echo 0)"); do
   for w in "${workloads[@]}"; do
     wait_shadows
     a0=$(ticks "$capture_pid"); b0=$(ticks "$shadows_pid")
@@ -203,18 +288,53 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-mean() { awk '{s=0; for (i=1;i<=NF;i++) s+=$i; printf "%.2f", s/NF}' <<<"$1"; }
+mean() { awk '{s=0; for (i=1;i<=NF;i++) s+=$i; if (NF) printf "%.2f", s/NF; else printf "0"}' <<<"${1:-}"; }
+# div A B: A/B to 3 places, or - without a B.
+div() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "-" }'; }
 echo
 printf '%-18s %-15s %10s %8s %10s %11s\n' workload target qps p95_ms vs_haproxy vs_tandem
 for w in "${workloads[@]}"; do
-  ha=$(mean "${qps[$w,haproxy]}")
-  tq=$(mean "${qps[$w,tandem]}")
+  ha=$(mean "${qps[$w,haproxy]:-}")
+  tq=$(mean "${qps[$w,tandem]:-}")
   for tgt in "${targets[@]}"; do
     q=$(mean "${qps[$w,$tgt]}")
     l=$(mean "${p95[$w,$tgt]}")
-    printf '%-18s %-15s %10.0f %8.2f %10.3f %11.3f\n' "$w" "$tgt" "$q" "$l" "$(awk -v a="$q" -v b="$ha" 'BEGIN{print a/b}')" "$(awk -v a="$q" -v b="$tq" 'BEGIN{print a/b}')"
+    printf '%-18s %-15s %10.0f %8.2f %10s %11s\n' "$w" "$tgt" "$q" "$l" "$(div "$q" "$ha")" "$(div "$q" "$tq")"
   done
 done
+echo
+echo "CPU per statement of each proxy process, µs (exact, from /proc, user + system over the whole run)"
+printf '%-18s' workload
+for tgt in "${targets[@]}"; do [ -z "${pid_of[$tgt]:-}" ] || printf ' %15s' "$tgt"; done
+echo
+for w in "${workloads[@]}"; do
+  printf '%-18s' "$w"
+  for tgt in "${targets[@]}"; do [ -z "${pid_of[$tgt]:-}" ] || printf ' %15s' "$(mean "${proc[$w,$tgt]}")"; done
+  echo
+done
+if want tandem && want tandem@REF; then
+  echo
+  echo "tandem ($tandem) against tandem@REF (REF=$REF, $ref_rev), both relaying without capture:"
+  echo "QPS and the proxy process's CPU per statement (µs), means of $ROUNDS rounds; per-round ratios"
+  printf '%-18s %9s %9s %7s   %7s %7s %7s   %-23s %s\n' workload qps qps@REF ratio cpu cpu@REF ratio "qps ratio per round" "cpu ratio per round"
+  # per_round A B: the ratio of each pair of A's and B's values.
+  per_round() { awk -v a="$1" -v b="$2" 'BEGIN{ n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), x[i]/y[i] }'; }
+  declare -A vq vc
+  for w in "${workloads[@]}"; do
+    a=$(mean "${qps[$w,tandem]}"); b=$(mean "${qps[$w,tandem@REF]}")
+    ca=$(mean "${proc[$w,tandem]}"); cb=$(mean "${proc[$w,tandem@REF]}")
+    vq[$w]=$(div "$a" "$b"); vc[$w]=$(div "$ca" "$cb")
+    printf '%-18s %9.0f %9.0f %7s   %7s %7s %7s   %-23s %s\n' "$w" "$a" "$b" "${vq[$w]}" "$ca" "$cb" "${vc[$w]}" "$(per_round "${qps[$w,tandem]}" "${qps[$w,tandem@REF]}")" "$(per_round "${proc[$w,tandem]}" "${proc[$w,tandem@REF]}")"
+  done
+  echo
+  for w in "${workloads[@]}"; do
+    awk -v w="$w" -v q="${vq[$w]}" -v c="${vc[$w]}" 'BEGIN{
+      mq = (q >= 0.98); mc = (c <= 1/0.98)
+      printf "verdict %-18s qps tandem/tandem@REF %s %s 0.98, cpu per statement %s %s %.3f: %s\n", w, q, (mq ? ">=" : "<"), c, (mc ? "<=" : ">"), 1/0.98, (mq && mc ? "MET" : "NOT MET")
+    }'
+  done
+fi
+if [ -n "$pair" ]; then
 echo
 echo "CPU per statement, µs, capture on without and with 2 shadows: the whole proxy process (exact,"
 echo "from /proc; the shadows run in worker processes), and the shadows' workers during the run"
@@ -246,11 +366,14 @@ for w in "${workloads[@]}"; do
   ca=$(mean "${side_c[$w,a]}"); cb=$(mean "${side_c[$w,b]}")
   printf '%-18s %8s %9s %6s   %8s %9s %6s\n' "$w" "$a" "$b" "$(ratio "$a" "$b")" "$ca" "$cb" "$(ratio "$ca" "$cb")"
 done
+fi
+if want tandem+capture; then
 echo
 echo "targets: tandem+capture >= 0.90 x haproxy; capture costs <= 5% (tandem+capture >= 0.95 x tandem);"
 echo "         shadows add <= 5% to the proxy's CPU per statement on the client path (their servers share these CPUs: QPS alone misleads)"
 echo
-curl -s "http://127.0.0.1:$s_metrics/metrics" | grep -E '^tandem_shadow_(lag_seconds|compared_total|up)' || true
+[ -z "$shadows" ] || curl -s "http://127.0.0.1:$s_metrics/metrics" | grep -E '^tandem_shadow_(lag_seconds|compared_total|up)' || true
 kill -TERM "$capture_pid" && wait "$capture_pid" || true   # flushes and closes the capture
 echo
 "$tandem" inspect "$work/capture" | sed -n '1,9p'
+fi
