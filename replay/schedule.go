@@ -340,13 +340,11 @@ func (rn *runner) mapKill(sql string) (string, bool) {
 	return k.Rewrite(sql, uint64(v.(uint32))), true
 }
 
-func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, infos ...*sqlinfo.Info) *order.Ticket {
+// ticket is the gate's ticket for a record (or a unit) whose statements
+// are infos; changes says whether it changes what others see (trxChanges).
+func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes bool, infos ...*sqlinfo.Info) *order.Ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
-	}
-	changes := false
-	for _, info := range infos {
-		changes = changes || info == nil || info.Changes()
 	}
 	tables, anyT := ticketTables(nil, infos...)
 	return rn.gate.Add(&order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
@@ -442,11 +440,13 @@ type sessionRunner struct {
 	wg       sync.WaitGroup
 	sessions map[uint64]chan job
 	cursors  map[uint64]*order.Cursor     // where each session stands in its tickets
+	trx      map[uint64]*trxChanges       // whether each session's open transaction changed anything
 	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func newSessionRunner() *sessionRunner {
-	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*order.Cursor{}, sqlOf: map[uint64]map[uint32]string{}}
+	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
+		sqlOf: map[uint64]map[uint32]string{}}
 }
 
 // statementOf returns the analysis of rec's statement for its ticket: a
@@ -521,7 +521,12 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if len(infos) == 1 && infos[0] != nil && infos[0].Changes() {
 		keys = rn.rowKeys(infos[0], rec)
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, infos...)
+	tc := sr.trx[key]
+	if tc == nil {
+		tc = &trxChanges{}
+		sr.trx[key] = tc
+	}
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, tc.record(rec, infos), infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -651,7 +656,12 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		infos := make([]*sqlinfo.Info, 0, len(u.jobs))
 		var keys []string
 		keyed := true
+		var tc trxChanges // a unit is one transaction: its end is a change if it changed anything
+		changes := false
 		for _, j := range u.jobs {
+			if statementRecord(j.rec) {
+				changes = tc.statement(j.info) || changes
+			}
 			if j.info != nil {
 				infos = append(infos, j.info)
 				if j.info.Changes() && keyed {
@@ -664,7 +674,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if !keyed {
 			keys = nil
 		}
-		u.t = rn.ticket(u.start, u.commitStart, nil, keys, infos...) // queued where it is taken
+		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, infos...) // queued where it is taken
 
 		pending = append(pending, u)
 		if len(pending) >= batch {
