@@ -121,7 +121,7 @@ func TestRuntimeCapturesUnderSysbench(t *testing.T) {
 	// A replica aligned to a point no longer replicates: each capture has
 	// a target at its start and a reference at its end of its own.
 	innodb, rocks := "innodb="+dsn("REPLICA_INNODB"), "rocks="+dsn("REPLICA_ROCKSDB")
-	refs := []string{"production="+dsn("REFERENCE"), "production="+dsn("REPLICA_ZSTD")}
+	refs := []string{"production=" + dsn("REFERENCE"), "production=" + dsn("REPLICA_ZSTD")}
 	tandem(t, "align", "--hold", innodb, rocks, refs[0], refs[1])
 
 	listen, admin := freeAddr(t), freeAddr(t)
