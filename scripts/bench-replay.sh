@@ -12,29 +12,71 @@
 #  3. Pacing: the invariant workloads captured through the proxy, replayed at
 #     --speed 1 onto two identical InnoDB copies (BenchmarkPacedReplayKeepsUp):
 #     replay time over the capture's span, lag p95, releases per 10,000.
+#  4. Order gate on real captures: sysbench oltp_read_only and oltp_read_write,
+#     16 threads at --rate=200 for CAPTURE_SECS, captured through tandem proxy
+#     in front of the InnoDB server, each replayed at --speed 0 with
+#     --order capture and --order none, alternating ROUNDS times, every run
+#     onto a fresh copy of the tables as they were when the captures began;
+#     prints each run's elapsed, the means and capture/none per workload
+#     (target for read-only <= 1.05). REF=<git revision> builds that
+#     revision's tandem (git archive into the temp dir) and replays the same
+#     captures with it too, alternating with this one.
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
-#   MEM_RECORDS (default 5000000; 0 skips part 2), PACE_SECS (default 10)
+#   MEM_RECORDS (default 5000000; 0 skips part 2), PACE_SECS (default 10),
+#   CAPTURE_SECS (default 10), PARTS (default "1 2 3 4": the parts to run,
+#   e.g. PARTS=4 or PARTS="1 4")
 set -euo pipefail
 tandem=${1:-bin/tandem}
+PARTS=" ${PARTS:-1 2 3 4} "; PARTS=${PARTS//,/ }
+CAPTURE_SECS=${CAPTURE_SECS:-10}
+REF=${REF:-}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# part N: whether part N runs.
+part() { [[ "$PARTS" == *" $1 "* ]]; }
 SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-8}
 MEM_RECORDS=${MEM_RECORDS:-5000000}
+if part 4 && [ -n "$REF" ]; then
+  ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-replay: REF=$REF: no such revision" >&2; exit 2; }
+fi
 work=$(mktemp -d /tmp/tandem-bench-replay.XXXXXX)
+pids=()
 cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
   "$tandem" sandbox down --dir "$work/sandbox" --purge >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$tandem" sandbox up innodb rocksdb --dir "$work/sandbox" >/dev/null
+if part 4 && [ -n "$REF" ]; then
+  # The reference revision's own source and build, apart from this tree.
+  mkdir "$work/ref-src"
+  git -C "$repo" archive "$ref_rev" | tar -x -C "$work/ref-src"
+  (cd "$work/ref-src" && go build -o "$work/ref-tandem" ./cmd/tandem)
+  echo "tandem@REF: REF=$REF ($ref_rev), built from git archive; tandem: $tandem ($("$tandem" --version 2>/dev/null || true))"
+fi
+
+# The MyRocks server only for part 2: an idle server still shares the CPUs.
+if part 2 && [ "$MEM_RECORDS" -gt 0 ]; then engines=(innodb rocksdb); else engines=(innodb); fi
+if part 1 || part 2 || part 4; then
+"$tandem" sandbox up "${engines[@]}" --dir "$work/sandbox" >/dev/null
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
 inno="root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest"
-rocks="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest"
 mariadb $TANDEM_INNODB_MARIADB -e "CREATE DATABASE sbtest"
-mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
-"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "innodb=$inno" --target "myrocks=$rocks,engine=rocksdb" >/dev/null
+prep=(--target "innodb=$inno")
+if [ ${#engines[@]} = 2 ]; then
+  rocks="root@tcp(127.0.0.1:$TANDEM_ROCKSDB_PORT)/sbtest"
+  mariadb $TANDEM_ROCKSDB_MARIADB -e "CREATE DATABASE sbtest"
+  prep+=(--target "myrocks=$rocks,engine=rocksdb")
+fi
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 "${prep[@]}" >/dev/null
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
+mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
 
+if part 1; then
 echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
 "$tandem" synth oltp_point_select --out "$work/ps" --tables 4 --table-size 20000 --threads "$THREADS" --events 200000 >/dev/null
 sb=() tr=() tp=() to=() tm=()
@@ -50,7 +92,6 @@ replay_qps() { # io mode, order, metrics (on: served and scraped every second, a
     --order "$2" --metrics-addr "$maddr" --target "innodb=$inno" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["points"][0]["targets"][0]["qps"])'
   if [ -n "$scraper" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null || true; fi
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 for round in $(seq "$ROUNDS"); do
   out=$(sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$TANDEM_INNODB_PORT" \
     --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --time="$SECS" --report-interval=0 run)
@@ -68,12 +109,12 @@ for round in $(seq "$ROUNDS"); do
   printf 'round %d  sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)\n' \
     "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")" "$o" "$(ratio "$o" "$q")" "$m" "$(ratio "$r" "$m")"
 done
-mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
 msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}"); mto=$(mean "${to[@]}"); mtm=$(mean "${tm[@]}")
 printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)   (target >= 0.95)\n' \
   "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")" "$mto" "$(ratio "$mto" "$msb")" "$mtm" "$(ratio "$mtr" "$mtm")"
+fi
 
-if [ "$MEM_RECORDS" -gt 0 ]; then
+if part 2 && [ "$MEM_RECORDS" -gt 0 ]; then
   echo
   echo "== 2. memory: $MEM_RECORDS-record capture against InnoDB and MyRocks at once"
   "$tandem" synth oltp_point_select --out "$work/big" --tables 4 --table-size 20000 --threads 16 --events "$MEM_RECORDS" >/dev/null
@@ -84,6 +125,7 @@ if [ "$MEM_RECORDS" -gt 0 ]; then
   printf 'peak RSS %.1f MB over %.0f s (target < 300 MB)\n' "$(awk -v k="$rss" 'BEGIN{print k/1024}')" "$secs"
 fi
 
+if part 3; then
 echo
 echo "== 3. pacing: the invariant workloads (bank, order entry) captured through the proxy from 8 connections for ${PACE_SECS:-10} s,"
 echo "   replayed at --speed 1 onto two identical InnoDB copies: replay time / capture span (target <= 1.10), lag p95 (target < 1000 ms),"
@@ -96,3 +138,102 @@ BENCH_SECS="${PACE_SECS:-10}" go test -run '^$' -bench BenchmarkPacedReplayKeeps
     printf "%-8s replay/span %.3f / %.3f   lag p95 %.0f / %.0f ms   reruns %d / %d   released/10k %.2f / %.2f   %s\n", name,
       v["replay/span-a"], v["replay/span-b"], v["lag-p95-ms-a"], v["lag-p95-ms-b"], v["reruns-a"], v["reruns-b"], v["released/10k-a"], v["released/10k-b"], ok ? "meets the targets" : "MISSES a target"
   } /FAIL|panic/ { print }'
+fi
+
+if part 4; then
+echo
+echo "== 4. order gate on real captures: sysbench oltp_read_only and oltp_read_write, 16 threads at --rate=200 for ${CAPTURE_SECS}s,"
+echo "   captured through tandem proxy onto InnoDB; each replayed at --speed 0 with --order capture and none alternating, $ROUNDS rounds,"
+echo "   every run onto a fresh copy of the tables as the captures found them (target read-only capture/none <= 1.05)"
+builds=(tandem); [ -z "$REF" ] || builds+=(tandem@REF)
+declare -A bin=([tandem]="$tandem" [tandem@REF]="$work/ref-tandem")
+dbq() { mariadb $TANDEM_INNODB_MARIADB "$@"; }
+# copy_db FROM TO: TO becomes a copy of FROM's sbtest1..4.
+copy_db() {
+  local sql="DROP DATABASE IF EXISTS $2; CREATE DATABASE $2;" i
+  for i in 1 2 3 4; do sql+="CREATE TABLE $2.sbtest$i LIKE $1.sbtest$i; INSERT INTO $2.sbtest$i SELECT * FROM $1.sbtest$i;"; done
+  dbq -e "$sql"
+}
+# sbtest0: the tables before any capture (the read-only capture leaves them so;
+# the read/write one starts from them), the start state of every replay.
+copy_db sbtest sbtest0
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+workloads=(oltp_read_only oltp_read_write)
+for w in "${workloads[@]}"; do
+  "$tandem" proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$work/cap-$w" --metrics-addr off \
+    --log-level warn >"$work/proxy-$w.log" 2>&1 & ppid=$!; pids=("$ppid")
+  for _ in $(seq 100); do [ -z "$(ss -Hltn "sport = :$pport")" ] || break; sleep 0.1; done
+  sysbench "$w" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$pport" --mysql-user=root --mysql-db=sbtest \
+    --tables=4 --table-size=20000 --threads=16 --rate=200 --time="$CAPTURE_SECS" --report-interval=0 run >"$work/sysbench-$w.log"
+  kill -TERM "$ppid"; wait "$ppid" || echo "proxy for $w exited $?: $(tail -3 "$work/proxy-$w.log")"
+  pids=()
+  "$tandem" inspect "$work/cap-$w" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin); w = sys.argv[1]; tps = sys.argv[2]
+print("capture %-16s %7d records, %d sessions over %.1f s (sysbench %s tps), closed cleanly: %s" % (w, d["records"], d["sessions"], d["span_seconds"], tps, d["closed_cleanly"]))
+' "$w" "$(sed -n 's/.*transactions:.*(\([0-9.]*\) per sec.)/\1/p' "$work/sysbench-$w.log")"
+done
+[ "$(dbq -N -e 'CHECKSUM TABLE sbtest.sbtest1, sbtest.sbtest2, sbtest.sbtest3, sbtest.sbtest4' | awk '{print $2}')" \
+  != "$(dbq -N -e 'CHECKSUM TABLE sbtest0.sbtest1, sbtest0.sbtest2, sbtest0.sbtest3, sbtest0.sbtest4' | awk '{print $2}')" ] ||
+  echo "note: the read/write capture changed nothing?"
+# replay_once BUILD WORKLOAD ORDER: "elapsed wall" of one replay onto a fresh
+# copy of sbtest0 (sbtest_r), with a line of its counts in $work/counts.
+replay_once() {
+  copy_db sbtest0 sbtest_r
+  rm -rf "$work/run"
+  local t0 t1 rc=0
+  t0=$(date +%s.%N)
+  "${bin[$1]}" replay "$work/cap-$2" --speed 0 --order "$3" --metrics-addr off --json --run "$work/run" \
+    --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_r" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
+  t1=$(date +%s.%N)
+  python3 - "$work/replay.json" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')" "$work/counts" <<'PY'
+import json, sys
+path, rc, wall, counts = sys.argv[1:5]
+try:
+    d = json.load(open(path))
+except Exception as e:
+    print("nan", wall); open(counts, "w").write(f"exit {rc}, no report ({e})"); sys.exit()
+t = d["points"][0]["targets"][0]
+dv = t.get("divergences_from_capture") or {}
+div = sum((dv.get("by_class") or {}).values())
+line = (f"errors {t.get('errors', 0)}  divergent {div}  ambiguous {dv.get('order_ambiguous', 0)}  of {dv.get('compared', 0)} compared  "
+        f"waits {t.get('order_waits', 0)}  reruns {t.get('order_reruns', 0)}  released {t.get('order_released', 0)}  "
+        f"deadlocks {t.get('deadlocks_and_lock_waits', 0)}  failed trx {t.get('failed_transactions', 0)}")
+if int(rc): line += f"  exit {rc}"
+if t.get("error_codes"): line += f"  codes {t['error_codes']}"
+if div: line += f"  by class {dv['by_class']}"
+open(counts, "w").write(line)
+print(f"{t['elapsed_seconds']:.3f}", wall)
+PY
+}
+declare -A secs=()
+mean3() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.3f", s/NR}'; }
+for round in $(seq "$ROUNDS"); do
+  # modes and builds swap places every other round (the machine drifts)
+  if [ $((round % 2)) = 1 ]; then modes=(capture none); order=("${builds[@]}"); else modes=(none capture); order=(); for ((i=${#builds[@]}-1; i>=0; i--)); do order+=("${builds[$i]}"); done; fi
+  for w in "${workloads[@]}"; do
+    for b in "${order[@]}"; do
+      for m in "${modes[@]}"; do
+        read -r e wall < <(replay_once "$b" "$w" "$m")
+        secs[$w,$b,$m]+="$e "
+        printf 'round %d  %-16s %-10s --order %-7s %7.3f s (wall %6.3f)  %s\n' "$round" "$w" "$b" "$m" "$e" "$wall" "$(cat "$work/counts")"
+      done
+    done
+  done
+done
+echo
+printf '%-16s %-10s %9s %9s %12s   %s\n' workload build capture none capture/none "per round"
+for w in "${workloads[@]}"; do
+  for b in "${builds[@]}"; do
+    c=$(mean3 ${secs[$w,$b,capture]}); n=$(mean3 ${secs[$w,$b,none]})
+    pr=$(paste -d' ' <(tr ' ' '\n' <<<"${secs[$w,$b,capture]}" | sed '/^$/d') <(tr ' ' '\n' <<<"${secs[$w,$b,none]}" | sed '/^$/d') | awk '{printf "%s%.3f", (NR>1?" ":""), $1/$2}')
+    printf '%-16s %-10s %8.3fs %8.3fs %12s   %s\n' "$w" "$b" "$c" "$n" "$(awk -v a="$c" -v b="$n" 'BEGIN{printf "%.3f", a/b}')" "$pr"
+  done
+done
+for b in "${builds[@]}"; do
+  awk -v b="$b" -v c="${secs[oltp_read_only,$b,capture]}" -v n="${secs[oltp_read_only,$b,none]}" 'BEGIN{
+    k = split(c, x, " "); split(n, y, " "); for (i = 1; i <= k; i++) { sc += x[i]; sn += y[i] }
+    r = sc / sn; printf "verdict oltp_read_only %-10s --order capture/none %.3f %s 1.05: %s\n", b, r, (r <= 1.05 ? "<=" : ">"), (r <= 1.05 ? "MET" : "NOT MET") }'
+done
+[ -z "$REF" ] || echo "tandem@REF: REF=$REF ($ref_rev)"
+fi
