@@ -9,12 +9,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/tandemdb/tandem/proxy"
+	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -228,4 +233,68 @@ func TestCaptureControlsGuards(t *testing.T) {
 	if _, stderr, code := run(t, nil, append([]string{"capture", "stop"}, tok...)...); code != 1 || !strings.Contains(stderr, "no capture is running") {
 		t.Errorf("stop with none running: exit %d, %q", code, stderr)
 	}
+}
+
+// Shadows follow each capture taken at runtime: a proxy started with
+// --shadow and no --capture feeds no shadow while it only relays; each
+// of two captures started with 'tandem capture start' gets its own
+// shadow run (CAPTURE.shadows/NAME), which compares what that capture
+// holds with the primary's answers. Read-only traffic, so the copy stays
+// a copy between the captures.
+func TestShadowsFollowRuntimeCaptures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB and sysbench; skipped with -short")
+	}
+	inno, primary, cp := sbtestCopies(t, 2, 2000)
+	listen, admin := freeAddr(t), freeAddr(t)
+	_, out := startProc(t, tandemBin, "proxy", "--listen", listen, "--backend", inno.Addr(), "--metrics-addr", admin,
+		"--shadow", "copy="+cp, "--shadow-drain-timeout", "30s")
+	ls := lines(out)
+	waitLine(t, ls, "listening on", 30*time.Second)
+	c, _ := driverDSN(primary)
+	_, port, _ := net.SplitHostPort(listen)
+	sb := exec.Command("sysbench", "oltp_read_only", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+port, "--mysql-user=root",
+		"--mysql-db="+c, "--tables=2", "--table-size=2000", "--threads=4", "--time=6", "--rate=40", "--report-interval=0", "run")
+	var sbOut strings.Builder
+	sb.Stdout, sb.Stderr = &sbOut, &sbOut
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	caps := []string{filepath.Join(t.TempDir(), "cap1"), filepath.Join(t.TempDir(), "cap2")}
+	for _, capDir := range caps {
+		time.Sleep(time.Second)
+		if text, stderr, code := run(t, nil, "capture", "start", capDir, "--proxy", admin); code != 0 {
+			t.Fatalf("capture start: exit %d\n%s%s", code, text, stderr)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if text, stderr, code := run(t, nil, "capture", "stop", "--proxy", admin); code != 0 {
+			t.Fatalf("capture stop: exit %d\n%s%s", code, text, stderr)
+		}
+	}
+	if err := sb.Wait(); err != nil || !regexp.MustCompile(`reconnects:\s+0\b`).MatchString(sbOut.String()) {
+		t.Fatalf("sysbench through the proxy: %v\n%s", err, sbOut.String())
+	}
+	for i, capDir := range caps {
+		text, stderr, code := run(t, nil, "report", capDir+".shadows/copy", "--format", "json")
+		if code != 0 {
+			t.Fatalf("capture %d: the shadow's run: exit %d %s", i+1, code, stderr)
+		}
+		var rep report.Report
+		if err := json.Unmarshal([]byte(text), &rep); err != nil {
+			t.Fatal(err)
+		}
+		tg := rep.Points[0].Targets[0]
+		if vc := tg.VsCapture; vc == nil || vc.Compared < 100 || vc.Total() != 0 || tg.Errors != 0 {
+			t.Errorf("capture %d: shadow copy compared %+v, errors %d; want many compared, 0 divergent, no error", i+1, vc, tg.Errors)
+		}
+	}
+}
+
+// driverDSN is the database a go-sql-driver DSN names.
+func driverDSN(dsn string) (string, error) {
+	c, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	return c.DBName, nil
 }
