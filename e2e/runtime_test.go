@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/internal/clitest"
 	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -27,21 +27,7 @@ import (
 var tandemBin string
 
 // TestMain builds the real binary once.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tandem-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tandemBin = filepath.Join(dir, "tandem")
-	if out, err := exec.Command("go", "build", "-o", tandemBin, "../cmd/tandem").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build tandem: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := sandboxtest.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "../cmd/tandem", &tandemBin)) }
 
 // tandem runs the binary and fails the test unless it exits 0.
 func tandem(t *testing.T, args ...string) string {
@@ -55,26 +41,9 @@ func tandem(t *testing.T, args ...string) string {
 	return out.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return clitest.FreeAddr(t) }
 
-func waitTCP(t *testing.T, addr string) {
-	t.Helper()
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-	}
-	t.Fatalf("nothing listens on %s", addr)
-}
+func waitTCP(t *testing.T, addr string) { clitest.WaitTCP(t, addr) }
 
 // The runtime capture's journey (#26), as a user on a production primary
 // takes it: a proxy in the path relays sysbench oltp_read_write from 8

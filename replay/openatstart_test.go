@@ -21,11 +21,6 @@ import (
 // session 2 connects and quits during the capture.
 func writeOpenAtStartCapture(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := store.Create(dir, store.WriterOptions{Source: "replay test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now().Truncate(time.Millisecond)
 	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
 	syn, before, stop := store.FlagOpenAtStart, store.FlagBeforeStart, store.FlagOpenAtStop
@@ -52,6 +47,18 @@ func writeOpenAtStartCapture(t *testing.T) string {
 		{Session: 2, Start: ms(12), Kind: store.KindQuit},              // 13
 		{Session: 1, Start: ms(14), Kind: store.KindQuit, Flags: stop}, // 14
 		{Session: 3, Start: ms(14), Kind: store.KindQuit, Flags: stop}, // 15
+	}
+	return writeRecords(t, recs)
+}
+
+// writeRecords writes recs, in order, as a capture in a new temporary
+// directory and returns it: a hand-made capture for a test.
+func writeRecords(t *testing.T, recs []store.Record) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "replay test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := range recs {
 		if _, err := w.Append(&recs[i]); err != nil {

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,11 +57,6 @@ func TestTrxChangesOrdersEndsOfReadOnlyTransactionsAsReads(t *testing.T) {
 // a read that began, in the capture, after session 1's COMMIT ended.
 func orderCapture(t *testing.T, wrote bool) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := store.Create(dir, store.WriterOptions{Source: "replay test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now().Truncate(time.Millisecond)
 	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
 	ok := store.Response{Kind: store.RespOK}
@@ -83,15 +77,7 @@ func orderCapture(t *testing.T, wrote bool) string {
 	recs = append(recs, q(1, 6, 400, "SELECT SLEEP(0.4)", row), q(1, 407, 1, "COMMIT", ok),
 		q(2, 410, 1, "SELECT id FROM t WHERE id = 1", row),
 		store.Record{Session: 1, Start: ms(420), Kind: store.KindQuit}, store.Record{Session: 2, Start: ms(420), Kind: store.KindQuit})
-	for i := range recs {
-		if _, err := w.Append(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return writeRecords(t, recs)
 }
 
 // The order gate holds a read back only for an earlier transaction that

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tandemdb/tandem/internal/clitest"
 	"github.com/tandemdb/tandem/replay"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -25,21 +26,7 @@ import (
 var tandemBin string
 
 // TestMain builds the real binary once; the tests run it as a user would.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tandem-cli-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tandemBin = filepath.Join(dir, "tandem")
-	if out, err := exec.Command("go", "build", "-o", tandemBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build tandem: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := sandboxtest.Main(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m, ".", &tandemBin)) }
 
 // run runs tandem and returns stdout, stderr and the exit code.
 func run(t *testing.T, env []string, args ...string) (string, string, int) {

@@ -23,19 +23,12 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/tandemdb/tandem/grafana"
+	"github.com/tandemdb/tandem/internal/clitest"
 	"github.com/tandemdb/tandem/report"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return clitest.FreeAddr(t) }
 
 // startProc starts tandem (or another program) in the background; it is
 // interrupted and waited for when the test ends.
@@ -78,16 +71,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-func waitTCP(t *testing.T, addr string) {
-	t.Helper()
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-	}
-	t.Fatalf("nothing listens on %s", addr)
-}
+func waitTCP(t *testing.T, addr string) { clitest.WaitTCP(t, addr) }
 
 // promQuery evaluates expr now through Prometheus's HTTP API and returns
 // each series' labels and value.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"os"
@@ -23,30 +22,10 @@ func TestSecondCtrlCStopsTheProxyAtOnce(t *testing.T) {
 	capDir := filepath.Join(t.TempDir(), "cap")
 	listen := freeAddr(t)
 	p, out := startProc(t, tandemBin, "proxy", "--listen", listen, "--backend", srv.Addr(), "--capture", capDir, "--metrics-addr", "off", "--drain-timeout", "60s")
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	ls := lines(out)
 	waitFor := func(what string, within time.Duration) string {
 		t.Helper()
-		deadline := time.After(within)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the proxy's output ended before %q", what)
-				}
-				if strings.Contains(l, what) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("no %q within %v", what, within)
-			}
-		}
+		return waitLine(t, ls, what, within)
 	}
 	waitFor("listening on", 30*time.Second)
 	db, err := sql.Open("mysql", strings.Replace(dsn, srv.Addr(), listen, 1))
