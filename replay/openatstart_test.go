@@ -142,3 +142,31 @@ func TestReplayOfSessionsOpenAtCaptureStart(t *testing.T) {
 		}
 	}
 }
+
+// Under --concurrency a session's SETs are carried to whichever
+// connection runs its next transaction: one the capture's server took
+// (a synthetic SET of a session open at the start included) that a target
+// refuses is that target's error. Before, it was dropped unseen.
+func TestRegroupedSETRefusedByATargetIsAnError(t *testing.T) {
+	ta, tb, dba, dbb := twoInnoDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(20), k INT)",
+			"INSERT INTO t VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3)")
+	}
+	at := time.Now().Truncate(time.Millisecond)
+	ok := store.Response{Kind: store.RespOK}
+	syn := store.FlagOpenAtStart
+	capDir := writeRecords(t, []store.Record{
+		{Session: 3, Start: at, Kind: store.KindConnect, Flags: syn, User: "app", Schema: "shop", Resp: ok},
+		{Session: 3, Start: at, Kind: store.KindQuery, Flags: syn, Schema: "shop", SQL: "SET SESSION tandem_no_such_variable = 1", Resp: ok},
+		{Session: 3, Start: at.Add(2 * time.Millisecond), Duration: time.Millisecond, Kind: store.KindQuery, Schema: "shop",
+			SQL: "SELECT k FROM t WHERE id = 1", Resp: store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}},
+		{Session: 3, Start: at.Add(4 * time.Millisecond), Kind: store.KindQuit, Flags: store.FlagOpenAtStop},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 2 }, ta, tb)
+	for _, tr := range rep.Targets {
+		if tr.Errors != 1 || tr.ErrorCodes["1193"] != 1 {
+			t.Errorf("%s: errors %d %v; want the synthetic SET of an unknown variable, 1193", tr.Name, tr.Errors, tr.ErrorCodes)
+		}
+	}
+}

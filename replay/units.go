@@ -24,6 +24,10 @@ type job struct {
 type setVar struct {
 	name, text string
 	version    int
+	// ok: the server accepted it in the capture (a synthetic SET of a
+	// session open at the capture's start was accepted too): failing on a
+	// target is then that target's error, not the capture's.
+	ok bool
 }
 
 // unit is what --concurrency runs on one connection at once: a
@@ -169,7 +173,7 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 		if as, ok := sqlinfo.SetAssignments(j.sql); ok {
 			s.version++
 			for _, a := range as {
-				s.setVar(a, s.version)
+				s.setVar(a, s.version, rec.Resp.Kind == store.RespOK)
 			}
 			if s.open == nil {
 				return done // state, applied before the session's next unit
@@ -208,14 +212,14 @@ func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *uni
 }
 
 // setVar records a's value as the session's latest for its variable.
-func (s *regroupSession) setVar(a sqlinfo.Assignment, version int) {
+func (s *regroupSession) setVar(a sqlinfo.Assignment, version int, ok bool) {
 	for i := range s.sets {
 		if s.sets[i].name == a.Name {
-			s.sets[i].text, s.sets[i].version = a.Text, version
+			s.sets[i].text, s.sets[i].version, s.sets[i].ok = a.Text, version, ok
 			return
 		}
 	}
-	s.sets = append(s.sets, setVar{name: a.Name, text: a.Text, version: version})
+	s.sets = append(s.sets, setVar{name: a.Name, text: a.Text, version: version, ok: ok})
 }
 
 // flush returns the units still open when the capture ends: transactions

@@ -632,7 +632,14 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 		for _, s := range u.sets {
 			if s.version > from {
 				var r conn.Result
-				w.c.Query(ctx, s.text, &r) // as the session did; a failing SET failed in the capture too
+				if err := w.c.Query(ctx, s.text, &r); err != nil && s.ok {
+					// The capture's server took it; this target did not,
+					// and the session goes on in another state: the
+					// target's error (one that failed in the capture too
+					// is as captured).
+					var o store.Outcome
+					w.fill(&o, &r, err, nil) // counts it
+				}
 				w.carried++
 			}
 		}
