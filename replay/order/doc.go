@@ -75,4 +75,33 @@
 // (OutcomeOrderReleased), as are the records of a transaction run again
 // (OutcomeOrderRerun), and their divergences are counted as
 // order-ambiguous.
+//
+// # Cost
+//
+// What a ticket costs depends on the tickets it overlapped in the
+// capture, not on how many sessions the capture has. With P tickets
+// pending (registered, not done) in a lane and W waiters:
+//
+//   - Add (Register) inserts the ticket in its lanes, kept sorted by end,
+//     searching from the back: tickets arrive in start order, so it moves
+//     past only the pending tickets that started before it and end after
+//     it — those in flight around it in the capture. O(k), k at most the
+//     sessions with a statement in flight at its start.
+//   - Wait's common case is one atomic load (nothing earlier is pending).
+//     Otherwise it walks the lane's front up to its threshold: the
+//     tickets that ended before it and are not yet popped (done ones
+//     leave the front as soon as the oldest pending one is done), plus,
+//     for a statement sent in lock order, a binary search (O(log P)) to
+//     the conflicting changes that overlapped it. A waiter parks in a
+//     heap ordered by threshold: O(log W).
+//   - Finish pops the done front (amortized O(1) per ticket, each leaves
+//     once) and wakes the waiters it releases (O(log W) each).
+//
+// The one case that is linear in the backlog: a ticket that stays
+// pending long (a slow statement, a stall) holds the front; tickets done
+// after it wait to be popped, and each waiter's walk passes them. The
+// in-flight and hard bounds above limit how long that lasts. One mutex
+// per target serializes the Gate: the walks are short because what can
+// overlap in a capture is bounded by the sessions active at once, which a
+// server's max_connections bounds too.
 package order
