@@ -54,7 +54,7 @@ func TestTrxChangesOrdersEndsOfReadOnlyTransactionsAsReads(t *testing.T) {
 
 // orderCapture writes two sessions by hand: session 1 runs a transaction
 // whose middle statement sleeps 0.4 s (a read, or after a write), session 2
-// a read that began, in the capture, after session 1's COMMIT ended.
+// connects and reads after session 1's COMMIT ended, in the capture.
 func orderCapture(t *testing.T, wrote bool) string {
 	t.Helper()
 	at := time.Now().Truncate(time.Millisecond)
@@ -66,7 +66,6 @@ func orderCapture(t *testing.T, wrote bool) string {
 	}
 	recs := []store.Record{
 		{Session: 1, Start: at, Duration: time.Millisecond, Kind: store.KindConnect, Schema: "shop", Resp: ok},
-		{Session: 2, Start: at, Duration: time.Millisecond, Kind: store.KindConnect, Schema: "shop", Resp: ok},
 		q(1, 2, 1, "BEGIN", ok),
 	}
 	if wrote {
@@ -74,8 +73,12 @@ func orderCapture(t *testing.T, wrote bool) string {
 	} else {
 		recs = append(recs, q(1, 4, 1, "SELECT c FROM t WHERE id = 1", row))
 	}
+	// Session 2 begins after session 1's COMMIT ended: nothing of it can
+	// wait for anything but that transaction, which the sleep keeps open
+	// while session 2 is dispatched (--speed 0).
 	recs = append(recs, q(1, 6, 400, "SELECT SLEEP(0.4)", row), q(1, 407, 1, "COMMIT", ok),
-		q(2, 410, 1, "SELECT id FROM t WHERE id = 1", row),
+		store.Record{Session: 2, Start: ms(410), Duration: time.Millisecond, Kind: store.KindConnect, Schema: "shop", Resp: ok},
+		q(2, 412, 1, "SELECT id FROM t WHERE id = 1", row),
 		store.Record{Session: 1, Start: ms(420), Kind: store.KindQuit}, store.Record{Session: 2, Start: ms(420), Kind: store.KindQuit})
 	return writeRecords(t, recs)
 }
