@@ -313,6 +313,9 @@ func (c *Conn) fail(op string, err error, ctx context.Context) error {
 		cause = store.CauseTimeout
 	case ctx != nil && ctx.Err() != nil || c.life.Err() != nil:
 		cause = store.CauseCancelled
+		if ctx == nil || ctx.Err() == nil {
+			ctx = c.life // a call with no context of its own (a close) ended with the connection's life
+		}
 		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			cause = store.CauseTimeout
 		}
