@@ -262,7 +262,7 @@ func (r *Runner) watch(ctx context.Context, c *running, d time.Duration) {
 		case <-tick.C:
 			if err := c.w.Err(); err != nil {
 				reason := StopDiskFull
-				if errors.Is(err, store.ErrStopped) && c.state.MaxBytes > 0 && c.w.Stats().Bytes >= uint64(c.state.MaxBytes) {
+				if errors.Is(err, store.ErrBudget) {
 					reason = StopMaxBytes
 				}
 				go r.stop(c, reason)

@@ -193,6 +193,9 @@ var (
 	// ErrStopped: the capture stopped recording (its budget, or the
 	// disk's free-space floor); relaying goes on.
 	ErrStopped = errors.New("store: capture stopped")
+	// ErrBudget: it stopped at its size budget (WriterOptions.MaxBytes),
+	// with ErrStopped; without it, the disk's free-space floor stopped it.
+	ErrBudget = errors.New("store: capture budget reached")
 	// ErrFailed: the capture store could not write (a full disk, its
 	// directory removed or made read-only) and stopped recording; relaying
 	// goes on, and what was synced before is readable once the process

@@ -479,6 +479,7 @@ func (w *Writer) flusher() {
 // disk its free-space floor (see WriterOptions); it runs in the flusher.
 func (w *Writer) checkSpace() {
 	var why string
+	budget := false // why is the budget, not the disk
 	// The records' encoded bytes, at every commit (the log grows by as
 	// much); the directory's size and the disk's free space once a second,
 	// and sooner once what was written since the last look could have
@@ -487,7 +488,7 @@ func (w *Writer) checkSpace() {
 	// statements must not write through the floor between two looks.
 	b := int64(w.bytes.Load())
 	if w.opts.MaxBytes > 0 && b >= w.opts.MaxBytes {
-		why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes of records)", w.opts.MaxBytes, b)
+		why, budget = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes of records)", w.opts.MaxBytes, b), true
 	}
 	soon := w.spaceMargin >= 0 && b-w.bytesAtSpaceCheck >= w.spaceMargin/4
 	if why == "" && !soon && time.Since(w.lastSpaceCheck) < time.Second {
@@ -502,7 +503,7 @@ func (w *Writer) checkSpace() {
 	}
 	if why == "" && w.opts.MaxBytes > 0 {
 		if n, err := dirSize(w.dir); err == nil && n >= w.opts.MaxBytes {
-			why = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes on disk)", w.opts.MaxBytes, n)
+			why, budget = fmt.Sprintf("the capture reached its budget (--capture-max-bytes %d; %d bytes on disk)", w.opts.MaxBytes, n), true
 		}
 	}
 	if why == "" && w.opts.MinFreeBytes > 0 {
@@ -520,7 +521,7 @@ func (w *Writer) checkSpace() {
 	}
 	w.mu.Lock()
 	if w.mu.err == nil {
-		w.mu.err = fmt.Errorf("%w: %s", ErrStopped, why)
+		w.mu.err = &stoppedError{why: why, budget: budget}
 		w.mu.stopped, w.mu.stoppedAt = true, time.Now().UTC()
 		w.space.Broadcast()
 		w.opts.Logger.Error("capture stopped; relaying goes on", "reason", why, "records", w.committed.Load())
@@ -747,4 +748,17 @@ func removeWALs(dir string) error {
 		}
 	}
 	return nil
+}
+
+// stoppedError is why a writer stopped recording: ErrStopped, and
+// ErrBudget too when its size budget stopped it.
+type stoppedError struct {
+	why    string
+	budget bool
+}
+
+func (e *stoppedError) Error() string { return ErrStopped.Error() + ": " + e.why }
+
+func (e *stoppedError) Is(target error) bool {
+	return target == ErrStopped || e.budget && target == ErrBudget
 }

@@ -233,6 +233,22 @@ func TestCaptureControlsGuards(t *testing.T) {
 	if _, stderr, code := run(t, nil, append([]string{"capture", "stop"}, tok...)...); code != 1 || !strings.Contains(stderr, "no capture is running") {
 		t.Errorf("stop with none running: exit %d, %q", code, stderr)
 	}
+	// A budget smaller than an empty capture: it stops at once, and says
+	// it was its budget, not the disk.
+	small := filepath.Join(t.TempDir(), "small")
+	if text, stderr, code := run(t, nil, append([]string{"capture", "start", small, "--max-bytes", "1"}, tok...)...); code != 0 {
+		t.Fatalf("start with --max-bytes 1: exit %d\n%s%s", code, text, stderr)
+	}
+	st = proxy.Status{}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		text, _, _ := run(t, nil, append([]string{"capture", "status", "--json"}, tok...)...)
+		if err := json.Unmarshal([]byte(text), &st); err == nil && !st.Capturing && st.Last != nil && st.Last.Dir == small {
+			break
+		}
+	}
+	if st.Capturing || st.Last == nil || st.Last.Reason != proxy.StopMaxBytes || !strings.Contains(st.Last.Err, "budget") {
+		t.Errorf("after --max-bytes 1: %+v, last %+v; want stopped by max-bytes", st, st.Last)
+	}
 }
 
 // Shadows follow each capture taken at runtime: a proxy started with
