@@ -11,7 +11,7 @@ export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 # Debian packages the tests and the demo need. Later features append here.
 DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog faults clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog bench-scale faults clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -20,9 +20,11 @@ help:
 	@echo "make test-short  pure unit tests only (no server needed)"
 	@echo "make lint        gofmt check, go vet, and go mod tidy -diff (go.mod/go.sum as tidy leaves them)"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
-	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog; each runs alone too)"
+	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog, bench-scale; each runs alone too)"
 	@echo "                 bench-proxy: REF=<rev> adds tandem@REF (that revision's relay-only proxy) with tandem/tandem@REF ratios;"
 	@echo "                 TARGETS=\"haproxy tandem tandem@REF\" runs only those (direct always); SECS, ROUNDS, THREADS"
+	@echo "                 bench-scale: replay of sysbench captures at SESSIONS (default \"16 64 256 1024\") sessions, --order capture and none:"
+	@echo "                 statements/s, peak RSS, the order gate's CPU per statement; CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 	@echo "make faults      feed tandem corrupt captures, killed runs, a dead target and a connect burst; one line per case"
 
@@ -50,7 +52,7 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store bench-synth bench-proxy bench-replay bench-binlog
+bench: bench-store bench-synth bench-proxy bench-replay bench-binlog bench-scale
 
 bench-store:
 	@scripts/bench-store.sh
@@ -66,6 +68,9 @@ bench-proxy: build
 
 bench-replay: build
 	@scripts/bench-replay.sh $(BIN)
+
+bench-scale: build
+	@scripts/bench-scale.sh $(BIN)
 
 faults: build
 	@scripts/faults.sh $(BIN)

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Replay at production width (issue #30): for each session count N in
+# SESSIONS, sysbench oltp_read_write at N threads (--rate=200, so the same
+# statement rate at every width) is captured through tandem proxy in front of
+# a sandboxed InnoDB server for CAPTURE_SECS, then replayed at --speed 0 with
+# --order capture and with --order none, each onto a fresh copy of the tables
+# as the capture found them, under /usr/bin/time -v. Prints per N and mode:
+# records, replay elapsed, statements/s, peak RSS, CPU, errors and
+# divergences from the capture; the ordering gate's CPU per statement (an
+# estimate: CPU of --order capture minus --order none over the statements
+# replayed); peak RSS against capture length (N=64 captured for LONG_SECS
+# too); and how each figure grows from the first to the last N (ratio to the
+# first N's figure).
+#   SESSIONS (default "16 64 256 1024"), CAPTURE_SECS (default 5),
+#   LONG_SECS (default CAPTURE_SECS x 10; 0 skips the long capture),
+#   LONG_N (default 64: the session count captured long too),
+#   REPLAY_TIMEOUT (default 600: seconds a replay may take before it is
+#   interrupted, SIGINT, and reported as timed out)
+set -euo pipefail
+tandem=${1:-bin/tandem}
+SESSIONS=${SESSIONS:-16 64 256 1024}
+CAPTURE_SECS=${CAPTURE_SECS:-5}
+LONG_SECS=${LONG_SECS:-$((CAPTURE_SECS * 10))}
+LONG_N=${LONG_N:-64}
+REPLAY_TIMEOUT=${REPLAY_TIMEOUT:-600}
+sessions=($SESSIONS)
+work=$(mktemp -d /tmp/tandem-bench-scale.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  "$tandem" sandbox down --dir "$work/sandbox" --purge >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$tandem" sandbox up innodb --dir "$work/sandbox" >/dev/null
+eval "$("$tandem" sandbox env --dir "$work/sandbox")"
+dbq() { mariadb $TANDEM_INNODB_MARIADB "$@"; }
+dbq -e "CREATE DATABASE sbtest"
+"$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest" >/dev/null
+# sysbench prepares ~40 statements per connection; 1,024 of them need more
+# than the default 16,382 prepared statements and 151 connections (the
+# proxy's backend connections and the replay's, one per session).
+dbq -e "SET GLOBAL max_prepared_stmt_count=1000000; SET GLOBAL max_connections=3000"
+
+# copy_db FROM TO: TO becomes a copy of FROM's sbtest1..4.
+copy_db() {
+  local sql="DROP DATABASE IF EXISTS $2; CREATE DATABASE $2;" i
+  for i in 1 2 3 4; do sql+="CREATE TABLE $2.sbtest$i LIKE $1.sbtest$i; INSERT INTO $2.sbtest$i SELECT * FROM $1.sbtest$i;"; done
+  dbq -e "$sql"
+}
+
+if [ -x /usr/bin/time ]; then timer=gnu; else timer=proc; fi
+hz=$(getconf CLK_TCK)
+pport=$(free_port)
+
+# capture KEY N SECS: sysbench oltp_read_write at N threads through the proxy
+# for SECS into $work/cap-KEY; the tables as the capture found them are kept
+# in sbtest0_KEY. Prints a line about the capture.
+capture() {
+  local key=$1 n=$2 secs=$3 ppid out
+  copy_db sbtest "sbtest0_$key"
+  "$tandem" proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$work/cap-$key" \
+    --metrics-addr off --log-level warn --max-connections 2000 >"$work/proxy-$key.log" 2>&1 & ppid=$!; pids=("$ppid")
+  for _ in $(seq 100); do [ -z "$(ss -Hltn "sport = :$pport")" ] || break; sleep 0.1; done
+  sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$pport" --mysql-user=root --mysql-db=sbtest \
+    --tables=4 --table-size=20000 --threads="$n" --rate=200 --time="$secs" --report-interval=0 \
+    --mysql-ignore-errors=1213,1205 run >"$work/sysbench-$key.log" 2>&1 || echo "sysbench at $n threads exited $?: $(tail -3 "$work/sysbench-$key.log")"
+  kill -TERM "$ppid"; wait "$ppid" || echo "proxy for $key exited $?: $(tail -3 "$work/proxy-$key.log")"
+  pids=()
+  out=$(sed -n 's/.*transactions:.*(\([0-9.]*\) per sec.)/\1/p;s/.*queries:.*(\([0-9.]*\) per sec.)/\1/p;s/.*ignored errors:[[:space:]]*\([0-9]*\).*/\1/p' "$work/sysbench-$key.log" | paste -sd' ')
+  "$tandem" inspect "$work/cap-$key" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin); key, n, secs = sys.argv[1:4]; s = (sys.argv[4].split() + ["?", "?", "?"])[:3]
+open(sys.argv[5], "w").write(str(d["records"]))
+print("capture N=%-5s %3s s: %8d records, %5d sessions over %5.1f s, closed cleanly: %s   (sysbench through the proxy: %s tps, %s qps, %s ignored errors)" % (
+    n, secs, d["records"], d["sessions"], d["span_seconds"], d["closed_cleanly"], s[0], s[1], s[2]))
+' "$key" "$n" "$secs" "$out" "$work/records-$key"
+}
+
+# replay KEY ORDER: one replay of $work/cap-KEY onto a fresh copy of
+# sbtest0_KEY (sbtest_r); sets r_* for the caller.
+replay() {
+  local key=$1 order=$2 rc=0 rpid line peak=0 t0 t1 v
+  copy_db "sbtest0_$key" sbtest_r
+  rm -rf "$work/run"
+  local cmd=("$tandem" replay "$work/cap-$key" --speed 0 --order "$order" --metrics-addr off --json --run "$work/run"
+    --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_r")
+  if [ "$timer" = gnu ]; then
+    /usr/bin/time -v -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
+    r_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time")
+    r_cpu=$(awk -F': ' '/User time \(seconds\)/ {u=$2} /System time \(seconds\)/ {s=$2} END {printf "%.2f", u+s}' "$work/time")
+  else
+    # No GNU time: VmHWM and the CPU ticks from /proc, polled until it exits.
+    timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" & rpid=$!
+    local ticks=0
+    while kill -0 "$rpid" 2>/dev/null; do
+      v=$(awk '/^VmHWM:/ {print $2}' "/proc/$rpid/status" 2>/dev/null || true); [ -z "$v" ] || [ "$v" -le "$peak" ] || peak=$v
+      v=$(sed 's/^.*) //' "/proc/$rpid/stat" 2>/dev/null | awk '{print $12 + $13}' || true); [ -z "$v" ] || ticks=$v
+      sleep 0.05
+    done
+    wait "$rpid" || rc=$?
+    r_rss=$peak; r_cpu=$(awk -v t="$ticks" -v h="$hz" 'BEGIN{printf "%.2f", t/h}')
+  fi
+  read -r r_elapsed r_stmts r_errors r_div r_counts < <(python3 - "$work/replay.json" "$rc" <<'PY'
+import json, sys
+path, rc = sys.argv[1:3]
+try:
+    d = json.load(open(path))
+except Exception as e:
+    print("nan 0 nan nan", f"exit {rc}, no report ({e})".replace(" ", "_")); sys.exit()
+t = d["points"][0]["targets"][0]
+dv = t.get("divergences_from_capture") or {}
+div = sum((dv.get("by_class") or {}).values())
+stmts = t.get("reads", 0) + t.get("writes", 0) + t.get("other", 0)
+extra = (f"ambiguous={dv.get('order_ambiguous', 0)},compared={dv.get('compared', 0)},waits={t.get('order_waits', 0)},"
+         f"reruns={t.get('order_reruns', 0)},released={t.get('order_released', 0)},deadlocks={t.get('deadlocks_and_lock_waits', 0)},"
+         f"failed_trx={t.get('failed_transactions', 0)}")
+if int(rc): extra += f",exit={rc}"
+if t.get("error_codes"): extra += ",codes=" + ";".join(f"{k}:{v}" for k, v in t["error_codes"].items()).replace(" ", "_")
+if div: extra += ",by_class=" + ";".join(f"{k}:{v}" for k, v in dv["by_class"].items())
+if t.get("failed"): extra += ",failed=" + t["failed"].replace(" ", "_")
+print(f"{t['elapsed_seconds']:.3f}", stmts, t.get("errors", 0), div, extra)
+PY
+)
+  if [ "$rc" = 124 ]; then
+    r_elapsed=timeout; r_counts="interrupted_after_${REPLAY_TIMEOUT}s"
+    echo "replay $key --order $order: still running after ${REPLAY_TIMEOUT}s (REPLAY_TIMEOUT), interrupted: $(grep -m1 -E '^(panic|fatal)' "$work/replay.err" || tail -1 "$work/replay.err")"
+  elif [ "$rc" != 0 ]; then
+    echo "replay $key --order $order exited $rc: $(grep -m1 -E '^(panic|fatal)' "$work/replay.err" || tail -3 "$work/replay.err")"
+  fi
+}
+
+declare -A rec el st sps rss cpu err dv gate
+# run_n KEY N SECS I: capture, then replay in both modes (their order swaps
+# with I, as the machine drifts).
+run_n() {
+  local key=$1 n=$2 secs=$3 i=$4 modes m
+  capture "$key" "$n" "$secs"
+  rec[$key]=$(cat "$work/records-$key")
+  if [ $((i % 2)) = 0 ]; then modes=(capture none); else modes=(none capture); fi
+  for m in "${modes[@]}"; do
+    replay "$key" "$m"
+    el[$key,$m]=$r_elapsed; st[$key,$m]=$r_stmts; rss[$key,$m]=$(awk -v k="$r_rss" 'BEGIN{printf "%.1f", k/1024}')
+    cpu[$key,$m]=$r_cpu; err[$key,$m]=$r_errors; dv[$key,$m]=$r_div
+    sps[$key,$m]=$(awk -v s="$r_stmts" -v e="$r_elapsed" 'BEGIN{ if (e ~ /^[0-9.]+$/ && e + 0 > 0) printf "%.0f", s/e; else print "-" }')
+    printf '  N=%-5s %3s s  --order %-7s %8s records  %9s statements  elapsed %8s s  %8s stmt/s  peak RSS %7s MB  CPU %7s s  errors %s  divergent %s  (%s)\n' \
+      "$n" "$secs" "$m" "${rec[$key]}" "$r_stmts" "$r_elapsed" "${sps[$key,$m]}" "${rss[$key,$m]}" "$r_cpu" "$r_errors" "$r_div" "${r_counts//,/ }"
+  done
+  gate[$key]=$(awk -v a="${cpu[$key,capture]}" -v b="${cpu[$key,none]}" -v s="${st[$key,capture]}" -v e="${el[$key,capture]}" \
+    'BEGIN{ if (s > 0 && e ~ /^[0-9.]+$/) printf "%.2f", (a-b)*1e6/s; else print "-" }')
+}
+
+echo "== replay at production width: sysbench oltp_read_write through tandem proxy at --rate=200 for ${CAPTURE_SECS}s per capture,"
+echo "   sessions: ${sessions[*]}; each capture replayed at --speed 0 with --order capture and none onto a fresh copy of its tables"
+echo "   (peak RSS and CPU from $([ "$timer" = gnu ] && echo "/usr/bin/time -v" || echo "/proc VmHWM and stat, polled"))"
+i=0
+for n in "${sessions[@]}"; do
+  run_n "$n" "$n" "$CAPTURE_SECS" "$i"; i=$((i + 1))
+  if [ "$n" = "$LONG_N" ] && [ "$LONG_SECS" -gt 0 ]; then
+    run_n "long" "$n" "$LONG_SECS" "$i"; i=$((i + 1))
+  fi
+done
+
+first=${sessions[0]}
+# grow A B: B/A to 2 places, or - .
+grow() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^-?[0-9.]+$/ && b ~ /^-?[0-9.]+$/ && a + 0 != 0) printf "%.2f", b/a; else print "-" }'; }
+echo
+echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate CPU is an ESTIMATE:"
+echo "the difference of two runs' CPU (user + sys), --order capture minus --order none, per statement replayed)"
+printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate µs/st" "errors c/n" "diverg c/n"
+for n in "${sessions[@]}"; do
+  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
+    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gate[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
+done
+echo
+echo "Growth with sessions: each figure over the $first-session one"
+printf '%-7s %11s %11s %11s %11s %11s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU"
+for n in "${sessions[@]}"; do
+  printf '%-7s %11s %11s %11s %11s %11s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
+    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gate[$first]}" "${gate[$n]}")"
+done
+if [ -n "${rec[long]:-}" ]; then
+  echo
+  echo "Growth with capture length: N=$LONG_N captured for ${CAPTURE_SECS}s and ${LONG_SECS}s"
+  printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' capture records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "gate µs/st" "errors c/n" "diverg c/n"
+  for k in "$LONG_N" long; do
+    s=$CAPTURE_SECS; [ "$k" != long ] || s=$LONG_SECS
+    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' "${s}s" "${rec[$k]}" "${sps[$k,capture]}" "${sps[$k,none]}" "${rss[$k,capture]}" "${rss[$k,none]}" "${gate[$k]}" \
+      "${err[$k,capture]}/${err[$k,none]}" "${dv[$k,capture]}/${dv[$k,none]}"
+  done
+  printf '%-10s %9s %11s %11s %11s %11s %11s\n' "long/short" "$(grow "${rec[$LONG_N]}" "${rec[long]}")" "$(grow "${sps[$LONG_N,capture]}" "${sps[long,capture]}")" \
+    "$(grow "${sps[$LONG_N,none]}" "${sps[long,none]}")" "$(grow "${rss[$LONG_N,capture]}" "${rss[long,capture]}")" "$(grow "${rss[$LONG_N,none]}" "${rss[long,none]}")" \
+    "$(grow "${gate[$LONG_N]}" "${gate[long]}")"
+fi
