@@ -54,17 +54,9 @@ want tandem+capture && want tandem+capture+2shadows && pair=1 || pair=""
 if want tandem@REF; then
   ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-proxy: REF=$REF: no such revision" >&2; exit 2; }
 fi
-work=$(mktemp -d /tmp/tandem-bench-proxy.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$tandem" sandbox down --dir "$work/sandbox" --purge >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/bench-lib.sh"
+bench_work proxy
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 if want tandem@REF; then
   # The reference revision's own source and build, apart from this tree.

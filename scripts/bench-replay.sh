@@ -40,15 +40,8 @@ MEM_RECORDS=${MEM_RECORDS:-5000000}
 if part 4 && [ -n "$REF" ]; then
   ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-replay: REF=$REF: no such revision" >&2; exit 2; }
 fi
-work=$(mktemp -d /tmp/tandem-bench-replay.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$tandem" sandbox down --dir "$work/sandbox" --purge >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/bench-lib.sh"
+bench_work replay
 
 if part 4 && [ -n "$REF" ]; then
   # The reference revision's own source and build, apart from this tree.

@@ -24,17 +24,9 @@ LONG_SECS=${LONG_SECS:-$((CAPTURE_SECS * 10))}
 LONG_N=${LONG_N:-64}
 REPLAY_TIMEOUT=${REPLAY_TIMEOUT:-600}
 sessions=($SESSIONS)
-work=$(mktemp -d /tmp/tandem-bench-scale.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$tandem" sandbox down --dir "$work/sandbox" --purge >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/bench-lib.sh"
+bench_work scale
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 "$tandem" sandbox up innodb --dir "$work/sandbox" >/dev/null
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
