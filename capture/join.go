@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +147,7 @@ func (s *Session) Join(sink Sink, opts Options, at time.Time) bool {
 	if s.inTrx {
 		syn(store.Record{Kind: store.KindQuery, SQL: "START TRANSACTION", Flags: store.FlagBeforeStart})
 	}
-	for _, id := range s.stmtOrder() {
+	for _, id := range slices.Sorted(maps.Keys(s.stmts)) { // the order they were prepared in: the server's ids grow
 		st := s.stmts[id]
 		r := store.Record{Kind: store.KindPrepare, SQL: st.sql, StmtID: id, Resp: store.Response{Kind: store.RespOK, Params: uint16(st.params), Columns: uint32(st.columns)}}
 		if st.masked {
@@ -157,21 +159,6 @@ func (s *Session) Join(sink Sink, opts Options, at time.Time) bool {
 		syn(r)
 	}
 	return s.inTrx
-}
-
-// stmtOrder lists the prepared statements' ids in the order they were
-// prepared (the server's ids grow).
-func (s *Session) stmtOrder() []uint32 {
-	ids := make([]uint32, 0, len(s.stmts))
-	for id := range s.stmts {
-		ids = append(ids, id)
-	}
-	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
-		}
-	}
-	return ids
 }
 
 // Leave stops recording the session, between two commands: a synthetic

@@ -80,10 +80,17 @@ func (s *session) syncCaptureLocked(at time.Time) {
 	s.p.metrics.joins.WithLabelValues("open-at-start").Inc()
 }
 
-// leaveLocked ends the session's part in its capture (capMu held): the
+// leaveLocked ends the session's part in its capture at a stop (capMu
+// held, between two commands): a synthetic end closes it there.
+func (s *session) leaveLocked(at time.Time) { s.departLocked(at, false) }
+
+// departLocked takes the session out of its capture (capMu held): the
 // GTID of its last transaction that wrote is asked now, while the capture
-// can still keep it, and a synthetic end closes the session in it.
-func (s *session) leaveLocked(at time.Time) {
+// can still keep it (not after a raw relay: the backend is not the
+// proxy's to ask), then its end is recorded: the real one when final (it
+// quit or went away: capture.Session.Close), else a synthetic one
+// (capture.Session.Leave).
+func (s *session) departLocked(at time.Time, final bool) {
 	lc := s.joined
 	if lc == nil {
 		return
@@ -93,7 +100,11 @@ func (s *session) leaveLocked(at time.Time) {
 		s.backend.SetDeadline(time.Time{})
 	}
 	lc.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
-	s.cs.Leave(at)
+	if final {
+		s.cs.Close(at)
+	} else {
+		s.cs.Leave(at)
+	}
 	lc.in.Add(-1)
 	s.joined = nil
 }
@@ -113,26 +124,25 @@ func (s *session) joinAtConnect() {
 	s.p.metrics.joins.WithLabelValues("connected").Inc()
 }
 
-// endLocked is the session's end (capMu held): it leaves its capture with
-// its real end, which capture.Session.Close records. ask: the session
-// ended between commands, so the GTID question still waiting, if any, can
-// be asked on its backend connection (not after a raw relay).
-func (s *session) endLocked(at time.Time, ask bool) {
+// endLocked is the session's end (capMu held): it stops waiting for a
+// capture and leaves the one it is in with its real end.
+func (s *session) endLocked(at time.Time) {
 	if s.waitingFor != nil {
 		s.waitingFor.waiting.Add(-1)
 		s.waitingFor = nil
 	}
-	lc := s.joined
-	if lc == nil {
-		return
+	s.departLocked(at, true)
+}
+
+// refusedLocked takes back joinAtConnect for a login the server refused
+// (capMu held): its refused connect is recorded, but it is no session of
+// the capture.
+func (s *session) refusedLocked() {
+	if lc := s.joined; lc != nil {
+		lc.connected.Add(-1)
+		lc.in.Add(-1)
+		s.joined = nil
 	}
-	if ask {
-		s.askAtEnd()
-	}
-	s.cs.Close(at)
-	lc.unasked.Add(int64(s.cs.ImplicitLost() + s.unasked()))
-	lc.in.Add(-1)
-	s.joined = nil
 }
 
 // resetGTIDs starts the session's GTID bookkeeping afresh for a capture.

@@ -454,11 +454,7 @@ func (p *Proxy) handle(c net.Conn) {
 			msg = ce.err.Error()
 		}
 		s.cs.Connect(start, time.Since(start), false, msg)
-		if s.joined != nil { // a refused login is no session of the capture
-			s.joined.connected.Add(-1)
-			s.joined.in.Add(-1)
-			s.joined = nil
-		}
+		s.refusedLocked()
 		s.capMu.Unlock()
 		p.endWith(s, log, err)
 		return
@@ -468,8 +464,7 @@ func (p *Proxy) handle(c net.Conn) {
 	log.Debug("session started", "user", s.user, "schema", s.schema, "tls", s.clientTLS)
 
 	err = s.serveCommands()
-	raw := errors.Is(err, errRawMode)
-	if raw {
+	if errors.Is(err, errRawMode) {
 		s.capMu.Lock()
 		s.raw = true
 		s.capMu.Unlock()
@@ -479,7 +474,7 @@ func (p *Proxy) handle(c net.Conn) {
 		}
 	}
 	s.capMu.Lock()
-	s.endLocked(time.Now(), !raw)
+	s.endLocked(time.Now())
 	s.capMu.Unlock()
 	p.endWith(s, log, err)
 }

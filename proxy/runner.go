@@ -111,7 +111,7 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 	r.op.Lock()
 	defer r.op.Unlock()
 	r.mu.Lock()
-	busy := r.mu.cur != nil
+	busy, last := r.mu.cur != nil, r.mu.last // only stop changes them, under r.op too
 	r.mu.Unlock()
 	if busy {
 		return CaptureState{}, fmt.Errorf("%w (into %s): stop it first with 'tandem capture stop'", ErrCaptureRunning, r.Status().Current.Dir)
@@ -135,10 +135,7 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 	if r.acc != nil {
 		if aligner != nil {
 			if err := aligner.Hold(ctx); err != nil {
-				r.mu.Lock()
-				again := r.mu.last != nil
-				r.mu.Unlock()
-				if again {
+				if last != nil {
 					// The last capture's alignment removed their replication.
 					return CaptureState{}, fmt.Errorf("proxy: --shadow-replicas: %w (each capture brings its shadow replicas to its start and detaches them: seed them again as replicas of the backend before the next capture)", err)
 				}
@@ -170,14 +167,11 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 		}
 		return CaptureState{}, err
 	}
-	r.mu.Lock()
-	after := r.mu.last
-	r.mu.Unlock()
-	if r.cfg.Shadows != nil && aligner == nil && after != nil {
+	if r.cfg.Shadows != nil && aligner == nil && last != nil {
 		// Copies, not replicas: nothing brought them past what the
 		// proxy relayed while no capture ran.
 		r.notice(fmt.Sprintf("the shadows are copies that missed every write made while no capture ran (since %s): their answers on the tables those writes changed can differ from the primary's for that reason alone; shadows that are replicas (--shadow-replicas) are brought to each capture's start instead",
-			after.Stopped.Format(time.TimeOnly)))
+			last.Stopped.Format(time.TimeOnly)))
 	}
 	c := &running{w: w, start: start, commits: commits, watched: make(chan struct{})}
 	c.lc = r.p.newLive(capture.NewRecorder(w, r.log), results, commits)
