@@ -9,7 +9,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
 # Debian packages the tests and the demo need. Later features append here.
-DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev default-jdk-headless libmariadb-java
 
 .PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog bench-scale faults clean
 

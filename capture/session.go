@@ -231,7 +231,7 @@ func (s *Session) Command(p []byte, truncated bool, at time.Time) Step {
 		return Done
 	case mysql.COM_QUERY, mysql.COM_PROCESS_INFO:
 		s.phase = phaseResult
-	case mysql.COM_STMT_EXECUTE:
+	case mysql.COM_STMT_EXECUTE, wire.ComStmtBulkExecute:
 		s.phase, s.binary = phaseResult, true
 	case mysql.COM_STMT_PREPARE:
 		s.phase = phasePrepare
@@ -585,7 +585,7 @@ func (s *Session) ReadsDiagnostics(p []byte) bool {
 	switch p[0] {
 	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
 		return readsDiagnostics(p[1:])
-	case mysql.COM_STMT_EXECUTE:
+	case mysql.COM_STMT_EXECUTE, wire.ComStmtBulkExecute:
 		if len(p) < 5 {
 			return false
 		}
@@ -782,6 +782,41 @@ func (s *Session) parseCommand(p []byte) error {
 			}
 		}
 		st.longData = nil // long data applies to one execute
+	case wire.ComStmtBulkExecute:
+		// One command for many rows: recorded as one execute whose Data
+		// is the command after its statement id — flags, the parameter
+		// types in force (always sent: the statement a replay runs it on
+		// has bound none) and the rows — for replay to send as it is.
+		if len(p) < 5 {
+			return fmt.Errorf("%w: bulk execute of %d bytes", wire.ErrMalformed, len(p))
+		}
+		id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
+		st := s.stmts[id]
+		s.pc.st = st
+		r.StmtID = id
+		if st == nil {
+			return nil // unknown to the server too: it answers ERR
+		}
+		e, err := wire.ParseBulkExecute(p, st.params, st.types)
+		switch {
+		case errors.Is(err, wire.ErrUnknownParamTypes):
+			r.Flags |= store.FlagNotReplayable
+		case err != nil && truncated:
+			r.Flags |= store.FlagNotReplayable
+		case err != nil:
+			return err
+		default:
+			if e.Flags&wire.BulkSendTypes != 0 {
+				st.types = e.Types
+				r.Flags |= store.FlagNewParamsBound
+			}
+			if st.secret {
+				r.Flags |= store.FlagMasked | store.FlagNotReplayable
+				break
+			}
+			e.Flags |= wire.BulkSendTypes
+			r.Data = e.Append(r.Data[:0])[5:]
+		}
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		l, err := wire.ParseLongData(p)
 		if err != nil {
@@ -837,7 +872,7 @@ func CommandKind(c byte) store.Kind {
 		return store.KindQuery
 	case mysql.COM_STMT_PREPARE:
 		return store.KindPrepare
-	case mysql.COM_STMT_EXECUTE:
+	case mysql.COM_STMT_EXECUTE, wire.ComStmtBulkExecute:
 		return store.KindExecute
 	case mysql.COM_STMT_SEND_LONG_DATA:
 		return store.KindLongData

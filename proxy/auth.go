@@ -11,16 +11,24 @@ import (
 )
 
 // Capabilities the proxy takes out of the server's greeting, so that clients
-// never turn on what it does not parse: compression (refused cleanly rather
-// than relayed opaquely), MySQL 8's query attributes and optional metadata,
-// and MariaDB's progress reports, COM_MULTI, bulk execute and bulk unit
-// results. CLIENT_DEPRECATE_EOF, MariaDB's extended type metadata and its
-// metadata caching (executes without column definitions: less work for the
-// server, as clients get it without a proxy) are parsed and stay.
-const strippedCaps = uint64(mysql.CLIENT_COMPRESS|mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM|
+// never turn on what it does not parse: zstd compression (MySQL 8's; no
+// MariaDB server offers it, and zlib stays), MySQL 8's query attributes
+// and optional metadata, and MariaDB's progress reports, COM_MULTI and
+// bulk unit results (per-row results of a bulk execute). A client that
+// would have used one of them runs as against a server without it.
+// Compression (zlib, both legs), bulk execute (MariaDB's
+// COM_STMT_BULK_EXECUTE), CLIENT_DEPRECATE_EOF, MariaDB's extended type
+// metadata and its metadata caching (executes without column
+// definitions: less work for the server, as clients get it without a
+// proxy) are parsed and stay. StrippedCaps lists them for --help.
+const strippedCaps = uint64(mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM|
 	mysql.CLIENT_QUERY_ATTRIBUTES|mysql.CLIENT_OPTIONAL_RESULTSET_METADATA) |
-	wire.MariaDBClientProgress | wire.MariaDBClientComMulti | wire.MariaDBClientStmtBulkOps |
-	wire.MariaDBClientBulkUnitResults
+	wire.MariaDBClientProgress | wire.MariaDBClientComMulti | wire.MariaDBClientBulkUnitResults
+
+// StrippedCaps names what the proxy takes out of the server's greeting
+// (strippedCaps), for the proxy's --help.
+const StrippedCaps = "zstd protocol compression (MySQL 8; zlib compression is relayed), query attributes and optional result metadata (MySQL 8), " +
+	"progress reports, COM_MULTI and per-row results of bulk executes (MariaDB; bulk execute itself is relayed)"
 
 // Why a connection failed, as metrics and logs name it.
 // maxHandshakePacket bounds a client packet before authentication (a
@@ -128,9 +136,19 @@ func (s *session) handshake() error {
 			return fail(reasonMalformed, fmt.Errorf("client handshake response after TLS: %v", err), proxyErr(1043, "08S01", "bad handshake"))
 		}
 	}
-	if hr.Caps&uint64(mysql.CLIENT_COMPRESS|mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM) != 0 {
-		return fail(reasonUnsupported, errors.New("client asked for compression"),
-			proxyErr(1105, "08S01", "compression is not supported; connect without it (mariadb: drop --compress)"))
+	if hr.Caps&uint64(mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM) != 0 {
+		// The greeting did not offer it; a client that asks all the same
+		// would send a level byte the handshake relay does not carry.
+		return fail(reasonUnsupported, errors.New("client asked for zstd compression, which the greeting did not offer"),
+			proxyErr(1105, "08S01", "zstd compression was not offered; connect with zlib compression or none"))
+	}
+	compress := hr.Caps&uint64(mysql.CLIENT_COMPRESS) != 0
+	if compress && serverCaps&uint64(mysql.CLIENT_COMPRESS) == 0 {
+		// The greeting relays the server's offer, so a client asks only
+		// when the server offered it; one that asks anyway is refused, as
+		// the server would refuse it.
+		return fail(reasonUnsupported, errors.New("client asked for compression, which the server does not offer"),
+			proxyErr(1105, "08S01", "the server %s does not offer compression; connect without it", s.p.cfg.Backend))
 	}
 	// A client asks only for what the greeting offered; remove what we strip
 	// in case one does not, and change nothing else.
@@ -171,6 +189,17 @@ func (s *session) handshake() error {
 	}
 	if !ok {
 		return fail(reasonAuthFailed, fmt.Errorf("server refused login of user %q: %s", s.user, errPkt), nil)
+	}
+	if compress {
+		// Both legs speak the compressed protocol from here on; the proxy
+		// reads and records the packets inside it.
+		if err := s.client.Compress(); err != nil {
+			return fail(reasonMalformed, fmt.Errorf("client: %w", err), nil)
+		}
+		if err := s.backend.Compress(); err != nil {
+			return fail(reasonMalformed, fmt.Errorf("backend: %w", err), nil)
+		}
+		s.compressed = true
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func (s *session) askBefore(p []byte) bool {
 		return false
 	}
 	switch p[0] {
-	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE:
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, wire.ComStmtBulkExecute:
 		return len(p) < wire.MaxPayload && !s.cs.ReadsDiagnostics(p)
 	case mysql.COM_INIT_DB, mysql.COM_PING, mysql.COM_QUIT, mysql.COM_CHANGE_USER, mysql.COM_RESET_CONNECTION:
 		return true
@@ -142,6 +142,7 @@ var lastGTIDPacket = append([]byte{mysql.COM_QUERY}, lastGTIDQuery...)
 // answer. A broken connection is a backend error; an ERR answer a
 // gtidQueryError.
 func (s *session) askLastGTID() (string, error) {
+	s.backend.NewCommand()
 	if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
 		return "", s.backendErr(err)
 	}

@@ -22,7 +22,7 @@ func (s *session) relayAnswer() error {
 		if err != nil {
 			return s.backendErr(err)
 		}
-		if err := s.client.WriteFrame(seq, p); err != nil {
+		if err := s.client.WriteFrame(seq+s.seqShift, p); err != nil {
 			return fail(reasonClientGone, err, nil)
 		}
 		switch s.cs.Server(p) {
@@ -55,7 +55,7 @@ func (s *session) relayClientTurn(file bool) error {
 		if err != nil {
 			return fail(reasonClientGone, err, nil)
 		}
-		if err := s.backend.WriteFrame(seq, p); err != nil {
+		if err := s.backend.WriteFrame(seq-s.seqShift, p); err != nil {
 			return s.backendErr(err)
 		}
 		if file && len(p) == 0 || !file && len(p) < wire.MaxPayload {
@@ -65,6 +65,7 @@ func (s *session) relayClientTurn(file bool) error {
 	if err := s.backend.Flush(); err != nil {
 		return s.backendErr(err)
 	}
+	s.shiftSeq()
 	return nil
 }
 

@@ -22,6 +22,12 @@ type session struct {
 	client    *wire.Conn
 	backend   *wire.Conn
 	clientTLS bool
+	// compressed: both legs speak the compressed protocol (the client
+	// asked for it at login).
+	compressed bool
+	// seqShift is what the sequence ids of the server's answer are moved
+	// by on the way to the client (compressed sessions: shiftSeq).
+	seqShift byte
 
 	// From the handshake; then cs follows the session's state and builds
 	// its records.
@@ -121,9 +127,19 @@ func (s *session) serveCommands() error {
 		}
 		cmd := p[0]
 		asking := s.askBefore(p)
+		s.backend.NewCommand()
 		if asking {
 			if err := s.backend.WriteFrame(0, lastGTIDPacket); err != nil {
 				return s.backendErr(err)
+			}
+			if s.compressed {
+				// Under compression each command goes in packets of its
+				// own: the server numbers its answers from the compressed
+				// packet a command came in.
+				if err := s.backend.Flush(); err != nil {
+					return s.backendErr(err)
+				}
+				s.backend.NewCommand()
 			}
 		}
 		full, truncated := p, false
@@ -149,6 +165,7 @@ func (s *session) serveCommands() error {
 		if err := s.backend.Flush(); err != nil {
 			return s.backendErr(err)
 		}
+		s.shiftSeq()
 		if asking {
 			if err := s.learnGTID(s.readLastGTID()); err != nil {
 				return err
@@ -175,6 +192,14 @@ func (s *session) serveCommands() error {
 		s.cs.End(end)
 		s.noteCommit()
 	}
+}
+
+// shiftSeq sets seqShift once the client's packets of a turn were relayed:
+// under compression a server numbers its answer from the compressed
+// packets it read, and the client expects them numbered from those it
+// sent, which the proxy re-packs.
+func (s *session) shiftSeq() {
+	s.seqShift = s.client.CompressedSeq() - s.backend.CompressedSeq()
 }
 
 // relayLongCommand forwards a multi-frame command and returns its first

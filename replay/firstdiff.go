@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func addFirstDiffs(ctx context.Context, h *histories, an *sqlinfo.Analyzer, base
 func readRows(c *client.Conn, sql string, rec *store.Record) ([]string, error) {
 	var res *mysql.Result
 	var err error
+	if rec.IsBulk() {
+		return nil, errors.New("a bulk execute answers no rows to read again")
+	}
 	if rec.Kind == store.KindExecute {
 		var st *client.Stmt
 		if st, err = c.Prepare(sql); err != nil {

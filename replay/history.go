@@ -192,6 +192,9 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 	for _, p := range rec.Params {
 		st.Params = append(st.Params, valueText(p))
 	}
+	if rec.IsBulk() {
+		st.Params = append(st.Params, "(a bulk execute: many rows of parameters in one command)")
+	}
 	return st, true
 }
 

@@ -334,7 +334,11 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		err = w.c.Query(ctx, sql, &w.res)
 	case store.KindExecute:
 		var st *conn.Stmt
-		if st, err = w.statement(ctx, rec.StmtID, sql, w.regrouped); err == nil {
+		switch st, err = w.statement(ctx, rec.StmtID, sql, w.regrouped); {
+		case err != nil:
+		case rec.IsBulk():
+			err = w.c.BulkExecute(ctx, st, rec.Data, &w.res) // all its rows in one command, as captured
+		default:
 			err = w.c.Execute(ctx, st, rec.Params, rec.CursorType, &w.res)
 		}
 	}

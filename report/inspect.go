@@ -487,6 +487,8 @@ func NotReplayableReason(rec *store.Record) string {
 		return "a command the proxy does not parse"
 	case rec.Kind == store.KindQuery && sqlinfo.IsLoadDataLocal(rec.SQL):
 		return "LOAD DATA LOCAL: the file was the client's"
+	case rec.IsBulk() && rec.Flags&store.FlagMasked != 0:
+		return "a bulk execute of a statement that can carry a password: its rows were not stored"
 	case rec.Kind == store.KindExecute:
 		return "parameter types unknown (bound before the capture began)"
 	}

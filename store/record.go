@@ -12,7 +12,7 @@ const (
 	KindConnect         Kind = 1  // a session begins; User and Schema are set, never auth data
 	KindQuery           Kind = 2  // COM_QUERY; SQL is set
 	KindPrepare         Kind = 3  // COM_STMT_PREPARE; SQL is set, StmtID is the server's id
-	KindExecute         Kind = 4  // COM_STMT_EXECUTE; StmtID, Params, CursorType
+	KindExecute         Kind = 4  // COM_STMT_EXECUTE; StmtID, Params, CursorType. bulk execute: see ComStmtBulkExecute
 	KindLongData        Kind = 5  // COM_STMT_SEND_LONG_DATA; StmtID, ParamIndex, Data
 	KindClose           Kind = 6  // COM_STMT_CLOSE; StmtID
 	KindReset           Kind = 7  // COM_STMT_RESET; StmtID
@@ -82,6 +82,16 @@ const (
 	// session there, and the server rolls back a transaction it left open.
 	FlagOpenAtStop Flags = 1 << 6
 )
+
+// ComStmtBulkExecute is the Command of an execute record that stands for
+// MariaDB's COM_STMT_BULK_EXECUTE: one command running its statement for
+// many rows. Its Data is the command after the statement id (flags with
+// the send-types flag set, the parameter types, the rows; see package
+// wire), Params is empty.
+const ComStmtBulkExecute byte = 0xfa
+
+// IsBulk reports whether r is a bulk execute.
+func (r *Record) IsBulk() bool { return r.Kind == KindExecute && r.Command == ComStmtBulkExecute }
 
 // Record is one command exchange: what a client sent and a summary of what
 // the server answered.

@@ -25,6 +25,8 @@ type Conn struct {
 	whdr    [4]byte
 	// BytesIn and BytesOut count bytes read and written, headers included.
 	BytesIn, BytesOut int64
+	// comp is the compressed protocol beneath, once Compress turned it on.
+	comp *CompressConn
 	// MaxPacket, if positive, bounds what ReadPacket joins from
 	// continuation frames (a peer that is not authenticated yet must not
 	// make the reader buffer gigabytes).
@@ -72,12 +74,47 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 
 func (c *Conn) Upgrade(nc net.Conn) error {
 	if c.r.Buffered() > 0 {
-		return fmt.Errorf("%w: %d bytes arrived before the TLS handshake", ErrMalformed, c.r.Buffered())
+		return fmt.Errorf("%w: %d bytes arrived before the switch to TLS or compression", ErrMalformed, c.r.Buffered())
 	}
 	c.Conn = nc
 	c.r.Reset(nc)
 	c.w.Reset(nc)
 	return nil
+}
+
+// Compress turns on the compressed protocol beneath the packets (after a
+// login that agreed on CLIENT_COMPRESS); nothing may be buffered.
+func (c *Conn) Compress() error {
+	cc := NewCompressConn(c.Conn)
+	if err := c.Upgrade(cc); err != nil {
+		return err
+	}
+	c.comp = cc
+	return nil
+}
+
+// Compressed reports whether Compress turned the compressed protocol on.
+func (c *Conn) Compressed() bool { return c.comp != nil }
+
+// NewCommand says that what is written next starts a command: under the
+// compressed protocol its packets' sequence ids start again at 0. (A
+// connection that sends commands calls it; one that answers never does.)
+func (c *Conn) NewCommand() {
+	if c.comp != nil {
+		c.comp.NewCommand()
+	}
+}
+
+// CompressedSeq is the sequence id the next compressed packet written
+// takes (0 without compression). A server numbers the packets of its
+// answer from the compressed packets it read, not from the packets
+// inside them: a relay that sends a command in other compressed packets
+// than its client did must shift the answer's ids by the difference.
+func (c *Conn) CompressedSeq() byte {
+	if c.comp == nil {
+		return 0
+	}
+	return c.comp.Seq()
 }
 
 // ReadFrame reads one packet frame. A payload of exactly MaxPayload bytes

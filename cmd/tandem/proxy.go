@@ -95,8 +95,16 @@ thread stopped) before the start point is read, then brought to it and its
 replication removed, before the first client is served.
 
 Statements that can carry passwords (CREATE/ALTER USER, SET PASSWORD, GRANT …)
-have their string literals masked before they are stored. Compression is
-refused (clients connect without it). SIGINT (Ctrl-C) or SIGTERM stop
+have their string literals masked before they are stored.
+
+What clients negotiate is kept as the server offers it, with three kinds of
+exception. Compression (zlib, the mariadb CLI's --compress, go-sql-driver's
+compress=true) runs on both legs: the proxy reads and records the commands
+inside it. MariaDB's bulk execute (COM_STMT_BULK_EXECUTE: Connector/J's
+batches, the Node.js connector's batch()) is relayed as one command and
+recorded as one execute of all its rows. The greeting loses only what the
+proxy cannot parse — ` + proxy.StrippedCaps + `; a client that would use
+one runs as against a server without it. SIGINT (Ctrl-C) or SIGTERM stop
 accepting, let open sessions finish for --drain-timeout (and shadows catch
 up for --shadow-drain-timeout), saying what they wait for, and close the
 capture; a second one closes what is still open at once, the capture

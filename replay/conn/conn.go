@@ -138,6 +138,8 @@ type Conn struct {
 	// ("" in clear).
 	ID  uint32
 	TLS string
+	// Bulk: the login asked for MariaDB's bulk execute (BulkExecute).
+	Bulk bool
 	// setVars sets the session variables of Config (Vars, Interactive)
 	// again after a reset.
 	setVars string
@@ -172,11 +174,14 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var raw net.Conn
+	var login *bulkLogin
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err == nil {
 			c.SetDeadline(deadline) // the handshake is bounded too
 			raw = c
+			login = &bulkLogin{Conn: c}
+			return login, nil
 		}
 		return c, err
 	}
@@ -211,7 +216,10 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		return nil, dialError(err)
 	}
-	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID()}
+	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID(), Bulk: login.asked}
+	if c.nc == login {
+		c.nc = raw // in clear: the login is done, read and write the socket itself
+	}
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		c.TLS = tls.CipherSuiteName(tc.ConnectionState().CipherSuite)
 	}
