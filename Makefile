@@ -24,7 +24,8 @@ help:
 	@echo "                 bench-proxy: REF=<rev> adds tandem@REF (that revision's relay-only proxy) with tandem/tandem@REF ratios;"
 	@echo "                 TARGETS=\"haproxy tandem tandem@REF\" runs only those (direct always); SECS, ROUNDS, THREADS"
 	@echo "                 bench-scale: replay of sysbench captures at SESSIONS (default \"16 64 256 1024\") sessions, --order capture and none:"
-	@echo "                 statements/s, peak RSS, the order gate's CPU per statement; CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer)"
+	@echo "                 statements/s, peak RSS, the order gate's CPU per statement; CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer);"
+	@echo "                 REF=<rev> replays each capture with that revision's --order capture too, side by side"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 	@echo "make faults      feed tandem corrupt captures, killed runs, a dead target and a connect burst; one line per case"
 

@@ -587,10 +587,7 @@ func (w *worker) publishLocks(n int) {
 		tables, anyT := ticketTables(nil, p.info)
 		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.rowKeys(p.info, p.rec)})
 	}
-	if ls != nil {
-		w.rn.gate.Holds(c)
-	}
-	c.Publish(ls)
+	w.rn.gate.Publish(c, ls)
 }
 
 // held returns the worker's cursor when the first n records of its open

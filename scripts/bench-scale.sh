@@ -16,6 +16,9 @@
 #   LONG_N (default 64: the session count captured long too),
 #   REPLAY_TIMEOUT (default 600: seconds a replay may take before it is
 #   interrupted, SIGINT, and reported as timed out)
+#   REF=<git revision> also replays each capture with --order capture by
+#   that revision's build (mode capture@REF), side by side, and prints
+#   statements/s of this tree over REF's.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SESSIONS=${SESSIONS:-16 64 256 1024}
@@ -24,8 +27,19 @@ LONG_SECS=${LONG_SECS:-$((CAPTURE_SECS * 10))}
 LONG_N=${LONG_N:-64}
 REPLAY_TIMEOUT=${REPLAY_TIMEOUT:-600}
 sessions=($SESSIONS)
+REF=${REF:-}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "$REF" ]; then
+  ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-scale: REF=$REF: no such revision" >&2; exit 2; }
+fi
 . "$(dirname "$0")/bench-lib.sh"
 bench_work scale
+if [ -n "$REF" ]; then
+  mkdir "$work/ref-src"
+  git -C "$repo" archive "$ref_rev" | tar -x -C "$work/ref-src"
+  (cd "$work/ref-src" && go build -o "$work/ref-tandem" ./cmd/tandem)
+  echo "tandem@REF: REF=$REF ($ref_rev), built from git archive; tandem: $tandem"
+fi
 
 
 "$tandem" sandbox up innodb --dir "$work/sandbox" >/dev/null
@@ -76,10 +90,11 @@ print("capture N=%-5s %3s s: %8d records, %5d sessions over %5.1f s, closed clea
 # replay KEY ORDER: one replay of $work/cap-KEY onto a fresh copy of
 # sbtest0_KEY (sbtest_r); sets r_* for the caller.
 replay() {
-  local key=$1 order=$2 rc=0 rpid line peak=0 t0 t1 v
+  local key=$1 order=$2 rc=0 rpid line peak=0 t0 t1 v bin=$tandem
+  if [ "$order" = capture@REF ]; then order=capture; bin=$work/ref-tandem; fi
   copy_db "sbtest0_$key" sbtest_r
   rm -rf "$work/run"
-  local cmd=("$tandem" replay "$work/cap-$key" --speed 0 --order "$order" --metrics-addr off --json --run "$work/run"
+  local cmd=("$bin" replay "$work/cap-$key" --speed 0 --order "$order" --metrics-addr off --json --run "$work/run"
     --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_r")
   if [ "$timer" = gnu ]; then
     /usr/bin/time -v -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
@@ -134,6 +149,7 @@ run_n() {
   capture "$key" "$n" "$secs"
   rec[$key]=$(cat "$work/records-$key")
   if [ $((i % 2)) = 0 ]; then modes=(capture none); else modes=(none capture); fi
+  [ -z "$REF" ] || modes+=(capture@REF)
   for m in "${modes[@]}"; do
     replay "$key" "$m"
     el[$key,$m]=$r_elapsed; st[$key,$m]=$r_stmts; rss[$key,$m]=$(awk -v k="$r_rss" 'BEGIN{printf "%.1f", k/1024}')
@@ -168,6 +184,15 @@ for n in "${sessions[@]}"; do
   printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
     "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gate[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
 done
+if [ -n "$REF" ]; then
+  echo
+  echo "--order capture, this tree against REF=$REF ($ref_rev), same captures"
+  printf '%-7s %13s %13s %9s %13s %13s\n' sessions "stmt/s" "stmt/s REF" "ratio" "elapsed s" "elapsed REF"
+  for n in "${sessions[@]}"; do
+    printf '%-7s %13s %13s %9s %13s %13s\n' "$n" "${sps[$n,capture]}" "${sps[$n,capture@REF]}" "$(grow "${sps[$n,capture@REF]}" "${sps[$n,capture]}")" \
+      "${el[$n,capture]}" "${el[$n,capture@REF]}"
+  done
+fi
 echo
 echo "Growth with sessions: each figure over the $first-session one"
 printf '%-7s %11s %11s %11s %11s %11s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU"

@@ -95,4 +95,3 @@ func (c *Conn) BulkExecute(ctx context.Context, st *Stmt, data []byte, r *Result
 	}
 	return c.readResults(ctx, "bulk execute", true, r)
 }
-

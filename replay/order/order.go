@@ -21,9 +21,13 @@ type Gate struct {
 
 	inflightMin, hardBound time.Duration
 	now                    func() time.Time
-	// holders are the cursors of the workers that have held a
-	// transaction's locks (see blocksLocked).
-	holders []*Cursor
+	// locks files what the workers' open transactions have locked (see
+	// blocksLocked); epoch marks what one search has looked at.
+	locks lockIndex
+	epoch uint64
+	// pass marks the in-flight tickets one blocker search has looked at
+	// (Ticket.checked); it counts the searches with a stall check too.
+	pass uint64
 }
 
 // lane is a set of tickets by end, and the waiters that wait for them.
@@ -123,6 +127,9 @@ type Ticket struct {
 	rerun atomic.Bool
 	// in says which lanes (all, changes) hold it.
 	in [2]bool
+	// checked is the gate's pass of the last blocker search that looked at
+	// it (under its lock).
+	checked uint64
 	// overtaken: a record that changes what others see went to the
 	// server before this ticket was done, though it came after it in the
 	// capture (released: see overtake). What this ticket's records read
@@ -142,7 +149,7 @@ type Ticket struct {
 type Cursor struct {
 	cur   atomic.Pointer[Ticket]
 	locks atomic.Pointer[LockSet]
-	held  bool // in the gate's holders (under its lock)
+	mark  uint64 // the gate's epoch of the last search that looked at it (under its lock)
 }
 
 // LockSet is what a worker's open transaction may hold locks with: its
@@ -189,13 +196,17 @@ func (ls *LockSet) mayBlock(s *Ticket) bool {
 	return false
 }
 
-// Holds notes that c's worker may hold locks: it becomes one of the
-// transactions a waiter's search for a lock cycle looks at.
-func (g *Gate) Holds(c *Cursor) {
+// Publish makes ls (immutable from now on; nil: nothing) what c's
+// worker's open transaction has locked: every waiter's search for a lock
+// cycle reads it (blocksLocked), and the board's waits (Cursor.Locks).
+func (g *Gate) Publish(c *Cursor, ls *LockSet) {
+	if ls != nil && len(ls.Stmts) == 0 {
+		ls = nil
+	}
 	g.mu.Lock()
-	if !c.held {
-		c.held = true
-		g.holders = append(g.holders, c)
+	if old := c.locks.Load(); old != ls {
+		g.locks.set(c, old, ls)
+		c.locks.Store(ls)
 	}
 	g.mu.Unlock()
 }
@@ -204,8 +215,14 @@ func (g *Gate) Holds(c *Cursor) {
 // in-flight ticket s from finishing: it may hold a lock s needs, or a
 // lock that a statement in flight of another transaction that may hold
 // one s needs is waiting for, and so on (depth 4) — a transaction that
-// waits here instead counts by what it waits for.
-func (g *Gate) blocksLocked(h *Cursor, s *Ticket, depth int, seen map[*Cursor]bool) bool {
+// waits here instead counts by what it waits for. Only the transactions
+// the lock index gives for a statement are looked at, each once.
+func (g *Gate) blocksLocked(h *Cursor, s *Ticket) bool {
+	g.epoch++
+	return g.blocksFrom(h, s, 0, g.epoch)
+}
+
+func (g *Gate) blocksFrom(h *Cursor, s *Ticket, depth int, mark uint64) bool {
 	if h == nil || s == nil {
 		return false
 	}
@@ -216,16 +233,16 @@ func (g *Gate) blocksLocked(h *Cursor, s *Ticket, depth int, seen map[*Cursor]bo
 		return false
 	}
 	own := s.session.Load()
-	for _, c := range g.holders {
-		if c == h || c == own || seen[c] || !c.locks.Load().mayBlock(s) {
-			continue
-		}
-		seen[c] = true
-		if g.blocksLocked(h, g.inflightOf(c.cur.Load(), 0), depth+1, seen) {
+	found := false
+	g.locks.candidates(s, func(c *Cursor) bool {
+		if c == h || c == own || c.mark == mark || !c.locks.Load().mayBlock(s) {
 			return true
 		}
-	}
-	return false
+		c.mark = mark
+		found = g.blocksFrom(h, g.inflightOf(c.cur.Load(), 0), depth+1, mark)
+		return !found
+	})
+	return found
 }
 
 // At notes that the worker now handles t.
@@ -250,10 +267,6 @@ func (t *Ticket) TakeReordered() bool { return t.reordered.Swap(false) }
 // Locks is what the cursor's worker's open transaction has locked (nil:
 // nothing), as it last published it.
 func (c *Cursor) Locks() *LockSet { return c.locks.Load() }
-
-// Publish makes ls (immutable from now on; nil: nothing) what the
-// worker's open transaction has locked, for every waiter to read.
-func (c *Cursor) Publish(ls *LockSet) { c.locks.Store(ls) }
 
 // Queue notes that t waits in c's queue (a unit handed to a connection).
 func (t *Ticket) Queue(c *Cursor) {
@@ -302,7 +315,7 @@ func (h *waiterHeap) Pop() any {
 }
 
 func NewGate(inflightMin, hardBound time.Duration) *Gate {
-	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now}
+	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now, locks: newLockIndex()}
 	g.all.minEnd.Store(math.MaxInt64)
 	g.changes.minEnd.Store(math.MaxInt64)
 	g.changes.id = 1
@@ -440,6 +453,7 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 	}
 	began := g.now()
 	released, waited := false, false
+	quiet := 0 // looks at the stall check in a row that found nothing stuck
 	for {
 		g.mu.Lock()
 		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, patience, h)
@@ -486,7 +500,13 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		left := limit - g.now().Sub(began)
 		switch {
 		case patience > 0:
-			left = min(left, wake)
+			// A waiter that found nothing stuck looks again less and less
+			// often (up to 32 times lockBoundMax): a thousand waiters each
+			// walking the backlog every 2 ms under the gate's lock was all
+			// a replay at a thousand sessions did. A stall is then seen
+			// up to that much later, which costs time, not order.
+			left = min(left, max(wake, lockBoundMax<<min(quiet, 5)))
+			quiet++
 		default:
 			left = min(left, g.inflightMin)
 		}
@@ -648,7 +668,7 @@ func (g *Gate) sendBlockerLocked(t *Ticket, patience int, h *Cursor, wake time.D
 		if patience > 0 {
 			if s := g.inflightOf(p, 0); s != nil {
 				var stuck bool
-				if stuck, wake = g.stuckLocked(h, s, patience, wake); stuck {
+				if stuck, wake = g.stuckLocked(h, s, patience, wake, g.now().UnixNano()); stuck {
 					return p, []*Ticket{s}, wake
 				}
 			}
@@ -689,6 +709,10 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 	if h != nil {
 		wake = lockBoundMax
 	}
+	// Many tickets wait behind one statement in flight (their sessions'
+	// queues): each is looked at once (checked), at one instant.
+	g.pass++
+	now := g.now().UnixNano()
 	for _, p := range ln.pending {
 		if p.End >= threshold {
 			break
@@ -706,12 +730,21 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 		if patience == 0 {
 			break // only the earliest matters
 		}
+		if p.sent.Load() == 0 && p.waiting.Load() == nil {
+			if a := p.ahead(); a != nil && a.End <= p.End {
+				// Queued behind its worker's current ticket, which came
+				// earlier in this walk (pending is sorted by end): what
+				// keeps p from finishing is what keeps that one.
+				continue
+			}
+		}
 		s := g.inflightOf(p, 0)
-		if s == nil || slices.Contains(stuck, s) {
+		if s == nil || s.checked == g.pass {
 			continue
 		}
+		s.checked = g.pass
 		var st bool
-		if st, wake = g.stuckLocked(h, s, patience, wake); st {
+		if st, wake = g.stuckLocked(h, s, patience, wake, now); st {
 			stuck = append(stuck, s)
 		}
 	}
@@ -722,13 +755,13 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 // for (h nil: the waiter holds nothing) is stalled — past lockBound when
 // h may block it, past the in-flight bound otherwise — and lowers wake to
 // when it may be.
-func (g *Gate) stuckLocked(h *Cursor, s *Ticket, patience int, wake time.Duration) (bool, time.Duration) {
-	since := time.Duration(g.now().UnixNano() - s.sent.Load())
+func (g *Gate) stuckLocked(h *Cursor, s *Ticket, patience int, wake time.Duration, now int64) (bool, time.Duration) {
+	since := time.Duration(now - s.sent.Load())
 	bound := g.inflightBound(s, patience)
 	if h != nil {
 		if lb := lockBound(s); since < lb {
 			wake = min(wake, lb-since)
-		} else if g.blocksLocked(h, s, 0, map[*Cursor]bool{}) {
+		} else if g.blocksLocked(h, s) {
 			return true, wake
 		}
 	}

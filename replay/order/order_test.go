@@ -366,19 +366,17 @@ func TestGateYieldsToALockChain(t *testing.T) {
 		xs.sent.Store(g.now().Add(-20 * time.Millisecond).UnixNano())
 		x := xs.session.Load()
 		x.At(xs)
-		x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"district"}}}}) // may block s
-		g.Holds(x)
+		g.Publish(x, &LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"district"}}}}) // may block s
 		waiter := g.Register(200, 210, nil, true, []string{"district"}, false)
 		h := &Cursor{}
-		h.locks.Store(&LockSet{Stmts: []LockStmt{{End: 140, Tables: []string{"stock"}}}}) // may block xs, not s
-		g.Holds(h)
+		g.Publish(h, &LockSet{Stmts: []LockStmt{{End: 140, Tables: []string{"stock"}}}}) // may block xs, not s
 		g.mu.Lock()
 		_, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
 		g.mu.Unlock()
 		if len(stuck) != 1 || stuck[0] != s {
 			t.Fatalf("through x: stuck %v, want s", stuck)
 		}
-		x.locks.Store(&LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"orders"}}}}) // x cannot block s
+		g.Publish(x, &LockSet{Stmts: []LockStmt{{End: 120, Tables: []string{"orders"}}}}) // x cannot block s
 		g.mu.Lock()
 		_, stuck, _, _ = g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
 		g.mu.Unlock()
