@@ -104,4 +104,17 @@
 // per target serializes the Gate: the walks are short because what can
 // overlap in a capture is bounded by the sessions active at once, which a
 // server's max_connections bounds too.
+//
+// The stall check is what grows with the sessions. A waiter that holds a
+// transaction walks its backlog looking for statements stuck behind its
+// locks: a ticket queued behind its worker's current one is passed over
+// (that one came earlier in the walk), each statement in flight is looked
+// at once, and the search for a lock chain (blocksLocked) asks the lock
+// index only for the open transactions whose locks may block a statement
+// (those on its rows, or, naming none, on its tables): O(candidates), not
+// O(transactions). A waiter that found nothing stuck looks again after
+// 2 ms, then 4, 8, … up to 64 ms: at a thousand sessions, every waiter
+// walking its backlog every 2 ms under the one mutex was all a replay
+// did (make bench-scale). A stall behind its locks is then seen up to
+// that much later, which costs time, never order.
 package order
