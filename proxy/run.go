@@ -63,6 +63,9 @@ type RunConfig struct {
 	AdminEnabled   bool
 	AdminTokenFile string
 	CaptureRoot    string
+	// Key, if set, encrypts every capture (store.WriterOptions.Key), by
+	// flag or at runtime, and the shadows' copies of it.
+	Key *store.Key
 }
 
 // ShadowStarter starts shadows on the capture w writes into dir.

@@ -160,7 +160,7 @@ func (r *Runner) Start(ctx context.Context, o CaptureOptions) (CaptureState, err
 	existed := statErr == nil
 	source := fmt.Sprintf("proxy %s -> %s", r.cfg.Listen, r.cfg.Backend)
 	w, err := store.Create(dir, store.WriterOptions{Source: source, FlushInterval: r.cfg.SyncInterval, Logger: r.log, Metrics: r.smet,
-		MaxBytes: maxBytes, MinFreeBytes: r.cfg.CaptureMinFree, Start: start})
+		MaxBytes: maxBytes, MinFreeBytes: r.cfg.CaptureMinFree, Start: start, Key: r.cfg.Key})
 	if err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return CaptureState{}, fmt.Errorf("%w: %v", ErrCaptureDir, err)

@@ -103,6 +103,9 @@ type Config struct {
 	// damaged file) instead of refusing it; the report says what is
 	// missing.
 	SkipDamaged bool
+	// Key opens an encrypted capture and encrypts the run directory
+	// (store.Key; nil: neither).
+	Key *store.Key
 	// Retries is how often a transaction that fails with a deadlock or lock
 	// wait timeout the capture did not have is retried: 0 means the
 	// default (3), negative none.
@@ -464,7 +467,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	if cfg.Shard.Count > 1 {
 		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
 	}
-	run, err := store.CreateRun(cfg.RunDir, meta)
+	run, err := store.CreateRun(cfg.RunDir, meta, store.WithKey(cfg.Key))
 	if err != nil {
 		return Result{}, err
 	}

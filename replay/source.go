@@ -50,7 +50,7 @@ type runState struct {
 type closedCapture struct{}
 
 func (closedCapture) reader(cfg *Config) (*store.Reader, func(), error) {
-	r, err := store.Open(cfg.Capture)
+	r, err := store.Open(cfg.Capture, store.WithKey(cfg.Key))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,6 +26,9 @@ type CaptureReport struct {
 	ToolVersion   string    `json:"tool_version"`
 	CreatedAt     time.Time `json:"created_at"`
 	Closed        bool      `json:"closed_cleanly"`
+	// Encryption names the cipher the capture is encrypted with at rest
+	// (empty: in clear).
+	Encryption string `json:"encryption,omitempty"`
 	// Sealed says why the writer did not close the capture, when tandem
 	// pack --crashed sealed it (SealedAt); SealedLost the records it
 	// lacked then.
@@ -118,6 +121,8 @@ type DigestSummary struct {
 type InspectOptions struct {
 	// Top is how many digests to list; default 10.
 	Top int
+	// Key opens an encrypted capture.
+	Key *store.Key
 }
 
 type stmtKey struct {
@@ -130,14 +135,14 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	if opts.Top <= 0 {
 		opts.Top = 10
 	}
-	r, err := store.Open(dir)
+	r, err := store.Open(dir, store.WithKey(opts.Key))
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	m := r.Meta()
 	rep := &CaptureReport{Dir: dir, FormatVersion: m.FormatVersion, Source: m.Source, ToolVersion: m.ToolVersion, CreatedAt: m.CreatedAt}
-	rep.Start = m.Start
+	rep.Start, rep.Encryption = m.Start, m.Encryption
 	if sum, ok := r.Summary(); ok {
 		rep.Closed, rep.Dropped = true, sum.Dropped
 		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
@@ -391,6 +396,9 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("capture\t%s\n", rep.Dir)
 	p("written by\ttandem %s (format %d), source %q, created %s\n", rep.ToolVersion, rep.FormatVersion, rep.Source, rep.CreatedAt.Format(time.RFC3339))
+	if rep.Encryption != "" {
+		p("encrypted\tat rest, %s (every file; it opens with its key only)\n", rep.Encryption)
+	}
 	if rep.Stopped != "" {
 		p("stopped\tcapture stopped at %s: %s (the traffic after it was relayed, not recorded)\n", rep.StoppedAt.Format(time.RFC3339), rep.Stopped)
 	}

@@ -135,9 +135,9 @@ type Interval struct {
 // TopDigests is how many statement digests a target lists.
 const TopDigests = 20
 
-// Load reads the run in dir.
-func Load(dir string) (*Report, error) {
-	r, err := store.OpenRun(dir)
+// Load reads the run in dir (an encrypted one with store.WithKey).
+func Load(dir string, opts ...store.Option) (*Report, error) {
+	r, err := store.OpenRun(dir, opts...)
 	if err != nil {
 		return nil, err
 	}

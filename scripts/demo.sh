@@ -48,18 +48,21 @@ echo "== tandem prepare again: the same starting rows (prepare is seeded) on all
 "$tandem" prepare --tables 4 --table-size 20000 --threads 4 --target "$innodb" --target "$compressed" --target "$myrocks" >/dev/null
 
 echo
-echo "== tandem proxy: sysbench oltp_read_write, 8 threads for 5 s, through a capturing proxy in front of InnoDB"
+echo "== tandem proxy: sysbench oltp_read_write, 8 threads for 5 s, through a capturing proxy in front of InnoDB;"
+echo "   the capture is encrypted at rest (--encrypt-key-file: AES-256-GCM, a new 32-byte key, mode 600)"
 proxy_capture=${capture}-proxy
 rm -rf "$proxy_capture"
+key_file=${capture}-proxy.key
+(umask 077; head -c 32 /dev/urandom >"$key_file")
 proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$proxy_capture" \
-  --capture-results checksum --metrics-addr off --log-level warn &
+  --capture-results checksum --metrics-addr off --log-level warn --encrypt-key-file "$key_file" &
 proxy_pid=$!
 for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
 sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$proxy_port" --mysql-user=root \
   --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --report-interval=0 run | sed -n '/SQL statistics/,/Throughput/p'
 kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # flushes and closes the capture
-"$tandem" inspect "$proxy_capture" --top 3 | sed -n '1,8p'
+"$tandem" inspect "$proxy_capture" --top 3 --encrypt-key-file "$key_file" | sed -n '1,9p'
 
 echo
 echo "== tandem prepare again: the capture's starting rows on all three (InnoDB's changed while sysbench ran)"
@@ -70,9 +73,10 @@ echo
 echo "== tandem replay: the recorded read-write traffic against InnoDB, compressed InnoDB and MyRocks,"
 echo "   in the capture's order between sessions, compared with each other and with the captured responses;"
 echo "   Prometheus metrics are served while it runs (the URL is on the first line; grafana/README.md says how to scrape it)"
-"$tandem" replay "$proxy_capture" --speed 0 --run "$run-proxy" --target "$innodb" --target "$compressed" --target "$myrocks"
+"$tandem" replay "$proxy_capture" --speed 0 --run "$run-proxy" --target "$innodb" --target "$compressed" --target "$myrocks" \
+  --encrypt-key-file "$key_file"
 echo
-echo "   The same run again, from its run directory: tandem report $run-proxy"
+echo "   The same run again, from its run directory (encrypted too): tandem report $run-proxy --encrypt-key-file $key_file"
 
 echo
 echo "== tandem footprint: the tables' sizes on each target, now"
@@ -86,7 +90,7 @@ echo "   the tables loaded again before every point"
 
 echo
 echo "== tandem report --format html: one self-contained file each (charts inline, nothing fetched)"
-"$tandem" report "$run-proxy" --format html -o "$run-proxy.html"
+"$tandem" report "$run-proxy" --format html -o "$run-proxy.html" --encrypt-key-file "$key_file"
 "$tandem" report "$run-sweep" --format html -o "$run-sweep.html" --charts "$run-sweep-charts"
 echo "   replay: $run-proxy.html"
 echo "   sweep:  $run-sweep.html (charts also as SVG and PNG in $run-sweep-charts)"

@@ -59,6 +59,10 @@ type Config struct {
 	// (the capture's, --capture-min-free): past it the shadow's feed ends
 	// (it replays what it has) before the disk the capture may share fills.
 	MinFreeBytes int64
+	// Key encrypts a worker's copy of the feed and the shadows' run
+	// directories, as it does the capture (store.Key; nil: neither). It
+	// reaches the worker over its control socket only.
+	Key *store.Key
 }
 
 // local is shadows running in this process: a worker's (worker.go).
@@ -70,6 +74,7 @@ type local struct {
 	// the shadow then replays what it has and shows down.
 	feedLost atomic.Pointer[string]
 	dirs     []string
+	key      *store.Key // of the run directories (Config.Key)
 	drain    chan struct{}
 	cancel   context.CancelFunc
 	done     chan struct{} // the status loop ended
@@ -129,7 +134,7 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 // reader) holds it, on each of ts, in this process.
 func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.Reader, reg prometheus.Registerer, log *slog.Logger) (*local, error) {
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &local{log: log, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
+	s := &local{log: log, key: cfg.Key, drain: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
 	metrics := replay.NewMetrics(reg)
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "tandem_shadow_statement_duration_seconds",
@@ -145,7 +150,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		// work (make bench-proxy).
 		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
 			lv = startFollower(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
-				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout},
+				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key},
 				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe})
 		})
 		s.lives = append(s.lives, lv)
@@ -231,7 +236,7 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 		res, err := lv.wait()
 		var rep *report.Report
 		if err == nil {
-			rep, err = report.Load(res.RunDir)
+			rep, err = report.Load(res.RunDir, store.WithKey(s.key))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shadow %s: %w", lv.name, err))

@@ -63,7 +63,7 @@ func (w *worker) Start(args WorkerStart, reply *string) error {
 	// The mirror is a working copy, removed at the end: no fsync (a crash
 	// of the machine ends the shadow anyway); the capture's free-space
 	// floor, so that it never takes the capture's last bytes.
-	m, err := store.Create(args.Mirror, store.WriterOptions{Source: args.Source, NoSync: true, Logger: w.log, MinFreeBytes: args.Config.MinFreeBytes})
+	m, err := store.Create(args.Mirror, store.WriterOptions{Source: args.Source, NoSync: true, Logger: w.log, MinFreeBytes: args.Config.MinFreeBytes, Key: args.Config.Key})
 	if err != nil {
 		return fmt.Errorf("shadow's copy of the capture: %w", err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -126,6 +127,15 @@ func (m *oltpMix) next(r *Record) {
 	}
 }
 
+// benchKey encrypts the encrypted benchmarks' captures.
+var benchKey = func() *Key {
+	k, err := ParseKey([]byte("6b3a1f09d2c4e8577a10ff3c9e2b4d6a0c8e1f2a3b4c5d6e7f8091a2b3c4d5e6"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
 // BenchmarkAppend measures sustained appends of the oltp_read_write mix
 // with the default (synced) group commit, and the bytes each record takes
 // on disk once the capture is closed.
@@ -166,9 +176,22 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkScan measures a full scan, in global order, of a closed capture.
 func BenchmarkScan(b *testing.B) {
+	r := scanCapture(b, nil)
+	defer r.Close()
+	b.ResetTimer()
+	var total int
+	for i := 0; i < b.N; i++ {
+		total += scanAll(b, r)
+	}
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
+}
+
+// scanCapture writes a closed capture of a million records of the mix,
+// encrypted with key if it is not nil, and opens it.
+func scanCapture(b *testing.B, key *Key) *Reader {
 	const n = 1_000_000
 	dir := filepath.Join(b.TempDir(), "cap")
-	w, err := Create(dir, WriterOptions{NoSync: true})
+	w, err := Create(dir, WriterOptions{NoSync: true, Key: key})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,22 +206,101 @@ func BenchmarkScan(b *testing.B) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	r, err := Open(dir)
+	r, err := Open(dir, WithKey(key))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
+	return r
+}
+
+// scanAll reads every record of r and counts them.
+func scanAll(b *testing.B, r *Reader) int {
+	n := 0
+	for _, err := range r.Records() {
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// BenchmarkEncryptedAppend measures what encryption at rest costs the
+// append path, side by side: in 4 rounds, a capture in clear and one
+// encrypted each take a quarter of the records, synced as
+// BenchmarkAppend, from create to close (a writer's flushes and
+// compactions run in the background and would be charged to the other
+// one if both were open at once); the order alternates.
+func BenchmarkEncryptedAppend(b *testing.B) {
+	const rounds = 4
+	per := max(b.N/rounds, 1)
+	recs := make([]Record, 10_000)
+	mix := newOLTPMix(1)
+	for i := range recs {
+		mix.next(&recs[i])
+	}
+	var took [2]time.Duration
+	var size int64
 	b.ResetTimer()
-	var total int
-	for i := 0; i < b.N; i++ {
-		for _, err := range r.Records() {
+	for round := range rounds {
+		for k := range 2 {
+			i := (k + round) % 2 // 0: in clear, 1: encrypted
+			key := []*Key{nil, benchKey}[i]
+			dir := filepath.Join(b.TempDir(), fmt.Sprintf("cap-%d-%d", round, i))
+			start := time.Now()
+			w, err := Create(dir, WriterOptions{Key: key})
 			if err != nil {
 				b.Fatal(err)
 			}
-			total++
+			for j := range per {
+				if _, err := w.Append(&recs[j%len(recs)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(start)
+			if i == 1 {
+				n, _ := dirSize(dir)
+				size += n
+			}
 		}
 	}
-	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
+	b.StopTimer()
+	n := float64(per * rounds)
+	plain, enc := n/took[0].Seconds(), n/took[1].Seconds()
+	b.ReportMetric(plain, "plain-records/s")
+	b.ReportMetric(enc, "encrypted-records/s")
+	b.ReportMetric(enc/plain, "ratio")
+	b.ReportMetric(float64(size)/n, "encrypted-disk-B/record")
+}
+
+// BenchmarkEncryptedScan measures what encryption at rest costs a full
+// scan, side by side: each iteration scans a capture in clear, then the
+// same records encrypted.
+func BenchmarkEncryptedScan(b *testing.B) {
+	rs := [2]*Reader{scanCapture(b, nil), scanCapture(b, benchKey)}
+	defer rs[0].Close()
+	defer rs[1].Close()
+	var took [2]time.Duration
+	var total int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, r := range rs {
+			start := time.Now()
+			n := scanAll(b, r)
+			took[j] += time.Since(start)
+			if j == 0 {
+				total += n
+			}
+		}
+	}
+	b.StopTimer()
+	plain, enc := float64(total)/took[0].Seconds(), float64(total)/took[1].Seconds()
+	b.ReportMetric(plain, "plain-records/s")
+	b.ReportMetric(enc, "encrypted-records/s")
+	b.ReportMetric(enc/plain, "ratio")
 }
 
 // BenchmarkAppendParallel is BenchmarkAppend with concurrent producers, as

@@ -32,8 +32,10 @@ const manifestName = "SHA256SUMS"
 // Pack writes the closed capture in dir to w as a zstd-compressed tar
 // archive (every file but Pebble's LOCK), holding a reader's lock so that
 // no writer can start meanwhile. A capture still being written is refused.
-func Pack(dir string, w io.Writer) (files int, err error) {
-	r, err := Open(dir)
+// An encrypted capture needs its key (WithKey), to verify it; the archive
+// holds its files as they are, encrypted.
+func Pack(dir string, w io.Writer, opts ...Option) (files int, err error) {
+	r, err := Open(dir, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -112,8 +114,11 @@ func Pack(dir string, w io.Writer) (files int, err error) {
 // Unpack makes a packed capture (Pack) readable: it extracts archive into
 // a directory under tmp (os.TempDir() if empty) named after the archive's
 // path, size and time, once; later calls reuse it. It returns the
-// capture's directory.
-func Unpack(archive, tmp string) (string, error) {
+// capture's directory. The files are extracted as they were packed
+// (encrypted, for an encrypted capture); an archive without checksums is
+// verified by reading it, which needs the key of an encrypted one
+// (WithKey).
+func Unpack(archive, tmp string, opts ...Option) (string, error) {
 	fi, err := os.Stat(archive)
 	if err != nil {
 		return "", fmt.Errorf("store: %w", err)
@@ -134,7 +139,7 @@ func Unpack(archive, tmp string) (string, error) {
 		return "", fmt.Errorf("store: unpack %s: %w", archive, err)
 	}
 	defer os.RemoveAll(part)
-	if err := extract(archive, part); err != nil {
+	if err := extract(archive, part, opts); err != nil {
 		os.RemoveAll(part)
 		return "", fmt.Errorf("store: unpack %s: %w", archive, err)
 	}
@@ -150,7 +155,7 @@ func Unpack(archive, tmp string) (string, error) {
 	return dir, nil
 }
 
-func extract(archive, dir string) error {
+func extract(archive, dir string, opts []Option) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
@@ -206,7 +211,7 @@ func extract(archive, dir string) error {
 	if manifest == "" {
 		// Packed by a tandem before archives carried checksums: read it
 		// all, which checks every block's own checksum.
-		return verifyCapture(dir)
+		return verifyCapture(dir, opts)
 	}
 	want := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(manifest), "\n") {
@@ -233,8 +238,8 @@ func extract(archive, dir string) error {
 }
 
 // verifyCapture reads every record of the capture in dir.
-func verifyCapture(dir string) error {
-	r, err := Open(dir)
+func verifyCapture(dir string, opts []Option) error {
+	r, err := Open(dir, opts...)
 	if err != nil {
 		return err
 	}

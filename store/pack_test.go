@@ -44,7 +44,7 @@ func TestPackAndUnpackVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verifyCapture(dir); err != nil {
+	if err := verifyCapture(dir, nil); err != nil {
 		t.Fatalf("unpacked capture: %v", err)
 	}
 	if sums, err := os.ReadDir(dir); err != nil || len(sums) < files {

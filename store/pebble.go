@@ -19,7 +19,9 @@ import (
 // alike, and zstd finds more to share in a larger block.
 const blockSize = 32 << 10
 
-func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
+// pebbleOptions are the options of a store; key, if not nil, encrypts it
+// (cryptFS, under the readers' and writers' own layers).
+func pebbleOptions(readOnly bool, log *slog.Logger, key *Key) *pebble.Options {
 	o := &pebble.Options{
 		ReadOnly:         readOnly,
 		ErrorIfNotExists: readOnly,
@@ -36,7 +38,7 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 		o.Levels[i].Compression = func() *block.CompressionProfile { return block.ZstdCompression }
 	}
 	if readOnly {
-		o.FS = readerFS{vfs.Default}
+		o.FS = readerFS{encryptFS(vfs.Default, key)}
 		// A damaged file is reported to whoever reads it, as an error
 		// (damaged); Pebble's default calls Fatalf, which for a reader
 		// could only panic.
@@ -46,7 +48,7 @@ func pebbleOptions(readOnly bool, log *slog.Logger) *pebble.Options {
 			}
 		}}
 	} else {
-		o.FS = writerFS{FS: vfs.Default}
+		o.FS = writerFS{FS: encryptFS(vfs.Default, key)}
 	}
 	o.EnsureDefaults()
 	return o

@@ -39,13 +39,18 @@ type Reader struct {
 
 // Open opens the capture in dir for reading. It fails with ErrNotCapture
 // for a directory that is not one (without touching it), ErrNewerFormat for
-// a capture this version cannot read, and ErrCorrupt when the store is
-// damaged.
-func Open(dir string) (*Reader, error) {
+// a capture this version cannot read, ErrCorrupt when the store is
+// damaged, and ErrNoKey or ErrWrongKey for an encrypted capture without
+// its key (WithKey).
+func Open(dir string, opts ...Option) (*Reader, error) {
 	if err := checkCaptureDir(dir); err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler)))
+	key, err := storeKey(dir, optionsOf(opts).key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler), key))
 	if err != nil {
 		return nil, openErr(dir, err)
 	}

@@ -403,15 +403,16 @@ type RunWriter struct {
 	dir string
 }
 
-// CreateRun makes a new run directory (it must not exist or be empty).
-func CreateRun(dir string, meta RunMeta) (*RunWriter, error) {
+// CreateRun makes a new run directory (it must not exist or be empty),
+// encrypted with the key of WithKey if one is given.
+func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("%w: %s is not empty; choose a new directory for the run", ErrExists, dir)
 	}
 	if len(meta.Targets) > 255 {
 		return nil, errors.New("store: a run has at most 255 targets")
 	}
-	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler)))
+	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler), optionsOf(opts).key))
 	if err != nil {
 		return nil, openErr(dir, err)
 	}
@@ -554,15 +555,20 @@ type RunReader struct {
 // ErrNotRun: the directory is not a run.
 var ErrNotRun = errors.New("store: not a tandem run")
 
-// OpenRun opens the run in dir for reading.
-func OpenRun(dir string) (*RunReader, error) {
+// OpenRun opens the run in dir for reading; an encrypted one needs its
+// key (WithKey; ErrNoKey, ErrWrongKey).
+func OpenRun(dir string, opts ...Option) (*RunReader, error) {
 	if err := checkCaptureDir(dir); err != nil {
 		if errors.Is(err, ErrNotCapture) {
 			return nil, fmt.Errorf("%w: %v", ErrNotRun, errors.Unwrap(err))
 		}
 		return nil, err
 	}
-	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler)))
+	key, err := storeKey(dir, optionsOf(opts).key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler), key))
 	if err != nil {
 		return nil, openErr(dir, err)
 	}

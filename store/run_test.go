@@ -74,9 +74,9 @@ func goldenResult(version int) *TargetResult {
 	return r
 }
 
-func writeGoldenRun(t *testing.T, dir string, version int) {
+func writeGoldenRun(t *testing.T, dir string, version int, opts ...Option) {
 	t.Helper()
-	w, err := CreateRun(dir, goldenRunMeta())
+	w, err := CreateRun(dir, goldenRunMeta(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

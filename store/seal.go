@@ -19,9 +19,13 @@ var ErrAlreadyClosed = errors.New("store: capture already closed")
 // would have, saying that it was sealed, why, and which records are lost.
 // The capture can then be packed. A capture with a damaged file is
 // refused (the error names the file), as is one already closed or still
-// open for writing.
-func Seal(dir string) (Summary, error) {
-	r, err := Open(dir)
+// open for writing. An encrypted capture needs its key (WithKey).
+func Seal(dir string, opts ...Option) (Summary, error) {
+	key, err := storeKey(dir, optionsOf(opts).key)
+	if err != nil {
+		return Summary{}, err
+	}
+	r, err := Open(dir, opts...)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -63,7 +67,7 @@ func Seal(dir string) (Summary, error) {
 	sum.SealedAt = time.Now().UTC()
 	sum.ClosedAt = sum.SealedAt
 
-	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler)))
+	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler), key))
 	if err != nil {
 		return Summary{}, openErr(dir, err)
 	}

@@ -151,6 +151,57 @@
 // testdata/run-v1 is a run written by the version 1 writer; a test decodes
 // it to spelled-out values.
 //
+// # Encryption
+//
+// A capture, a run directory or a shadow's copy of the feed written with
+// a key (WriterOptions.Key, CreateRun's WithKey; tandem's
+// --encrypt-key-file) is encrypted at rest, file by file, beneath Pebble
+// (cryptFS, crypt.go): every file Pebble writes — tables, logs, the
+// manifest, OPTIONS, its marker files — is sealed, so the keys and values
+// above are never on disk in clear. Authenticated encryption: a changed
+// byte, a block moved within a file or between files, is found when read
+// (ErrCorrupt, naming the file, as a checksum failure in clear is), never
+// decrypted into something else. Part of the format, never change:
+//
+//	header (4096 bytes): "TANDEMcr", byte format version (1), byte cipher
+//	  (1: AES-256-GCM), 2 zero bytes, u32le page size (4096), 32 bytes of
+//	  salt (random, per file), 16 bytes of key check
+//	  (HMAC-SHA256(key, "tandem key check v1\x00" || salt), first 16
+//	  bytes), zeros to 4096
+//	then blocks, one per 4096 bytes: u16le n (1..4066, the plaintext
+//	  length), 12 bytes of nonce, n bytes of ciphertext, 16 bytes of GCM
+//	  tag, zeros to 4096
+//
+// Block i holds plaintext bytes [4066·i, 4066·i+n); every block but the
+// last holds 4066. A file's AES-256 key is HKDF-SHA256(key, salt, "tandem
+// file key v1"): no two files share one, so a block cannot be moved from
+// one file to another, and the additional data of block i (u64le i, u16le
+// n) pins it to its place in its file. Each write of a block — a log's
+// partial last block is written again as the log grows — takes a new
+// random nonce, so no nonce repeats under a file's key (well within
+// GCM's bound for random nonces, 2^32 writes, for files of any size
+// Pebble makes). A file's plaintext size is its blocks' (Stat). A
+// recycled log is not reused but made anew (cryptFS.ReuseForWrite).
+//
+// The key check tells the right key from another at open (ErrWrongKey)
+// without a byte decrypted; a store opened without a key that is
+// encrypted is refused (ErrNoKey); both say so in one line. A store in
+// clear opened with a key opens as it is: the key is for the stores that
+// are encrypted. Meta.Encryption says a capture is encrypted; the key is
+// never stored. Beside Pebble's files a capture holds files that are not
+// encrypted and hold nothing of the traffic: LOCK (empty), the reserved
+// space (blanks) and its failure note (why the writer failed: an error
+// and a time).
+//
+// A crash mid-write leaves at most the block being written torn: a last
+// block that does not open is the end of the file for a log read in
+// order (Pebble reads a torn tail in clear the same way: the batch cut
+// short is dropped, what was synced before it is there); anywhere else,
+// or in a table, it is damage. The last block is written again as it
+// grows: the one case where a crash of the machine (not of the process)
+// could lose bytes synced before is a device that tears a single aligned
+// 4096-byte write.
+//
 // # Concurrency
 //
 // A Writer's Append and TryAppend are safe for concurrent use. A Reader is
@@ -216,6 +267,9 @@ type Meta struct {
 	// Start is the backend's position when the capture began (nil: it
 	// was not asked for, tandem proxy --binlog-user).
 	Start *Position `json:"start,omitempty"`
+	// Encryption names the cipher the capture is encrypted with at rest
+	// ("AES-256-GCM"; empty: in clear). The key is never stored.
+	Encryption string `json:"encryption,omitempty"`
 }
 
 // Position is a server's place in its own history: its identity and the

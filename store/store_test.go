@@ -259,7 +259,7 @@ func TestOpenRejectsWhatIsNotACapture(t *testing.T) {
 // rewriteKey opens a capture with Pebble directly and replaces key's value.
 func rewriteKey(t *testing.T, dir string, key, value []byte) {
 	t.Helper()
-	db, err := pebble.Open(dir, pebbleOptions(false, nil))
+	db, err := pebble.Open(dir, pebbleOptions(false, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestCorruptRecordIsReportedWithItsSeq(t *testing.T) {
 func TestMissingRecordsAgainstSummaryAreCorruption(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cap")
 	writeCapture(t, dir, WriterOptions{NoSync: true}, sampleRecords())
-	db, err := pebble.Open(dir, pebbleOptions(false, nil))
+	db, err := pebble.Open(dir, pebbleOptions(false, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,8 +351,20 @@ func crashRecord(i uint64) Record {
 		Kind: KindQuery, Schema: "crash", SQL: "SELECT " + strconv.FormatUint(i, 10), Resp: Response{Kind: RespResultSet, Rows: i}}
 }
 
+// crashKeyEnv gives the crash child the key, in hex, of an encrypted
+// capture (TestKilledEncryptedWriterKeepsWhatWasSynced).
+const crashKeyEnv = "TANDEM_STORE_CRASH_KEY"
+
 func crashChild(dir string) {
-	w, err := Create(dir, WriterOptions{FlushInterval: 5 * time.Millisecond, FlushRecords: 500})
+	var key *Key
+	if h := os.Getenv(crashKeyEnv); h != "" {
+		var err error
+		if key, err = ParseKey([]byte(h)); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+	}
+	w, err := Create(dir, WriterOptions{FlushInterval: 5 * time.Millisecond, FlushRecords: 500, Key: key})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
@@ -375,11 +387,11 @@ func crashChild(dir string) {
 
 // startCrashChild starts crashChild writing a capture in a new directory;
 // sc reads its "durable N" lines.
-func startCrashChild(t *testing.T) (dir string, cmd *exec.Cmd, sc *bufio.Scanner) {
+func startCrashChild(t *testing.T, env ...string) (dir string, cmd *exec.Cmd, sc *bufio.Scanner) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "cap")
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), crashChildEnv+"="+dir), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

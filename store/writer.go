@@ -44,6 +44,8 @@ type WriterOptions struct {
 	Metrics *Metrics
 	// FS is the file system the capture is written to; nil: the OS's.
 	FS vfs.FS
+	// Key, if set, encrypts the capture (package doc, "Encryption").
+	Key *Key
 	// MaxBytes stops the capture cleanly once its directory holds this
 	// many bytes (0: no budget). MinFreeBytes stops it once the file
 	// system has less free space than this (0: no floor; tandem proxy
@@ -179,13 +181,13 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	w.space.L = &w.mu
 	sig := make(chan struct{})
 	w.commitSig.Store(&sig)
-	po := pebbleOptions(false, opts.Logger)
+	po := pebbleOptions(false, opts.Logger, opts.Key)
 	po.Logger = pebbleLogger{log: opts.Logger, fatal: w.fail}
 	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default
 	}
-	po.FS = writerFS{FS: fs, fail: w.fail}
+	po.FS = writerFS{FS: encryptFS(fs, opts.Key), fail: w.fail}
 	var db *pebble.DB
 	err = w.await(func() (err error) {
 		db, err = pebble.Open(dir, po)
@@ -203,6 +205,9 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		Source:        opts.Source,
 		ToolVersion:   version.String(),
 		Start:         opts.Start,
+	}
+	if opts.Key != nil {
+		meta.Encryption = cryptCipher
 	}
 	hdr, _ := json.Marshal(meta)
 	if err := w.await(func() error { return db.Set(keyHeader, hdr, pebble.Sync) }); err != nil {

@@ -15,6 +15,7 @@ import (
 
 func newAlignCmd() *cobra.Command {
 	var capDir, dump string
+	var keys keyFlag
 	var end, keep, hold bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -67,7 +68,11 @@ before or after it, align says how many transactions lie between and exits 1.`,
 			if dump == "" && len(args) == 0 {
 				return errors.New("name the replicas to align (NAME=DSN), or give --dump FILE; see 'tandem align --help'")
 			}
-			r, err := store.Open(capDir)
+			key, err := keys.load()
+			if err != nil {
+				return err
+			}
+			r, err := store.Open(capDir, store.WithKey(key))
 			if err != nil {
 				return err
 			}
@@ -135,6 +140,7 @@ before or after it, align says how many transactions lie between and exits 1.`,
 	f.BoolVar(&hold, "hold", false, "stop the replicas' SQL threads now, before a capture begins, so that none is past its start point")
 	f.BoolVar(&keep, "keep-replication", false, "stop the replicas at the point but keep their replication configured")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long a replica may take to reach the point")
+	keys.add(f, keyReadHelp)
 	return cmd
 }
 

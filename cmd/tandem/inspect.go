@@ -14,6 +14,7 @@ func newInspectCmd() *cobra.Command {
 	var asJSON bool
 	var unpackDir string
 	var verify bool
+	var keys keyFlag
 	cmd := &cobra.Command{
 		Use:   "inspect CAPTURE_DIR|FILE.tar.zst",
 		Short: "Summarize a capture: time span, sessions, records by kind, errors, top statements, size",
@@ -32,7 +33,11 @@ synthetic records apart from those clients sent.
 A capture whose writer did not close (a crash) is readable up to its last sync;
 inspect says so, and counts and names the records lost in the middle (found by
 their sequence numbers). A packed capture (tandem pack) is unpacked once and
-checked against the archive's checksums.`,
+checked against the archive's checksums.
+
+An encrypted capture (tandem proxy --encrypt-key-file) opens with its key
+only (--encrypt-key-file, or $TANDEM_ENCRYPT_KEY_FILE); inspect says that it
+is encrypted.`,
 		Example: `  tandem inspect ./capture
   tandem inspect ./capture --top 25
   tandem inspect ./capture --json | jq .top_digests
@@ -44,12 +49,17 @@ checked against the archive's checksums.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			dir, err := captureDir(args[0], unpackDir)
+			key, err := keys.load()
+			if err != nil {
+				return err
+			}
+			opts.Key = key
+			dir, err := captureDir(args[0], unpackDir, key)
 			if err != nil {
 				return err
 			}
 			if verify {
-				return verifyCapture(c.OutOrStdout(), args[0], dir)
+				return verifyCapture(c.OutOrStdout(), args[0], dir, key)
 			}
 			rep, err := report.Inspect(c.Context(), dir, opts)
 			if err != nil {
@@ -68,13 +78,14 @@ checked against the archive's checksums.`,
 	cmd.Flags().StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&verify, "verify", false, "read every record, past damaged files, and say what is readable, which files are damaged (and the records they held) and which records are lost; exit 1 if anything is")
+	keys.add(cmd.Flags(), keyReadHelp)
 	return cmd
 }
 
 // verifyCapture prints what store.Verify found in the capture at dir
 // (named name), and fails if anything is damaged or lost.
-func verifyCapture(w io.Writer, name, dir string) error {
-	r, err := store.Open(dir)
+func verifyCapture(w io.Writer, name, dir string, key *store.Key) error {
+	r, err := store.Open(dir, store.WithKey(key))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 func newPackCmd() *cobra.Command {
 	var out string
 	var crashed bool
+	var keys keyFlag
 	cmd := &cobra.Command{
 		Use:   "pack CAPTURE_DIR -o FILE" + store.ArchiveSuffix,
 		Short: "Write a closed capture as one compressed archive, to ship to replayers",
@@ -35,7 +36,12 @@ capture, saying that it was sealed, why, and which records are lost — then
 packed. Sealing changes the capture directory once; a capture with a
 damaged file cannot be sealed ('tandem inspect --verify' says which). Replay
 refuses a sealed capture that lost records unless --skip-damaged, as it does
-the directory.`,
+the directory.
+
+An encrypted capture (tandem proxy --encrypt-key-file) is verified with its
+key (--encrypt-key-file, or $TANDEM_ENCRYPT_KEY_FILE) and packed as it is:
+the archive holds its encrypted files, and replay and inspect open it with
+the same key.`,
 		Example: `  tandem pack ./capture -o capture.tar.zst
   tandem pack --crashed ./capture-of-a-killed-proxy -o capture.tar.zst
   tandem replay capture.tar.zst --shard 0/4 --run-id nightly --target …`,
@@ -55,8 +61,12 @@ the directory.`,
 			if _, err := os.Stat(out); err == nil {
 				return fmt.Errorf("-o %s exists already; name a new file", out)
 			}
+			key, err := keys.load()
+			if err != nil {
+				return err
+			}
 			if crashed {
-				sum, err := store.Seal(args[0])
+				sum, err := store.Seal(args[0], store.WithKey(key))
 				switch {
 				case err == nil:
 					lost := "none lost"
@@ -75,7 +85,7 @@ the directory.`,
 			if err != nil {
 				return err
 			}
-			n, err := store.Pack(args[0], f)
+			n, err := store.Pack(args[0], f, store.WithKey(key))
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -90,14 +100,15 @@ the directory.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write (FILE"+store.ArchiveSuffix+"; must not exist)")
 	cmd.Flags().BoolVar(&crashed, "crashed", false, "seal a capture whose writer was killed (read every record, write its summary into the capture), then pack it")
+	keys.add(cmd.Flags(), "verify and seal an encrypted capture (it is packed encrypted, as it is)")
 	return cmd
 }
 
 // captureDir returns a capture's directory: path itself, or where a packed
-// capture (tandem pack) was unpacked.
-func captureDir(path, unpackDir string) (string, error) {
+// capture (tandem pack) was unpacked (key: an encrypted one's).
+func captureDir(path, unpackDir string, key *store.Key) (string, error) {
 	if !strings.HasSuffix(path, store.ArchiveSuffix) {
 		return path, nil
 	}
-	return store.Unpack(path, unpackDir)
+	return store.Unpack(path, unpackDir, store.WithKey(key))
 }

@@ -32,6 +32,7 @@ func newProxyCmd() *cobra.Command {
 	var configFile string
 	var binlogUser string
 	var shadowReplicas bool
+	var keys keyFlag
 	cmd := &cobra.Command{
 		Use:   "proxy --backend HOST:PORT [--capture DIR]",
 		Short: "Relay MySQL clients to a server and record every command exchange",
@@ -139,6 +140,10 @@ closed cleanly all the same.`,
 			if err != nil {
 				return err
 			}
+			if cfg.Key, err = keys.load(); err != nil {
+				return err
+			}
+			sh.Key = cfg.Key
 			if configFile != "" {
 				if sh.Listed, err = targets.LoadShadows(configFile); err != nil {
 					return err
@@ -241,6 +246,7 @@ closed cleanly all the same.`,
 	f.DurationVar(&sh.StatusInterval, "shadow-status-interval", 10*time.Second, "how often the shadows' state is logged")
 	f.DurationVar(&sh.TargetTimeout, "shadow-target-timeout", replay.DefaultTargetTimeout, "a shadow whose server gives no answer to a call this long is marked failed; the primary and the other shadows go on (0: wait forever, as replay's --target-timeout)")
 	f.DurationVar(&cfg.ShadowDrainTimeout, "shadow-drain-timeout", time.Minute, "on shutdown, how long the shadows may take to replay what the capture holds")
+	keys.add(f, keyWriteHelp)
 	return cmd
 }
 

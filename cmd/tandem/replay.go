@@ -70,7 +70,7 @@ func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger 
 	res, err := run(*cfg)
 	if err == nil {
 		var rep *report.Report
-		if rep, err = report.Load(res.RunDir); err == nil {
+		if rep, err = report.Load(res.RunDir, store.WithKey(cfg.Key)); err == nil {
 			err = writeReport(c.OutOrStdout(), rep, asJSON)
 		}
 	}
@@ -125,6 +125,7 @@ func serveReplayMetrics(c *cobra.Command, cfg *replay.Config, addr string, linge
 func newReplayCmd() *cobra.Command {
 	var cfg replay.Config
 	var unpackDir string
+	var keys keyFlag
 	var specs []string
 	var configFile string
 	var asJSON bool
@@ -246,7 +247,11 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			dir, err := captureDir(args[0], unpackDir)
+			var err error
+			if cfg.Key, err = keys.load(); err != nil {
+				return err
+			}
+			dir, err := captureDir(args[0], unpackDir, cfg.Key)
 			if err != nil {
 				return err
 			}
@@ -290,6 +295,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
+	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
 	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")

@@ -8,10 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/store"
 )
 
 func newReportCmd() *cobra.Command {
 	var format, out, chartsDir string
+	var keys keyFlag
 	cmd := &cobra.Command{
 		Use:   "report RUN_DIR [RUN_DIR…]",
 		Short: "Render replay and sweep runs again from their run directories: text, JSON, HTML with charts, CSV",
@@ -54,9 +56,13 @@ A run that was interrupted is reported with what it stored, and says so.`,
 			default:
 				return fmt.Errorf("--format %q: want text, json, html or csv", format)
 			}
+			key, err := keys.load()
+			if err != nil {
+				return err
+			}
 			var reps []*report.Report
 			for _, dir := range args {
-				rep, err := report.Load(dir)
+				rep, err := report.Load(dir, store.WithKey(key))
 				if err != nil {
 					return err
 				}
@@ -97,6 +103,7 @@ A run that was interrupted is reported with what it stored, and says so.`,
 	cmd.Flags().StringVar(&format, "format", "text", "text, json, html or csv")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of standard output")
 	cmd.Flags().StringVar(&chartsDir, "charts", "", "also write each chart as SVG and PNG into this directory")
+	keys.add(cmd.Flags(), keyRunsHelp)
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 func newSweepCmd() *cobra.Command {
 	var cfg replay.Config
 	var unpackDir string
+	var keys keyFlag
 	var sw replay.Sweep
 	var specs []string
 	var configFile, metricsAddr string
@@ -61,7 +62,11 @@ metrics and the footprint work as in 'tandem replay'.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			dir, err := captureDir(args[0], unpackDir)
+			var err error
+			if cfg.Key, err = keys.load(); err != nil {
+				return err
+			}
+			dir, err := captureDir(args[0], unpackDir, cfg.Key)
 			if err != nil {
 				return err
 			}
@@ -110,6 +115,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.BoolVar(&sw.Together, "together", false, "replay all targets at once at each point (default: one target at a time)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP)")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
+	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
 	f.StringVar(&cfg.Order, "order", "", "capture or none (default: capture, or none for a synthesized capture)")
