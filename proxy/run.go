@@ -216,10 +216,16 @@ func openAdmin(acc gtid.Account) *sql.DB {
 // endCapture records the backend's end position and, when the proxy
 // followed commits, the binary log's transactions in between that did not
 // pass through it, and says so.
-func endCapture(cfg RunConfig, acc gtid.Account, start *store.Position, w *store.Writer, rec *capture.Recorder, commitsOn bool, unasked int, out io.Writer, log *slog.Logger) *store.Position {
+// readEnd reads the backend's position at a capture's end.
+func readEnd(cfg RunConfig, acc gtid.Account) (*store.Position, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
 	defer cancel()
-	end, err := readPosition(ctx, acc)
+	return readPosition(ctx, acc)
+}
+
+func endCapture(cfg RunConfig, acc gtid.Account, start, end *store.Position, err error, w *store.Writer, rec *capture.Recorder, commitsOn bool, unasked int, out io.Writer, log *slog.Logger) *store.Position {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
+	defer cancel()
 	if err != nil {
 		log.Warn("reading the backend's position at the capture's end failed; the capture has no end point", "err", err)
 		fmt.Fprintf(out, "tandem proxy: the capture has no end point: %v\n", err)

@@ -43,6 +43,9 @@ type Runner struct {
 	}
 	// shadows gathers the running capture's shadows' metrics.
 	shadows atomic.Pointer[prometheus.Gatherers]
+	// afterLeave, set by tests, is called at a stop once every session
+	// has left, before the end point is read, with how many are held.
+	afterLeave func(held int)
 }
 
 // running is a capture under way.
@@ -297,13 +300,32 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 	close(c.lc.stopping)
 	r.p.live.CompareAndSwap(c.lc, nil)
 	r.p.metrics.captureActive.Set(0)
-	busy := r.leaveAll(c.lc)
+	// Sessions that leave inside a transaction that wrote are held (their
+	// next command waits) until the end point is read: a COMMIT of theirs
+	// relayed after they left but before the point was read would be in
+	// the capture's range and not in the capture, and so listed as a
+	// transaction that bypassed the proxy — applied whole by
+	// --apply-bypassed on top of the captured part of it, which replay
+	// runs and rolls back at the session's stop. Held, their commit comes
+	// after the end point, as production's end state then says.
+	var held []*session
+	holding := &held
+	if c.start == nil {
+		holding = nil // no end point to read: nobody waits
+	}
+	busy := r.leaveAll(c.lc, holding)
 	if busy > 0 {
 		r.log.Warn("sessions still in a command after the drain timeout leave the capture without their end", "sessions", busy, "drain_timeout", r.p.cfg.DrainTimeout)
 	}
+	if r.afterLeave != nil {
+		r.afterLeave(len(held))
+	}
 	var end *store.Position
 	if c.start != nil {
-		end = endCapture(r.cfg, *r.acc, c.start, c.w, c.lc.rec, c.commits, int(c.lc.unasked.Load()), r.out, r.log)
+		var endErr error
+		end, endErr = readEnd(r.cfg, *r.acc)
+		releaseHeld(held)
+		end = endCapture(r.cfg, *r.acc, c.start, end, endErr, c.w, c.lc.rec, c.commits, int(c.lc.unasked.Load()), r.out, r.log)
 	}
 	var shadowErr error // a lost shadow: the capture itself is whole
 	if c.shadows != nil {
@@ -364,7 +386,10 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 // leaveAll makes every session in lc leave it, each between two
 // commands: idle ones at once, the others when their command ends, for up
 // to the drain timeout. It returns how many were still in a command then.
-func (r *Runner) leaveAll(lc *liveCapture) int {
+// With held non-nil, a session that leaves inside a transaction that
+// wrote keeps its capMu locked and is appended to *held: the caller
+// releases it (releaseHeld).
+func (r *Runner) leaveAll(lc *liveCapture, held *[]*session) int {
 	deadline := time.Now().Add(r.p.cfg.DrainTimeout)
 	pending := r.p.sessions()
 	for {
@@ -375,7 +400,12 @@ func (r *Runner) leaveAll(lc *liveCapture) int {
 				continue
 			}
 			if s.joined == lc {
+				writing := !s.raw && !s.cs.Joinable()
 				s.leaveLocked(time.Now())
+				if writing && held != nil {
+					*held = append(*held, s)
+					continue
+				}
 			}
 			s.capMu.Unlock()
 		}
@@ -391,6 +421,13 @@ func (r *Runner) leaveAll(lc *liveCapture) int {
 			return len(pending)
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// releaseHeld lets the sessions leaveAll held go on.
+func releaseHeld(held []*session) {
+	for _, s := range held {
+		s.capMu.Unlock()
 	}
 }
 
