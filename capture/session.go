@@ -745,16 +745,9 @@ func (s *Session) parseCommand(p []byte) error {
 		r.Schema = string(p[1:])
 		s.pc.useDB = r.Schema
 	case mysql.COM_STMT_EXECUTE:
-		if len(p) < 5 {
-			return fmt.Errorf("%w: execute of %d bytes", wire.ErrMalformed, len(p))
-		}
-		id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
-		st := s.stmts[id]
-		s.pc.st = st
-		r.StmtID = id
-		if st == nil {
-			// Unknown to us (and so to the server): the server answers ERR.
-			return nil
+		st, err := s.executed(p)
+		if st == nil || err != nil {
+			return err
 		}
 		var longData func(int) bool
 		if st.longData != nil {
@@ -787,15 +780,9 @@ func (s *Session) parseCommand(p []byte) error {
 		// is the command after its statement id — flags, the parameter
 		// types in force (always sent: the statement a replay runs it on
 		// has bound none) and the rows — for replay to send as it is.
-		if len(p) < 5 {
-			return fmt.Errorf("%w: bulk execute of %d bytes", wire.ErrMalformed, len(p))
-		}
-		id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
-		st := s.stmts[id]
-		s.pc.st = st
-		r.StmtID = id
-		if st == nil {
-			return nil // unknown to the server too: it answers ERR
+		st, err := s.executed(p)
+		if st == nil || err != nil {
+			return err
 		}
 		e, err := wire.ParseBulkExecute(p, st.params, st.types)
 		switch {
@@ -863,6 +850,20 @@ func (s *Session) parseCommand(p []byte) error {
 		r.Data = append(r.Data[:0], p[1:1+n]...)
 	}
 	return nil
+}
+
+// executed reads the statement id of an execute or bulk execute p into
+// the record and returns the statement; nil when it is unknown to us (and
+// so to the server, which answers ERR).
+func (s *Session) executed(p []byte) (*stmt, error) {
+	if len(p) < 5 {
+		return nil, fmt.Errorf("%w: %s of %d bytes", wire.ErrMalformed, commandName(p[0]), len(p))
+	}
+	id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
+	st := s.stmts[id]
+	s.pc.st = st
+	s.rec.StmtID = id
+	return st, nil
 }
 
 // CommandKind maps a command byte to the record kind.

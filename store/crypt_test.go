@@ -204,15 +204,7 @@ func TestFlippedByteInAnEncryptedTableIsDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var gotErr error
-	n := 0
-	for _, err := range r.Records() {
-		if err != nil {
-			gotErr = err
-			break
-		}
-		n++
-	}
+	n, gotErr := readToError(r)
 	want := filepath.Base(ssts[0]) + " is damaged"
 	if !errors.Is(gotErr, ErrCorrupt) || !strings.Contains(gotErr.Error(), want) || !strings.Contains(gotErr.Error(), "fails authentication") ||
 		!strings.Contains(gotErr.Error(), "holds records 1 to the last") || strings.Contains(gotErr.Error(), "\n") {

@@ -795,15 +795,7 @@ func TestFlippedByteInATableIsAnErrorNotAPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var gotErr error
-	n := 0
-	for _, err := range r.Records() {
-		if err != nil {
-			gotErr = err
-			break
-		}
-		n++
-	}
+	n, gotErr := readToError(r)
 	want := filepath.Base(ssts[0]) + " is damaged"
 	if !errors.Is(gotErr, ErrCorrupt) || !strings.Contains(gotErr.Error(), want) || !strings.Contains(gotErr.Error(), "holds records 1 to the last") ||
 		strings.Contains(gotErr.Error(), "\n") {
@@ -1001,4 +993,17 @@ func TestSealAKilledWritersCapture(t *testing.T) {
 	if m != n {
 		t.Errorf("unpacked %d records, want %d", m, n)
 	}
+}
+
+// readToError reads r's records up to the first error and returns how
+// many it read and that error (nil: none).
+func readToError(r *Reader) (int, error) {
+	n := 0
+	for _, err := range r.Records() {
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -66,16 +66,8 @@ func ParseBulkExecute(b []byte, numParams int, prev []ParamType) (*BulkExecute, 
 		}
 		return e, nil
 	}
-	if e.Flags&BulkSendTypes != 0 {
-		e.Types = make([]ParamType, numParams)
-		for i := range e.Types {
-			e.Types[i] = ParamType{Type: r.u8(), Flag: r.u8()}
-		}
-	} else {
-		if len(prev) != numParams {
-			return e, ErrUnknownParamTypes
-		}
-		e.Types = prev
+	if e.Types = readTypes(&r, e.Flags&BulkSendTypes != 0, numParams, prev); e.Types == nil {
+		return e, ErrUnknownParamTypes
 	}
 	for r.err == nil && r.left() > 0 {
 		row := make([]Param, numParams)

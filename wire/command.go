@@ -70,16 +70,8 @@ func ParseExecute(b []byte, numParams int, prev []ParamType, longData func(int) 
 	if r.err != nil {
 		return nil, r.err
 	}
-	if e.NewParamsBound {
-		e.Types = make([]ParamType, numParams)
-		for i := range e.Types {
-			e.Types[i] = ParamType{Type: r.u8(), Flag: r.u8()}
-		}
-	} else {
-		if len(prev) != numParams {
-			return e, ErrUnknownParamTypes
-		}
-		e.Types = prev
+	if e.Types = readTypes(&r, e.NewParamsBound, numParams, prev); e.Types == nil {
+		return e, ErrUnknownParamTypes
 	}
 	e.Params = make([]Param, numParams)
 	for i := 0; i < numParams && r.err == nil; i++ {
@@ -101,6 +93,23 @@ func ParseExecute(b []byte, numParams int, prev []ParamType, longData func(int) 
 		return nil, r.err
 	}
 	return e, nil
+}
+
+// readTypes reads numParams parameter types when sent says the command
+// carries them, else returns prev (those bound before), or nil when prev
+// is not numParams types: the values cannot be read.
+func readTypes(r *reader, sent bool, numParams int, prev []ParamType) []ParamType {
+	if !sent {
+		if len(prev) != numParams {
+			return nil
+		}
+		return prev
+	}
+	types := make([]ParamType, numParams)
+	for i := range types {
+		types[i] = ParamType{Type: r.u8(), Flag: r.u8()}
+	}
+	return types
 }
 
 func readParam(r *reader, p *Param) {
