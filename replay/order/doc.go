@@ -76,6 +76,32 @@
 // (OutcomeOrderRerun), and their divergences are counted as
 // order-ambiguous.
 //
+// # Commit order
+//
+// A capture that holds its commits' GTIDs gives the server's own commit
+// order, which the capture's clock does not always show (an answer read
+// late makes a commit, or a write outside a transaction, look as if it
+// ended after one the server committed later). A ticket that commits
+// (Ticket.Commit, its rank in that order; Ticket.Trx, what its
+// transaction locked) goes to the server only once every lower-ranked
+// commit of its domain whose transaction conflicts with its own (a shared
+// row key, or a table one locked without naming rows) is done; commits
+// that do not conflict go together, as the clock lets them. A change does
+// not wait, in lock order, for a change that commits after it
+// (commitsAfter). Under two-phase locking, two schedules whose
+// conflicting commits come in the same order are equivalent to the same
+// serial one: every write and locking read gets the same rows (see
+// commitOrder). The waits go from a rank to a lower one, and a time wait
+// from a commit to one that ended before it started, which the server
+// committed first: the two kinds never form a cycle. A commit stuck
+// behind a waiter's locks makes it yield (Stalled) as above; one released
+// by the hard bound marks the commit it overtook, and that one's
+// session's current ticket, overtaken. A commit waits until every rank
+// below it is registered (a low-water mark); a rank that never comes
+// (its record lost) counts as come once maxAhead later ranks have, or at
+// CloseCommits. Finding the conflicting commits walks the pending commits
+// (those registered and not done: about one per session).
+//
 // # Cost
 //
 // What a ticket costs depends on the tickets it overlapped in the

@@ -28,6 +28,9 @@ type Gate struct {
 	// pass marks the in-flight tickets one blocker search has looked at
 	// (Ticket.checked); it counts the searches with a stall check too.
 	pass uint64
+	// commits keeps commits in the server's order (Ticket.Commit, Floor,
+	// Trx).
+	commits commitOrder
 }
 
 // lane is a set of tickets by end, and the waiters that wait for them.
@@ -117,6 +120,13 @@ type Ticket struct {
 	// to the server only after the conflicting ones that overlapped it
 	// and ended before it have (see the package documentation).
 	SendOrder bool
+	// Commit is the ticket's rank in the server's commit order (1, 2, …;
+	// 0: it commits nothing the order knows), Floor the first rank of its
+	// replication domain, Trx what its transaction locked: it goes to the
+	// server once the conflicting commits ranked below it are done (see
+	// commitOrder).
+	Commit, Floor int64
+	Trx           *Footprint
 	// onSent, made by a waiter under the gate's lock, is closed when the
 	// ticket is sent or done; sendWaiters says one may exist.
 	onSent      chan struct{}
@@ -125,8 +135,10 @@ type Ticket struct {
 	// goes after the conflicting ones that overlapped it and ended before
 	// it are done, not merely sent (see the package documentation).
 	rerun atomic.Bool
-	// in says which lanes (all, changes) hold it.
-	in [2]bool
+	// in says which lanes (all, changes) hold it; inCommits, whether the
+	// commit order's pending list does.
+	in        [2]bool
+	inCommits bool
 	// checked is the gate's pass of the last blocker search that looked at
 	// it (under its lock).
 	checked uint64
@@ -315,7 +327,7 @@ func (h *waiterHeap) Pop() any {
 }
 
 func NewGate(inflightMin, hardBound time.Duration) *Gate {
-	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now, locks: newLockIndex()}
+	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now, locks: newLockIndex(), commits: newCommitOrder()}
 	g.all.minEnd.Store(math.MaxInt64)
 	g.changes.minEnd.Store(math.MaxInt64)
 	g.changes.id = 1
@@ -343,6 +355,7 @@ func (g *Gate) Add(t *Ticket, c *Cursor) *Ticket {
 	if t.Changes {
 		g.changes.insert(t)
 	}
+	g.commits.add(t)
 	g.mu.Unlock()
 	return t
 }
@@ -387,6 +400,9 @@ func (g *Gate) Finish(t *Ticket) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t.done = true
+	if t.Commit != 0 {
+		g.commits.pop()
+	}
 	g.sentLocked(t)
 	g.all.pop()
 	if t.Changes {
@@ -410,6 +426,9 @@ func (g *Gate) Reopen(ts []*Ticket) {
 		t.done = false
 		t.sent.Store(0)
 		t.rerun.Store(true)
+		if t.Commit != 0 {
+			g.commits.insert(t)
+		}
 		if !t.in[0] {
 			g.all.insert(t)
 		}
@@ -445,7 +464,7 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		return NotWaited, nil
 	}
 	ln := g.lane(t)
-	if ln.minEnd.Load() >= threshold && !t.SendOrder {
+	if ln.minEnd.Load() >= threshold && !t.SendOrder && t.Commit == 0 {
 		return NotWaited, nil
 	}
 	if limit <= 0 {
@@ -460,8 +479,14 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
 			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
 		}
+		var unregistered <-chan struct{}
+		if blocker == nil && len(stuck) == 0 && threshold == t.Start {
+			var cyc bool
+			blocker, unregistered, stuck, cyc, wake = g.commitWaitLocked(t, patience, h, wake)
+			cyclic = cyclic || cyc
+		}
 		released = released || cyclic
-		if blocker == nil {
+		if blocker == nil && unregistered == nil {
 			if released {
 				g.overtakeLocked(ln, t, threshold)
 			}
@@ -480,11 +505,14 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		}
 		var w *waiter
 		var wake1 <-chan struct{}
-		if blocker.End < threshold {
+		switch {
+		case blocker == nil: // a commit t follows, not registered yet
+			wake1 = unregistered
+		case blocker.End < threshold:
 			w = &waiter{start: threshold, ch: make(chan struct{})}
 			heap.Push(&ln.waiters, w)
 			wake1 = w.ch
-		} else { // until blocker is sent
+		default: // until blocker is sent (or, a commit t follows, done)
 			if blocker.onSent == nil {
 				blocker.onSent = make(chan struct{})
 			}
@@ -567,9 +595,17 @@ func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64) {
 	if t.SendOrder && threshold == t.Start {
 		pend := g.changes.pending
 		for i := sort.Search(len(pend), func(i int) bool { return pend[i].End >= t.Start }); i < len(pend) && pend[i].End < t.End; i++ {
-			if p := pend[i]; p.sent.Load() == 0 && conflicts(p, t) {
+			if p := pend[i]; p.sent.Load() == 0 && conflicts(p, t) && !commitsAfter(p, t) {
 				mark(p)
 			}
+		}
+	}
+	if p, _ := g.commitBlockerLocked(t); p != nil {
+		// A commit going ahead of one that came before it in the
+		// server's order: that one's transaction may now see t's change.
+		mark(p)
+		if a := p.ahead(); a != nil {
+			mark(a)
 		}
 	}
 	if reorder {
@@ -662,7 +698,7 @@ func (g *Gate) sendBlockerLocked(t *Ticket, patience int, h *Cursor, wake time.D
 		// it; one that locks several, or rows it does not name, takes them
 		// one after another, so t goes after it is done.
 		ready := p.sent.Load() != 0 && !strict && len(p.Keys) == 1
-		if p == t || p.done || ready || !conflicts(p, t) || dependsOn(p, t, 0) {
+		if p == t || p.done || ready || !conflicts(p, t) || commitsAfter(p, t) || dependsOn(p, t, 0) {
 			continue
 		}
 		if patience > 0 {
