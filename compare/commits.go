@@ -34,6 +34,9 @@ type Commit struct {
 type commit struct {
 	session    uint64
 	start, end int64
+	// deleted: the transaction deleted rows of the table (DELETE,
+	// REPLACE), or may have (a commit of unknown writes).
+	deleted bool
 }
 
 type commitList struct {
@@ -55,11 +58,16 @@ func (cs *Commits) Len() int {
 // Add records a commit by session over [start, end] of the given tables
 // (schema-qualified); unknown marks one that may have written any table.
 func (cs *Commits) Add(session uint64, start, end int64, tables []string, unknown bool) {
+	cs.AddDeleting(session, start, end, tables, nil, unknown)
+}
+
+// AddDeleting is Add for a transaction that deleted rows of the tables
+// in deleted (a subset of tables).
+func (cs *Commits) AddDeleting(session uint64, start, end int64, tables, deleted []string, unknown bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	c := commit{session, start, end}
 	if unknown {
-		cs.any.add(c)
+		cs.any.add(commit{session, start, end, true})
 		cs.n++
 	}
 	for _, t := range tables {
@@ -68,7 +76,7 @@ func (cs *Commits) Add(session uint64, start, end int64, tables []string, unknow
 			l = &commitList{sorted: true}
 			cs.byTable[t] = l
 		}
-		l.add(c)
+		l.add(commit{session, start, end, slices.Contains(deleted, t)})
 		cs.n++
 	}
 }
@@ -84,8 +92,9 @@ func (l *commitList) add(c commit) {
 	l.maxSpan = max(l.maxSpan, c.end-c.start)
 }
 
-// overlapping finds a commit of another session overlapping [from, to].
-func (l *commitList) overlapping(session uint64, from, to int64) (commit, bool) {
+// overlapping finds a commit of another session overlapping [from, to]
+// (with deletedOnly, one that deleted rows).
+func (l *commitList) overlapping(session uint64, from, to int64, deletedOnly bool) (commit, bool) {
 	if !l.sorted {
 		slices.SortFunc(l.c, func(a, b commit) int { return cmp.Compare(a.start, b.start) })
 		l.sorted = true
@@ -94,7 +103,7 @@ func (l *commitList) overlapping(session uint64, from, to int64) (commit, bool) 
 	// from - maxSpan end before from.
 	i := sort.Search(len(l.c), func(i int) bool { return l.c[i].start > to })
 	for i--; i >= 0 && l.c[i].start >= from-l.maxSpan; i-- {
-		if c := l.c[i]; c.end >= from && c.session != session {
+		if c := l.c[i]; c.end >= from && c.session != session && (c.deleted || !deletedOnly) {
 			return c, true
 		}
 	}
@@ -104,17 +113,27 @@ func (l *commitList) overlapping(session uint64, from, to int64) (commit, bool) 
 // Overlapping returns a commit of a session other than session that
 // overlapped [from, to] on one of tables, and whether there is one.
 func (cs *Commits) Overlapping(session uint64, from, to int64, tables []string) (Commit, bool) {
+	return cs.overlapping(session, from, to, tables, false)
+}
+
+// OverlappingDelete is Overlapping for commits of transactions that
+// deleted rows of the table (or may have).
+func (cs *Commits) OverlappingDelete(session uint64, from, to int64, tables []string) (Commit, bool) {
+	return cs.overlapping(session, from, to, tables, true)
+}
+
+func (cs *Commits) overlapping(session uint64, from, to int64, tables []string, deletedOnly bool) (Commit, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	for _, t := range tables {
 		if l := cs.byTable[t]; l != nil {
-			if c, ok := l.overlapping(session, from, to); ok {
+			if c, ok := l.overlapping(session, from, to, deletedOnly); ok {
 				return Commit{c.session, c.start, c.end, t}, true
 			}
 		}
 	}
 	if len(tables) > 0 {
-		if c, ok := cs.any.overlapping(session, from, to); ok {
+		if c, ok := cs.any.overlapping(session, from, to, deletedOnly); ok {
 			return Commit{c.session, c.start, c.end, "(tables it may have written)"}, true
 		}
 	}

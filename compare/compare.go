@@ -10,7 +10,10 @@
 // for errors only and counted apart. A difference on a statement whose
 // captured interval overlapped a commit of another session touching one of
 // its tables — or that replay had to start before all it waits for had
-// completed — is counted as order-ambiguous, never as an engine difference.
+// completed — is counted as order-ambiguous, never as an engine difference;
+// except a statement whose answer the commit order replay kept decides
+// (Statement.Locked), which only a commit that deleted rows of its table
+// makes ambiguous.
 package compare
 
 import (
@@ -231,6 +234,11 @@ type Statement struct {
 	// BeforeStart: it belongs to a transaction already open when the
 	// capture started (store.FlagBeforeStart).
 	BeforeStart bool
+	// Locked: its answer is decided by the commit order replay kept (the
+	// server's, from the capture's GTIDs): it locks the rows it names and
+	// its transaction committed in that order. A commit of another session
+	// that overlapped it does not make it ambiguous.
+	Locked bool
 }
 
 // Source describes captured statements by their outcome key.
@@ -333,9 +341,16 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "replay could not keep its order exactly (it went ahead after --order-timeout, or its transaction ran again to let a blocked statement through)", ReasonReplayOrder
 	case order == OrderRetried:
 		return "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
-	case ok && t.commits != nil:
+	case ok && t.commits != nil && !st.Locked:
 		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
 			return fmt.Sprintf("a commit of %s on %s overlapped it in the capture", store.SessionName(c.Session), c.Table), ReasonCommitOverlap
+		}
+	case ok && t.commits != nil:
+		// Its answer is the commit order's, except where InnoDB skips a
+		// row that a transaction it waited for deleted (and perhaps
+		// inserted again): then it depends on whether it waited.
+		if c, hit := t.commits.OverlappingDelete(st.Session, st.From, st.To, st.Tables); hit {
+			return fmt.Sprintf("a commit of %s that deleted rows of %s overlapped it in the capture (InnoDB skips a row deleted by a transaction it waited for, so its answer depends on whether it waited)", store.SessionName(c.Session), c.Table), ReasonCommitOverlap
 		}
 	}
 	if ok {

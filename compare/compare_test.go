@@ -175,6 +175,44 @@ func TestJoinAndTally(t *testing.T) {
 	}
 }
 
+// A statement whose answer the kept commit order decides (Locked: a
+// locking statement of a transaction that committed in the server's
+// order) is a divergence even where another session's commit overlapped
+// it; a plain read there stays ambiguous, and so does a locking statement
+// that overlapped a commit that deleted rows of its table (InnoDB skips a
+// row deleted by a transaction it waited for: its answer depends on
+// whether it waited). Before, all three were ambiguous alike.
+func TestLockedStatementOverlappingACommitIsAVerdict(t *testing.T) {
+	affected := func(seq, n uint64) store.Outcome { return store.Outcome{Seq: seq, Affected: n, Results: 1} }
+	rows := func(seq uint64, sum uint64) store.Outcome {
+		return store.Outcome{Seq: seq, Flags: store.OutcomeRows, Rows: 1, Unordered: sum, Results: 1}
+	}
+	base := outcomes(affected(1, 1), rows(2, 5), affected(3, 0))
+	tgt := outcomes(affected(1, 0), rows(2, 6), affected(3, 1))
+	commits := NewCommits()
+	commits.Add(2, 1000, 3000, []string{"db.t"}, false) // another session's commit over both
+	commits.AddDeleting(3, 1000, 3000, []string{"db.t", "db.u"}, []string{"db.u"}, false)
+	src := fakeSource{
+		1: {Session: 1, SQL: "UPDATE t SET v = v + 1 WHERE id = 1", Digest: "u", From: 900, To: 2000, Tables: []string{"db.t"}, Locked: true},
+		2: {Session: 1, SQL: "SELECT v FROM t WHERE id = 1", Digest: "s", From: 900, To: 2100, Tables: []string{"db.t"}},
+		3: {Session: 1, SQL: "UPDATE u SET v = 1 WHERE id = 1", Digest: "u2", From: 900, To: 2200, Tables: []string{"db.u"}, Locked: true},
+	}
+	tl := NewTally(4, commits, src)
+	if err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
+		class, nondet := Classify(b, o)
+		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := tl.D
+	if d.Compared != 3 || d.ByClass[Affected] != 1 || d.Total() != 1 || d.Ambiguous != 2 || d.AmbiguousBy[ReasonCommitOverlap] != 2 {
+		t.Fatalf("tally %+v: want the UPDATE of t a divergence (affected-rows), the SELECT and the UPDATE of u ambiguous (commit-overlap)", d)
+	}
+	if why := d.Samples[len(d.Samples)-1].Why; !strings.Contains(why, "deleted rows of db.u") {
+		t.Errorf("the UPDATE of u is ambiguous because %q", why)
+	}
+}
+
 func TestCommitsOverlap(t *testing.T) {
 	cs := NewCommits()
 	cs.Add(1, 100, 200, []string{"a"}, false)

@@ -24,8 +24,14 @@ type histories struct {
 	// (--concurrency), so a statement's result may reflect any commit
 	// during its transaction's life, not only before the statement ended.
 	regrouped bool
-	mu        sync.Mutex
-	by        map[uint64][]event
+	// ranks, set when the replay kept the server's whole commit order
+	// (Config.commitOrdered, commitRanks.complete), and keys, a
+	// statement's row keys (runner.rowKeys), tell the statements whose
+	// answer that order decides (lockedInOrder).
+	ranks *commitRanks
+	keys  func(info *sqlinfo.Info, rec *store.Record) []string
+	mu    sync.Mutex
+	by    map[uint64][]event
 }
 
 // event is a prepare (statement id and SQL), a change of schema, or a
@@ -164,6 +170,46 @@ func (h *histories) trxEnd(rec *store.Record) int64 {
 	return 0
 }
 
+// commitOf returns the seq of the record that commits rec's transaction:
+// rec itself outside a transaction or when it ends one, else the
+// statement that ends it; 0 when none does (an implicit commit by DDL,
+// whose GTID is the DDL's, or the capture's end).
+func (h *histories) commitOf(rec *store.Record) uint64 {
+	evs := h.session(rec.Session)
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].seq > rec.Seq })
+	in := false
+back:
+	for j := i - 1; j >= 0; j-- {
+		switch e := &evs[j]; e.kind {
+		case evTrxOpen:
+			if e.seq == rec.Seq && e.start > rec.Start.UnixNano() {
+				continue // an AND CHAIN's: it opens after rec
+			}
+			in = true
+			break back
+		case evTrxClose:
+			if e.seq == rec.Seq {
+				return rec.Seq // rec ends its transaction
+			}
+			break back
+		case evTrxBefore:
+			break back // what was open ended before rec (or at it)
+		}
+	}
+	if !in {
+		return rec.Seq
+	}
+	for ; i < len(evs); i++ {
+		switch evs[i].kind {
+		case evTrxClose:
+			return evs[i].seq
+		case evTrxBefore, evTrxOpen:
+			return 0
+		}
+	}
+	return 0
+}
+
 // Statement describes the captured statement of an outcome key, for a
 // sample and the ambiguity check (compare.Source).
 func (h *histories) Statement(key uint64) (compare.Statement, bool) {
@@ -186,6 +232,11 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 		BeforeStart: rec.Flags&store.FlagBeforeStart != 0}
 	if h.regrouped && from != rec.Start.UnixNano() {
 		st.To = max(st.To, h.trxEnd(rec))
+	}
+	if h.ranks != nil && h.keys != nil {
+		in := *rec
+		in.Schema = schema
+		st.Locked = lockedInOrder(info, h.keys(info, &in)) && h.ranks.has(h.commitOf(rec))
 	}
 	st.Tables = qualify(info.Reads, schema, nil)
 	st.Tables = qualify(info.Writes, schema, st.Tables)

@@ -84,6 +84,11 @@ type Config struct {
 	// DefaultOrderTimeout.
 	Order                       string
 	OrderInflight, OrderTimeout time.Duration
+	// CommitOrder, with --order capture and each session on its own
+	// connection: CommitOrderGTID (the default, "") keeps the commits in
+	// the order of the GTIDs the capture holds, CommitOrderTime orders
+	// them by the capture's clock alone (as before GTIDs were captured).
+	CommitOrder string
 	// boardWait bounds a regrouped statement's wait on the board (0:
 	// boardWait); tests shorten it to make replay go out of order.
 	boardWait time.Duration
@@ -193,6 +198,13 @@ func (c *Config) check() error {
 	default:
 		return fmt.Errorf("replay: --order %q: want %s or %s", c.Order, OrderCapture, OrderNone)
 	}
+	switch c.CommitOrder {
+	case "":
+		c.CommitOrder = CommitOrderGTID
+	case CommitOrderGTID, CommitOrderTime:
+	default:
+		return fmt.Errorf("replay: --commit-order %q: want %s (the server's order, from the capture's GTIDs) or %s (the capture's clock)", c.CommitOrder, CommitOrderGTID, CommitOrderTime)
+	}
 	switch c.OnUnrewritable {
 	case "":
 		c.OnUnrewritable = UnrewritableFail
@@ -277,7 +289,7 @@ func (c *Config) baseline() int {
 // settings lists the run's flags for its metadata.
 func (c *Config) settings() []store.Setting {
 	s := []store.Setting{{Name: "speed", Value: strconv.FormatFloat(c.Speed, 'g', -1, 64)},
-		{Name: "concurrency", Value: strconv.Itoa(c.Concurrency)}, {Name: "order", Value: c.Order},
+		{Name: "concurrency", Value: strconv.Itoa(c.Concurrency)}, {Name: "order", Value: c.Order}, {Name: "commit-order", Value: c.CommitOrder},
 		{Name: "retries", Value: strconv.Itoa(c.Retries)}, {Name: "loop", Value: strconv.Itoa(c.Loop)}}
 	if c.Duration > 0 {
 		s = append(s, store.Setting{Name: "duration", Value: c.Duration.String()})
@@ -451,6 +463,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		cfg.Order = OrderCapture
 	case cfg.Order == OrderCapture && x.synthetic:
 		notes = append(notes, "the capture was synthesized: its timeline is made up, so --order capture keeps an order that never happened; conflicting writes of concurrent sessions are order-ambiguous")
+	}
+	if n := commitOrderNote(&cfg, x); n != "" {
+		notes = append(notes, n)
 	}
 	command := "replay"
 	switch {

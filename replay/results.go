@@ -66,6 +66,9 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 
 	h := newHistories(r, an)
 	h.regrouped = cfg.Concurrency > 0
+	if cfg.commitOrdered(x) && x.ranks.complete && len(runners) > 0 {
+		h.ranks, h.keys = x.ranks, runners[0].rowKeys
+	}
 	baseK := -1
 	for k, rn := range runners {
 		if rn.idx == cfg.baseline() {

@@ -45,6 +45,9 @@ type captureIndex struct {
 	// how sessions entered and left the capture (open at its start or
 	// stop, on a running proxy).
 	sessionsBy store.CaptureSessions
+	// ranks: the server's commit order over the records (nil: the
+	// capture holds no GTIDs; a followed capture's are not ranked).
+	ranks *commitRanks
 }
 
 type digestCount struct {
@@ -57,8 +60,8 @@ type digestCount struct {
 type scanSession struct {
 	schema   string
 	sqlOf    map[uint32]string
-	trx      sqlinfo.Trx // where its transactions open and end
-	writes   map[string]bool
+	trx      sqlinfo.Trx     // where its transactions open and end
+	writes   map[string]bool // tables its open transaction wrote: true if it deleted rows of one
 	lostData map[uint32]bool // statements whose long data the capture cut
 	unknown  bool
 	// cs follows the session's character_set_client.
@@ -90,6 +93,12 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 	}
 	x.first, x.last = first.UnixNano(), last.UnixNano()
 	lostFrom := x.first - 1 // records lost before the first found: from the start
+	gtids, err := r.GTIDs()
+	if err != nil {
+		return nil, err
+	}
+	var commits []gtidAt
+	unparsed := 0
 	for rec, err := range r.Records() {
 		if err != nil {
 			return nil, err
@@ -107,7 +116,13 @@ func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*c
 			x.lost.Note(rec.Seq)
 			lostFrom = rec.Start.UnixNano() + int64(rec.Duration)
 		}
+		if len(gtids) > 0 || rec.Session >= store.BypassedSessionBase {
+			commits = collectCommit(commits, gtids, rec, &unparsed)
+		}
 		sc.add(rec)
+	}
+	if x.ranks = newCommitRanks(commits); x.ranks != nil {
+		x.ranks.completeness(r, unparsed)
 	}
 	x.sessions, err = r.Sessions()
 	if err != nil {
@@ -284,11 +299,15 @@ func (sc *scanner) add(rec *store.Record) {
 		switch {
 		case step.In:
 			for _, w := range writes {
-				s.writes[w] = true
+				s.writes[w] = s.writes[w] || deletes(info)
 			}
 			s.unknown = s.unknown || info.WritesUnknown
 		case len(writes) > 0 || info.WritesUnknown:
-			x.commits.Add(rec.Session, start, end, writes, info.WritesUnknown) // on its own
+			var deleted []string
+			if deletes(info) {
+				deleted = writes
+			}
+			x.commits.AddDeleting(rec.Session, start, end, writes, deleted, info.WritesUnknown) // on its own
 		}
 	}
 	switch step.End {
@@ -329,11 +348,15 @@ func (sc *scanner) finish() {
 func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int64) {
 	if len(s.writes) > 0 || s.unknown {
 		ws := make([]string, 0, len(s.writes))
-		for w := range s.writes {
+		var deleted []string
+		for w, del := range s.writes {
 			ws = append(ws, w)
+			if del {
+				deleted = append(deleted, w)
+			}
 		}
 		slices.Sort(ws)
-		cs.Add(session, start, end, ws, s.unknown)
+		cs.AddDeleting(session, start, end, ws, deleted, s.unknown)
 	}
 	s.rollback()
 }
@@ -384,3 +407,6 @@ func (sc *scanner) preparedSQL(session uint64, id uint32) string {
 	}
 	return ""
 }
+
+// deletes reports whether a write deletes rows (DELETE, REPLACE).
+func deletes(info *sqlinfo.Info) bool { return info.Verb == "DELETE" || info.Verb == "REPLACE" }

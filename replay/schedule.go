@@ -64,6 +64,9 @@ type runner struct {
 	}
 	// board orders the statements of regrouped units running at once.
 	board *order.Board
+	// commitOrder: records that commit keep the server's commit order on
+	// this target (Config.commitOrdered).
+	commitOrder bool
 	// active counts the connections replaying now (progress lines' thds).
 	active atomic.Int64
 	// pass is the pass over the capture under way (1-based; metrics).
@@ -135,7 +138,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 		return nil, err
 	}
 	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
-		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout)}
+		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed()}
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -342,13 +345,27 @@ func (rn *runner) mapKill(sql string) (string, bool) {
 
 // ticket is the gate's ticket for a record (or a unit) whose statements
 // are infos; changes says whether it changes what others see (trxChanges).
-func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes bool, infos ...*sqlinfo.Info) *order.Ticket {
+//
+// cm places a record that commits in the server's commit order (nil:
+// none).
+func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes bool, cm *commitPlace, infos ...*sqlinfo.Info) *order.Ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
 	tables, anyT := ticketTables(nil, infos...)
-	return rn.gate.Add(&order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
-		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0}, c) // a record's statement (units: the board orders theirs)
+	t := &order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
+		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0} // a record's statement (units: the board orders theirs)
+	if cm != nil {
+		t.Commit, t.Floor, t.Trx = cm.rank, cm.floor, cm.trx
+	}
+	return rn.gate.Add(t, c)
+}
+
+// commitPlace is a record's place in the server's commit order, and what
+// its transaction locked.
+type commitPlace struct {
+	rank, floor int64
+	trx         *order.Footprint
 }
 
 // waitTurn holds w until every record (or unit) that ended, in the
@@ -441,12 +458,13 @@ type sessionRunner struct {
 	sessions map[uint64]chan job
 	cursors  map[uint64]*order.Cursor     // where each session stands in its tickets
 	trx      map[uint64]*trxChanges       // whether each session's open transaction changed anything
+	foot     map[uint64]*order.Footprint  // what each session's open transaction locked (commit order)
 	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func newSessionRunner() *sessionRunner {
 	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
-		sqlOf: map[uint64]map[uint32]string{}}
+		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
 // statementOf returns the analysis of rec's statement for its ticket: a
@@ -526,7 +544,12 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		tc = &trxChanges{}
 		sr.trx[key] = tc
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, tc.record(rec, infos), infos...)
+	changes := tc.record(rec, infos)
+	var cm *commitPlace
+	if rn.commitOrder {
+		cm = sr.footprint(key, rec, infos, keys, rn.x.ranks, loop)
+	}
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, cm, infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -540,6 +563,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		delete(sr.sessions, key)
 		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
+		delete(sr.foot, key)
 	}
 }
 
@@ -559,6 +583,9 @@ func (rn *runner) runSessions(ctx context.Context) error {
 		}
 		return true
 	})
+	if rn.gate != nil {
+		rn.gate.CloseCommits() // a rank not registered by now never will be
+	}
 	sr.closeAll()
 	return err
 }
@@ -674,7 +701,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if !keyed {
 			keys = nil
 		}
-		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, infos...) // queued where it is taken
+		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, nil, infos...) // queued where it is taken
 
 		pending = append(pending, u)
 		if len(pending) >= batch {

@@ -160,12 +160,9 @@ align --end), every target's end state is compared with production's too:
 which bypassed the proxy changed (the capture lists them). --apply-bypassed
 runs those writes too, rebuilt from the binary log's row images, each where
 the server ran it among the captured transactions: the replay is then
-complete, and an end state can be "same as production". Replay places
-each after the captured commits before it in the server's order, not by
-the order of commits (yet): where both writers hammer the same few rows,
-a captured transaction can take a row first that the bypassed one needs,
-and replay resolves that only after --order-timeout, slowly (records it
-lets go are counted and their differences order-ambiguous).
+complete, and an end state can be "same as production". Each runs in its
+place in the server's commit order, as the captured commits do (see
+Order).
 
 Every target is checked first: reachable, its engine present (a missing
 engine, e.g. TokuDB, stops the replay before any statement runs). CREATE and
@@ -193,6 +190,25 @@ differ. A statement whose outcome differs but whose captured interval
 (from its transaction's start) overlapped a commit of another session on
 one of its tables is counted as order-ambiguous, apart from the
 divergences: the capture itself does not say whether it saw that commit.
+
+Commit order. A capture taken with tandem proxy --binlog-user holds each
+captured commit's GTID: the server's own commit order. With --commit-order
+gtid (the default) a commit goes to a target only once the commit before
+it in that order is done there, so every target commits in production's
+order, bypassed transactions applied with --apply-bypassed included (a
+captured transaction that holds a row the earlier one needs rolls back and
+runs again after it, as above). Under two-phase locking that order decides
+what every write and locking read sees; so when the binary log shows that
+every captured commit has its GTID, a write or locking read that names its
+rows by primary key is judged as a verdict even where it overlapped
+another session's commit (unless that transaction deleted rows of its
+table: InnoDB skips a row deleted by a transaction it waited for, so the
+answer depends on whether it waited), and only plain reads (which read a
+snapshot taken at a moment), range writes and statements reading other
+tables stay order-ambiguous there. The report says which rule a run used;
+--commit-order time orders commits by the capture's clock as before, to
+compare the two. --concurrency regroups transactions and orders commits by
+the clock.
 --order none replays sessions freely (a load generator; divergences of
 concurrent writes then mean little); it is the default for a capture made
 by tandem synth, whose timeline is made up.
@@ -329,6 +345,7 @@ type gateFlags struct{ retries int }
 func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
 	f.BoolVar(&cfg.SkipDamaged, "skip-damaged", false, "replay a capture that lacks records (a crash emptied or cut a WAL; a damaged file, whose unreadable records are passed over; 'tandem inspect --verify' lists both) instead of refusing it; the report says what is missing")
 	f.DurationVar(&cfg.OrderInflight, "order-inflight", replay.DefaultOrderInflight, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
+	f.StringVar(&cfg.CommitOrder, "commit-order", replay.CommitOrderGTID, "with --order capture, each session on its own connection: gtid keeps commits in the order the capture's GTIDs give (the server's own; a capture without GTIDs falls back to its clock), time orders them by the capture's clock alone, as captures without GTIDs are")
 	f.DurationVar(&cfg.OrderTimeout, "order-timeout", replay.DefaultOrderTimeout, "with --order capture, the longest a record waits for those before it; one that goes ahead is counted (order_released), and a change that overtakes a conflicting one makes later differences on its tables order-ambiguous")
 	f.IntVar(&g.retries, "retries", replay.DefaultRetries, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never); one that fails every time is rolled back and counted as failed for good")
 	f.DurationVar(&cfg.TargetTimeout, "target-timeout", replay.DefaultTargetTimeout, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
