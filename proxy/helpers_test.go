@@ -14,9 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,31 +31,6 @@ func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 
 // ioEnv, when set, is the Config.IO every test's proxy uses.
 const ioEnv = "TANDEM_PROXY_TEST_IO"
-
-// Every test of this package runs again with blocking I/O, in a child run
-// of the test binary (the default run uses the poller).
-func TestEverythingAgainWithBlockingIO(t *testing.T) {
-	if os.Getenv(ioEnv) != "" {
-		t.Skip("this is the child run")
-	}
-	if testing.Short() {
-		t.Skip("needs a MariaDB server; skipped with -short")
-	}
-	args := []string{"-test.count=1", "-test.timeout=5m"}
-	if testing.Verbose() {
-		args = append(args, "-test.v")
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), ioEnv+"="+IOBlocking)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the tests with --io blocking failed: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "PASS") {
-		t.Fatalf("the child run did not pass:\n%s", out)
-	}
-	t.Logf("with --io blocking:\n%s", out)
-}
 
 // testProxy is a proxy running in the test process.
 type testProxy struct {

@@ -24,6 +24,10 @@ import (
 // row-content divergences in the session mode with a 1 ms order timeout,
 // and 436 with --concurrency 8, end states differing without a cause.
 func TestTruthWhenReplayCannotKeepOrder(t *testing.T) {
+	// Parallel: its databases are its own, and what it checks are labels,
+	// not bounds tuned to an idle CPU (as TestTruthIdenticalInnoDBCopies'
+	// are: that one runs alone).
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	dba, a := srv.FreshDB(t)
 	dbb, b := srv.FreshDB(t)

@@ -356,7 +356,7 @@ func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
 	via, finish := captureProxy(t)
 	_, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
 	ctx := context.Background()
-	open := func() *sql.Conn {
+	open := func() (*sql.DB, *sql.Conn) {
 		db, err := sql.Open("mysql", via(dsn))
 		if err != nil {
 			t.Fatal(err)
@@ -366,9 +366,10 @@ func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
+		return db, c
 	}
-	a, b := open(), open()
+	_, a := open()
+	bdb, b := open()
 	var aid uint32
 	if err := a.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&aid); err != nil {
 		t.Fatal(err)
@@ -383,6 +384,9 @@ func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
 	must(b.ExecContext(ctx, fmt.Sprintf("KILL %d", aid)))
 	a.Close()
 	b.Close()
+	// b quits, as its client ends (a's connection the server ended): the
+	// proxy's stop has no idle session to wait for (its drain timeout).
+	bdb.Close()
 	capDir := finish()
 
 	r, err := store.Open(capDir)

@@ -309,6 +309,7 @@ func TestMissingEngineStopsBeforeAnyStatement(t *testing.T) {
 // rate comes to the captured one is a measurement of the machine:
 // BenchmarkPacedReplayKeepsUp and make bench-replay report it.
 func TestPacingReplaysEveryEventAndMeasuresItsLag(t *testing.T) {
+	t.Parallel() // as TestTruthWhenReplayCannotKeepOrder; the lag is measured, not bounded
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
 	ta := tgt(t, "a", a, "")

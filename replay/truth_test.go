@@ -288,6 +288,7 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 // what follows one is counted apart, naming it, and every table that
 // differs at the end names the failed transaction that wrote it.
 func TestTruthInnoDBVsMyRocks(t *testing.T) {
+	t.Parallel() // as TestTruthWhenReplayCannotKeepOrder
 	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
 	_, a := inno.FreshDB(t)
 	_, r := rocks.FreshDB(t)

@@ -40,6 +40,7 @@ func TestSysbenchWhileTheCaptureDiskFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	sdb, dsn := srv.FreshDB(t)
 	db := dsn[strings.LastIndex(dsn, "/")+1:]

@@ -13,6 +13,13 @@ import (
 	"github.com/tandemdb/tandem/sandbox"
 )
 
+// The long tests that mostly wait (on servers, sysbench's pace, sleeps)
+// and have what they touch to themselves — databases (FreshDB), servers
+// (ownServer, sandbox up), addresses (freeAddr) — call t.Parallel. The
+// others stay sequential, and parallel tests never run beside them: the
+// go-sql-driver suite takes every connection the shared server allows,
+// and a t.Setenv changes the whole process.
+
 // ownServer starts an InnoDB server of the test's own, one it may stop,
 // kill or restart (the shared sandboxtest servers must stay up), with
 // extra server options; it is stopped and purged when the test ends. The

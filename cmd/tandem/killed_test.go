@@ -20,6 +20,7 @@ import (
 // so. (Before: "holds no replay yet (it was created but nothing ran)",
 // with 745 KB of outcomes in it.)
 func TestKilledReplayIsReportedFromWhatItStored(t *testing.T) {
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	_, dsn := srv.FreshDB(t)
 	target := "a=" + dsn

@@ -38,6 +38,7 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB servers; skipped with -short")
 	}
+	t.Parallel()
 	sandboxtest.Server(t, "innodb") // fails the test (not skips) when MariaDB is not installed
 	sbx := filepath.Join(t.TempDir(), "sandbox")
 	tandem := func(args ...string) string {

@@ -116,6 +116,7 @@ type promSample struct {
 // dashboard panel returns data, every tandem_ metric the dashboard names
 // exists, and the totals Prometheus holds equal what replay reported.
 func TestDashboardAgainstPrometheus(t *testing.T) {
+	t.Parallel()
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Fatal("prometheus is not installed: run 'make deps' (Debian package prometheus)")

@@ -261,6 +261,7 @@ func TestShadowsFollowRuntimeCaptures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	inno, primary, cp := sbtestCopies(t, 2, 2000)
 	listen, admin := freeAddr(t), freeAddr(t)
 	_, out := startProc(t, tandemBin, "proxy", "--listen", listen, "--backend", inno.Addr(), "--metrics-addr", admin,

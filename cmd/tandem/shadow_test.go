@@ -180,6 +180,7 @@ func TestShadowsCompareLiveTraffic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	inno, rocks := sandboxtest.Server(t, "innodb"), sandboxtest.Server(t, "rocksdb")
 	_, primary := inno.FreshDB(t)
 	_, cp := inno.FreshDB(t)
@@ -267,6 +268,7 @@ func TestShadowDownThenBackCatchesUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and stops MariaDB servers; skipped with -short")
 	}
+	t.Parallel()
 	inno := sandboxtest.Server(t, "innodb")
 	for _, c := range []struct {
 		name       string
@@ -351,6 +353,7 @@ func TestShadowSlowedFallsBehindAndSkips(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	inno, primary, cp := sbtestCopies(t, 2, 5000)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp, "--shadow-max-lag", "2s")
 	done := make(chan int)
@@ -386,6 +389,7 @@ func TestShadowReadOnlySendsNoWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	inno, primary, ro := sbtestCopies(t, 2, 2000)
 	before := checksums(t, ro, 2)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "ro="+ro, "--shadow-mode", "read-only")
@@ -437,6 +441,7 @@ func TestShadowWorkerKilledLeavesClientsAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB and sysbench; skipped with -short")
 	}
+	t.Parallel()
 	inno, primary, cp := sbtestCopies(t, 2, 2000)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
 	done := make(chan int)

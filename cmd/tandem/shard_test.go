@@ -22,6 +22,7 @@ import (
 // is in exactly one shard; merged percentiles are those of the merged
 // histograms.
 func TestShardedReplayMerges(t *testing.T) {
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
 	dir := t.TempDir()

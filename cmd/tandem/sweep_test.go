@@ -30,6 +30,7 @@ import (
 // with every chart drawn and no network request; its numbers are the
 // stored ones.
 func TestSweepAndHTMLReport(t *testing.T) {
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
 	_, b := srv.FreshDB(t)

@@ -61,6 +61,7 @@ func TestHungTargetTimesOutAndTheOthersFinish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a MariaDB server; skipped with -short")
 	}
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	capDir := captureSleeps(t, srv, 2, 150) // about 3.5 s of traffic
 
@@ -101,6 +102,7 @@ func TestTooManyConnectionsIsSaidPlainly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; skipped with -short")
 	}
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	capDir := captureSleeps(t, srv, 16, 20)
 
@@ -137,6 +139,7 @@ func TestMariaDBSlapIterationsReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; skipped with -short")
 	}
+	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
 	capDir := filepath.Join(t.TempDir(), "capture")
 	listen := freeAddr(t)

@@ -25,6 +25,7 @@ func TestTLSOnlyTargetsAreReplayedOverTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; skipped with -short")
 	}
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: dir, Profiles: []string{"innodb"}})
