@@ -135,75 +135,73 @@ func TestRuntimeCapturesUnderSysbench(t *testing.T) {
 		t.Errorf("sysbench reconnects: %v\n%s", m, sbOut.String())
 	}
 
-	// The captures are checked side by side: each has replicas of its own
-	// (a target at its start, a reference at its end) and run directory.
+	// The captures are checked one after the other: side by side, each on
+	// replicas of its own, the first one's align and replay took 65 and
+	// 113 s instead of about 8, two runs in eight (not understood yet).
 	for i, capDir := range caps {
-		t.Run(fmt.Sprintf("capture%d", i+1), func(t *testing.T) {
-			t.Parallel()
-			var rep report.CaptureReport
-			if err := json.Unmarshal([]byte(tandem(t, "inspect", capDir, "--json")), &rep); err != nil {
-				t.Fatal(err)
-			}
-			sb := rep.SessionsBy
-			if sb.OpenAtStart != 8 || sb.Connected != 0 || sb.OpenAtStop != 8 || rep.Start == nil || rep.End == nil {
-				t.Errorf("capture %d: sessions %+v, points %v %v; want all 8 open at its start and at its stop", i+1, sb, rep.Start, rep.End)
-			}
-			// Each session begins in sbtest, with the statements sysbench
-			// prepared at its connect.
-			r, err := store.Open(capDir)
+		var rep report.CaptureReport
+		if err := json.Unmarshal([]byte(tandem(t, "inspect", capDir, "--json")), &rep); err != nil {
+			t.Fatal(err)
+		}
+		sb := rep.SessionsBy
+		if sb.OpenAtStart != 8 || sb.Connected != 0 || sb.OpenAtStop != 8 || rep.Start == nil || rep.End == nil {
+			t.Errorf("capture %d: sessions %+v, points %v %v; want all 8 open at its start and at its stop", i+1, sb, rep.Start, rep.End)
+		}
+		// Each session begins in sbtest, with the statements sysbench
+		// prepared at its connect.
+		r, err := store.Open(capDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prepared := map[uint64]int{}
+		schema := map[uint64]string{}
+		for rec, err := range r.Records() {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prepared := map[uint64]int{}
-			schema := map[uint64]string{}
-			for rec, err := range r.Records() {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if rec.Flags&store.FlagOpenAtStart == 0 {
-					continue
-				}
-				switch rec.Kind {
-				case store.KindConnect:
-					schema[rec.Session] = rec.Schema
-				case store.KindPrepare:
-					prepared[rec.Session]++
-				}
+			if rec.Flags&store.FlagOpenAtStart == 0 {
+				continue
 			}
-			r.Close()
-			for s, db := range schema {
-				if db != "sbtest" || prepared[s] < 11 {
-					t.Errorf("capture %d: session %d began in %q with %d prepared statements; want sbtest and sysbench's (11 or more)", i+1, s, db, prepared[s])
-				}
+			switch rec.Kind {
+			case store.KindConnect:
+				schema[rec.Session] = rec.Schema
+			case store.KindPrepare:
+				prepared[rec.Session]++
 			}
+		}
+		r.Close()
+		for s, db := range schema {
+			if db != "sbtest" || prepared[s] < 11 {
+				t.Errorf("capture %d: session %d began in %q with %d prepared statements; want sbtest and sysbench's (11 or more)", i+1, s, db, prepared[s])
+			}
+		}
 
-			// Onto a replica at the capture's start, production's end as
-			// the reference; the transactions that wrote before their session
-			// joined commit outside the capture and are applied from the
-			// binary log where the server ran them.
-			target, engine := innodb, ""
-			if i == 1 {
-				target, engine = rocks, ",engine=rocksdb"
-			}
-			tandem(t, "align", "--capture", capDir, target)
-			tandem(t, "align", "--capture", capDir, "--end", refs[i])
-			runDir := filepath.Join(t.TempDir(), fmt.Sprintf("run%d", i+1))
-			tandem(t, "replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", runDir, "--apply-bypassed",
-				"--target", target+engine, "--reference", refs[i])
-			rr, err := report.Load(runDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tg := rr.Points[0].Targets[0]
-			vc := tg.VsCapture
-			if vc == nil || vc.Total() != 0 || vc.Compared < 1000 {
-				t.Errorf("capture %d on %s vs the capture: %+v; want 0 divergent of many compared\n%s", i+1, tg.Name, vc, tandem(t, "report", runDir))
-			}
-			if es := tg.EndState; es == nil || !es.SameAsReference {
-				t.Errorf("capture %d on %s: end state %+v, want production's\n%s", i+1, tg.Name, es, tandem(t, "report", runDir))
-			}
-			t.Logf("capture %d: %d records, sessions %+v; on %s: %d compared, %d counted apart %v, %d synthetic; end state same as production",
-				i+1, rep.Records, rep.SessionsBy, tg.Name, vc.Compared, vc.Ambiguous, vc.AmbiguousBy, vc.OpenAtStart)
-		})
+		// Onto a replica at the capture's start, production's end as
+		// the reference; the transactions that wrote before their session
+		// joined commit outside the capture and are applied from the
+		// binary log where the server ran them.
+		target, engine := innodb, ""
+		if i == 1 {
+			target, engine = rocks, ",engine=rocksdb"
+		}
+		tandem(t, "align", "--capture", capDir, target)
+		tandem(t, "align", "--capture", capDir, "--end", refs[i])
+		runDir := filepath.Join(t.TempDir(), fmt.Sprintf("run%d", i+1))
+		tandem(t, "replay", capDir, "--speed", "0", "--metrics-addr", "off", "--run", runDir, "--apply-bypassed",
+			"--target", target+engine, "--reference", refs[i])
+		rr, err := report.Load(runDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := rr.Points[0].Targets[0]
+		vc := tg.VsCapture
+		if vc == nil || vc.Total() != 0 || vc.Compared < 1000 {
+			t.Errorf("capture %d on %s vs the capture: %+v; want 0 divergent of many compared\n%s", i+1, tg.Name, vc, tandem(t, "report", runDir))
+		}
+		if es := tg.EndState; es == nil || !es.SameAsReference {
+			t.Errorf("capture %d on %s: end state %+v, want production's\n%s", i+1, tg.Name, es, tandem(t, "report", runDir))
+		}
+		t.Logf("capture %d: %d records, sessions %+v; on %s: %d compared, %d counted apart %v, %d synthetic; end state same as production",
+			i+1, rep.Records, rep.SessionsBy, tg.Name, vc.Compared, vc.Ambiguous, vc.AmbiguousBy, vc.OpenAtStart)
 	}
 }
