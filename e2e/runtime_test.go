@@ -135,9 +135,6 @@ func TestRuntimeCapturesUnderSysbench(t *testing.T) {
 		t.Errorf("sysbench reconnects: %v\n%s", m, sbOut.String())
 	}
 
-	// The captures are checked one after the other: side by side, each on
-	// replicas of its own, the first one's align and replay took 65 and
-	// 113 s instead of about 8, two runs in eight (not understood yet).
 	for i, capDir := range caps {
 		var rep report.CaptureReport
 		if err := json.Unmarshal([]byte(tandem(t, "inspect", capDir, "--json")), &rep); err != nil {

@@ -214,7 +214,10 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n == 0 {
+	switch {
+	case n == 0 && b.Applicable == 0:
+		return "no transaction bypassed the proxy during the capture (its binary-log check lists none): --apply-bypassed had nothing to apply", nil
+	case n == 0:
 		return "", fmt.Errorf("%w: %s: its summary counts %d bypassed transactions stored, and it holds none", store.ErrCorrupt, cfg.captureName(), b.Applicable)
 	}
 	return fmt.Sprintf("applied the %d transactions (%d rows) that bypassed the proxy, rebuilt from the binary log's row images, one after another on one connection as a replica applies them, each where the server ran it among the captured ones (--apply-bypassed)", b.Applicable, b.Rows), nil
