@@ -20,9 +20,12 @@ type CaptureSessions struct {
 	OpenAtStop int64 `json:"open_at_stop"`
 }
 
-// Add counts rec, one of a capture's records in order.
+// Add counts rec, one of a capture's records in order. The writes that
+// bypassed the proxy, applied as a session of their own
+// (BypassedSessionBase), are no client's session: not counted.
 func (c *CaptureSessions) Add(rec *Record) {
 	switch {
+	case rec.Session >= BypassedSessionBase:
 	case rec.Kind == KindConnect && rec.Flags&FlagOpenAtStart != 0:
 		c.OpenAtStart++
 	case rec.Kind == KindConnect:
