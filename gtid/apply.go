@@ -103,12 +103,18 @@ func (t Trx) Statements(tables map[string]*Table) ([]string, error) {
 }
 
 // where selects the row of image img by its primary key, or by every
-// column (NULL-safe, one row) without one.
+// column (NULL-safe, one row) without one. A key's columns are never
+// NULL: "=" there, the form replay's row keys read (a write that names
+// its rows conflicts, in the order gate, only with writes of those rows).
 func where(tb *Table, img []any) string {
 	var conds []string
 	if len(tb.Key) > 0 {
 		for _, i := range tb.Key {
-			conds = append(conds, quoteName(tb.Columns[i])+" <=> "+Literal(img[i]))
+			op := " = "
+			if img[i] == nil {
+				op = " <=> "
+			}
+			conds = append(conds, quoteName(tb.Columns[i])+op+Literal(img[i]))
 		}
 		return strings.Join(conds, " AND ")
 	}

@@ -22,8 +22,8 @@ func TestStatementsRebuildRowChanges(t *testing.T) {
 	}
 	want := []string{
 		"INSERT INTO `s`.`t` (`id`, `k`, `c`) VALUES (7, -3, CAST(X'69742773' AS BINARY))",
-		"UPDATE `s`.`t` SET `id` = 7, `k` = NULL, `c` = CAST(X'0001' AS BINARY) WHERE `id` <=> 7",
-		"DELETE FROM `s`.`t` WHERE `id` <=> 7",
+		"UPDATE `s`.`t` SET `id` = 7, `k` = NULL, `c` = CAST(X'0001' AS BINARY) WHERE `id` = 7",
+		"DELETE FROM `s`.`t` WHERE `id` = 7",
 		"DELETE FROM `s`.`nk` WHERE `a` <=> CAST(X'31322e3530' AS BINARY) AND `b` <=> 0.5 LIMIT 1",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -28,11 +28,14 @@ type Point struct {
 	Rows [][]PointValue
 }
 
-// PointValue is a literal (Param < 0) or the Param-th parameter.
+// PointValue is a literal (Param -1), the Param-th parameter, or an
+// expression whose value the text does not give (unknownValue).
 type PointValue struct {
 	Param int
 	Lit   string
 }
+
+const unknownValue = -2
 
 // pointOf reads the rows of a single-table statement.
 func pointOf(st ast.StmtNode) *Point {
@@ -75,7 +78,10 @@ func pointOf(st ast.StmtNode) *Point {
 			for i, e := range row {
 				v, ok := valueOf(e, params)
 				if !ok {
-					return nil
+					// An expression: a row with it in a key column is not
+					// named (Keys), in another it names its row all the same
+					// (the writes rebuilt from row images: CAST(X'…' AS BINARY)).
+					v = PointValue{Param: unknownValue}
 				}
 				vals[i] = v
 			}
@@ -219,7 +225,10 @@ func (p *Point) Keys(table string, pk []string, resolve func(int) (string, bool)
 		return nil
 	}
 	val := func(v PointValue) (string, bool) {
-		if v.Param < 0 {
+		switch {
+		case v.Param == unknownValue:
+			return "", false
+		case v.Param < 0:
 			return v.Lit, true
 		}
 		return resolve(v.Param)

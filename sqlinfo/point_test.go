@@ -34,6 +34,9 @@ func TestPointKeys(t *testing.T) {
 		{"INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", []string{"id"}, []string{"sbtest1|5"}},
 		{"INSERT INTO t (a, id) VALUES (1, 10), (2, 11)", []string{"id"}, []string{"t|10", "t|11"}},
 		{"REPLACE INTO t (id, v) VALUES (?, ?)", []string{"id"}, []string{"t|5"}},
+		// A write that bypassed the proxy, rebuilt from its row images.
+		{"INSERT INTO `s`.`sbtest2` (`id`, `k`, `c`) VALUES (5, 3, CAST(X'41' AS BINARY))", []string{"id"}, []string{"sbtest2|5"}},
+		{"UPDATE `s`.`sbtest2` SET `id` = 5, `c` = CAST(X'41' AS BINARY) WHERE `id` = 5", []string{"id"}, []string{"sbtest2|5"}},
 		// Not all named: nil.
 		{"INSERT INTO transfers (from_id, to_id, amount) VALUES (?, ?, ?)", []string{"id"}, nil}, // AUTO_INCREMENT key
 		{"INSERT INTO t VALUES (1, 2)", []string{"id"}, nil},                                     // no column list
@@ -46,6 +49,7 @@ func TestPointKeys(t *testing.T) {
 		{"UPDATE t SET v = 1 WHERE id = ?", nil, nil}, // no known key
 		{"INSERT INTO t (id) SELECT id FROM u", []string{"id"}, nil},
 		{"UPDATE t SET v = 1 WHERE id = ? + 1", []string{"id"}, nil},
+		{"INSERT INTO t (id, v) VALUES (CAST(X'31' AS BINARY), 1)", []string{"id"}, nil}, // a key the text does not give
 	} {
 		info := Analyze(c.sql)
 		table := ""
