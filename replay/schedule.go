@@ -348,13 +348,16 @@ func (rn *runner) mapKill(sql string) (string, bool) {
 //
 // cm places a record that commits in the server's commit order (nil:
 // none).
-func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes bool, cm *commitPlace, infos ...*sqlinfo.Info) *order.Ticket {
+// A bypassed write's ticket is unclocked (order.Ticket.Unclocked): its
+// interval is its place in the server's order, not when it ran.
+func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes, unclocked bool, cm *commitPlace, infos ...*sqlinfo.Info) *order.Ticket {
 	if rn.cfg.Order != OrderCapture {
 		return nil
 	}
 	tables, anyT := ticketTables(nil, infos...)
 	t := &order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
-		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0} // a record's statement (units: the board orders theirs)
+		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0, // a record's statement (units: the board orders theirs)
+		Unclocked: unclocked}
 	if cm != nil {
 		t.Commit, t.Floor, t.Trx = cm.rank, cm.floor, cm.trx
 	}
@@ -549,7 +552,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if rn.commitOrder {
 		cm = sr.footprint(key, rec, infos, keys, rn.x.ranks, loop)
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, cm, infos...)
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -701,7 +704,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if !keyed {
 			keys = nil
 		}
-		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, nil, infos...) // queued where it is taken
+		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, infos...) // queued where it is taken
 
 		pending = append(pending, u)
 		if len(pending) >= batch {

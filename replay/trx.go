@@ -3,11 +3,12 @@ package replay
 import (
 	"cmp"
 	"context"
-	"github.com/tandemdb/tandem/replay/order"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -583,6 +584,12 @@ func (w *worker) publishLocks(n int) {
 		end := w.rn.offset(p.rec, p.loop) + int64(p.rec.Duration)
 		if p.t != nil {
 			end = p.t.End
+		}
+		if p.rec.Session >= store.BypassedSessionBase {
+			// A write that bypassed the proxy holds its locks from a
+			// time the capture's clock does not give (order.Ticket.Unclocked):
+			// none of them is ruled out by when it was taken.
+			end = math.MaxInt64
 		}
 		tables, anyT := ticketTables(nil, p.info)
 		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.rowKeys(p.info, p.rec)})

@@ -127,6 +127,12 @@ type Ticket struct {
 	// commitOrder).
 	Commit, Floor int64
 	Trx           *Footprint
+	// Unclocked: the ticket's interval is not when its statement ran on
+	// the capture's server but a place in its order (a write that
+	// bypassed the proxy, placed by its GTID): it may have been waiting
+	// for its locks since any time before, so no lock is ruled out by when
+	// it was taken (LockSet.mayBlock).
+	Unclocked bool
 	// onSent, made by a waiter under the gate's lock, is closed when the
 	// ticket is sent or done; sendWaiters says one may exist.
 	onSent      chan struct{}
@@ -180,14 +186,15 @@ type LockStmt struct {
 // waiting for a lock the set holds: one of its statements did not end, in
 // the capture, before s started — one that did could not have taken a
 // lock s needed, or s would have waited for its transaction in the
-// capture too, and ended after it — and touches one of s's tables (or
-// either may touch any).
+// capture too, and ended after it (unless s is Unclocked: then the
+// capture's clock does not say when it ran) — and touches one of s's
+// tables (or either may touch any).
 func (ls *LockSet) mayBlock(s *Ticket) bool {
 	if ls == nil || !s.Changes {
 		return false // a plain read takes no row locks: none can block it
 	}
 	for _, p := range ls.Stmts {
-		if p.End < s.Start {
+		if p.End < s.Start && !s.Unclocked {
 			continue
 		}
 		if p.Any || s.AnyTable {

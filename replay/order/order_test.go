@@ -304,7 +304,8 @@ func TestGatePatience(t *testing.T) {
 // as the statement has been in flight for lockBound, whatever its
 // patience; one whose locking statements all ended before it started, or
 // touch other tables, cannot be in its way and waits for the in-flight
-// bound.
+// bound — unless s is unclocked (a write that bypassed the proxy), whose
+// place says nothing of when it took its locks.
 func TestGateYieldsAtOnceToWhatItMayBlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(time.Second, 10*time.Second)
@@ -341,6 +342,19 @@ func TestGateYieldsAtOnceToWhatItMayBlock(t *testing.T) {
 				}
 			}
 		}
+		// A write that bypassed the proxy, placed at 100 by its GTID: it
+		// may have waited for its lock since before 90, so a holder whose
+		// write ended then is in its way too.
+		s.Unclocked = true
+		for _, patience := range []int{1, 6} {
+			g.mu.Lock()
+			_, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, patience, holding(90, "accounts"))
+			g.mu.Unlock()
+			if len(stuck) != 1 || stuck[0] != s {
+				t.Errorf("an unclocked statement, a holder whose write ended before its place, patience %d: stuck %v, want s", patience, stuck)
+			}
+		}
+		s.Unclocked = false
 		if b := lockBound(s); b != 1400*time.Microsecond {
 			t.Errorf("lockBound of a 0.7ms statement = %v, want 1.4ms", b)
 		}
