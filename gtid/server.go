@@ -36,6 +36,14 @@ func Read(ctx context.Context, db *sql.DB) (*store.Position, error) {
 	if logBin == 0 {
 		return nil, fmt.Errorf("%w: log_bin is OFF on %s; start it with --log-bin --server-id=N --binlog-format=ROW (MariaDB: also --gtid-strict-mode=ON; MySQL: --gtid-mode=ON --enforce-gtid-consistency)", ErrNoBinlog, p.Version)
 	}
+	// Stamped before the question, not after the answer: a transaction
+	// the position does not hold committed after the server read it,
+	// later than this — and under load the answer can take milliseconds
+	// to be read, during which such a transaction has committed and
+	// captured statements that waited for its locks have ended. A later
+	// stamp placed the writes that bypassed the proxy after statements
+	// that had waited for them, and replay then deadlocked on them.
+	p.At = time.Now().UTC()
 	switch p.Flavor {
 	case MariaDB:
 		if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&p.GTID); err != nil {
@@ -51,7 +59,6 @@ func Read(ctx context.Context, db *sql.DB) (*store.Position, error) {
 		}
 		p.GTID = strings.ReplaceAll(p.GTID, "\n", "")
 	}
-	p.At = time.Now().UTC()
 	// The file and offset are for the record; reading them needs BINLOG
 	// MONITOR (MariaDB) or REPLICATION CLIENT, which the GTIDs do not.
 	if st, err := showRow(ctx, db, "SHOW MASTER STATUS"); err == nil && st != nil {

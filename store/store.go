@@ -287,9 +287,12 @@ type Position struct {
 	// (domain-server-seq, one per domain) or MySQL's @@gtid_executed.
 	GTID string `json:"gtid"`
 	// BinlogFile and BinlogPos are SHOW MASTER STATUS's, for the record.
-	BinlogFile string    `json:"binlog_file,omitempty"`
-	BinlogPos  uint64    `json:"binlog_pos,omitempty"`
-	At         time.Time `json:"at"`
+	BinlogFile string `json:"binlog_file,omitempty"`
+	BinlogPos  uint64 `json:"binlog_pos,omitempty"`
+	// At is just before the GTIDs were asked for: every transaction
+	// after GTID committed after At (replay places the writes that
+	// bypassed the proxy by it).
+	At time.Time `json:"at"`
 }
 
 // Bypassed is what the server's binary log holds between a capture's
