@@ -35,8 +35,12 @@ func tandem(t *testing.T, args ...string) string {
 	cmd := exec.Command(tandemBin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	began := time.Now()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tandem %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Logf("tandem %s took %v:\n%s%s", strings.Join(args, " "), d, out.String(), errb.String())
 	}
 	return out.String()
 }
@@ -103,6 +107,11 @@ func TestRuntimeCapturesUnderSysbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Process.Kill()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("proxy's output:\n%s", proxyOut.String()) // its stop says which sessions were held or left in a command
+		}
+	})
 	waitTCP(t, listen)
 	_, lport, _ := strings.Cut(listen, ":")
 	sb := exec.Command("sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port="+lport, "--mysql-user=root",
