@@ -14,6 +14,7 @@ import (
 
 	gmysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/store"
 )
@@ -268,4 +269,20 @@ func Bypassed(ctx context.Context, acc Account, start, end string, captured map[
 	}
 	sort.Slice(b.Tables, func(i, j int) bool { return b.Tables[i].Table < b.Tables[j].Table })
 	return b, trxs
+}
+
+// BypassedTables lists the tables a capture's binary-log check (Bypassed)
+// found written around the proxy, each with its first such write's place
+// in the server's order, for compare.PlaceBypassed.
+func BypassedTables(b *store.Bypassed) []compare.BypassedTable {
+	if b == nil {
+		return nil
+	}
+	var out []compare.BypassedTable
+	for _, t := range b.Tables {
+		if g, err := ParseGTID(t.FirstGTID); err == nil {
+			out = append(out, compare.BypassedTable{Table: t.Table, GTID: t.FirstGTID, Domain: g.Domain, Seq: g.Seq, Transactions: t.Transactions})
+		}
+	}
+	return out
 }

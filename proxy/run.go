@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/internal/metricsrv"
 	"github.com/tandemdb/tandem/store"
@@ -85,7 +86,10 @@ type ShadowAligner interface {
 // ShadowSet is running shadows. Their metrics are gathered from them
 // for /metrics.
 type ShadowSet interface {
-	Stop(timeout time.Duration, force <-chan struct{}, out io.Writer) error
+	// Stop drains the shadows; bypassed are the writes that bypassed the
+	// proxy during the capture (nil: none known), which each shadow's
+	// final comparison counts apart.
+	Stop(timeout time.Duration, force <-chan struct{}, out io.Writer, bypassed []compare.BypassedWrite) error
 	prometheus.Gatherer
 }
 
@@ -223,13 +227,15 @@ func readEnd(cfg RunConfig, acc gtid.Account) (*store.Position, error) {
 	return readPosition(ctx, acc)
 }
 
-func endCapture(cfg RunConfig, acc gtid.Account, start, end *store.Position, err error, w *store.Writer, rec *capture.Recorder, commitsOn bool, unasked int, out io.Writer, log *slog.Logger) *store.Position {
+// It returns the end point (nil: none) and where the writes that bypassed
+// the proxy changed each table (compare.PlaceBypassed; nil: none known).
+func endCapture(cfg RunConfig, acc gtid.Account, start, end *store.Position, err error, w *store.Writer, rec *capture.Recorder, commitsOn bool, unasked int, out io.Writer, log *slog.Logger) (*store.Position, []compare.BypassedWrite) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.BinlogTimeout, time.Minute))
 	defer cancel()
 	if err != nil {
 		log.Warn("reading the backend's position at the capture's end failed; the capture has no end point", "err", err)
 		fmt.Fprintf(out, "tandem proxy: the capture has no end point: %v\n", err)
-		return nil
+		return nil, nil
 	}
 	var byp *store.Bypassed
 	points := rec.CommitPoints()
@@ -267,7 +273,23 @@ func endCapture(cfg RunConfig, acc gtid.Account, start, end *store.Position, err
 		}
 	}
 	fmt.Fprintf(out, "tandem proxy: %s\n", msg)
-	return end
+	return end, placeBypassed(byp, start, points)
+}
+
+// placeBypassed places each table's first write that bypassed the proxy
+// on the capture's clock, from where the captured commits began.
+func placeBypassed(byp *store.Bypassed, start *store.Position, points map[string]capture.CommitPoint) []compare.BypassedWrite {
+	tables := gtid.BypassedTables(byp)
+	if len(tables) == 0 {
+		return nil
+	}
+	commits := make([]compare.CommitStart, 0, len(points))
+	for g, p := range points {
+		if id, err := gtid.ParseGTID(g); err == nil {
+			commits = append(commits, compare.CommitStart{Domain: id.Domain, Seq: id.Seq, Start: p.From.UnixNano()})
+		}
+	}
+	return compare.PlaceBypassed(tables, start.At.UnixNano(), commits).Writes()
 }
 
 // storeBypassed stores the transactions that bypassed the proxy as

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/store"
 )
@@ -321,11 +322,12 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 		r.afterLeave(len(held))
 	}
 	var end *store.Position
+	var bypassed []compare.BypassedWrite
 	if c.start != nil {
 		var endErr error
 		end, endErr = readEnd(r.cfg, *r.acc)
 		releaseHeld(held)
-		end = endCapture(r.cfg, *r.acc, c.start, end, endErr, c.w, c.lc.rec, c.commits, int(c.lc.unasked.Load()), r.out, r.log)
+		end, bypassed = endCapture(r.cfg, *r.acc, c.start, end, endErr, c.w, c.lc.rec, c.commits, int(c.lc.unasked.Load()), r.out, r.log)
 	}
 	var shadowErr error // a lost shadow: the capture itself is whole
 	if c.shadows != nil {
@@ -342,7 +344,7 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 		if !forced {
 			r.notice(fmt.Sprintf("stopping the capture: the shadows replay what it holds, for up to %s", drain))
 		}
-		shadowErr = c.shadows.Stop(drain, r.cfg.Force, r.out)
+		shadowErr = c.shadows.Stop(drain, r.cfg.Force, r.out, bypassed)
 		r.shadows.Store(nil)
 	}
 	werr := c.w.Err()

@@ -134,9 +134,8 @@ func orEmpty(pos string) string {
 }
 
 // bypassedOf places each table's first write that bypassed the proxy on
-// the capture's clock: right after the last captured commit that came
-// before it in the server's order (the GTIDs the capture holds), or at
-// the capture's start when none did. Nil when the capture lists none.
+// the capture's clock (compare.PlaceBypassed), from the GTIDs the capture
+// holds for its commits. Nil when the capture lists none.
 func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
 	sum, ok := r.Summary()
 	if !ok || sum.Bypassed == nil || len(sum.Bypassed.Tables) == 0 {
@@ -146,46 +145,25 @@ func bypassedOf(r *store.Reader) (*compare.Bypassed, error) {
 	if err != nil {
 		return nil, err
 	}
-	type commit struct {
-		gtid   gtid.GTID
-		recSeq uint64
-	}
-	var commits []commit
+	var commits []compare.CommitStart
 	for seq, g := range gtids {
-		if id, err := gtid.ParseGTID(g); err == nil {
-			commits = append(commits, commit{id, seq})
+		id, err := gtid.ParseGTID(g)
+		if err != nil {
+			continue
+		}
+		rec, ok, err := r.Get(seq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			commits = append(commits, compare.CommitStart{Domain: id.Domain, Seq: id.Seq, Start: rec.Start.UnixNano()})
 		}
 	}
 	start := r.Meta().BaseTime
 	if p := r.Meta().Start; p != nil {
 		start = p.At.UnixNano()
 	}
-	b := compare.NewBypassed()
-	for _, t := range sum.Bypassed.Tables {
-		first, err := gtid.ParseGTID(t.FirstGTID)
-		if err != nil {
-			continue
-		}
-		at := start
-		var best *commit
-		for i := range commits {
-			c := &commits[i]
-			if c.gtid.Domain == first.Domain && c.gtid.Seq < first.Seq && (best == nil || c.gtid.Seq > best.gtid.Seq) {
-				best = c
-			}
-		}
-		if best != nil {
-			rec, ok, err := r.Get(best.recSeq)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				at = rec.Start.UnixNano() + int64(rec.Duration)
-			}
-		}
-		b.Add(compare.BypassedWrite{Table: t.Table, At: at, GTID: t.FirstGTID, Transactions: t.Transactions})
-	}
-	return b, nil
+	return compare.PlaceBypassed(gtid.BypassedTables(sum.Bypassed), start, commits), nil
 }
 
 // applyBypassed makes r yield the capture's bypassed transactions among

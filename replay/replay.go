@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -101,6 +102,13 @@ type Config struct {
 	// the server ran them among the captured ones, so that the replay is
 	// complete and end states can equal production's.
 	ApplyBypassed bool
+	// Bypassed, for a followed capture (a shadow), says where writes that
+	// bypassed the proxy changed each table, as the proxy's binary-log
+	// check found at the capture's stop: the final comparison with the
+	// captured answers counts what came after them apart, as a replay of
+	// the closed capture does. Asked once, after the last record; nil (or
+	// a nil answer): none known.
+	Bypassed func() *compare.Bypassed
 	// AllowUnaligned replays onto targets that are not at the capture's
 	// start point (a capture with one), labelling their verdicts.
 	AllowUnaligned bool

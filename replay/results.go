@@ -109,7 +109,11 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 	// reading of the capture for every target. Applied, they ran where the
 	// server ran them, and nothing is set apart for them.
 	var byp *compare.Bypassed
-	if !cfg.ApplyBypassed {
+	switch {
+	case cfg.ApplyBypassed:
+	case cfg.Bypassed != nil:
+		byp = cfg.Bypassed()
+	default:
 		var err error
 		if byp, err = bypassedOf(r); err != nil {
 			return results, err

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
 	"golang.org/x/sys/unix"
@@ -73,6 +74,13 @@ type WorkerStart struct {
 	Base    int64  // the capture's Meta().BaseTime: the fed bytes are relative to it
 	RunDir  string
 	Mirror  string
+}
+
+// WorkerFinish is what the proxy tells a worker at the capture's stop
+// (its Finish call): the writes that bypassed the proxy during the
+// capture, which the shadow's final comparison counts apart.
+type WorkerFinish struct {
+	Bypassed []compare.BypassedWrite
 }
 
 // WorkerEnd is what a worker says at its end (its Finish call).
@@ -311,9 +319,11 @@ func (p *proc) gather() ([]*dto.MetricFamily, error) {
 func ptr[T any](v T) *T { return &v }
 
 // Stop lets every shadow replay what the capture holds (up to timeout),
-// then ends them and prints one line each. The capture must stay open
-// until it returns.
-func (s *Set) Stop(timeout time.Duration, force <-chan struct{}, out io.Writer) error {
+// then ends them and prints one line each. bypassed are the writes that
+// bypassed the proxy during the capture (replay.PlaceBypassed; nil: none
+// known), which each shadow's final comparison counts apart. The capture
+// must stay open until it returns.
+func (s *Set) Stop(timeout time.Duration, force <-chan struct{}, out io.Writer, bypassed []compare.BypassedWrite) error {
 	if s == nil {
 		return nil
 	}
@@ -332,7 +342,7 @@ func (s *Set) Stop(timeout time.Duration, force <-chan struct{}, out io.Writer) 
 		results[i] = make(chan result, 1)
 		go func() {
 			var r WorkerEnd
-			err := p.call("Worker.Finish", struct{}{}, &r, 24*time.Hour)
+			err := p.call("Worker.Finish", WorkerFinish{Bypassed: bypassed}, &r, 24*time.Hour)
 			results[i] <- result{r, err}
 		}()
 	}

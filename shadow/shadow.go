@@ -67,9 +67,13 @@ type Config struct {
 
 // local is shadows running in this process: a worker's (worker.go).
 type local struct {
-	log   *slog.Logger
-	lives []*follower
-	lats  []*latencies // per shadow, as lives
+	// bypassed is where writes that bypassed the proxy changed each table,
+	// set at the capture's stop (Finish), read by every shadow's final
+	// comparison (replay.Config.Bypassed).
+	bypassed atomic.Pointer[compare.Bypassed]
+	log      *slog.Logger
+	lives    []*follower
+	lats     []*latencies // per shadow, as lives
 	// feedLost says why the worker's feed broke off ("" while it flows):
 	// the shadow then replays what it has and shows down.
 	feedLost atomic.Pointer[string]
@@ -150,7 +154,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		// work (make bench-proxy).
 		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
 			lv = startFollower(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
-				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key},
+				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key, Bypassed: s.bypassed.Load},
 				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe})
 		})
 		s.lives = append(s.lives, lv)
@@ -221,8 +225,18 @@ func classes(m map[string]int64) string {
 }
 
 // stop lets every shadow replay what the capture holds, until abort is
-// closed, then ends them and prints one line each.
-func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
+// closed, then ends them and prints one line each. bypassed lists the
+// writes that bypassed the proxy during the capture (the proxy's
+// binary-log check; nil: none known): each shadow's final comparison
+// counts the answers on their tables from then on apart, as replay does.
+func (s *local) stop(abort <-chan struct{}, out io.Writer, bypassed []compare.BypassedWrite) error {
+	if len(bypassed) > 0 {
+		b := compare.NewBypassed()
+		for _, w := range bypassed {
+			b.Add(w)
+		}
+		s.bypassed.Store(b)
+	}
 	close(s.drain)
 	<-s.done
 	var errs []error
@@ -244,16 +258,24 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer) error {
 		}
 		st := s.stats(lv)
 		end := ""
+		// The run's final comparison is the verdict: it knows what the
+		// live counts could not (the writes that bypassed the proxy, found
+		// at the capture's stop), so the line says what its report says.
+		compared, divergent, apart := st.Compared, st.Divergent, st.Ambiguous
 		if pts := rep.Points; len(pts) > 0 && len(pts[0].Targets) > 0 {
-			if tg := pts[0].Targets[0]; tg.Failed != "" {
+			tg := pts[0].Targets[0]
+			if tg.Failed != "" {
 				end = ", failed: " + tg.Failed
+			}
+			if vc := tg.VsCapture; vc != nil {
+				compared, divergent, apart = vc.Compared, vc.ByClass, vc.AmbiguousBy
 			}
 		}
 		if why := s.feedLost.Load(); why != nil {
 			end += ", its feed broke off (it replayed what had arrived): " + *why
 		}
 		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered; p95 vs the primary %s%s; tandem report %s\n",
-			lv.name, st.Compared, classes(st.Divergent), classes(st.Ambiguous), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])
+			lv.name, compared, classes(divergent), classes(apart), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])
 	}
 	s.cancel()
 	return errors.Join(errs...)

@@ -154,7 +154,7 @@ func (w *worker) Gather(_ struct{}, reply *[]byte) error {
 
 // Finish waits for the end of the feed, lets the shadow replay all of
 // it (until Abort), and returns its summary line.
-func (w *worker) Finish(_ struct{}, reply *WorkerEnd) error {
+func (w *worker) Finish(args WorkerFinish, reply *WorkerEnd) error {
 	w.mu.Lock()
 	sh := w.shadows
 	w.mu.Unlock()
@@ -166,7 +166,7 @@ func (w *worker) Finish(_ struct{}, reply *WorkerEnd) error {
 	case <-w.abort:
 	}
 	var out bytes.Buffer
-	if err := sh.stop(w.abort, &out); err != nil {
+	if err := sh.stop(w.abort, &out, args.Bypassed); err != nil {
 		reply.Err = err.Error()
 	}
 	reply.Line = out.String()
@@ -192,7 +192,7 @@ func (w *worker) close() error {
 	if !w.finished {
 		// The proxy went away without Finish: end the shadow, keep its run.
 		<-w.fedAll
-		w.shadows.stop(w.abort, io.Discard)
+		w.shadows.stop(w.abort, io.Discard, nil)
 	}
 	err := w.mirror.Close()
 	if rmErr := os.RemoveAll(w.args.Mirror); rmErr != nil {
