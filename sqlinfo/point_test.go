@@ -67,3 +67,42 @@ func TestPointKeys(t *testing.T) {
 		}
 	}
 }
+
+// The analyzer's digest cache does not hand one text's literal values to
+// another text of its digest: each gets its own row keys and its own
+// autocommit value (it gave "SET autocommit=1" the 0 of the "=0" seen
+// first, and every "… WHERE id = N" the key of the first N). Texts without
+// literal facts still share one Info.
+func TestAnalyzerKeepsEachTextsLiterals(t *testing.T) {
+	a := NewAnalyzer()
+	for _, c := range []struct {
+		sql        string
+		autocommit byte
+		key        string
+	}{
+		{"SET autocommit=0", '0', ""},
+		{"SET autocommit=1", '1', ""},
+		{"SET autocommit = 0", '0', ""},
+		{"UPDATE t SET v = 1 WHERE id = 5", 0, "t\x005"},
+		{"UPDATE t SET v = 1 WHERE id = 7", 0, "t\x007"},
+		{"INSERT INTO t (id, v) VALUES (9, CAST(X'41' AS BINARY))", 0, "t\x009"},
+		{"INSERT INTO t (id, v) VALUES (10, CAST(X'42' AS BINARY))", 0, "t\x0010"},
+		{"UPDATE t SET v = 1 WHERE id = 5", 0, "t\x005"}, // seen before: its own again
+	} {
+		info := a.Info(c.sql)
+		if info.SetAutocommit != c.autocommit {
+			t.Errorf("%s: autocommit %q, want %q", c.sql, info.SetAutocommit, c.autocommit)
+		}
+		var key string
+		if ks := info.Point.Keys("t", []string{"id"}, func(int) (string, bool) { return "", false }); len(ks) == 1 {
+			key = ks[0]
+		}
+		if key != c.key {
+			t.Errorf("%s: row key %q, want %q", c.sql, key, c.key)
+		}
+	}
+	p1, p2 := a.Info("UPDATE t SET v = ? WHERE id = ?"), a.Info("UPDATE t  SET v = ? WHERE id = ?")
+	if p1 != p2 {
+		t.Error("two texts of one digest without literal facts got an Info each; want the cached one")
+	}
+}

@@ -128,6 +128,34 @@ type Info struct {
 	// Point says which rows the statement touches when it names them by
 	// equality (nil when it does not, or is several statements).
 	Point *Point
+	// literal: a field above depends on the text's literal values
+	// (SetAutocommit, a Point value written as a literal), so another
+	// text of the same digest needs an Info of its own (Analyzer.Info).
+	literal bool
+}
+
+// literalDependent reports whether i holds a literal value of its text.
+func (i *Info) literalDependent() bool {
+	if i.SetAutocommit != 0 {
+		return true
+	}
+	if p := i.Point; p != nil {
+		for _, vs := range p.Where {
+			for _, v := range vs {
+				if v.Param == -1 {
+					return true
+				}
+			}
+		}
+		for _, row := range p.Rows {
+			for _, v := range row {
+				if v.Param == -1 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Changes reports whether the statement can change what other sessions
@@ -673,8 +701,14 @@ func (a *Analyzer) Info(sql string) *Info {
 	a.mu.RLock()
 	info = a.byDigest[d.ID]
 	a.mu.RUnlock()
-	if info == nil {
+	if info == nil || info.literal {
+		// A digest's Info serves its other texts unless it holds one
+		// text's literals: "SET autocommit=1" took "=0"'s value, and
+		// "… WHERE id = 7" the row key 5 of the first text seen, so the
+		// order gate missed real lock conflicts (and saw false ones).
+		// Such texts are parsed each (identical ones still hit byText).
 		info = Analyze(sql)
+		info.literal = info.literalDependent()
 	}
 	a.mu.Lock()
 	if len(a.byDigest) >= maxCachedDigests {
