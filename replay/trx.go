@@ -72,7 +72,7 @@ func (w *worker) handle(ctx context.Context, j *job) {
 				break
 			}
 			rerun = true
-			if !w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2) && !w.retryTrx(rn.ctx) {
+			if !w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2) && !w.retryTrx(rn.ctx, j.rec.Session) {
 				w.ctrx = next
 				w.giveUp(j, nil, step)
 				return
@@ -136,7 +136,7 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 		w.endTrx()
 		w.finish(j, o, skipped)
 		return
-	case retryable(o) && w.rn.cfg.Retries > 0:
+	case retryable(o) && w.retries(j.rec.Session) > 0:
 		// A deadlock or lock wait timeout the capture did not have: the
 		// engine's behaviour, counted; then the client's: roll back, run
 		// the transaction again.
@@ -198,6 +198,23 @@ func (w *worker) endTrx() {
 	w.publishLocks(0)
 }
 
+// replicaRetries is how often the writes that bypassed the proxy are
+// tried again after a deadlock or lock wait timeout: they are applied as
+// a replica applies them, and a MariaDB replica tries a transaction
+// slave_transaction_retries times (10 by default), not as often as the
+// application's clients (--retries). Replay's order can hold a lock they
+// need a while (a transaction waiting for its turn, yielding only past
+// its in-flight bound), and MyRocks gives up on a lock after 1 s.
+const replicaRetries = 10
+
+// retries is how often a transaction of session is tried again.
+func (w *worker) retries(session uint64) int {
+	if session >= store.BypassedSessionBase && w.rn.cfg.Retries > 0 {
+		return max(w.rn.cfg.Retries, replicaRetries)
+	}
+	return w.rn.cfg.Retries
+}
+
 // retry rolls back and runs the open transaction's records again, then j,
 // up to --retries times, as a client does after a deadlock or lock wait
 // timeout. It returns j's last outcome, and false when every attempt met
@@ -205,7 +222,7 @@ func (w *worker) endTrx() {
 func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.Outcome, bool) {
 	last := first
 	w.lastFail = first.ErrCode
-	for range w.rn.cfg.Retries {
+	for range w.retries(j.rec.Session) {
 		w.st.count(func(c *counters) { c.retries++ })
 		if !w.rerunTrx(ctx, store.OutcomeRetried, 1) {
 			continue
@@ -230,8 +247,8 @@ func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.
 // retryTrx runs the open transaction again, up to --retries times, after
 // a rerun of it met a deadlock or lock wait timeout: false when every
 // attempt did.
-func (w *worker) retryTrx(ctx context.Context) bool {
-	for range w.rn.cfg.Retries {
+func (w *worker) retryTrx(ctx context.Context, session uint64) bool {
+	for range w.retries(session) {
 		w.st.count(func(c *counters) { c.retries++ })
 		if w.rerunTrx(ctx, store.OutcomeRetried, 1) {
 			w.st.count(func(c *counters) { c.retriesOK++ })
@@ -252,7 +269,7 @@ func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
 		first = w.trx[0]
 	}
 	f := store.FailedTrx{Session: j.rec.Session, Loop: j.loop, FirstSeq: first.rec.Seq, FailedSeq: j.rec.Seq, LastSeq: j.rec.Seq,
-		Code: w.lastFail, Attempts: 1 + w.rn.cfg.Retries, Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
+		Code: w.lastFail, Attempts: 1 + w.retries(j.rec.Session), Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
 	if final != nil && (!retryable(final) || final.Flags&store.OutcomeClientError != 0) {
 		f.Code, f.Cause, f.Attempts = final.ErrCode, final.Cause, 1
 	}
@@ -503,7 +520,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		if u.t != nil && i > 0 && j.info != nil && j.info.End && j.info.Verb == "COMMIT" && w.rn.failed() == "" {
 			if w.rn.waitTurn(w, u.t, w.rn.offset(j.rec, j.loop), 1, &u.jobs[0], u.jobs) {
 				rerun = true
-				if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
+				if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx, j.rec.Session) {
 					w.giveUp(j, nil, step)
 					continue
 				}
@@ -527,7 +544,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 					w.st.count(func(c *counters) { c.orderReruns++ })
 					w.rollbackReopen(ctx, w.trx)
 					b.Until(ctx, k, w.rn.cfg.OrderTimeout)
-					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx) {
+					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx, j.rec.Session) {
 						w.giveUp(j, nil, step)
 						continue
 					}
