@@ -320,7 +320,7 @@ func ptr[T any](v T) *T { return &v }
 
 // Stop lets every shadow replay what the capture holds (up to timeout),
 // then ends them and prints one line each. bypassed are the writes that
-// bypassed the proxy during the capture (replay.PlaceBypassed; nil: none
+// bypassed the proxy during the capture (compare.PlaceBypassed; nil: none
 // known), which each shadow's final comparison counts apart. The capture
 // must stay open until it returns.
 func (s *Set) Stop(timeout time.Duration, force <-chan struct{}, out io.Writer, bypassed []compare.BypassedWrite) error {
