@@ -71,7 +71,11 @@ Every --shadow-status-interval a log line gives each shadow's state, lag,
 divergences by class, and p95 latency per class against the primary's; /metrics has tandem_shadow_* and the shadows'
 latencies (tandem_replay_*, run="shadow-NAME"). On shutdown each shadow
 replays what the capture holds, then its run directory
-(CAPTURE.shadows/NAME) is a replay's: 'tandem report' reads it.
+(CAPTURE.shadows/NAME) is a replay's: 'tandem report' reads it. With
+--binlog-user, writes that bypassed the proxy (found in the binary log at
+the capture's stop) never reached the shadows: their final comparison
+counts the answers on those tables from then on apart (bypassed-write);
+the live counters cannot know them before the stop.
 
 With --binlog-user, the capture knows where it starts and ends in the
 backend's history (a MariaDB or MySQL server with a binary log and GTIDs):
