@@ -143,3 +143,24 @@ func TestCommitOrderFromGTIDs(t *testing.T) {
 		})
 	}
 }
+
+// --apply-bypassed on a capture whose binary-log check found no write
+// around the proxy (a short capture) replays it, and says there was
+// nothing to apply: it was refused as corrupt ("its summary counts 0
+// bypassed transactions stored, and it holds none").
+func TestApplyBypassedWithNoneToApply(t *testing.T) {
+	capDir := gtidCapture(t)
+	ta, tb, dba, dbb := twoInnoDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10), (2, 10)")
+	}
+	rep := replayRun(t, capDir, func(cfg *Config) { cfg.ApplyBypassed = true }, ta, tb)
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "--apply-bypassed had nothing to apply") {
+		t.Errorf("notes %q lack that nothing bypassed the proxy", rep.Notes)
+	}
+	for _, db := range []*sql.DB{dba, dbb} {
+		if v := valueOf(t, db, 1); v != 22 {
+			t.Errorf("row 1 holds %d, want 22 (the capture replayed)", v)
+		}
+	}
+}
