@@ -59,6 +59,7 @@ func (s *Session) noteState() {
 	if r.Kind == store.KindQuery && r.Resp.Kind == store.RespOK && len(r.Resp.More) == 0 && r.Flags&store.FlagMasked == 0 && isSet(r.SQL) {
 		s.keepSet(r.SQL)
 	}
+	s.statusSeen = true
 	s.autocommitOff = status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
 	if status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		s.inTrx, s.trxWrote = true, s.trxWrote || self
@@ -98,6 +99,10 @@ func (s *Session) keepSet(sql string) {
 // joins once it ends (its commit is one the capture did not see: with the
 // backend's binary log it is listed among those that bypassed the proxy).
 func (s *Session) Joinable() bool { return !(s.inTrx && s.trxWrote) }
+
+// StatusSeen reports whether an answer has told the session's
+// transaction state yet (a session found open knows it only then).
+func (s *Session) StatusSeen() bool { return s.statusSeen }
 
 // InTransaction reports whether the server said a transaction is open.
 func (s *Session) InTransaction() bool { return s.inTrx }

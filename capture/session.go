@@ -44,7 +44,19 @@ type State struct {
 	// ConnID is the connection id the server gave the session (its
 	// greeting's), 0 when not known.
 	ConnID uint32
+	// Unknown: the session's login was not seen (a packet capture that
+	// began while it was open), so Caps is a guess (protocol 4.1 and
+	// transactions, as every client since MySQL 4.1 asks). What changes
+	// how answers read is learned from the answers themselves: whether
+	// the server ends column definitions with an EOF packet (an EOF is 5
+	// bytes; an OK that ends rows without one is 7 or more), and whether
+	// it caches result metadata (MariaDB: a byte after the column count).
+	Unknown bool
 }
+
+// GuessedCaps are the capabilities assumed of a session whose login was
+// not seen (State.Unknown).
+const GuessedCaps = uint64(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_TRANSACTIONS)
 
 // Session builds one client session's records from what crossed the
 // wire, without a socket: whoever sees the conversation feeds it — the
@@ -57,14 +69,21 @@ type State struct {
 //
 // A session's goroutine owns it; it is not safe for concurrent use.
 type Session struct {
-	id    uint64
-	opts  Options
-	sink  Sink
-	st    State
-	eof   bool // the server sends EOF packets (no CLIENT_DEPRECATE_EOF)
-	stmts map[uint32]*stmt
-	rec   store.Record
-	quit  bool // a COM_QUIT was recorded
+	id   uint64
+	opts Options
+	sink Sink
+	st   State
+	eof  bool // the server sends EOF packets (no CLIENT_DEPRECATE_EOF)
+	// learnEOF: whether it does is not known yet (State.Unknown); the
+	// first column definitions' end tells. learnMeta: the same for
+	// MariaDB's metadata caching (the first column count tells).
+	learnEOF, learnMeta bool
+	// prepParams, prepSeen: a prepare's parameter definitions, and the
+	// definitions read so far, while learnEOF.
+	prepParams, prepSeen int
+	stmts                map[uint32]*stmt
+	rec                  store.Record
+	quit                 bool // a COM_QUIT was recorded
 	// wrote: a statement of the open transaction (or the last one on its
 	// own) changed rows or ran DDL; ended: that transaction has ended
 	// (Options.Commits); endedSelf: the command that ended it wrote too
@@ -79,6 +98,7 @@ type Session struct {
 	sets                                        []string
 	setsBeyond                                  int
 	autocommitOff, inTrx, trxWrote, beforeStart bool
+	statusSeen                                  bool
 
 	// The answer being decoded.
 	cmd    byte
@@ -161,7 +181,39 @@ const (
 // NewSession starts following session id (the record's Session) in state
 // st, its records going to sink.
 func NewSession(id uint64, st State, opts Options, sink Sink) *Session {
-	return &Session{id: id, st: st, opts: opts, sink: sink, eof: uint32(st.Caps)&mysql.CLIENT_DEPRECATE_EOF == 0, stmts: map[uint32]*stmt{}}
+	s := &Session{id: id, st: st, opts: opts, sink: sink, eof: uint32(st.Caps)&mysql.CLIENT_DEPRECATE_EOF == 0, stmts: map[uint32]*stmt{}}
+	if st.Unknown {
+		s.learnEOF, s.learnMeta, s.eof = true, true, false // counted without EOFs until learned
+		if s.st.Caps == 0 {
+			s.st.Caps = GuessedCaps
+		}
+	}
+	return s
+}
+
+// isEOF reports whether p is an EOF packet (never an OK that ends rows
+// without one: that has at least 7 bytes).
+func isEOF(p []byte) bool { return len(p) == 5 && p[0] == wire.HeaderEOF }
+
+// learnedEOF notes whether the server sends EOF packets, once seen.
+func (s *Session) learnedEOF(eof bool) {
+	s.eof, s.learnEOF = eof, false
+	if !eof {
+		s.st.Caps |= uint64(mysql.CLIENT_DEPRECATE_EOF)
+	}
+}
+
+// Stray takes a server packet that came when no answer was expected, and
+// reports whether it was one the session can account for: the EOF that
+// ends a prepare's definitions, while it is not known whether the server
+// sends EOF packets (State.Unknown), which teaches that it does. Whoever
+// feeds a session from packets calls it; the proxy never does.
+func (s *Session) Stray(p []byte) bool {
+	if s.learnEOF && isEOF(p) {
+		s.learnedEOF(true)
+		return true
+	}
+	return false
 }
 
 // State is the session's current state.
@@ -317,6 +369,14 @@ func (s *Session) packet(p []byte) Step {
 			return SendFile
 		}
 		n, metadata, err := wire.ParseColumnCount(p, s.st.Caps&wire.MariaDBClientCacheMetadata != 0)
+		if err != nil && s.learnMeta {
+			if n, metadata, err = wire.ParseColumnCount(p, true); err == nil {
+				s.st.Caps |= wire.MariaDBClientCacheMetadata
+			}
+		}
+		if err == nil {
+			s.learnMeta = false
+		}
 		if err != nil {
 			return s.malformed(fmt.Errorf("result set header: %w", err))
 		}
@@ -337,6 +397,13 @@ func (s *Session) packet(p []byte) Step {
 		s.afterDefs()
 		return Read
 	case phaseDefsEOF:
+		if s.learnEOF {
+			s.learnedEOF(isEOF(p))
+			if !s.eof {
+				s.phase = phaseRows
+				return s.packet(p)
+			}
+		}
 		s.resp.Bytes += uint64(len(p) + 4)
 		e, err := wire.ParseEOF(p)
 		if err != nil {
@@ -404,11 +471,28 @@ func (s *Session) packet(p []byte) Step {
 			}
 		}
 		s.phase = phasePrepareRest
+		s.prepParams, s.prepSeen = int(ok.Params), 0
 		if s.left == 0 {
 			return Done
 		}
 		return Read
 	case phasePrepareRest:
+		if s.learnEOF {
+			// Definitions were counted without EOF packets.
+			if !isEOF(p) {
+				s.prepSeen++
+				if s.left--; s.left == 0 {
+					return Done // an EOF may follow: Stray takes it
+				}
+				return Read
+			}
+			s.learnedEOF(true)
+			if s.prepSeen == s.prepParams && s.left > 0 {
+				s.left++ // the parameters' EOF; the columns' is to come
+				return Read
+			}
+			return Done
+		}
 		if s.left--; s.left == 0 {
 			return Done
 		}
@@ -464,7 +548,7 @@ func (s *Session) afterDefs() {
 	switch {
 	case s.left > 0:
 		s.phase = phaseDefs
-	case s.eof:
+	case s.eof || s.learnEOF:
 		s.phase = phaseDefsEOF
 	default:
 		// Rows follow, or (with a cursor) an end packet carrying
@@ -511,6 +595,16 @@ func (s *Session) End(at time.Time) {
 	if s.opts.Commits {
 		s.noteCommit()
 	}
+}
+
+// EndLost records the command, which ended at at without its whole
+// answer seen (a packet capture lost bytes of it, or ended first): its
+// response is none and it is marked store.FlagAnswerLost.
+func (s *Session) EndLost(at time.Time) {
+	s.rec.Resp = store.Response{}
+	s.rec.Flags |= store.FlagAnswerLost
+	s.cont, s.row = false, false
+	s.End(at)
 }
 
 // noteCommit follows, from the server's answers, whether a transaction

@@ -516,3 +516,65 @@ func TestSessionSaysWhatReadsTheDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// A session found open (its login unseen) learns from its answers how the
+// server ends column definitions and whether it caches metadata, and
+// reads the same records either way.
+func TestSessionFoundOpenLearnsHowAnswersRead(t *testing.T) {
+	prep := func(id uint32, params, cols uint16) []byte {
+		return (&wire.PrepareOK{StmtID: id, Params: params, Columns: cols}).Append(nil)
+	}
+	okEnd := func(status uint16) []byte { // an OK that ends rows (no EOF packets)
+		return (&wire.OK{Header: wire.HeaderEOF, Status: status}).Append(nil, caps41)
+	}
+	t.Run("EOF packets", func(t *testing.T) {
+		var out sink
+		s := NewSession(1, State{Unknown: true}, Options{}, &out)
+		// A prepare with parameters and columns: each group ends with an EOF.
+		feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT c FROM t WHERE id=?"...), Read,
+			frame{prep(3, 1, 1), Read}, frame{colDef, Read}, frame{eofp(0, 2), Read}, frame{colDef, Read}, frame{eofp(0, 2), Done})
+		feed(t, s, query("SELECT c FROM t"), Read,
+			frame{[]byte{1}, Read}, frame{colDef, Read}, frame{eofp(0, 2), Read}, frame{textRow, Read}, frame{eofp(0, 2), Done})
+		if r := out[1]; r.Resp.Kind != store.RespResultSet || r.Resp.Rows != 1 || r.Resp.Columns != 1 {
+			t.Errorf("result %+v", r.Resp)
+		}
+		if out[0].Resp.Params != 1 || out[0].StmtID != 3 {
+			t.Errorf("prepare %+v", out[0])
+		}
+	})
+	t.Run("no EOF packets, metadata cached", func(t *testing.T) {
+		var out sink
+		s := NewSession(1, State{Unknown: true}, Options{}, &out)
+		// A prepare whose parameters' end cannot tell: the last definition
+		// ends it; an EOF after it would be a stray the session takes.
+		feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "DO ?"...), Read, frame{prep(4, 1, 0), Read}, frame{colDef, Done})
+		if s.Stray(okp(0, 0, 2, 0)) {
+			t.Error("an OK taken as a stray EOF")
+		}
+		// A column count with MariaDB's metadata-follows byte, then rows
+		// with no EOF after the definitions: both learned.
+		feed(t, s, query("SELECT c FROM t"), Read,
+			frame{[]byte{1, 1}, Read}, frame{colDef, Read}, frame{textRow, Read}, frame{textRow, Read}, frame{okEnd(2), Done})
+		if r := out[1]; r.Resp.Kind != store.RespResultSet || r.Resp.Rows != 2 {
+			t.Errorf("result %+v", r.Resp)
+		}
+		// Learned: metadata caching (a count with no definitions) reads.
+		feed(t, s, query("SELECT c FROM t"), Read, frame{[]byte{1, 0}, Read}, frame{textRow, Read}, frame{okEnd(2), Done})
+		if r := out[2]; r.Resp.Rows != 1 {
+			t.Errorf("cached-metadata result %+v", r.Resp)
+		}
+	})
+	t.Run("a stray EOF teaches EOF packets", func(t *testing.T) {
+		var out sink
+		s := NewSession(1, State{Unknown: true}, Options{}, &out)
+		feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "DO ?"...), Read, frame{prep(4, 1, 0), Read}, frame{colDef, Done})
+		if !s.Stray(eofp(0, 2)) {
+			t.Fatal("the EOF after the definitions was not taken")
+		}
+		feed(t, s, query("SELECT c FROM t"), Read,
+			frame{[]byte{1}, Read}, frame{colDef, Read}, frame{eofp(0, 2), Read}, frame{eofp(0, 2), Done})
+		if r := out[1]; r.Resp.Kind != store.RespResultSet || r.Resp.Rows != 0 {
+			t.Errorf("empty result %+v", r.Resp)
+		}
+	})
+}

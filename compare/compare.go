@@ -52,6 +52,12 @@ const (
 	// replay could not run (Gaps) reached one of the statement's tables
 	// before it.
 	ReasonNotReplayed = "not-replayed"
+	// ReasonCoarseTimes: the capture's times are as coarse as the server
+	// log it was read from, so the order its sessions took locks in is
+	// not known: a transaction that failed for good on one side (its
+	// deadlocks or lock waits came from replay's order) is counted apart,
+	// its failing statement included.
+	ReasonCoarseTimes = "coarse-times"
 	// ReasonFailedTrx: a transaction that failed for good on one side
 	// (Failures) wrote one of the statement's tables before it.
 	ReasonFailedTrx = "after-failed-transaction"
@@ -74,7 +80,7 @@ var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Conte
 
 // Reasons lists the reasons a divergence is order-ambiguous, in report
 // order; like Classes, the one list.
-var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore}
+var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore, ReasonCoarseTimes}
 
 func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
 
@@ -267,9 +273,14 @@ type Tally struct {
 	// difference on a statement of a transaction open at the capture's
 	// start counted apart (ReasonStartedBefore).
 	BeforeStart bool
-	src         Source
-	per         int
-	seen        map[string]int
+	// Coarse, set when the capture's times are coarser than its
+	// statements (a server log's whole seconds), says so: a statement of a
+	// transaction that failed for good on one side is counted apart
+	// (ReasonCoarseTimes).
+	Coarse string
+	src    Source
+	per    int
+	seen   map[string]int
 }
 
 // NewTally starts a comparison that keeps up to samples samples per
@@ -320,6 +331,12 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 // divergence.
 func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, reason string) {
 	if order == OrderVerdict {
+		// The failing statement of a transaction that failed for good: a
+		// verdict on the engine's locking, unless the capture's times are
+		// too coarse to say what order replay should have kept.
+		if t.Coarse != "" {
+			return "its transaction failed for good on one side (deadlocks or lock wait timeouts on every try); " + t.Coarse, ReasonCoarseTimes
+		}
 		return "", ""
 	}
 	if ok && t.BeforeStart && st.BeforeStart {
@@ -354,7 +371,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		}
 	}
 	if ok {
-		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Table == AnyTable {
+		if g, hit := t.Gaps.Before(st.To, st.Tables); hit && g.Table == AnyTable && g.Session != 0 {
+			return fmt.Sprintf("%s ran commands before it that the capture could not record or replay cannot run (bytes a packet capture lost, a statement of unknown schema or prepared before the capture; see skipped), which may have written what it read or wrote", store.SessionName(g.Session)), ReasonNotReplayed
+		} else if hit && g.Table == AnyTable {
 			return "records lost from the capture before it (a crash, a damaged file; see the notes) may have written what it read or wrote", ReasonNotReplayed
 		} else if hit && g.Failed {
 			return fmt.Sprintf("a write of %s to %s before it failed on this side and succeeded in the capture, so the data differs from then on", store.SessionName(g.Session), g.Table), ReasonNotReplayed

@@ -397,3 +397,30 @@ func TestWritersOtherSession(t *testing.T) {
 		t.Error("a session writing what the analysis cannot name writes any table")
 	}
 }
+
+// The failing statement of a transaction that failed for good on one side
+// is a verdict on the engines' locking; when the capture's times are a
+// server log's whole seconds, replay could not keep the order locks were
+// taken in, and it is counted apart (coarse-times).
+func TestFailedTransactionUnderCoarseTimesIsCountedApart(t *testing.T) {
+	failed := store.Outcome{Seq: 1, Flags: store.OutcomeError | store.OutcomeTrxFailed, ErrCode: 1213, Results: 1}
+	ok := store.Outcome{Seq: 1, Affected: 1, Results: 1}
+	src := fakeSource{1: {Session: 1, SQL: "DELETE FROM t WHERE id = 1", Digest: "d", From: 900, To: 2000, Tables: []string{"db.t"}, Locked: true}}
+	for _, coarse := range []string{"", "the capture's times are to 1s"} {
+		tl := NewTally(4, nil, src)
+		tl.Coarse = coarse
+		if err := Join(outcomes(failed), outcomes(ok), &tl.D, func(b, o *store.Outcome) {
+			class, nondet := Classify(b, o)
+			tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		d := tl.D
+		switch {
+		case coarse == "" && (d.Total() != 1 || d.ByClass[ErrorVsOK] != 1 || d.Ambiguous != 0):
+			t.Errorf("precise times: %+v, want 1 error-vs-ok divergence", d)
+		case coarse != "" && (d.Total() != 0 || d.AmbiguousBy[ReasonCoarseTimes] != 1):
+			t.Errorf("coarse times: %+v, want it counted apart (coarse-times)", d)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
@@ -27,7 +28,11 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 		if strings.HasPrefix(r.Meta().Source, "synth ") {
 			return nil, nil // made up: no server's history to start from
 		}
-		return []string{"the capture has no start point (it was taken without tandem proxy --binlog-user): verdicts on writes assume every target held the primary's rows when the capture began, which replay cannot check"}, nil
+		notes := []string{"the capture has no start point (it was taken without tandem proxy --binlog-user): verdicts on writes assume every target held the primary's rows when the capture began, which replay cannot check"}
+		if o := r.Meta().Origin; o != nil {
+			notes = append(notes, originNotes(o)...)
+		}
+		return notes, nil
 	}
 	var bad []string
 	var specs []string
@@ -199,4 +204,17 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 		return "", fmt.Errorf("%w: %s: its summary counts %d bypassed transactions stored, and it holds none", store.ErrCorrupt, cfg.captureName(), b.Applicable)
 	}
 	return fmt.Sprintf("applied the %d transactions (%d rows) that bypassed the proxy, rebuilt from the binary log's row images, one after another on one connection as a replica applies them, each where the server ran it among the captured ones (--apply-bypassed)", b.Applicable, b.Rows), nil
+}
+
+// originNotes says what a capture taken without a proxy lacks, and so
+// what the report cannot claim.
+func originNotes(o *store.Origin) []string {
+	var notes []string
+	if o.NoResults {
+		notes = append(notes, fmt.Sprintf("the capture was read from a server's %s and holds no answers: targets are compared with each other only, never with production", o.Kind))
+	}
+	if o.TimePrecision >= time.Millisecond {
+		notes = append(notes, fmt.Sprintf("the capture's times are as precise as its source (%v): statements logged in the same %v keep the log's order, and their overlaps are not known", o.TimePrecision, o.TimePrecision))
+	}
+	return notes
 }

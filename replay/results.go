@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-sql-driver/mysql"
@@ -86,6 +87,7 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 				tl.Free = x.writers
 			}
 			tl.Failed = failuresOf(map[string]*store.TargetResult{base.t.Name: results[baseK], rn.t.Name: results[k]})
+			tl.Coarse = coarseTimes(r.Meta().Origin)
 			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
 				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
 					tl.D.Skipped++
@@ -179,6 +181,16 @@ func putHistograms(run *store.RunWriter, point, target int, t *totals, reg *dige
 		}
 	}
 	return nil
+}
+
+// coarseTimes says, for a capture whose times are coarser than its
+// statements (a server log's), why the order its sessions took locks in
+// is not known ("" for a capture with precise times).
+func coarseTimes(o *store.Origin) string {
+	if o == nil || o.TimePrecision < time.Millisecond {
+		return ""
+	}
+	return fmt.Sprintf("the capture's times are to %v (its %s), so the order its sessions took locks in is not known, and such a failure is replay's order", o.TimePrecision, o.Kind)
 }
 
 // compareCaptured merge-joins a target's outcomes of the capture's first

@@ -148,6 +148,48 @@ func newScanner(an *sqlinfo.Analyzer) *scanner {
 	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}}
 }
 
+// unknownWrites reports whether rec is one that replay skips and whose
+// writes it cannot name: commands a packet capture lost (store.FlagLost),
+// a statement whose schema the capture does not know
+// (store.FlagSchemaUnknown), an execute of a statement prepared before the
+// capture saw its session.
+func unknownWrites(rec *store.Record, sqlOf map[uint32]string) bool {
+	switch {
+	case rec.Flags&(store.FlagLost|store.FlagSchemaUnknown) != 0:
+		return true
+	case rec.Kind == store.KindExecute && rec.Flags&store.FlagOpenAtStart == 0:
+		_, ok := sqlOf[rec.StmtID]
+		return !ok
+	}
+	return false
+}
+
+// mayHaveWritten reports whether a record of unknownWrites may have
+// changed data: lost commands may have; a statement did if its captured
+// answer says it changed rows, or if it is text that writes or is DDL. A
+// lost answer says nothing, so it may have.
+func mayHaveWritten(rec *store.Record) bool {
+	if rec.Flags&store.FlagLost != 0 || rec.Flags&store.FlagAnswerLost != 0 {
+		return true
+	}
+	if rec.Kind == store.KindPrepare || rec.Resp.Kind == store.RespError {
+		return false
+	}
+	if rec.Resp.AffectedRows > 0 {
+		return true
+	}
+	for _, m := range rec.Resp.More {
+		if m.AffectedRows > 0 {
+			return true
+		}
+	}
+	if rec.Kind == store.KindQuery {
+		in := sqlinfo.Analyze(rec.SQL)
+		return in.TableDDL || len(in.Writes) > 0 && rec.Resp.Kind == store.RespNone || in.ImplicitCommit && !in.Begin && !in.Set && !in.End
+	}
+	return false
+}
+
 // add indexes one record, in capture order.
 func (sc *scanner) add(rec *store.Record) {
 	x, an := sc.x, sc.an
@@ -160,6 +202,15 @@ func (sc *scanner) add(rec *store.Record) {
 		sc.sessions[rec.Session] = s
 	}
 	start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
+	if unknownWrites(rec, s.sqlOf) {
+		// Replay skips it and cannot name what it wrote: from here on any
+		// table may differ from the capture's.
+		if mayHaveWritten(rec) {
+			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
+			x.writers.Add(compare.AnyTable, rec.Session)
+		}
+		return
+	}
 	var sql string
 	switch rec.Kind {
 	case store.KindConnect, store.KindInitDB, store.KindChangeUser:

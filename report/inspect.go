@@ -82,6 +82,11 @@ type CaptureReport struct {
 	End      *store.Position `json:"end,omitempty"`
 	Commits  uint64          `json:"commits_with_gtid,omitempty"`
 	Bypassed *store.Bypassed `json:"bypassed,omitempty"`
+	// Origin is where a capture taken without a proxy was read from, and
+	// SourceStats what reading it met (sessions found open, gaps, TLS
+	// sessions skipped …), each with a count and an example.
+	Origin      *store.Origin      `json:"origin,omitempty"`
+	SourceStats *store.SourceStats `json:"source_stats,omitempty"`
 }
 
 // KindCount is how many records of one kind a capture holds.
@@ -142,8 +147,9 @@ func Inspect(ctx context.Context, dir string, opts InspectOptions) (*CaptureRepo
 	defer r.Close()
 	m := r.Meta()
 	rep := &CaptureReport{Dir: dir, FormatVersion: m.FormatVersion, Source: m.Source, ToolVersion: m.ToolVersion, CreatedAt: m.CreatedAt}
-	rep.Start, rep.Encryption = m.Start, m.Encryption
+	rep.Start, rep.Encryption, rep.Origin = m.Start, m.Encryption, m.Origin
 	if sum, ok := r.Summary(); ok {
+		rep.SourceStats = sum.Source
 		rep.Closed, rep.Dropped = true, sum.Dropped
 		rep.Stopped, rep.StoppedAt = sum.Stopped, sum.StoppedAt
 		rep.End, rep.Commits, rep.Bypassed = sum.End, sum.Commits, sum.Bypassed
@@ -396,6 +402,25 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("capture\t%s\n", rep.Dir)
 	p("written by\ttandem %s (format %d), source %q, created %s\n", rep.ToolVersion, rep.FormatVersion, rep.Source, rep.CreatedAt.Format(time.RFC3339))
+	if o := rep.Origin; o != nil {
+		ports := ""
+		if len(o.Ports) > 0 {
+			ports = fmt.Sprintf(", server ports %v", o.Ports)
+		}
+		prec := ""
+		if o.TimePrecision > 0 {
+			prec = fmt.Sprintf(", times to %v", o.TimePrecision)
+		}
+		p("read from\t%s %s%s%s, without a proxy\n", o.Kind, strings.Join(o.Inputs, ", "), ports, prec)
+		if o.NoResults {
+			p("lacks\tthe server's answers: replay compares targets with each other only\n")
+		}
+		if st := rep.SourceStats; st != nil {
+			for _, l := range st.Lines(o.Kind) {
+				p("\t%s\n", l)
+			}
+		}
+	}
 	if rep.Encryption != "" {
 		p("encrypted\tat rest, %s (every file; it opens with its key only)\n", rep.Encryption)
 	}
@@ -489,6 +514,10 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 // NotReplayableReason says why the proxy marked rec not replayable.
 func NotReplayableReason(rec *store.Record) string {
 	switch {
+	case rec.Flags&store.FlagLost != 0:
+		return "commands the packet capture could not record (bytes lost, or run before a session found open joined)"
+	case rec.Flags&store.FlagSchemaUnknown != 0:
+		return "schema unknown: the session began before the packet capture (give tandem capture --schema)"
 	case rec.Flags&store.FlagTruncated != 0:
 		return "truncated at --max-record-bytes"
 	case rec.Kind == store.KindOther:

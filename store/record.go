@@ -81,6 +81,24 @@ const (
 	// the capture stopped (a KindQuit nothing sent): replay ends the
 	// session there, and the server rolls back a transaction it left open.
 	FlagOpenAtStop Flags = 1 << 6
+	// FlagLost marks a record that stands for commands of its session a
+	// packet capture could not record: bytes it lost (a dropped or
+	// missing segment), or commands of a session found open that ran
+	// before it could join and may have written. What they were is
+	// unknown. It is a KindOther
+	// record, not replayable; replay counts every table as possibly
+	// written from its start on (the comparison with the capture labels
+	// later differences after-skipped-write).
+	FlagLost Flags = 1 << 7
+	// FlagAnswerLost marks a command whose answer a packet capture did not
+	// see whole (lost bytes, or the capture ended first): Resp is none,
+	// and replay compares its outcome between targets only.
+	FlagAnswerLost Flags = 1 << 8
+	// FlagSchemaUnknown marks a statement of a session a packet capture
+	// found open (its login unseen) whose schema is not known (no
+	// --schema was given and it had not said USE): not replayable, since
+	// its unqualified names would resolve nowhere.
+	FlagSchemaUnknown Flags = 1 << 9
 )
 
 // ComStmtBulkExecute is the Command of an execute record that stands for

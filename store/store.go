@@ -66,7 +66,10 @@
 //	  records that rebuild a session open at its start; FlagBeforeStart, the
 //	  records of a transaction open then; FlagOpenAtStop, the synthetic end
 //	  of a session open at its stop. A reader that does not know them
-//	  replays such records as ordinary ones, which is what they are for.)
+//	  replays such records as ordinary ones, which is what they are for.
+//	  Bits 7-8 are a packet capture's: FlagLost, bytes lost from a
+//	  session (a not-replayable KindOther record); FlagAnswerLost, a
+//	  command whose answer was not seen whole (its response is none).)
 //	response:
 //	  byte RespKind; for RespNone nothing follows; otherwise
 //	  uvarint presence mask, then in bit order: 0 affected rows, 1 insert id,
@@ -212,6 +215,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -270,6 +274,73 @@ type Meta struct {
 	// Encryption names the cipher the capture is encrypted with at rest
 	// ("AES-256-GCM"; empty: in clear). The key is never stored.
 	Encryption string `json:"encryption,omitempty"`
+	// Origin says what the records were read from when that was not a
+	// proxy relaying the traffic (nil: a proxy, which sees everything).
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// Origin is where a capture taken without a proxy was read from, and what
+// that source cannot know. JSON field names are part of the format.
+type Origin struct {
+	// Kind is OriginPcap, OriginInterface or a server log's.
+	Kind string `json:"kind"`
+	// Inputs are the files read (or the interface).
+	Inputs []string `json:"inputs,omitempty"`
+	// Ports are the server ports whose connections were read.
+	Ports []int `json:"ports,omitempty"`
+	// NoResults: the source holds no answers, so replay compares targets
+	// with each other only.
+	NoResults bool `json:"no_results,omitempty"`
+	// TimePrecision is how precise the records' times are (0: as precise
+	// as the clock that stamped them; a log's whole seconds: 1 s).
+	TimePrecision time.Duration `json:"time_precision_ns,omitempty"`
+}
+
+// Origin kinds.
+const (
+	OriginPcap      = "pcap"
+	OriginInterface = "interface"
+)
+
+// SourceStats is what reading a source without a proxy met that a proxy
+// never does, each with a count and a sample. JSON field names are part
+// of the format.
+type SourceStats struct {
+	// Packets read, and those skipped: not TCP to or from a server port,
+	// fragments, link types not read.
+	Packets        uint64 `json:"packets"`
+	PacketsSkipped uint64 `json:"packets_skipped"`
+	// Sessions read; FoundOpen of them began before the capture (no
+	// login seen): recorded from the first command after which no
+	// transaction was open, with a synthetic connect; Unjoined of those
+	// never reached such a point (nothing recorded).
+	Sessions  uint64 `json:"sessions"`
+	FoundOpen uint64 `json:"found_open,omitempty"`
+	Unjoined  uint64 `json:"unjoined,omitempty"`
+	// CommandsBeforeJoin are commands of sessions found open, read before
+	// they joined (not recorded).
+	CommandsBeforeJoin uint64 `json:"commands_before_join,omitempty"`
+	// TLS sessions cannot be read: counted and skipped.
+	TLS uint64 `json:"tls,omitempty"`
+	// Gaps are bytes a session's stream lost (GapBytes in all); each is a
+	// FlagLost record, or a FlagAnswerLost one when only an answer lost
+	// bytes.
+	Gaps     uint64 `json:"gaps,omitempty"`
+	GapBytes uint64 `json:"gap_bytes,omitempty"`
+	// AnswersLost counts the commands recorded with FlagAnswerLost.
+	AnswersLost uint64 `json:"answers_lost,omitempty"`
+	// UnknownStatements counts executes of statements prepared before the
+	// capture saw the session (replay skips them).
+	UnknownStatements uint64 `json:"unknown_statements,omitempty"`
+	// Undecoded counts sessions whose conversation could not be followed
+	// (an answer that does not parse; capabilities the reader does not
+	// follow): recorded up to there.
+	Undecoded uint64 `json:"undecoded,omitempty"`
+	// StrayPackets are server packets that came when no answer was
+	// expected (ignored).
+	StrayPackets uint64 `json:"stray_packets,omitempty"`
+	// Samples has one example of each kind counted (by the JSON name).
+	Samples map[string]string `json:"samples,omitempty"`
 }
 
 // Position is a server's place in its own history: its identity and the
@@ -371,6 +442,8 @@ type Summary struct {
 	Sealed   string    `json:"sealed,omitempty"`
 	SealedAt time.Time `json:"sealed_at,omitzero"`
 	Lost     string    `json:"lost,omitempty"`
+	// Source is what reading a source without a proxy met (Meta.Origin).
+	Source *SourceStats `json:"source,omitempty"`
 }
 
 // failedFile, next to the store's files, says why a writer abandoned the
@@ -411,4 +484,43 @@ func gtidKey(dst []byte, seq uint64) []byte {
 func timeKey(dst []byte, firstSeq uint64) []byte {
 	dst = append(dst, prefixTime)
 	return binary.BigEndian.AppendUint64(dst, firstSeq)
+}
+
+// Lines says in a few lines what the stats hold, each count with its
+// example (tandem capture's output, tandem inspect), for a source of
+// Origin kind kind.
+func (st *SourceStats) Lines(kind string) []string {
+	packets := kind == OriginPcap || kind == OriginInterface
+	var out []string
+	if packets {
+		out = append(out, fmt.Sprintf("%d packets read (%d not MySQL traffic to the server ports), %d sessions", st.Packets, st.PacketsSkipped, st.Sessions))
+	} else {
+		out = append(out, fmt.Sprintf("%d lines read, %d sessions", st.Packets, st.Sessions))
+	}
+	add := func(n uint64, kind, what string) {
+		if n == 0 {
+			return
+		}
+		line := fmt.Sprintf("%d %s", n, what)
+		if s := st.Samples[kind]; s != "" {
+			line += "; e.g. " + s
+		}
+		out = append(out, line)
+	}
+	if packets {
+		add(st.FoundOpen, "found_open", "sessions began before the capture (no login seen): recorded from their first point outside a transaction")
+	} else {
+		add(st.FoundOpen, "found_open", "sessions have no connect in the log (they began before it): a synthetic connect each, in the schema the log names")
+		add(st.Undecoded, "undecoded", "connects the server refused (not replayed)")
+		return out
+	}
+	add(st.Unjoined, "unjoined", "of them never reached such a point: nothing of them recorded")
+	add(st.CommandsBeforeJoin, "", "commands of such sessions came before that point (not recorded; any that changed rows is one lost-commands record)")
+	add(st.UnknownStatements, "unknown_statements", "executes of statements prepared before the capture (replay skips them)")
+	add(st.TLS, "tls", "TLS sessions (encrypted: not read)")
+	add(st.Gaps, "gaps", fmt.Sprintf("gaps in sessions' streams (%d bytes lost)", st.GapBytes))
+	add(st.AnswersLost, "answers_lost", "answers not seen whole (compared between targets only)")
+	add(st.Undecoded, "undecoded", "sessions not followed to their end")
+	add(st.StrayPackets, "", "server packets outside any answer (ignored)")
+	return out
 }

@@ -27,6 +27,12 @@ type WriterOptions struct {
 	Source string
 	// Start is the backend's position as the capture begins; stored in Meta.
 	Start *Position
+	// Origin is where a capture not taken by a proxy was read from;
+	// stored in Meta.
+	Origin *Origin
+	// BaseTime is the origin of the records' times (zero: now). A capture
+	// read from files gives its first record's.
+	BaseTime time.Time
 	// FlushInterval bounds how long an appended record waits before it is
 	// committed (and synced): a crash loses at most this much. Default 100ms.
 	FlushInterval time.Duration
@@ -114,6 +120,7 @@ type Writer struct {
 		// end and bypassed are SetEnd's, for the summary.
 		end      *Position
 		bypassed *Bypassed
+		source   *SourceStats
 	}
 	gtids          atomic.Uint64 // AddGTID's entries
 	bypassedN      uint32        // AddBypassed's records, under mu
@@ -205,6 +212,10 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 		Source:        opts.Source,
 		ToolVersion:   version.String(),
 		Start:         opts.Start,
+		Origin:        opts.Origin,
+	}
+	if !opts.BaseTime.IsZero() {
+		meta.BaseTime = opts.BaseTime.UnixNano()
 	}
 	if opts.Key != nil {
 		meta.Encryption = cryptCipher
@@ -262,6 +273,14 @@ func (w *Writer) AddGTID(seq uint64, gtid string) {
 func (w *Writer) SetEnd(end *Position, bypassed *Bypassed) {
 	w.mu.Lock()
 	w.mu.end, w.mu.bypassed = end, bypassed
+	w.mu.Unlock()
+}
+
+// SetSourceStats gives what reading a source without a proxy met, for the
+// summary Close writes.
+func (w *Writer) SetSourceStats(st *SourceStats) {
+	w.mu.Lock()
+	w.mu.source = st
 	w.mu.Unlock()
 }
 
@@ -697,7 +716,7 @@ func (w *Writer) Close() error {
 			Commits:  w.gtids.Load(),
 		}
 		w.mu.Lock()
-		sum.End, sum.Bypassed = w.mu.end, w.mu.bypassed
+		sum.End, sum.Bypassed, sum.Source = w.mu.end, w.mu.bypassed, w.mu.source
 		w.mu.Unlock()
 		if sum.Records > 0 {
 			sum.FirstSeq = 1
