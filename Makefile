@@ -9,9 +9,9 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
 # Debian packages the tests and the demo need. Later features append here.
-DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium libmariadb-dev gcc libc6-dev default-jdk-headless libmariadb-java
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium tcpdump libmariadb-dev gcc libc6-dev default-jdk-headless libmariadb-java
 
-.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog bench-scale faults clean
+.PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog bench-scale bench-pcap faults clean
 
 help:
 	@echo "make deps        install the Debian packages the tests and demo need ($(DEB_PACKAGES))"
@@ -20,12 +20,14 @@ help:
 	@echo "make test-short  pure unit tests only (no server needed)"
 	@echo "make lint        gofmt check, go vet, and go mod tidy -diff (go.mod/go.sum as tidy leaves them)"
 	@echo "make bench       all benchmarks, each printing measured figures and ratios to its targets"
-	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog, bench-scale; each runs alone too)"
+	@echo "                 (bench-store, bench-synth, bench-proxy, bench-replay, bench-binlog, bench-scale, bench-pcap; each runs alone too)"
 	@echo "                 bench-proxy: REF=<rev> adds tandem@REF (that revision's relay-only proxy) with tandem/tandem@REF ratios;"
 	@echo "                 TARGETS=\"haproxy tandem tandem@REF\" runs only those (direct always); SECS, ROUNDS, THREADS"
 	@echo "                 bench-scale: replay of sysbench captures at SESSIONS (default \"16 64 256 1024\") sessions, --order capture and none:"
 	@echo "                 statements/s, peak RSS, the order gate's CPU per statement; CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer);"
 	@echo "                 REF=<rev> replays each capture with that revision's --order capture too, side by side"
+	@echo "                 bench-pcap: capture --from-pcap statements/s against tandem synth's, and peak RSS of a BIG_MB (1024) MiB pcap"
+	@echo "                 against its first quarter; STMTS (1000000), ROUNDS (2)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"
 	@echo "make faults      feed tandem corrupt captures, killed runs, a dead target and a connect burst; one line per case"
 
@@ -53,7 +55,7 @@ deps:
 demo: deps build
 	@scripts/demo.sh $(BIN)
 
-bench: bench-store bench-synth bench-proxy bench-replay bench-binlog bench-scale
+bench: bench-store bench-synth bench-proxy bench-replay bench-binlog bench-scale bench-pcap
 
 bench-store:
 	@scripts/bench-store.sh
@@ -72,6 +74,9 @@ bench-replay: build
 
 bench-scale: build
 	@scripts/bench-scale.sh $(BIN)
+
+bench-pcap: build
+	@scripts/bench-pcap.sh $(BIN)
 
 faults: build
 	@scripts/faults.sh $(BIN)

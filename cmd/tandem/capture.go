@@ -30,8 +30,8 @@ var now = time.Now
 func newCaptureCmd() *cobra.Command {
 	var cl adminClient
 	cmd := &cobra.Command{
-		Use:   "capture start|stop|status",
-		Short: "Start and stop captures on a running tandem proxy",
+		Use:   "capture start|stop|status  |  capture (--from-pcap FILE… | --interface IF | --from-log FILE… --format F) DIR",
+		Short: "Start and stop captures on a running tandem proxy, or capture from packets or server logs",
 		Long: `A proxy started without --capture relays clients to the server and records
 nothing; 'tandem capture start DIR' makes it record into a new capture
 directory from now on, 'tandem capture stop' ends that capture, and the
@@ -69,19 +69,30 @@ start and end points and feeds the shadows, as one started with --capture.
 These commands talk to the proxy's admin interface, served on its
 --metrics-addr (loopback by default); give that address with --proxy.
 Off loopback the proxy needs --admin-token-file, and so do these commands
-(the same token, sent as a bearer token).`,
+(the same token, sent as a bearer token).` + sniffHelp,
 		Example: `  tandem proxy --backend 127.0.0.1:3306 &
   tandem capture start ./capture --duration 15m
   tandem capture status
   tandem capture stop
   tandem inspect ./capture
   # a proxy whose metrics address is not loopback
-  tandem capture status --proxy db1:9470 --admin-token-file ~/.tandem-token`,
+  tandem capture status --proxy db1:9470 --admin-token-file ~/.tandem-token
+  # no proxy: what tcpdump saw, or a live interface
+  tcpdump -i lo -s 0 -B 65536 -w traffic.pcap tcp port 3306
+  tandem capture --from-pcap traffic.pcap --port 3306 --schema app ./capture
+  tandem capture --interface eth0 --port 3306 --duration 10m ./capture
+  # no proxy, no packets: what the server logged
+  tandem capture --from-log /var/lib/mysql/general.log --format general ./capture
+  tandem capture --from-log server_audit.log.1,server_audit.log --format audit --log-time-zone UTC ./capture`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&cl.addr, "proxy", defaultAdminAddr, "the proxy's admin interface: the `ADDR` (HOST:PORT) of its --metrics-addr")
 	pf.StringVar(&cl.tokenFile, "admin-token-file", "", "send the token in this `FILE` (the proxy's --admin-token-file) as a bearer token")
 	cmd.AddCommand(newCaptureStartCmd(&cl), newCaptureStopCmd(&cl), newCaptureStatusCmd(&cl))
+	var sf sniffFlags
+	sf.add(cmd)
+	cmd.RunE = sf.run
+	cmd.Args = cobra.ArbitraryArgs
 	return cmd
 }
 

@@ -1,0 +1,555 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/tandemdb/tandem/report"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// tcpdump records the loopback traffic of a TCP port into a pcap file
+// until the returned function stops it.
+func tcpdump(t *testing.T, port int, file string) func() {
+	t.Helper()
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		t.Fatalf("tcpdump is not installed (make deps installs it): %v", err)
+	}
+	// --immediate-mode: tcpdump otherwise reads packets in blocks and loses
+	// the last block's when stopped.
+	cmd := exec.Command("tcpdump", "-i", "lo", "-s", "0", "-U", "-B", "65536", "--immediate-mode", "-w", file, fmt.Sprintf("tcp port %d", port))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var said strings.Builder
+	for sc.Scan() { // "listening on lo, …" once it captures
+		said.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "listening on") {
+			break
+		}
+	}
+	if !strings.Contains(said.String(), "listening on") {
+		cmd.Wait()
+		t.Fatalf("tcpdump did not start: %s", said.String())
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(stderr); rest <- string(b) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		// tcpdump can be seconds behind on a busy machine, and what it
+		// has not read when stopped is lost: wait until it writes nothing.
+		last, still := int64(-1), 0
+		for deadline := time.Now().Add(30 * time.Second); still < 5 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			if st, err := os.Stat(file); err == nil && st.Size() == last {
+				still++
+			} else if err == nil {
+				last, still = st.Size(), 0
+			}
+		}
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if out := <-rest; !strings.Contains(out, " 0 packets dropped by kernel") {
+			t.Logf("tcpdump: %s", out)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// recordsBySession reads a capture into one line per record, per session
+// named by its connection id (the server's, the same whoever recorded
+// it), leaving out what differs by who recorded it (times, session
+// numbers, sequence numbers).
+func recordsBySession(t *testing.T, dir string) map[uint32][]string {
+	t.Helper()
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	conn := map[uint64]uint32{}
+	out := map[uint32][]string{}
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == store.KindConnect {
+			conn[rec.Session] = rec.ConnID
+		}
+		id, ok := conn[rec.Session]
+		if !ok {
+			t.Fatalf("%s: session %d has records before its connect", dir, rec.Session)
+		}
+		rs := rec.Resp
+		line := fmt.Sprintf("%s flags=%d sql=%q stmt=%d params=%v cursor=%d user=%q schema=%q caps=%#x | %s rows=%d cols=%d affected=%d id=%d err=%d sums=%x/%x/%v more=%d",
+			rec.Kind, rec.Flags, rec.SQL, rec.StmtID, rec.Params, rec.CursorType, rec.User, rec.Schema, rec.ClientCaps,
+			rs.Kind, rs.Rows, rs.Columns, rs.AffectedRows, rs.InsertID, rs.ErrCode, rs.Ordered, rs.Unordered, rs.HasChecksums, len(rs.More))
+		out[id] = append(out[id], line)
+	}
+	return out
+}
+
+// statementsBySession lists, per session (by connection id), the shape
+// (digest) of each statement it ran, in order: queries, and executes by
+// their prepared statement's text (a log writes them with their values).
+func statementsBySession(t *testing.T, dir string) map[uint32][]string {
+	t.Helper()
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	conn := map[uint64]uint32{}
+	prepared := map[[2]uint64]string{}
+	out := map[uint32][]string{}
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch rec.Kind {
+		case store.KindConnect:
+			conn[rec.Session] = rec.ConnID
+		case store.KindPrepare:
+			prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}] = rec.SQL
+		case store.KindQuery:
+			out[conn[rec.Session]] = append(out[conn[rec.Session]], sqlinfo.Analyze(rec.SQL).Digest.Text)
+		case store.KindExecute:
+			out[conn[rec.Session]] = append(out[conn[rec.Session]], sqlinfo.Analyze(prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}]).Digest.Text)
+		}
+	}
+	return out
+}
+
+// sameStatements checks that a log's capture holds, session by session,
+// the statements of the proxy's, and at most extra sessions more.
+func sameStatements(t *testing.T, what string, want, got map[uint32][]string, extra int) {
+	t.Helper()
+	if len(got) < len(want) || len(got) > len(want)+extra {
+		t.Errorf("%s: %d sessions, want %d (+%d of the test's own)", what, len(got), len(want), extra)
+	}
+	for id, w := range want {
+		g := got[id]
+		if len(g) != len(w) {
+			t.Errorf("%s: connection %d: %d statements, the proxy's %d", what, id, len(g), len(w))
+		}
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Errorf("%s: connection %d, statement %d: %q, the proxy's %q", what, id, i, g[i], w[i])
+				break
+			}
+		}
+	}
+}
+
+// dropPackets copies a pcap file without one packet in every hundred
+// (chosen at random, seeded) and returns how many it dropped.
+func dropPackets(t *testing.T, in, out string, every int) int {
+	t.Helper()
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	w := pcapgo.NewWriterNanos(g)
+	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	dropped := 0
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rnd.IntN(every) == 0 {
+			dropped++
+			continue
+		}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dropped
+}
+
+// countFlag counts a capture's records with flag f.
+func countFlag(t *testing.T, dir string, f store.Flags) int {
+	t.Helper()
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Flags&f != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// captureFrom runs tandem capture --from-pcap and returns its output.
+func captureFrom(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, stderr, code := run(t, nil, append([]string{"capture", "--from-pcap"}, append(args, dir)...)...)
+	if code != 0 {
+		t.Fatalf("capture --from-pcap: exit %d: %s%s", code, out, stderr)
+	}
+	return out
+}
+
+func sourceStats(t *testing.T, dir string) *store.SourceStats {
+	t.Helper()
+	return sourceStatsOf(t, dir, store.OriginPcap)
+}
+
+func sourceStatsOf(t *testing.T, dir, kind string) *store.SourceStats {
+	t.Helper()
+	rep, err := report.Inspect(context.Background(), dir, report.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SourceStats == nil || rep.Origin == nil || rep.Origin.Kind != kind {
+		t.Fatalf("%s: origin %+v, source stats %+v", dir, rep.Origin, rep.SourceStats)
+	}
+	return rep.SourceStats
+}
+
+// freshCopies makes two databases with the sysbench tables as tandem
+// prepare loads them (as the test's primary began).
+func freshCopies(t *testing.T, port int) []string {
+	t.Helper()
+	var dsns []string
+	for i := range 2 {
+		db := fmt.Sprintf("copy%d_%d", i, time.Now().UnixNano())
+		rootSQL(t, port, "CREATE DATABASE "+db)
+		dsns = append(dsns, fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", port, db))
+	}
+	loadSbtest(t, 2, 2000, dsns...)
+	return dsns
+}
+
+// snapshotCopies copies the primary's sysbench tables into two new
+// databases while they hold no write under way (LOCK TABLES … READ waits
+// for the transactions that wrote them and holds back new writes), and
+// calls then (which starts a capture) before the writers go on: the
+// copies hold the rows the primary held when the capture began.
+func snapshotCopies(t *testing.T, port int, primary string, then func()) []string {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var dsns, locks, copies []string
+	for _, tab := range []string{"sbtest1", "sbtest2"} {
+		locks = append(locks, primary+"."+tab+" READ")
+	}
+	for i := range 2 {
+		name := fmt.Sprintf("snap%d_%d", i, time.Now().UnixNano())
+		dsns = append(dsns, fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", port, name))
+		if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+			t.Fatal(err)
+		}
+		for _, tab := range []string{"sbtest1", "sbtest2"} {
+			if _, err := db.Exec(fmt.Sprintf("CREATE TABLE %s.%s LIKE %s.%s", name, tab, primary, tab)); err != nil {
+				t.Fatal(err)
+			}
+			locks = append(locks, name+"."+tab+" WRITE")
+			copies = append(copies, fmt.Sprintf("INSERT INTO %s.%s SELECT * FROM %s.%s", name, tab, primary, tab))
+		}
+	}
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for try := 0; ; try++ {
+		_, err := c.ExecContext(ctx, "LOCK TABLES "+strings.Join(locks, ", "))
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("lock tables: %v", err)
+		}
+	}
+	for _, q := range copies {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	then()
+	if _, err := c.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		t.Fatal(err)
+	}
+	return dsns
+}
+
+// replayOntoCopies replays a capture onto two identical copies (dsns)
+// and checks that they agree: 0 divergent between them, the same end
+// state, and nothing unlabelled against the capture.
+func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, coarse bool) report.Target {
+	t.Helper()
+	rep := replayJSON(t, capDir, "--speed", speed, "--target", "a="+dsns[0], "--target", "b="+dsns[1])
+	ts := rep.Points[0].Targets
+	if d := ts[1].VsBaseline; d == nil || d.Total() != 0 || d.Compared == 0 {
+		t.Errorf("%s: b vs a: %+v, want 0 divergent of many compared", capDir, d)
+	}
+	// The same end state; from a log, whose times are too coarse to keep
+	// every lock's order, differences each explained (a transaction that
+	// failed for good on one side: labelled, counted apart).
+	if es := ts[1].EndState; es == nil || es.Error != "" || !es.Same && !coarse {
+		t.Errorf("%s: end state %+v", capDir, es)
+	} else if !es.Same {
+		for _, tab := range es.Tables {
+			if tab.Differs && tab.Because == "" {
+				t.Errorf("%s: %s differs with nothing to explain it: %+v", capDir, tab.Table, es)
+			}
+		}
+	}
+	for _, tg := range ts {
+		if d := tg.VsCapture; d != nil && d.Total() != 0 {
+			t.Errorf("%s: %s vs the capture: %+v, want nothing outside what is labelled", capDir, tg.Name, d)
+		}
+	}
+	return ts[0]
+}
+
+// sysbench oltp_read_write, 8 threads, through tandem proxy --capture
+// while tcpdump records the backend's port: the capture read from the
+// packets holds, session by session (by connection id), the very records
+// the proxy wrote — every statement, its parameters, affected rows, row
+// counts and row checksums. It replays onto two identical copies with 0
+// divergences. The same packets cut to begin 5 s into the run, and with
+// 1 % of them dropped, decode with what they lack counted and labelled,
+// and replay with nothing unlabelled.
+func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB servers, sysbench and tcpdump; skipped with -short")
+	}
+	t.Parallel()
+	srv, _ := ownServer(t, "--plugin-load-add=server_audit.so")
+	port := srv.Port
+	// The copies replays run on live on another server: the captures hold
+	// the test's SET GLOBALs that turn the logs on and off, which replay
+	// runs as captured.
+	copies, _ := ownServer(t)
+	rootSQL(t, port, "CREATE DATABASE sb")
+	loadSbtest(t, 2, 2000, fmt.Sprintf("root@tcp(127.0.0.1:%d)/sb", port))
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "traffic.pcap")
+	logs := map[string]string{"general": filepath.Join(dir, "general.log"), "audit": filepath.Join(dir, "audit.log"), "slow": filepath.Join(dir, "slow.log")}
+	// Each log on, the general and audit logs last: a log holds the
+	// statements after the one that turned it on.
+	rootSQL(t, port, fmt.Sprintf("SET GLOBAL slow_query_log_file='%s'; SET GLOBAL long_query_time=0; SET GLOBAL slow_query_log=1", logs["slow"]))
+	rootSQL(t, port, fmt.Sprintf("SET GLOBAL general_log_file='%s'; SET GLOBAL general_log=1", logs["general"]))
+	rootSQL(t, port, fmt.Sprintf("SET GLOBAL server_audit_file_path='%s'; SET GLOBAL server_audit_file_rotations=0; SET GLOBAL server_audit_events='CONNECT,QUERY'; SET GLOBAL server_audit_logging=ON", logs["audit"]))
+	stopDump := tcpdump(t, port, pcap)
+	r := startShadowProxy(t, fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("root@tcp(127.0.0.1:%d)/sb", port), "--capture-results", "checksum")
+	trx := r.sysbench("--threads=8", "--time=4", "--tables=2", "--table-size=2000")
+	r.stop()
+	stopDump()
+	rootSQL(t, port, "SET GLOBAL general_log=0; SET GLOBAL server_audit_logging=OFF; SET GLOBAL slow_query_log=0")
+
+	fromPackets := filepath.Join(dir, "from-pcap")
+	out := captureFrom(t, fromPackets, pcap, "--port", fmt.Sprint(port))
+	if !strings.Contains(out, " 8 sessions") {
+		t.Errorf("capture --from-pcap said:\n%s", out)
+	}
+	want, got := recordsBySession(t, r.capDir), recordsBySession(t, fromPackets)
+	if len(want) != 8 || len(got) != 8 {
+		t.Fatalf("sessions: proxy %d, pcap %d, want 8 each", len(want), len(got))
+	}
+	total := 0
+	for id, w := range want {
+		g := got[id]
+		total += len(w)
+		if len(g) != len(w) {
+			t.Errorf("connection %d: %d records from the packets, %d from the proxy", id, len(g), len(w))
+		}
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Errorf("connection %d, record %d:\n  pcap  %s\n  proxy %s", id, i, g[i], w[i])
+				break
+			}
+		}
+	}
+	// sysbench: 18 statements and BEGIN, COMMIT a transaction, each an
+	// execute; per session a connect, 18+2 prepares and closes, a quit.
+	if min := trx * 20; total < min {
+		t.Errorf("%d records for %d transactions, want at least %d", total, trx, min)
+	}
+	st := sourceStats(t, fromPackets)
+	if st.Sessions != 8 || st.FoundOpen != 0 || st.Gaps != 0 || st.TLS != 0 || st.Undecoded != 0 || st.AnswersLost != 0 || st.UnknownStatements != 0 || st.StrayPackets != 0 {
+		t.Errorf("source stats %+v, want 8 sessions and nothing else", st)
+	}
+	tg := replayOntoCopies(t, fromPackets, freshCopies(t, copies.Port), "1", false)
+	if tg.VsCapture == nil || tg.VsCapture.Compared < int64(trx*18) {
+		t.Errorf("pcap replay compared %+v with the capture, want every statement of %d transactions", tg.VsCapture, trx)
+	}
+
+	// The server's own logs of the same run: the same statements, session
+	// by session (each log has up to three sessions more: the test's, that
+	// turned the logs on and off; the slow log has no connects, so its
+	// sessions are all found open). Replayed, they compare targets with
+	// each other only.
+	proxyStatements := statementsBySession(t, r.capDir)
+	for _, f := range []string{"general", "audit", "slow"} {
+		logCap := filepath.Join(dir, f)
+		out, stderr, code := run(t, nil, "capture", "--from-log", logs[f], "--format", f, "--log-time-zone", "Local", logCap)
+		if code != 0 {
+			t.Fatalf("capture --from-log %s: %s%s", f, out, stderr)
+		}
+		sameStatements(t, f+" log", proxyStatements, statementsBySession(t, logCap), 3)
+		if f == "slow" {
+			continue
+		}
+		tg := replayOntoCopies(t, logCap, freshCopies(t, copies.Port), "1", true)
+		if tg.VsCapture != nil && tg.VsCapture.Compared != 0 {
+			t.Errorf("%s log: %d compared with the capture, which holds no answers", f, tg.VsCapture.Compared)
+		}
+	}
+
+	// tcpdump started 5 s into a run of text statements: every session
+	// was open, and joins at its first answer outside a transaction.
+	late := filepath.Join(dir, "late.pcap")
+	common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", port), "--mysql-user=root", "--mysql-db=sb",
+		"--tables=2", "--table-size=2000", "--threads=8", "--time=8", "--db-ps-mode=disable", "--report-interval=0", "run"}
+	bench := exec.Command("sysbench", common...)
+	var benchOut strings.Builder
+	bench.Stdout, bench.Stderr = &benchOut, &benchOut
+	if err := bench.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	var stopLate func()
+	lateCopies := snapshotCopies(t, port, "sb", func() { stopLate = tcpdump(t, port, late) })
+	if err := bench.Wait(); err != nil {
+		t.Fatalf("sysbench: %v: %s", err, benchOut.String())
+	}
+	stopLate()
+	lateCap := filepath.Join(dir, "late")
+	out = captureFrom(t, lateCap, late, "--port", fmt.Sprint(port), "--schema", "sb")
+	st = sourceStats(t, lateCap)
+	// 9: sysbench's 8 and the one that held the tables while the copies
+	// were taken (its UNLOCK TABLES is the first command seen of it).
+	if st.Sessions != 9 || st.FoundOpen != 9 || st.Unjoined != 0 || st.CommandsBeforeJoin == 0 || st.Gaps != 0 || st.UnknownStatements != 0 || st.AnswersLost != 0 {
+		t.Errorf("late pcap: %+v, want 9 sessions found open, each joined, no gap\n%s", st, out)
+	}
+	if lost := countFlag(t, lateCap, store.FlagLost); lost == 0 || lost > 9 {
+		t.Errorf("late pcap: %d lost-commands records, want one per session that may have written before it joined (1-9)", lost)
+	}
+	replayOntoCopies(t, lateCap, lateCopies, "0", false)
+
+	// 1 % of the packets dropped.
+	lossy := filepath.Join(dir, "lossy.pcap")
+	n := dropPackets(t, pcap, lossy, 100)
+	lossyCap := filepath.Join(dir, "lossy")
+	captureFrom(t, lossyCap, lossy, "--port", fmt.Sprint(port), "--schema", "sb")
+	st = sourceStats(t, lossyCap)
+	if n == 0 || st.Gaps == 0 || st.GapBytes == 0 {
+		t.Errorf("lossy pcap (%d packets dropped): %+v, want gaps counted", n, st)
+	}
+	replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", false)
+}
+
+// tandem capture --interface reads a live interface (as root): mariadb
+// CLI sessions' statements with their answers, the compressed protocol
+// included, until --duration; a TLS session is counted and not read.
+func TestCaptureFromALiveInterface(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a MariaDB server; skipped with -short")
+	}
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("reading an interface needs CAP_NET_RAW (root)")
+	}
+	srv, _ := ownServer(t)
+	dir := filepath.Join(t.TempDir(), "live")
+	cmd := exec.Command(tandemBin, "capture", "--interface", "lo", "--port", fmt.Sprint(srv.Port), "--duration", "4s", dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the ring is open
+	rootSQL(t, srv.Port, "SELECT 41+1; CREATE DATABASE live; CREATE TABLE live.t (id INT PRIMARY KEY); INSERT INTO live.t VALUES (1),(2),(3)")
+	// A session with the compressed protocol (read: its login was seen),
+	// and one over TLS (counted, not read).
+	for _, opt := range []string{"--compress", "--ssl"} {
+		args := []string{"--protocol=tcp", "-h", "127.0.0.1", "-P", fmt.Sprint(srv.Port), "-u", "root", opt, "-e", "SELECT 'compressed or not', REPEAT('x', 5000)"}
+		if opt == "--compress" {
+			args = append(args, "--skip-ssl")
+		}
+		if b, err := exec.Command("mariadb", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mariadb %s: %v: %s", opt, err, b)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("capture --interface: %v\n%s", err, out.String())
+	}
+	st := sourceStatsOf(t, dir, store.OriginInterface)
+	if st.Sessions != 2 || st.TLS != 1 || st.Gaps != 0 || st.FoundOpen != 0 || st.Undecoded != 0 {
+		t.Errorf("stats %+v, want 2 sessions read and 1 TLS session\n%s", st, out.String())
+	}
+	var got []string
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind == store.KindQuery && !strings.Contains(rec.SQL, "@@") {
+			got = append(got, fmt.Sprintf("%s -> %s rows=%d affected=%d", rec.SQL, rec.Resp.Kind, rec.Resp.Rows, rec.Resp.AffectedRows))
+		}
+	}
+	want := []string{"SELECT 41+1 -> resultset rows=1 affected=0", "CREATE DATABASE live -> ok rows=0 affected=1",
+		"CREATE TABLE live.t (id INT PRIMARY KEY) -> ok rows=0 affected=0", "INSERT INTO live.t VALUES (1),(2),(3) -> ok rows=0 affected=3",
+		"SELECT 'compressed or not', REPEAT('x', 5000) -> resultset rows=1 affected=0"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("queries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,417 @@
+// Package serverlog builds a capture from what a MySQL or MariaDB server
+// writes about its own traffic: the general log, the slow log (with
+// long_query_time=0) and MariaDB's server_audit log. Such a capture
+// holds who connected (user, schema, connection id), every statement in
+// the order the server logged it, with its session and time, and the
+// executes of prepared statements with their values inlined as the log
+// shows them (replayed as text). It holds no answers: replay compares
+// targets with each other only (store.Origin.NoResults).
+//
+// Time is as precise as the log: the MariaDB general and slow logs and
+// the audit log write whole seconds; the records of one second are spread
+// evenly over it, in the log's order. None says when a statement both
+// began and ended, so each record spans what the log allows: the general
+// log writes a statement as it arrives, so its record lasts until its
+// session's next event (it ended by then); the audit log writes it as it
+// ends (with its result code), so its record begins at its session's
+// previous event; the slow log writes it as it ends with its Query_time,
+// so its record starts that long before. Statements of different
+// sessions then overlap as far as the log allows, and the order gate
+// holds back only what the log says came after.
+//
+// Passwords in statements are masked (sqlinfo.MaskSecrets) and such
+// records are not replayable; authentication is not in any of the logs.
+package serverlog
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Formats.
+const (
+	General = "general"
+	Slow    = "slow"
+	Audit   = "audit"
+)
+
+// Formats lists the formats Read takes.
+var Formats = []string{General, Slow, Audit}
+
+// OriginKind is the store.Origin kind of a capture read from a log of
+// format f.
+func OriginKind(f string) string { return f + "-log" }
+
+// event is one thing a log says happened.
+type event struct {
+	at     time.Time     // when (the log's precision)
+	dur    time.Duration // how long it took (slow log), or 0
+	conn   uint32        // the server's connection id
+	kind   store.Kind
+	user   string
+	schema string // Connect, InitDB: the schema; a statement: the current one, if the log says
+	sql    string
+	failed string // a connect refused: why
+}
+
+// Stats is what reading a log met.
+type Stats = store.SourceStats
+
+// builder turns events into records: one session per connection (a new
+// one at each connect).
+//
+// Times: the events of one logged second are spread evenly over it, in
+// the log's order. Durations: the slow log gives each statement's (it is
+// logged as it ends, so it starts that long before); the general and
+// audit logs give none, so a statement's record lasts until its
+// session's next event (all the log can say: it ended by then), and is
+// written then, as a proxy writes a record when its command ends.
+type builder struct {
+	sink     capture.Sink
+	sessions map[uint32]*logSession
+	nextID   uint64
+	st       *store.SourceStats
+	when     when // what a logged time is
+	// The events of the second being read (whole-second logs).
+	sec    int64
+	secBuf []*event
+	last   time.Time
+}
+
+type logSession struct {
+	id      uint64
+	schema  string
+	closed  bool
+	pending *store.Record // a statement waiting for its end (arrival)
+	lastEnd time.Time     // when its last event ended (ended)
+}
+
+// when says what a log's time for a statement is.
+type when uint8
+
+const (
+	// arrival: the statement came in then (general log); it ended by its
+	// session's next event.
+	arrival when = iota
+	// ended: the statement ended then (server_audit writes it with its
+	// result); it began after its session's previous event.
+	ended
+	// timed: it ended then and the log says how long it took (slow log).
+	timed
+)
+
+func whenOf(f string) when {
+	switch f {
+	case Audit:
+		return ended
+	case Slow:
+		return timed
+	}
+	return arrival
+}
+
+func newBuilder(sink capture.Sink, st *store.SourceStats, w when) *builder {
+	return &builder{sink: sink, sessions: map[uint32]*logSession{}, st: st, when: w}
+}
+
+func (b *builder) sample(kind, s string) {
+	if b.st.Samples == nil {
+		b.st.Samples = map[string]string{}
+	}
+	if _, ok := b.st.Samples[kind]; !ok {
+		b.st.Samples[kind] = s
+	}
+}
+
+// add takes one event in the log's order.
+func (b *builder) add(e *event) {
+	if e.at.Nanosecond() != 0 { // the log has sub-second times
+		b.flushSecond()
+		b.process(e, e.at)
+		return
+	}
+	if len(b.secBuf) > 0 && e.at.Unix() != b.sec {
+		b.flushSecond()
+	}
+	b.sec = e.at.Unix()
+	b.secBuf = append(b.secBuf, e)
+}
+
+// flushSecond spreads the second's events over it.
+func (b *builder) flushSecond() {
+	n := len(b.secBuf)
+	for i, e := range b.secBuf {
+		b.process(e, time.Unix(b.sec, 0).Add(time.Duration(2*i+1)*time.Second/time.Duration(2*n)))
+	}
+	clear(b.secBuf)
+	b.secBuf = b.secBuf[:0]
+}
+
+// session returns the session of conn, starting one (with a synthetic
+// connect at at) if the log has not shown its connect.
+func (b *builder) session(conn uint32, at time.Time, user, schema string) *logSession {
+	s := b.sessions[conn]
+	if s != nil && !s.closed {
+		return s
+	}
+	b.nextID++
+	s = &logSession{id: b.nextID, schema: schema}
+	b.sessions[conn] = s
+	b.st.Sessions++
+	b.st.FoundOpen++
+	b.sample("found_open", fmt.Sprintf("connection %d, first logged at %s with no connect before it", conn, at.Format(time.RFC3339)))
+	b.sink.Record(&store.Record{Session: s.id, Start: at, Kind: store.KindConnect, User: user, Schema: schema, ConnID: conn,
+		Flags: store.FlagOpenAtStart, Resp: store.Response{Kind: store.RespOK}})
+	return s
+}
+
+// settle writes a session's statement waiting for its end, which came
+// at at.
+func (b *builder) settle(s *logSession, at time.Time) {
+	if r := s.pending; r != nil {
+		r.Duration = max(at.Sub(r.Start), 0)
+		b.sink.Record(r)
+		s.pending = nil
+	}
+}
+
+// process records one event at at (its end, for the slow log's).
+func (b *builder) process(e *event, at time.Time) {
+	if e.dur > 0 {
+		at = at.Add(-e.dur)
+	}
+	if end := at.Add(e.dur); end.After(b.last) {
+		b.last = end
+	}
+	switch e.kind {
+	case store.KindConnect:
+		if old := b.sessions[e.conn]; old != nil && !old.closed {
+			b.end(old, at, false) // the id came back: the old one ended unseen
+		}
+		if e.failed != "" {
+			b.st.Undecoded++
+			b.sample("undecoded", fmt.Sprintf("connection %d refused at %s: %s", e.conn, at.Format(time.RFC3339), e.failed))
+			return
+		}
+		b.nextID++
+		s := &logSession{id: b.nextID, schema: e.schema, lastEnd: at}
+		b.sessions[e.conn] = s
+		b.st.Sessions++
+		b.sink.Record(&store.Record{Session: s.id, Start: at, Kind: store.KindConnect, User: e.user, Schema: e.schema, ConnID: e.conn,
+			Resp: store.Response{Kind: store.RespOK}})
+		return
+	case store.KindQuit:
+		if s := b.sessions[e.conn]; s != nil && !s.closed {
+			b.end(s, at, true)
+		}
+		return
+	}
+	s := b.session(e.conn, at, e.user, e.schema)
+	b.settle(s, at)
+	r := &store.Record{Session: s.id, Start: at, Duration: e.dur, Kind: e.kind, Schema: s.schema}
+	if b.when == ended && !s.lastEnd.IsZero() && s.lastEnd.Before(at) {
+		r.Start, r.Duration = s.lastEnd, at.Sub(s.lastEnd)
+	}
+	s.lastEnd = at.Add(e.dur)
+	if e.schema != "" && e.kind != store.KindInitDB {
+		r.Schema = e.schema
+	}
+	switch e.kind {
+	case store.KindQuery:
+		r.SQL = e.sql
+		if masked, ok := sqlinfo.MaskSecrets(e.sql); ok {
+			r.SQL, r.Flags = masked, store.FlagMasked
+		}
+		if db, ok := sqlinfo.UseSchema(e.sql); ok {
+			s.schema = db
+		}
+	case store.KindInitDB:
+		r.Schema, s.schema = e.schema, e.schema
+	case store.KindChangeUser:
+		r.User, r.Schema = e.user, e.schema
+		s.schema = e.schema
+	}
+	if b.when == arrival {
+		s.pending = r
+		return
+	}
+	b.sink.Record(r)
+}
+
+// end ends a session: its quit is in the log (quit), or it is not.
+func (b *builder) end(s *logSession, at time.Time, quit bool) {
+	b.settle(s, at)
+	s.closed = true
+	if quit {
+		b.sink.Record(&store.Record{Session: s.id, Start: at, Kind: store.KindQuit})
+		return
+	}
+	b.sink.Record(&store.Record{Session: s.id, Start: at, Kind: store.KindQuit, Flags: store.FlagOpenAtStop})
+}
+
+// finish ends the sessions still open at the log's end (synthetic ends),
+// in session order.
+func (b *builder) finish() {
+	b.flushSecond()
+	var open []*logSession
+	for _, s := range b.sessions {
+		if !s.closed {
+			open = append(open, s)
+		}
+	}
+	slices.SortFunc(open, func(x, y *logSession) int { return cmp.Compare(x.id, y.id) })
+	for _, s := range open {
+		b.end(s, b.last, false)
+	}
+}
+
+// parser reads one log format.
+type parser interface {
+	// line takes one line (without its newline); it calls emit for each
+	// event complete.
+	line(s string, emit func(*event)) error
+	// flush emits what is pending at the end of a file.
+	flush(emit func(*event))
+}
+
+// Read reads the logs in paths (in the order given: a log and its rotated
+// successors, oldest first) of format f into sink, and returns what it
+// met. loc is the time zone the log's times are in (the server's
+// log_timestamps or system time zone; nil: local).
+func Read(ctx context.Context, paths []string, f string, loc *time.Location, sink capture.Sink) (*Stats, error) {
+	if loc == nil {
+		loc = time.Local
+	}
+	st := &store.SourceStats{}
+	b := newBuilder(sink, st, whenOf(f))
+	for _, path := range paths {
+		var p parser
+		switch f {
+		case General:
+			p = &generalParser{loc: loc}
+		case Slow:
+			p = &slowParser{loc: loc}
+		case Audit:
+			p = &auditParser{loc: loc}
+		default:
+			return nil, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
+		}
+		if err := readFile(ctx, path, p, b, st); err != nil {
+			return st, err
+		}
+	}
+	b.finish()
+	return st, nil
+}
+
+func readFile(ctx context.Context, path string, p parser, b *builder, st *store.SourceStats) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := bufio.NewReaderSize(fh, 1<<20)
+	n := 0
+	emit := func(e *event) { b.add(e) }
+	for {
+		line, err := r.ReadString('\n')
+		if err == io.EOF && line == "" {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: line %d: %w", path, n+1, err)
+		}
+		n++
+		st.Packets++ // lines, for a log
+		if perr := p.line(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), emit); perr != nil {
+			return fmt.Errorf("%s: line %d: %w", path, n, perr)
+		}
+		if n%65536 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	p.flush(emit)
+	return nil
+}
+
+// FirstTime is the time of the first event of a log file of format f, and
+// how precise the log's times are (1 s, or 1 µs when its times have a
+// fraction).
+func FirstTime(path, f string, loc *time.Location) (time.Time, time.Duration, error) {
+	var p parser
+	switch f {
+	case General:
+		p = &generalParser{loc: loc}
+	case Slow:
+		p = &slowParser{loc: loc}
+	case Audit:
+		p = &auditParser{loc: loc}
+	default:
+		return time.Time{}, 0, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
+	}
+	var first *event
+	err := readFileUntil(path, p, func(e *event) error {
+		first = e
+		return errStop
+	})
+	if err != nil && err != errStop {
+		return time.Time{}, 0, fmt.Errorf("%w (is --format %s right?)", err, f)
+	}
+	if first == nil {
+		return time.Time{}, time.Second, fmt.Errorf("%s: no %s log event in it (is --format right?)", path, f)
+	}
+	prec := time.Second
+	if first.at.Nanosecond() != 0 {
+		prec = time.Microsecond
+	}
+	return first.at.Add(-first.dur).Truncate(time.Second), prec, nil
+}
+
+var errStop = fmt.Errorf("stop")
+
+// readFileUntil reads a log's events until fn returns an error.
+func readFileUntil(path string, p parser, fn func(*event) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := bufio.NewReaderSize(fh, 1<<16)
+	var ferr error
+	emit := func(e *event) {
+		if ferr == nil {
+			ferr = fn(e)
+		}
+	}
+	for n := 1; ferr == nil; n++ {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			if perr := p.line(strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r"), emit); perr != nil {
+				return fmt.Errorf("%s: line %d: %w", path, n, perr)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if ferr == nil {
+		p.flush(emit)
+	}
+	return ferr
+}

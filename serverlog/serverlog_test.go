@@ -1,0 +1,185 @@
+package serverlog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+type recs []store.Record
+
+func (r *recs) Record(x *store.Record) { *r = append(*r, *x.Clone()) }
+
+// read writes text to a file and reads it as a log of format f (UTC).
+func read(t *testing.T, f, text string) (recs, *Stats) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), f+".log")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out recs
+	st, err := Read(context.Background(), []string{path}, f, time.UTC, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+// brief is a record in one line: session, time (ms past 20:15), kind,
+// flags, schema, user, SQL.
+func brief(r store.Record) string {
+	at := r.Start.Sub(time.Date(2026, 12, 4, 20, 15, 0, 0, time.UTC))
+	return fmt.Sprintf("%d %.3f %s %d %s %s %q", r.Session, at.Seconds(), r.Kind, r.Flags, r.Schema, r.User, r.SQL)
+}
+
+func check(t *testing.T, got recs, want ...string) {
+	t.Helper()
+	var g []string
+	for _, r := range got {
+		g = append(g, brief(r))
+	}
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestGeneralLog(t *testing.T) {
+	out, st := read(t, General, `/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:
+Tcp port: 36407  Unix socket: /tmp/sock
+Time		    Id Command	Argument
+261204 20:15:10	   307 Query	SET GLOBAL general_log=1
+		   307 Quit	
+		   308 Connect	root@localhost on sbtest using TCP/IP
+		   308 Prepare	SELECT c FROM sbtest1 WHERE id=?
+		   308 Execute	SELECT c FROM sbtest1 WHERE id=1002
+261204 20:15:11	   308 Query	select 'a
+b', 'it''s'
+		   308 Init DB	other
+		   308 Close stmt	
+		   309 Connect	app@10.0.0.1 as anonymous on  using TCP/IP
+		   309 Query	CREATE USER u IDENTIFIED BY 'secret'
+		   308 Quit	
+`)
+	// The events of a second spread evenly over it (4 in 20:15:10, 5 in
+	// :11); a statement's record lasts until its session's next event,
+	// and is written then.
+	check(t, out,
+		`1 10.125 connect 16   ""`, // 307: no connect in the log
+		`1 10.125 query 0   "SET GLOBAL general_log=1"`,
+		`1 10.375 quit 0   ""`,
+		`2 10.625 connect 0 sbtest root ""`,
+		`2 10.875 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1002"`,
+		`2 11.100 query 0 sbtest  "select 'a\nb', 'it''s'"`,
+		`3 11.500 connect 0  app ""`,
+		`2 11.300 init-db 0 other  ""`,
+		`2 11.900 quit 0   ""`,
+		`3 11.700 query 2   "CREATE USER u IDENTIFIED BY '***'"`,
+		`3 11.900 quit 64   ""`,
+	)
+	if out[4].Duration != 225*time.Millisecond || out[1].Duration != 250*time.Millisecond {
+		t.Errorf("durations %v and %v, want each until the session's next event (225ms, 250ms)", out[4].Duration, out[1].Duration)
+	}
+	if st.Sessions != 3 || st.FoundOpen != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestAuditLog(t *testing.T) {
+	out, st := read(t, Audit, `20261204 20:15:10,vm,root,localhost,308,0,CONNECT,sbtest,,0
+20261204 20:15:10,vm,root,localhost,308,140594,QUERY,sbtest,'BEGIN',0
+20261204 20:15:10,vm,root,localhost,308,140595,QUERY,sbtest,'SELECT c FROM sbtest1 WHERE id=1002',0
+20261204 20:15:10,vm,root,localhost,308,140596,READ,sbtest,sbtest1,
+20261204 20:15:11,vm,root,localhost,310,140676,QUERY,,'select \'a\nb\', \'it\'\'s\', \'x,y\'',0
+20261204 20:15:11,vm,bob,localhost,311,0,FAILED_CONNECT,,,1045
+20261204 20:15:11,vm,root,localhost,308,0,DISCONNECT,,,0
+`)
+	// The audit log writes a statement as it ends: its record begins at
+	// its session's previous event.
+	check(t, out,
+		`1 10.167 connect 0 sbtest root ""`,
+		`1 10.167 query 0 sbtest  "BEGIN"`,
+		`1 10.500 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1002"`,
+		`2 11.167 connect 16  root ""`,
+		`2 11.167 query 0   "select 'a\nb', 'it''s', 'x,y'"`,
+		`1 11.833 quit 0   ""`,
+		`2 11.833 quit 64   ""`,
+	)
+	if d := out[2].Duration.Round(time.Millisecond); d != 333*time.Millisecond {
+		t.Errorf("the SELECT lasts %v, want from the BEGIN's end to its own (333ms)", d)
+	}
+	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "error 1045") {
+		t.Errorf("the refused connect: %+v", st)
+	}
+	if _, _, err := readOne(t, Audit, "20261204 20:15:11,vm,root,localhost,310,1,QUERY,,'cut short\n"); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a cut line: %v", err)
+	}
+}
+
+func readOne(t *testing.T, f, text string) (recs, *Stats, error) {
+	path := filepath.Join(t.TempDir(), f+".log")
+	os.WriteFile(path, []byte(text), 0o644)
+	var out recs
+	st, err := Read(context.Background(), []string{path}, f, time.UTC, &out)
+	return out, st, err
+}
+
+func TestSlowLog(t *testing.T) {
+	out, st := read(t, Slow, `/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:
+Tcp port: 36407  Unix socket: /tmp/sock
+Time		    Id Command	Argument
+# Time: 261204 20:15:10
+# User@Host: root[root] @ localhost [127.0.0.1]
+# Thread_id: 308  Schema: sbtest  QC_hit: No
+# Query_time: 0.250000  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+# Rows_affected: 0  Bytes_sent: 0
+use `+"`sbtest`"+`;
+SET timestamp=1796415310;
+BEGIN;
+# User@Host: root[root] @ localhost [127.0.0.1]
+# Thread_id: 308  Schema: sbtest  QC_hit: No
+# Query_time: 0.000100  Lock_time: 0.000024  Rows_sent: 1  Rows_examined: 1
+# Rows_affected: 0  Bytes_sent: 0
+SET timestamp=1796415310;
+select 'a
+b';
+# Time: 261204 20:15:11
+# User@Host: root[root] @ localhost [127.0.0.1]
+# Thread_id: 309  Schema:   QC_hit: No
+# Query_time: 0.000010  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0
+SET timestamp=1796415311;
+# administrator command: Quit;
+`)
+	// Two statements end in 20:15:10, at .25 and .75; each starts its
+	// Query_time before.
+	check(t, out,
+		`1 10.000 connect 16 sbtest root ""`,
+		`1 10.000 query 0 sbtest  "BEGIN"`,
+		`1 10.750 query 0 sbtest  "select 'a\nb'"`,
+		`1 10.750 quit 64   ""`,
+	)
+	if out[1].Duration != 250*time.Millisecond || out[2].Duration != 100*time.Microsecond {
+		t.Errorf("durations %v %v", out[1].Duration, out[2].Duration)
+	}
+	if st.Sessions != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestFirstTimeAndPrecision(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.log")
+	os.WriteFile(path, []byte("Time\t\t    Id Command\tArgument\n2026-12-04T20:15:10.123456Z\t   12 Query\tSELECT 1\n"), 0o644)
+	at, prec, err := FirstTime(path, General, time.UTC)
+	if err != nil || !at.Equal(time.Date(2026, 12, 4, 20, 15, 10, 0, time.UTC)) || prec != time.Microsecond {
+		t.Errorf("MySQL's general log: %v %v %v", at, prec, err)
+	}
+	os.WriteFile(path, []byte("nothing of a log\n"), 0o644)
+	if _, _, err := FirstTime(path, Audit, time.UTC); err == nil || !strings.Contains(err.Error(), "is --format audit right?") {
+		t.Errorf("not a log: %v", err)
+	}
+}

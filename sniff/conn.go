@@ -1,0 +1,700 @@
+package sniff
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+// state is where a connection's conversation is.
+type state uint8
+
+const (
+	stGreeting    state = iota // the server's greeting comes (the SYN was seen)
+	stResponse                 // the client's handshake response comes
+	stAuth                     // authentication, until the server's OK or ERR
+	stCommand                  // between commands
+	stAnswer                   // the server answers a command
+	stClientTurn               // the client's packet inside an answer (authentication data)
+	stFile                     // the client's LOCAL INFILE frames, up to an empty one
+	stLongCommand              // the frames after a command's first of MaxPayload bytes
+	stIgnored                  // nothing more is read: TLS, a binlog dump, a session not followed
+)
+
+// Directions.
+const (
+	fromClient = 0
+	fromServer = 1
+)
+
+// unfollowedCaps are capabilities that change the conversation in ways
+// this reader does not decode: a session that negotiated one is counted
+// and not recorded.
+var unfollowedCaps = []struct {
+	bit  uint64
+	name string
+}{
+	{uint64(mysql.CLIENT_ZSTD_COMPRESSION_ALGORITHM), "zstd protocol compression"},
+	{uint64(mysql.CLIENT_QUERY_ATTRIBUTES), "query attributes"},
+	{uint64(mysql.CLIENT_OPTIONAL_RESULTSET_METADATA), "optional result set metadata"},
+	{wire.MariaDBClientComMulti, "COM_MULTI"},
+	{wire.MariaDBClientBulkUnitResults, "per-row results of bulk executes"},
+}
+
+// conn follows one TCP connection to a server port: both directions'
+// reassembly, the MySQL framing, and the capture.Session that builds its
+// records.
+type conn struct {
+	d              *Decoder
+	id             uint64
+	client, server endpoint
+	half           [2]half
+	fr             [2]framer
+	st             state
+	cs             *capture.Session
+	started        time.Time // the SYN, or the first packet
+	loginAt        time.Time // the greeting
+	connID         uint32
+	serverCaps     uint64
+	user, schema   string
+	caps           uint64
+	collation      byte
+	compress       bool
+	progress       bool // the server may send progress reports inside answers
+
+	// foundOpen: the connection began before the capture; joined: its
+	// records go to the capture (a session found open joins at the first
+	// answer that says no transaction is open). everJoined: it did once.
+	foundOpen, joined, everJoined bool
+	// firstWrite is when a command read before the session joined first
+	// changed rows (zero: none did). trxBefore: an answer before it joined
+	// said a transaction was open (begun before the capture, so it may
+	// have written); lastBefore is the start of its last command then.
+	firstWrite time.Time
+	trxBefore  bool
+	lastBefore time.Time
+	// known are the statements prepared as far as the capture knows.
+	known map[uint32]bool
+	// cmd collects a command of MaxPayload bytes or more (bounded).
+	cmd      []byte
+	cmdLen   int
+	cmdStart time.Time
+	closed   [2]bool
+}
+
+// framer splits one direction's bytes into MySQL packets (inside the
+// compressed protocol's packets once a session negotiated it).
+type framer struct {
+	buf  []byte
+	off  int
+	sync bool // buf begins at a packet boundary
+	comp bool
+	raw  []byte // compressed packets not yet inflated
+	zr   io.ReadCloser
+}
+
+func newConn(d *Decoder, client, server endpoint, at time.Time, syn bool) *conn {
+	d.nextID++
+	c := &conn{d: d, id: d.nextID, client: client, server: server, started: at, known: map[uint32]bool{}}
+	if syn {
+		c.st = stGreeting
+		c.fr[fromClient].sync, c.fr[fromServer].sync = true, true
+		return c
+	}
+	c.beginFoundOpen()
+	return c
+}
+
+// beginFoundOpen follows a session whose login the capture did not see.
+func (c *conn) beginFoundOpen() {
+	c.foundOpen = true
+	c.d.stats.Sessions++
+	c.d.stats.FoundOpen++
+	c.d.sample("found_open", fmt.Sprintf("session %d, %s -> %s, first seen at %s", c.id, c.client, c.server, c.started.Format(time.RFC3339Nano)))
+	c.st = stCommand
+	c.fr[fromClient].sync, c.fr[fromServer].sync = false, false
+	c.cs = capture.NewSession(c.id, capture.State{Schema: c.d.cfg.Schema, Unknown: true}, c.d.cfg.Capture, c)
+}
+
+// Record is the session's sink: a joined session's records go to the
+// capture, marked where the capture knows less than a proxy would; those
+// of a session found open before it joins are counted, and whether they
+// changed rows is noted.
+func (c *conn) Record(r *store.Record) {
+	if !c.joined {
+		c.d.stats.CommandsBeforeJoin++
+		if c.firstWrite.IsZero() && changed(r) {
+			c.firstWrite = r.Start
+		}
+		if inTransaction(&r.Resp) && c.firstWrite.IsZero() {
+			// A transaction open at the capture's start may have written
+			// before it: its writes show at its commit, when the session
+			// joins. Noted as a change there unless one comes first.
+			c.trxBefore = true
+		}
+		c.lastBefore = r.Start
+		return
+	}
+	switch r.Kind {
+	case store.KindPrepare:
+		if r.Resp.Kind == store.RespOK {
+			c.known[r.StmtID] = true
+		}
+	case store.KindClose:
+		delete(c.known, r.StmtID)
+	case store.KindResetConnection, store.KindChangeUser:
+		if r.Resp.Kind == store.RespOK {
+			clear(c.known)
+		}
+	case store.KindExecute:
+		if !c.known[r.StmtID] {
+			c.d.stats.UnknownStatements++
+			c.d.sample("unknown_statements", fmt.Sprintf("session %d executes statement %d, prepared before the capture saw it", c.id, r.StmtID))
+		}
+	}
+	if c.foundOpen && r.Schema == "" && (r.Kind == store.KindQuery || r.Kind == store.KindPrepare || r.Kind == store.KindExecute) {
+		if _, use := sqlinfo.UseSchema(r.SQL); !use || r.Kind != store.KindQuery {
+			r.Flags |= store.FlagSchemaUnknown | store.FlagNotReplayable
+		}
+	}
+	if r.Flags&store.FlagAnswerLost != 0 {
+		c.d.stats.AnswersLost++
+	}
+	c.d.sink.Record(r)
+}
+
+// changed reports whether a command's answer says it changed rows or
+// schema (what a session found open did before it joined).
+func changed(r *store.Record) bool {
+	if r.Resp.Kind == store.RespError || r.Resp.Kind == store.RespNone && r.Flags&store.FlagAnswerLost == 0 {
+		return false
+	}
+	if r.Resp.Kind == store.RespNone { // the answer was lost: it may have
+		return r.Kind == store.KindQuery || r.Kind == store.KindExecute
+	}
+	if r.Resp.AffectedRows > 0 {
+		return true
+	}
+	for _, m := range r.Resp.More {
+		if m.AffectedRows > 0 {
+			return true
+		}
+	}
+	if r.Kind == store.KindQuery {
+		in := sqlinfo.Analyze(r.SQL)
+		return in.TableDDL || in.ImplicitCommit && !in.Begin && !in.Set && !in.End
+	}
+	return false
+}
+
+// inTransaction reports whether an answer's last status says a
+// transaction is open.
+func inTransaction(r *store.Response) bool {
+	st := r.Status
+	if n := len(r.More); n > 0 {
+		st = r.More[n-1].Status
+	}
+	return (r.Kind == store.RespOK || r.Kind == store.RespResultSet) && st&mysql.SERVER_STATUS_IN_TRANS != 0
+}
+
+// lostRecord stands, in the capture, for commands the session may have
+// run that the capture could not record.
+func (c *conn) lostRecord(at time.Time) {
+	c.d.sink.Record(&store.Record{Session: c.id, Start: at, Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable})
+}
+
+// join starts recording a session found open, between two transactions.
+func (c *conn) join(at time.Time) {
+	if c.firstWrite.IsZero() && c.trxBefore {
+		c.firstWrite = c.lastBefore // the commit of what it may have written
+	}
+	if !c.firstWrite.IsZero() {
+		c.lostRecord(c.firstWrite)
+		c.firstWrite = time.Time{}
+	}
+	c.joined, c.everJoined = true, true
+	c.cs.Join(c, c.d.cfg.Capture, at)
+}
+
+// packetIn routes a TCP segment of this connection.
+func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
+	h, peer := &c.half[dir], &c.half[1-dir]
+	if sg.syn {
+		h.syn(sg.seq)
+	}
+	if sg.hasAck {
+		peer.ack(sg.ack)
+	}
+	if len(sg.payload) > 0 || sg.missing > 0 {
+		// The peer answers: what it acknowledged and the capture missed
+		// is lost for good.
+		peer.settle(at, dirOut{c, 1 - dir})
+	}
+	if !sg.syn {
+		h.segment(at, sg.seq, sg.payload, dirOut{c, dir})
+		if sg.missing > 0 {
+			c.lost(dir, at, uint32(sg.missing))
+			h.next += uint32(sg.missing)
+		}
+	}
+	if sg.fin && h.started && h.next == sg.seq+uint32(len(sg.payload))+uint32(sg.missing) {
+		h.fin = true
+		h.next++
+	}
+	if sg.fin || sg.rst {
+		c.closed[dir] = true
+		if sg.rst {
+			c.closed[1-dir] = true
+		}
+	}
+}
+
+// dirOut hands one direction's bytes to the connection.
+type dirOut struct {
+	c   *conn
+	dir int
+}
+
+func (o dirOut) data(at time.Time, b []byte, fresh bool) { o.c.data(o.dir, at, b, fresh) }
+func (o dirOut) lost(at time.Time, n uint32)             { o.c.lost(o.dir, at, n) }
+
+// lost is n bytes missing from one direction.
+func (c *conn) lost(dir int, at time.Time, n uint32) {
+	if n == 0 || c.st == stIgnored || !c.fr[dir].sync && c.st == stCommand {
+		// Nothing followed was lost: the stream is being skipped to the
+		// next command anyway (a session found open, before it).
+		return
+	}
+	c.d.stats.Gaps++
+	c.d.stats.GapBytes += uint64(n)
+	side := "client"
+	if dir == fromServer {
+		side = "server"
+	}
+	c.d.sample("gaps", fmt.Sprintf("session %d (%s): %d bytes from the %s lost at %s", c.id, c.client, n, side, at.Format(time.RFC3339Nano)))
+	if c.fr[fromClient].comp {
+		// Compressed packets cannot be found again in the stream.
+		c.endCommand(at, true)
+		c.unfollow(at, "a compressed session lost bytes")
+		return
+	}
+	switch c.st {
+	case stGreeting, stResponse, stAuth:
+		// The login is lost: follow the session as one found open.
+		c.beginFoundOpen()
+		return
+	}
+	if dir == fromServer && c.st == stCommand {
+		c.fr[fromServer].reset(false)
+		return
+	}
+	c.endCommand(at, true)
+	c.st = stCommand
+	c.fr[fromServer].reset(false)
+	if dir == fromClient {
+		// What the client sent there is unknown: one record stands for
+		// it, and the session goes on from its next command.
+		if c.joined {
+			c.lostRecord(at)
+		} else if c.firstWrite.IsZero() {
+			c.firstWrite = at
+		}
+		c.fr[fromClient].reset(false)
+	}
+}
+
+// endCommand ends a command under way, its answer lost (lost) or not seen
+// to its end.
+func (c *conn) endCommand(at time.Time, lost bool) {
+	switch c.st {
+	case stAnswer, stClientTurn, stFile:
+		c.cs.EndLost(at)
+		c.afterEnd(at)
+	case stLongCommand:
+		c.cmdLen = 0
+		c.st = stCommand
+	}
+}
+
+// unfollow stops reading a session: what it does from here is not known.
+func (c *conn) unfollow(at time.Time, why string) {
+	if c.joined {
+		c.lostRecord(at)
+		c.cs.Leave(at)
+		c.joined = false
+	}
+	c.d.stats.Undecoded++
+	c.d.sample("undecoded", fmt.Sprintf("session %d (%s): %s", c.id, c.client, why))
+	c.st = stIgnored
+}
+
+// data takes bytes of one direction in order.
+func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
+	if c.st == stIgnored {
+		return
+	}
+	f := &c.fr[dir]
+	if !f.sync {
+		if dir == fromServer {
+			return // found again at the client's next command
+		}
+		if !fresh || !looksLikeCommand(b) {
+			return
+		}
+		if looksLikeTLS(b) {
+			c.tls(at)
+			return
+		}
+		f.reset(true)
+		srv := &c.fr[fromServer]
+		srv.reset(true) // the server's next bytes answer this command
+	}
+	if err := f.add(b); err != nil {
+		c.unfollow(at, err.Error())
+		return
+	}
+	for c.st != stIgnored {
+		seq, p, ok := f.next()
+		if !ok {
+			break
+		}
+		if dir == fromClient {
+			c.fromClient(at, seq, p)
+		} else {
+			c.fromServer(at, seq, p)
+		}
+	}
+	f.compact()
+}
+
+// looksLikeCommand reports whether b can begin a client's command: a
+// packet numbered 0 whose command byte is one a client sends (or a TLS
+// record, which is counted).
+func looksLikeCommand(b []byte) bool {
+	if looksLikeTLS(b) {
+		return true
+	}
+	if len(b) < 5 || b[3] != 0 {
+		return false
+	}
+	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+	if n == 0 || n+4 < len(b) && n < wire.MaxPayload && !looksLikeCommand(b[n+4:]) {
+		return false
+	}
+	cmd := b[4]
+	return cmd >= mysql.COM_SLEEP && cmd <= mysql.COM_RESET_CONNECTION || cmd == wire.ComStmtBulkExecute
+}
+
+// looksLikeTLS reports whether b begins a TLS record (application data,
+// handshake or alert, TLS 1.0 to 1.3).
+func looksLikeTLS(b []byte) bool {
+	return len(b) >= 5 && (b[0] == 0x17 || b[0] == 0x16 || b[0] == 0x15) && b[1] == 3 && b[2] <= 4
+}
+
+func (c *conn) tls(at time.Time) {
+	c.d.stats.TLS++
+	c.d.sample("tls", fmt.Sprintf("session %d, %s -> %s, at %s", c.id, c.client, c.server, at.Format(time.RFC3339Nano)))
+	if c.foundOpen {
+		c.d.stats.FoundOpen-- // counted as TLS instead
+		c.d.stats.Sessions--
+	}
+	c.st = stIgnored
+}
+
+// fromClient takes one of the client's packets.
+func (c *conn) fromClient(at time.Time, seq byte, p []byte) {
+	switch c.st {
+	case stResponse:
+		c.response(at, p)
+	case stAuth, stGreeting:
+		// Authentication data: never read, never stored.
+	case stAnswer:
+		// A command before the answer ended: the answer was not read
+		// right (or the client pipelines): end it as lost, take this one.
+		c.endCommand(at, true)
+		c.command(at, seq, p)
+	case stCommand:
+		c.command(at, seq, p)
+	case stLongCommand:
+		if room := c.d.cfg.Capture.MaxRecordBytes - len(c.cmd); room > 0 {
+			c.cmd = append(c.cmd, p[:min(len(p), room)]...)
+		}
+		c.cmdLen += len(p)
+		if len(p) < wire.MaxPayload {
+			c.st = stCommand
+			c.run(c.cmdStart, c.cmd, c.cmdLen > len(c.cmd))
+		}
+	case stClientTurn:
+		if len(p) < wire.MaxPayload {
+			c.st = stAnswer
+		}
+	case stFile:
+		if len(p) == 0 {
+			c.st = stAnswer
+		}
+	}
+}
+
+// command begins a client's command.
+func (c *conn) command(at time.Time, seq byte, p []byte) {
+	if seq != 0 {
+		// Not a command's first packet: the stream is not where it
+		// seemed. Find it again at the next command.
+		c.fr[fromClient].reset(false)
+		c.fr[fromServer].reset(false)
+		return
+	}
+	if srv := &c.fr[fromServer]; !srv.sync || srv.off < len(srv.buf) {
+		// The server's stream lost its place (bytes lost in an answer):
+		// its next bytes answer this command. Bytes still buffered are
+		// what is left of a broken answer.
+		srv.reset(true)
+	}
+	if len(p) == wire.MaxPayload {
+		limit := c.d.cfg.Capture.MaxRecordBytes
+		if limit <= 0 {
+			limit = 1 << 30
+		}
+		c.cmd = append(c.cmd[:0], p[:min(len(p), limit)]...)
+		c.cmdLen, c.cmdStart, c.st = len(p), at, stLongCommand
+		return
+	}
+	c.run(at, p, false)
+}
+
+// run hands a whole command to the session.
+func (c *conn) run(at time.Time, p []byte, truncated bool) {
+	switch c.cs.Command(p, truncated, at) {
+	case capture.Read:
+		c.st = stAnswer
+	case capture.Raw:
+		c.cs.End(at)
+		c.unfollow(at, fmt.Sprintf("command 0x%02x (a replication stream) is not followed", p[0]))
+	default:
+		c.cs.End(at)
+		c.afterEnd(at)
+	}
+}
+
+// afterEnd follows a command's end: a session found open joins once an
+// answer says no transaction is open.
+func (c *conn) afterEnd(at time.Time) {
+	if c.st != stIgnored {
+		c.st = stCommand
+	}
+	if !c.joined && c.st == stCommand && c.cs.StatusSeen() && !c.cs.InTransaction() {
+		c.join(at)
+	}
+}
+
+// fromServer takes one of the server's packets.
+func (c *conn) fromServer(at time.Time, seq byte, p []byte) {
+	switch c.st {
+	case stGreeting:
+		c.greeting(at, p)
+	case stAuth:
+		c.auth(at, p)
+	case stAnswer, stClientTurn, stFile:
+		if c.progress && len(p) >= 3 && p[0] == wire.HeaderErr && p[1] == 0xff && p[2] == 0xff {
+			return // a progress report (MariaDB), not part of the answer
+		}
+		switch c.cs.Server(p) {
+		case capture.Read:
+			c.st = stAnswer
+		case capture.Done:
+			c.cs.End(at)
+			c.afterEnd(at)
+		case capture.ClientTurn:
+			c.st = stClientTurn
+		case capture.SendFile:
+			c.st = stFile
+		default:
+			why := "an answer that does not decode"
+			if err := c.cs.Err(); err != nil {
+				why += ": " + err.Error()
+			}
+			c.d.sample("answers_lost", fmt.Sprintf("session %d: %s", c.id, why))
+			c.cs.EndLost(at) // counted by Record
+			c.afterEnd(at)
+			c.fr[fromServer].reset(false)
+		}
+	case stCommand:
+		if c.cs != nil && !c.cs.Stray(p) {
+			c.d.stats.StrayPackets++
+		}
+	}
+}
+
+// greeting reads the server's greeting.
+func (c *conn) greeting(at time.Time, p []byte) {
+	if len(p) > 0 && p[0] == wire.HeaderErr {
+		c.st = stIgnored // refused before the client said who it is: nothing to record
+		return
+	}
+	g, err := wire.ParseGreeting(p)
+	if err != nil {
+		c.unfollow(at, "greeting: "+err.Error())
+		return
+	}
+	c.connID, c.serverCaps, c.loginAt, c.st = g.ConnID, g.Caps, at, stResponse
+}
+
+// response reads the client's handshake response.
+func (c *conn) response(at time.Time, p []byte) {
+	hr, err := wire.ParseHandshakeResponse(p)
+	if err != nil {
+		c.unfollow(at, "handshake response: "+err.Error())
+		return
+	}
+	if hr.SSLRequest {
+		c.tls(at)
+		return
+	}
+	caps := hr.Caps & c.serverCaps
+	for _, u := range unfollowedCaps {
+		if caps&u.bit != 0 {
+			c.unfollow(at, "negotiated "+u.name+", which this reader does not follow")
+			return
+		}
+	}
+	c.caps = caps &^ uint64(mysql.CLIENT_SSL)
+	c.user, c.schema, c.collation = string(hr.User), string(hr.Database), hr.Charset
+	c.compress = caps&uint64(mysql.CLIENT_COMPRESS) != 0
+	c.progress = caps&wire.MariaDBClientProgress != 0
+	c.st = stAuth
+}
+
+// auth follows the authentication exchange to its end.
+func (c *conn) auth(at time.Time, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	switch p[0] {
+	case wire.HeaderOK:
+	case wire.HeaderErr:
+		msg := "malformed ERR"
+		if e, err := wire.ParseErr(p); err == nil {
+			msg = fmt.Sprintf("%d (%s) %s", e.Code, e.State, e.Message)
+		}
+		c.openSession()
+		c.cs.Connect(c.loginAt, at.Sub(c.loginAt), false, msg)
+		c.st = stIgnored
+		return
+	default:
+		return // auth switch, more data: the client answers
+	}
+	c.openSession()
+	c.cs.Connect(c.loginAt, at.Sub(c.loginAt), true, "")
+	c.st = stCommand
+	if c.compress {
+		c.fr[fromClient].comp, c.fr[fromServer].comp = true, true
+	}
+}
+
+func (c *conn) openSession() {
+	c.d.stats.Sessions++
+	c.joined, c.everJoined = true, true
+	c.cs = capture.NewSession(c.id, capture.State{User: c.user, Schema: c.schema, Caps: c.caps, Collation: c.collation, ConnID: c.connID}, c.d.cfg.Capture, c)
+}
+
+// end closes the session: its connection ended (closed), or the capture
+// did (a synthetic end: the session was still open).
+func (c *conn) end(at time.Time, closed bool) {
+	for dir := range c.half {
+		c.half[dir].finish(at, dirOut{c, dir})
+	}
+	c.endCommand(at, true)
+	switch {
+	case c.cs == nil || !c.joined:
+	case closed:
+		c.cs.Close(at)
+	default:
+		c.cs.Leave(at)
+	}
+	if c.foundOpen && !c.everJoined && c.st != stIgnored {
+		c.d.stats.Unjoined++
+		c.d.sample("unjoined", fmt.Sprintf("session %d (%s): never between two transactions while the capture ran", c.id, c.client))
+	}
+	c.st = stIgnored
+}
+
+// reset drops what is buffered; sync says the next bytes begin a packet.
+func (f *framer) reset(sync bool) {
+	f.buf, f.off, f.raw, f.sync = f.buf[:0], 0, f.raw[:0], sync
+}
+
+// add appends bytes (inflating compressed packets).
+func (f *framer) add(b []byte) error {
+	if !f.comp {
+		f.buf = append(f.buf, b...)
+		return nil
+	}
+	f.raw = append(f.raw, b...)
+	for len(f.raw) >= 7 {
+		clen := int(f.raw[0]) | int(f.raw[1])<<8 | int(f.raw[2])<<16
+		ulen := int(f.raw[4]) | int(f.raw[5])<<8 | int(f.raw[6])<<16
+		if len(f.raw) < 7+clen {
+			break
+		}
+		body := f.raw[7 : 7+clen]
+		if ulen == 0 {
+			f.buf = append(f.buf, body...)
+		} else {
+			var err error
+			if f.zr == nil {
+				f.zr, err = zlib.NewReader(bytes.NewReader(body))
+			} else {
+				err = f.zr.(zlib.Resetter).Reset(bytes.NewReader(body), nil)
+			}
+			if err != nil {
+				return fmt.Errorf("a compressed packet does not inflate: %v", err)
+			}
+			n := len(f.buf)
+			f.buf = append(f.buf, make([]byte, ulen)...)
+			if _, err := io.ReadFull(f.zr, f.buf[n:]); err != nil {
+				return fmt.Errorf("a compressed packet does not inflate: %v", err)
+			}
+		}
+		f.raw = f.raw[7+clen:]
+	}
+	return nil
+}
+
+// next returns the next whole packet (valid until the next add).
+func (f *framer) next() (byte, []byte, bool) {
+	b := f.buf[f.off:]
+	if len(b) < 4 {
+		return 0, nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b) & 0xffffff)
+	if len(b) < 4+n {
+		return 0, nil, false
+	}
+	f.off += 4 + n
+	return b[3], b[4 : 4+n], true
+}
+
+// compact drops the packets read.
+func (f *framer) compact() {
+	if f.off == 0 {
+		return
+	}
+	n := copy(f.buf, f.buf[f.off:])
+	f.buf, f.off = f.buf[:n], 0
+	if cap(f.buf) > 1<<20 && n < 1<<16 {
+		f.buf = append([]byte(nil), f.buf...) // let a long packet's buffer go
+	}
+	if len(f.raw) == 0 && cap(f.raw) > 1<<20 {
+		f.raw = nil
+	}
+}
