@@ -33,6 +33,10 @@ type WriterOptions struct {
 	// BaseTime is the origin of the records' times (zero: now). A capture
 	// read from files gives its first record's.
 	BaseTime time.Time
+	// MemTableSize is Pebble's memtable size (0: 64 MiB, for a proxy's
+	// capture that must never wait on the disk). A capture written with
+	// Append from files, which may wait, bounds its memory with less.
+	MemTableSize uint64
 	// FlushInterval bounds how long an appended record waits before it is
 	// committed (and synced): a crash loses at most this much. Default 100ms.
 	FlushInterval time.Duration
@@ -190,6 +194,9 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	w.commitSig.Store(&sig)
 	po := pebbleOptions(false, opts.Logger, opts.Key)
 	po.Logger = pebbleLogger{log: opts.Logger, fatal: w.fail}
+	if opts.MemTableSize > 0 {
+		po.MemTableSize = opts.MemTableSize
+	}
 	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default

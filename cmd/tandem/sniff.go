@@ -40,7 +40,9 @@ type sniffFlags struct {
 const sniffHelp = `
 Without a proxy: 'tandem capture --from-log FILE… --format general|slow|audit
 DIR' reads what the server logged of its own traffic: the general log
-(general_log=ON, log_output=FILE), the slow log with long_query_time=0, or
+(general_log=ON; log_output=FILE, or TABLE: the table's general_log.CSV
+file, or 'mariadb -B -e "SELECT * FROM mysql.general_log"' saved to a
+file), the slow log with long_query_time=0, or
 MariaDB's server_audit log (server_audit_events=CONNECT,QUERY, file
 output). Such a capture has sessions (by connection id), connects with
 user and schema, every statement in the server's order with its time, and
@@ -162,7 +164,7 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 	} else if base, err = firstPacketTime(sf.pcaps); err != nil {
 		return err
 	}
-	w, err := store.Create(dir, store.WriterOptions{Source: source, Origin: origin, BaseTime: base, Key: key})
+	w, err := store.Create(dir, fileCaptureOptions(store.WriterOptions{Source: source, Origin: origin, BaseTime: base, Key: key}))
 	if err != nil {
 		return err
 	}
@@ -221,7 +223,7 @@ func (sf *sniffFlags) fromLog(c *cobra.Command, dir string, key *store.Key) erro
 		return err
 	}
 	origin := &store.Origin{Kind: serverlog.OriginKind(sf.format), Inputs: sf.logs, NoResults: true, TimePrecision: precision}
-	w, err := store.Create(dir, store.WriterOptions{Source: sf.format + " log " + strings.Join(sf.logs, ","), Origin: origin, BaseTime: first, Key: key})
+	w, err := store.Create(dir, fileCaptureOptions(store.WriterOptions{Source: sf.format + " log " + strings.Join(sf.logs, ","), Origin: origin, BaseTime: first, Key: key}))
 	if err != nil {
 		return err
 	}
@@ -247,6 +249,15 @@ func (sf *sniffFlags) fromLog(c *cobra.Command, dir string, key *store.Key) erro
 	}
 	fmt.Fprintf(out, "next: tandem inspect %s; tandem replay %s --target … --target …\n", dir, dir)
 	return nil
+}
+
+// fileCaptureOptions bound what a capture read from files (or an
+// interface) holds in memory: its records wait for the disk (Append)
+// rather than pile up, so memory goes with the sessions open, not with
+// the input's size.
+func fileCaptureOptions(o store.WriterOptions) store.WriterOptions {
+	o.MemTableSize, o.MaxPendingBytes = 8<<20, 8<<20
+	return o
 }
 
 // appender writes records, waiting when the disk is behind (a file
