@@ -42,9 +42,38 @@ type generalParser struct {
 	loc     *time.Location
 	at      time.Time
 	pending *event
+	tsv     bool // the table form, exported by mariadb -B (a header line first)
 }
 
+// generalTableHeader is the first line of mysql.general_log exported with
+// mariadb -B -e 'SELECT * FROM mysql.general_log'.
+const generalTableHeader = "event_time\tuser_host\tthread_id\tserver_id\tcommand_type\targument"
+
 func (p *generalParser) line(s string, emit func(*event)) error {
+	switch {
+	case s == generalTableHeader:
+		p.tsv = true
+		return nil
+	case p.tsv:
+		f := strings.SplitN(s, "\t", 6)
+		if len(f) != 6 {
+			return fmt.Errorf("a mysql.general_log row with %d fields, want 6 (%s)", len(f), strings.ReplaceAll(generalTableHeader, "\t", ","))
+		}
+		for i := range f {
+			f[i] = unescape(f[i], 0)
+		}
+		return p.row(f, emit)
+	case strings.HasPrefix(s, "\"") && len(s) > 1 && s[1] >= '0' && s[1] <= '9':
+		// The table's own data file (the CSV engine's general_log.CSV).
+		f, err := csvFields(s)
+		if err != nil {
+			return err
+		}
+		if len(f) != 6 {
+			return fmt.Errorf("a general_log.CSV row with %d fields, want 6", len(f))
+		}
+		return p.row(f, emit)
+	}
 	m := generalEntry.FindStringSubmatch(s)
 	if m == nil {
 		switch {
@@ -63,13 +92,33 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 		}
 		p.at = at
 	}
-	id, err := strconv.ParseUint(m[2], 10, 32)
+	return p.entry(m[2], m[3], m[4])
+}
+
+// row reads one row of the table form: event_time, user_host, thread_id,
+// server_id, command_type, argument.
+func (p *generalParser) row(f []string, emit func(*event)) error {
+	p.flush(emit)
+	at, err := time.ParseInLocation("2006-01-02 15:04:05.999999", f[0], p.loc)
 	if err != nil {
-		return fmt.Errorf("connection id %q", m[2])
+		return fmt.Errorf("event_time %q", f[0])
 	}
-	e := &event{at: p.at, conn: uint32(id)}
-	arg := m[4]
-	switch m[3] {
+	p.at = at
+	if err := p.entry(f[2], f[4], f[5]); err != nil {
+		return err
+	}
+	p.flush(emit) // a row is whole: its argument has its line breaks escaped
+	return nil
+}
+
+// entry reads one command of connection id.
+func (p *generalParser) entry(id, command, arg string) error {
+	conn, err := strconv.ParseUint(id, 10, 32)
+	if err != nil {
+		return fmt.Errorf("connection id %q", id)
+	}
+	e := &event{at: p.at, conn: uint32(conn)}
+	switch command {
 	case "Connect":
 		if strings.HasPrefix(arg, "Access denied") || strings.Contains(arg, " denied ") {
 			e.kind, e.failed = store.KindConnect, arg
@@ -106,6 +155,74 @@ func (p *generalParser) flush(emit func(*event)) {
 		emit(p.pending)
 		p.pending = nil
 	}
+}
+
+// csvFields splits a row of the CSV engine's file: quoted fields with
+// \-escapes, or bare numbers.
+func csvFields(s string) ([]string, error) {
+	var out []string
+	for i := 0; i <= len(s); {
+		if i < len(s) && s[i] == '"' {
+			var b strings.Builder
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+					b.WriteByte(unescapeByte(s[j]))
+					continue
+				}
+				b.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return nil, fmt.Errorf("a quoted field that does not end (a row cut short?)")
+			}
+			out = append(out, b.String())
+			i = j + 1
+		} else {
+			j := strings.IndexByte(s[i:], ',')
+			if j < 0 {
+				j = len(s) - i
+			}
+			out = append(out, s[i:i+j])
+			i += j
+		}
+		if i < len(s) && s[i] != ',' {
+			return nil, fmt.Errorf("a field followed by %q, not a comma", s[i])
+		}
+		i++
+	}
+	return out, nil
+}
+
+// unescape undoes \-escapes (\n, \t, \\ …) from offset from.
+func unescape(s string, from int) string {
+	if strings.IndexByte(s[from:], '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			b.WriteByte(unescapeByte(s[i]))
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unescapeByte(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case '0':
+		return 0
+	}
+	return c
 }
 
 // userAndSchema reads a connect's "user@host on schema using TCP/IP"
@@ -257,18 +374,7 @@ func auditObject(s string) (obj, rest string, err error) {
 		switch {
 		case c == '\\' && i+1 < len(s):
 			i++
-			switch s[i] {
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case '0':
-				b.WriteByte(0)
-			default:
-				b.WriteByte(s[i])
-			}
+			b.WriteByte(unescapeByte(s[i]))
 		case c == '\'':
 			return b.String(), s[i+1:], nil
 		default:

@@ -1,5 +1,7 @@
 // Package serverlog builds a capture from what a MySQL or MariaDB server
-// writes about its own traffic: the general log, the slow log (with
+// writes about its own traffic: the general log (its file, or its table:
+// the CSV engine's file, or the table exported by mariadb -B), the slow
+// log (with
 // long_query_time=0) and MariaDB's server_audit log. Such a capture
 // holds who connected (user, schema, connection id), every statement in
 // the order the server logged it, with its session and time, and the

@@ -183,3 +183,27 @@ func TestFirstTimeAndPrecision(t *testing.T) {
 		t.Errorf("not a log: %v", err)
 	}
 }
+
+// The general log's table form: mysql.general_log's own CSV file, and the
+// table exported with mariadb -B; times to the microsecond, \-escapes.
+func TestGeneralLogTable(t *testing.T) {
+	want := []string{
+		`1 18.222 connect 0 sbtest root ""`,
+		`1 18.227 query 0 sbtest  "select 'a\nb', 'it''s \"q\" \\\\ x'"`,
+		`1 18.227 quit 0   ""`,
+	}
+	csv, _ := read(t, General, `"2026-12-04 20:15:18.156419","root[root] @ localhost [127.0.0.1]",526,1,"Quit",""
+"2026-12-04 20:15:18.222172","[root] @ localhost [127.0.0.1]",527,1,"Connect","root@localhost on sbtest using SSL/TLS"
+"2026-12-04 20:15:18.226680","root[root] @ localhost [127.0.0.1]",527,1,"Query","select 'a\nb', 'it''s \"q\" \\\\ x'"
+"2026-12-04 20:15:18.226808","root[root] @ localhost [127.0.0.1]",527,1,"Quit",""
+`)
+	check(t, csv, want...)
+	tsv, _ := read(t, General, "event_time\tuser_host\tthread_id\tserver_id\tcommand_type\targument\n"+
+		"2026-12-04 20:15:18.222172\t[root] @ localhost [127.0.0.1]\t527\t1\tConnect\troot@localhost on sbtest using SSL/TLS\n"+
+		"2026-12-04 20:15:18.226680\troot[root] @ localhost [127.0.0.1]\t527\t1\tQuery\tselect 'a\\nb', 'it''s \"q\" \\\\\\\\ x'\n"+
+		"2026-12-04 20:15:18.226808\troot[root] @ localhost [127.0.0.1]\t527\t1\tQuit\t\n")
+	check(t, tsv, want...)
+	if d := csv[1].Duration; d != 128*time.Microsecond {
+		t.Errorf("the query lasts %v, want until its quit (128µs)", d)
+	}
+}
