@@ -4,7 +4,9 @@
 # capture with tandem synth, summarize it with tandem inspect, and replay it
 # against InnoDB, compressed InnoDB and MyRocks at once; then the production
 # path: a GTID primary and replicas, a capture with start and end points,
-# align, and a replay checked against production's end state.
+# align, and a replay checked against production's end state. As root,
+# tcpdump records the proxy's capture too, and tandem capture --from-pcap
+# decodes it into the same records.
 set -euo pipefail
 tandem=${1:-bin/tandem}
 dir=${TANDEM_DEMO_DIR:-.tandem/sandbox}
@@ -55,6 +57,15 @@ rm -rf "$proxy_capture"
 key_file=${capture}-proxy.key
 (umask 077; head -c 32 /dev/urandom >"$key_file")
 proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# tcpdump records InnoDB's port meanwhile (root only): the packet capture below
+pcap=${capture}-traffic.pcap
+tcpdump_pid=
+if [ "$(id -u)" = 0 ] && command -v tcpdump >/dev/null; then
+  rm -f "$pcap"
+  tcpdump -i lo -s 0 -B 65536 --immediate-mode -w "$pcap" "tcp port $TANDEM_INNODB_PORT" 2>"$pcap.log" &
+  tcpdump_pid=$!
+  until grep -q "listening on" "$pcap.log" 2>/dev/null; do sleep 0.1; done
+fi
 "$tandem" proxy --listen "127.0.0.1:$proxy_port" --backend "127.0.0.1:$TANDEM_INNODB_PORT" --capture "$proxy_capture" \
   --capture-results checksum --metrics-addr off --log-level warn --encrypt-key-file "$key_file" &
 proxy_pid=$!
@@ -63,6 +74,16 @@ sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="
   --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --time=5 --report-interval=0 run | sed -n '/SQL statistics/,/Throughput/p'
 kill -TERM "$proxy_pid"; wait "$proxy_pid" || true   # flushes and closes the capture
 "$tandem" inspect "$proxy_capture" --top 3 --encrypt-key-file "$key_file" | sed -n '1,9p'
+if [ -n "$tcpdump_pid" ]; then
+  sleep 1; kill -INT "$tcpdump_pid"; wait "$tcpdump_pid" || true
+  echo
+  echo "== tandem capture --from-pcap: no proxy needed. tcpdump recorded InnoDB's port meanwhile; the packets decode,"
+  echo "   by the proxy's own recorder, into the same records (statements, parameters, row counts, checksums)"
+  rm -rf "${capture}-pcap"
+  "$tandem" capture --from-pcap "$pcap" --port "$TANDEM_INNODB_PORT" "${capture}-pcap" | sed -n '1,2p'
+  echo "   the proxy's capture: $("$tandem" inspect "$proxy_capture" --encrypt-key-file "$key_file" | grep -m1 '^records ')"
+  echo "   the packets':        $("$tandem" inspect "${capture}-pcap" | grep -m1 '^records ')"
+fi
 
 echo
 echo "== tandem prepare again: the capture's starting rows on all three (InnoDB's changed while sysbench ran)"
