@@ -287,6 +287,19 @@ type parser interface {
 	flush(emit func(*event))
 }
 
+// newParser returns a parser of format f, whose times are in loc.
+func newParser(f string, loc *time.Location) (parser, error) {
+	switch f {
+	case General:
+		return &generalParser{loc: loc}, nil
+	case Slow:
+		return &slowParser{loc: loc}, nil
+	case Audit:
+		return &auditParser{loc: loc}, nil
+	}
+	return nil, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
+}
+
 // Read reads the logs in paths (in the order given: a log and its rotated
 // successors, oldest first) of format f into sink, and returns what it
 // met. loc is the time zone the log's times are in (the server's
@@ -298,16 +311,9 @@ func Read(ctx context.Context, paths []string, f string, loc *time.Location, sin
 	st := &store.SourceStats{}
 	b := newBuilder(sink, st, whenOf(f))
 	for _, path := range paths {
-		var p parser
-		switch f {
-		case General:
-			p = &generalParser{loc: loc}
-		case Slow:
-			p = &slowParser{loc: loc}
-		case Audit:
-			p = &auditParser{loc: loc}
-		default:
-			return nil, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
+		p, err := newParser(f, loc)
+		if err != nil {
+			return nil, err
 		}
 		if err := readFile(ctx, path, p, b, st); err != nil {
 			return st, err
@@ -356,19 +362,12 @@ func readFile(ctx context.Context, path string, p parser, b *builder, st *store.
 // how precise the log's times are (1 s, or 1 µs when its times have a
 // fraction).
 func FirstTime(path, f string, loc *time.Location) (time.Time, time.Duration, error) {
-	var p parser
-	switch f {
-	case General:
-		p = &generalParser{loc: loc}
-	case Slow:
-		p = &slowParser{loc: loc}
-	case Audit:
-		p = &auditParser{loc: loc}
-	default:
-		return time.Time{}, 0, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
+	p, err := newParser(f, loc)
+	if err != nil {
+		return time.Time{}, 0, err
 	}
 	var first *event
-	err := readFileUntil(path, p, func(e *event) error {
+	err = readFileUntil(path, p, func(e *event) error {
 		first = e
 		return errStop
 	})

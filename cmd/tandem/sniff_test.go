@@ -79,23 +79,31 @@ func tcpdump(t *testing.T, port int, file string) func() {
 	return stop
 }
 
-// recordsBySession reads a capture into one line per record, per session
-// named by its connection id (the server's, the same whoever recorded
-// it), leaving out what differs by who recorded it (times, session
-// numbers, sequence numbers).
-func recordsBySession(t *testing.T, dir string) map[uint32][]string {
+// eachRecord calls fn with every record of the capture in dir.
+func eachRecord(t *testing.T, dir string, fn func(*store.Record)) {
 	t.Helper()
 	r, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	conn := map[uint64]uint32{}
-	out := map[uint32][]string{}
 	for rec, err := range r.Records() {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn(rec)
+	}
+}
+
+// recordsBySession reads a capture into one line per record, per session
+// named by its connection id (the server's, the same whoever recorded
+// it), leaving out what differs by who recorded it (times, session
+// numbers, sequence numbers).
+func recordsBySession(t *testing.T, dir string) map[uint32][]string {
+	t.Helper()
+	conn := map[uint64]uint32{}
+	out := map[uint32][]string{}
+	eachRecord(t, dir, func(rec *store.Record) {
 		if rec.Kind == store.KindConnect {
 			conn[rec.Session] = rec.ConnID
 		}
@@ -108,7 +116,7 @@ func recordsBySession(t *testing.T, dir string) map[uint32][]string {
 			rec.Kind, rec.Flags, rec.SQL, rec.StmtID, rec.Params, rec.CursorType, rec.User, rec.Schema, rec.ClientCaps,
 			rs.Kind, rs.Rows, rs.Columns, rs.AffectedRows, rs.InsertID, rs.ErrCode, rs.Ordered, rs.Unordered, rs.HasChecksums, len(rs.More))
 		out[id] = append(out[id], line)
-	}
+	})
 	return out
 }
 
@@ -117,18 +125,10 @@ func recordsBySession(t *testing.T, dir string) map[uint32][]string {
 // their prepared statement's text (a log writes them with their values).
 func statementsBySession(t *testing.T, dir string) map[uint32][]string {
 	t.Helper()
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	conn := map[uint64]uint32{}
 	prepared := map[[2]uint64]string{}
 	out := map[uint32][]string{}
-	for rec, err := range r.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, dir, func(rec *store.Record) {
 		switch rec.Kind {
 		case store.KindConnect:
 			conn[rec.Session] = rec.ConnID
@@ -139,7 +139,7 @@ func statementsBySession(t *testing.T, dir string) map[uint32][]string {
 		case store.KindExecute:
 			out[conn[rec.Session]] = append(out[conn[rec.Session]], sqlinfo.Analyze(prepared[[2]uint64{rec.Session, uint64(rec.StmtID)}]).Digest.Text)
 		}
-	}
+	})
 	return out
 }
 
@@ -210,20 +210,12 @@ func dropPackets(t *testing.T, in, out string, every int) int {
 // countFlag counts a capture's records with flag f.
 func countFlag(t *testing.T, dir string, f store.Flags) int {
 	t.Helper()
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	n := 0
-	for rec, err := range r.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, dir, func(rec *store.Record) {
 		if rec.Flags&f != 0 {
 			n++
 		}
-	}
+	})
 	return n
 }
 
@@ -419,6 +411,7 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	if min := trx * 20; total < min {
 		t.Errorf("%d records for %d transactions, want at least %d", total, trx, min)
 	}
+	t.Logf("pcap: %d records in 8 sessions, each equal to the proxy's (%d transactions)", total, trx)
 	st := sourceStats(t, fromPackets)
 	if st.Sessions != 8 || st.FoundOpen != 0 || st.Gaps != 0 || st.TLS != 0 || st.Undecoded != 0 || st.AnswersLost != 0 || st.UnknownStatements != 0 || st.StrayPackets != 0 {
 		t.Errorf("source stats %+v, want 8 sessions and nothing else", st)
@@ -426,6 +419,8 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	tg := replayOntoCopies(t, fromPackets, freshCopies(t, copies.Port), "1", false)
 	if tg.VsCapture == nil || tg.VsCapture.Compared < int64(trx*18) {
 		t.Errorf("pcap replay compared %+v with the capture, want every statement of %d transactions", tg.VsCapture, trx)
+	} else {
+		t.Logf("pcap replay: %d compared with the capture, %d counted apart, %d divergent", tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total())
 	}
 
 	// The server's own logs of the same run: the same statements, session
@@ -440,7 +435,13 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("capture --from-log %s: %s%s", f, out, stderr)
 		}
-		sameStatements(t, f+" log", proxyStatements, statementsBySession(t, logCap), 3)
+		logStatements := statementsBySession(t, logCap)
+		sameStatements(t, f+" log", proxyStatements, logStatements, 3)
+		n := 0
+		for id := range proxyStatements {
+			n += len(logStatements[id])
+		}
+		t.Logf("%s log: %d sessions, the proxy's %d hold %d statements in the proxy's order", f, len(logStatements), len(proxyStatements), n)
 		if f == "slow" {
 			continue
 		}
@@ -479,7 +480,9 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	if lost := countFlag(t, lateCap, store.FlagLost); lost == 0 || lost > 9 {
 		t.Errorf("late pcap: %d lost-commands records, want one per session that may have written before it joined (1-9)", lost)
 	}
-	replayOntoCopies(t, lateCap, lateCopies, "0", false)
+	tg = replayOntoCopies(t, lateCap, lateCopies, "0", false)
+	t.Logf("late pcap: %d sessions found open, %d commands before they joined, %d lost-commands records; replay: %d compared with the capture, %d counted apart, %d divergent",
+		st.FoundOpen, st.CommandsBeforeJoin, countFlag(t, lateCap, store.FlagLost), tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total())
 
 	// 1 % of the packets dropped.
 	lossy := filepath.Join(dir, "lossy.pcap")
@@ -490,7 +493,9 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	if n == 0 || st.Gaps == 0 || st.GapBytes == 0 {
 		t.Errorf("lossy pcap (%d packets dropped): %+v, want gaps counted", n, st)
 	}
-	replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", false)
+	tg = replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", false)
+	t.Logf("1%% dropped: %d of the packets, %d gaps (%d bytes), %d answers lost, %d unknown statements; replay: %d compared with the capture, %d counted apart, %d divergent",
+		n, st.Gaps, st.GapBytes, st.AnswersLost, st.UnknownStatements, tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total())
 }
 
 // tandem capture --interface reads a live interface (as root): mariadb
@@ -533,19 +538,11 @@ func TestCaptureFromALiveInterface(t *testing.T) {
 		t.Errorf("stats %+v, want 2 sessions read and 1 TLS session\n%s", st, out.String())
 	}
 	var got []string
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for rec, err := range r.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, dir, func(rec *store.Record) {
 		if rec.Kind == store.KindQuery && !strings.Contains(rec.SQL, "@@") {
 			got = append(got, fmt.Sprintf("%s -> %s rows=%d affected=%d", rec.SQL, rec.Resp.Kind, rec.Resp.Rows, rec.Resp.AffectedRows))
 		}
-	}
+	})
 	want := []string{"SELECT 41+1 -> resultset rows=1 affected=0", "CREATE DATABASE live -> ok rows=0 affected=1",
 		"CREATE TABLE live.t (id INT PRIMARY KEY) -> ok rows=0 affected=0", "INSERT INTO live.t VALUES (1),(2),(3) -> ok rows=0 affected=3",
 		"SELECT 'compressed or not', REPEAT('x', 5000) -> resultset rows=1 affected=0"}
