@@ -207,3 +207,22 @@ func TestGeneralLogTable(t *testing.T) {
 		t.Errorf("the query lasts %v, want until its quit (128µs)", d)
 	}
 }
+
+// Whatever a log holds — a line cut short, a byte flipped, another
+// format — reading it gives records or an error, never a panic.
+func FuzzLogs(f *testing.F) {
+	f.Add("261204 20:15:10\t   307 Query\tSELECT 1\n\t\t   307 Quit\t\n", 0)
+	f.Add("20261204 20:15:10,vm,root,localhost,308,1,QUERY,sbtest,'BEGIN',0\n", 2)
+	f.Add("# Time: 261204 20:15:10\n# Thread_id: 308  Schema: s\n# Query_time: 0.1\nSELECT 1;\n", 1)
+	f.Add("\"2026-12-04 20:15:18.222172\",\"x\",527,1,\"Query\",\"a\\\"b\"\n", 0)
+	f.Fuzz(func(t *testing.T, text string, format int) {
+		path := filepath.Join(t.TempDir(), "log")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out recs
+		f := Formats[(format%len(Formats)+len(Formats))%len(Formats)]
+		_, _ = Read(context.Background(), []string{path}, f, time.UTC, &out)
+		_, _, _ = FirstTime(path, f, time.UTC)
+	})
+}

@@ -124,7 +124,8 @@ type FileNote struct {
 // the same time on several interfaces merge; rotated files follow each
 // other) into d, and ends what is still open at the end. A file cut
 // inside a packet is read up to there and noted; any other read error
-// stops with the file named. progress, if set, is called about once a
+// (a damaged record) stops with the file named, what was read ended
+// there. progress, if set, is called about once a
 // second with the frames read.
 func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(frames uint64)) ([]FileNote, error) {
 	var h fileHeap
@@ -164,6 +165,7 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 		total++
 		if total%4096 == 0 {
 			if err := ctx.Err(); err != nil {
+				d.Finish()
 				return notes, err
 			}
 			if progress != nil && time.Since(lastReport) >= time.Second {
@@ -176,6 +178,9 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 		case err == errCut:
 			notes = append(notes, FileNote{fl.path, fmt.Sprintf("ends inside a packet after %d packets (cut short): read up to there", fl.n)})
 		case err != nil:
+			// What was read stays, its sessions ended here: a damaged
+			// record's lengths leave nothing to find the next one by.
+			d.Finish()
 			return notes, fmt.Errorf("%s: after %d packets: %w", fl.path, fl.n, err)
 		}
 		if ok {

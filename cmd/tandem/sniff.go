@@ -193,8 +193,11 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 		readErr = rec.err
 	}
 	if readErr != nil {
-		if errors.Is(readErr, context.Canceled) {
-			readErr = fmt.Errorf("interrupted: the capture in %s holds what was read before (%w)", dir, readErr)
+		switch {
+		case errors.Is(readErr, context.Canceled):
+			readErr = fmt.Errorf("interrupted: the capture in %s holds the %d records read before (%w)", dir, w.Stats().Committed, readErr)
+		case closeErr == nil:
+			readErr = fmt.Errorf("%w\nthe capture in %s holds the %d records read before it, its sessions ended there ('tandem inspect %s'); the rest cannot be read", readErr, dir, w.Stats().Committed, dir)
 		}
 		return errors.Join(readErr, closeErr)
 	}
