@@ -88,6 +88,12 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 			}
 			tl.Failed = failuresOf(map[string]*store.TargetResult{base.t.Name: results[baseK], rn.t.Name: results[k]})
 			tl.Coarse = coarseTimes(r.Meta().Origin)
+			if x.lostCmds.Len() > 0 {
+				// A session whose bytes a packet capture lost ran on in an
+				// unknown transaction state: what others read after it may
+				// differ between targets by the order replay gave them.
+				tl.Gaps = x.lostCmds
+			}
 			err := compare.Join(run.Outcomes(point, base.idx), run.Outcomes(point, rn.idx), &tl.D, func(b, t *store.Outcome) {
 				if compare.Skipped(b, t) || (b.Flags|t.Flags)&store.OutcomeCaptureRollback != 0 {
 					tl.D.Skipped++

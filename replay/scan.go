@@ -36,6 +36,10 @@ type captureIndex struct {
 	commits        *compare.Commits
 	// gaps: writes replay skips (not replayable, truncated, masked).
 	gaps *compare.Gaps
+	// lostCmds: where a packet capture lost a session's bytes (FlagLost, not
+	// at a join): its transaction's state is unknown from there, so the
+	// order the targets ran others in may differ by it (between targets).
+	lostCmds *compare.Gaps
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
 	// lost: the records the capture lacks (a crash, a damaged file).
@@ -143,7 +147,7 @@ type scanner struct {
 }
 
 func newScanner(an *sqlinfo.Analyzer) *scanner {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), recordsOf: map[uint64]uint64{},
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), lostCmds: compare.NewGaps(), recordsOf: map[uint64]uint64{},
 		writers: compare.NewWriters()}
 	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}}
 }
@@ -208,6 +212,9 @@ func (sc *scanner) add(rec *store.Record) {
 		if mayHaveWritten(rec) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
+		}
+		if rec.Flags&(store.FlagLost|store.FlagOpenAtStart) == store.FlagLost {
+			x.lostCmds.Add(rec.Session, start, []string{compare.AnyTable})
 		}
 		return
 	}

@@ -219,7 +219,10 @@ func (c *conn) join(at time.Time) {
 		c.firstWrite = c.lastBefore // the commit of what it may have written
 	}
 	if !c.firstWrite.IsZero() {
-		c.lostRecord(c.firstWrite)
+		// Part of what rebuilds the session as it joins, at a transaction
+		// boundary: its writes before are unknown, its state is not.
+		c.d.sink.Record(&store.Record{Session: c.id, Start: c.firstWrite, Kind: store.KindOther,
+			Flags: store.FlagLost | store.FlagNotReplayable | store.FlagOpenAtStart})
 		c.firstWrite = time.Time{}
 	}
 	c.joined, c.everJoined = true, true

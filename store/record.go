@@ -83,9 +83,10 @@ const (
 	FlagOpenAtStop Flags = 1 << 6
 	// FlagLost marks a record that stands for commands of its session a
 	// packet capture could not record: bytes it lost (a dropped or
-	// missing segment), or commands of a session found open that ran
-	// before it could join and may have written. What they were is
-	// unknown. It is a KindOther
+	// missing segment), or (with FlagOpenAtStart) commands of a session
+	// found open that ran before it could join and may have written. What
+	// they were is unknown; after lost bytes, so is where the session's
+	// transaction stands. It is a KindOther
 	// record, not replayable; replay counts every table as possibly
 	// written from its start on (the comparison with the capture labels
 	// later differences after-skipped-write).
