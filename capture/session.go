@@ -597,6 +597,37 @@ func (s *Session) End(at time.Time) {
 	}
 }
 
+// MayHaveWritten reports whether a record may have changed data: commands
+// a capture lost (store.FlagLost) may have; a statement did if its answer
+// says it changed rows, or if it is DDL (which changes none); one whose
+// answer was lost (store.FlagAnswerLost) may have. Replay asks it of the
+// records it skips, a packet capture of a session's commands before it
+// joined.
+func MayHaveWritten(r *store.Record) bool {
+	switch {
+	case r.Flags&store.FlagLost != 0:
+		return true
+	case r.Kind != store.KindQuery && r.Kind != store.KindExecute:
+		return false
+	case r.Flags&store.FlagAnswerLost != 0:
+		return true
+	case r.Resp.Kind != store.RespOK && r.Resp.Kind != store.RespResultSet:
+		return false
+	case r.Resp.AffectedRows > 0:
+		return true
+	}
+	for _, m := range r.Resp.More {
+		if m.AffectedRows > 0 {
+			return true
+		}
+	}
+	if r.Kind == store.KindQuery {
+		in := sqlinfo.Analyze(r.SQL)
+		return in.TableDDL || in.ImplicitCommit && !in.Begin && !in.Set && !in.End
+	}
+	return false
+}
+
 // EndLost records the command, which ended at at without its whole
 // answer seen (a packet capture lost bytes of it, or ended first): its
 // response is none and it is marked store.FlagAnswerLost.

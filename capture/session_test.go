@@ -578,3 +578,34 @@ func TestSessionFoundOpenLearnsHowAnswersRead(t *testing.T) {
 		}
 	})
 }
+
+func TestMayHaveWritten(t *testing.T) {
+	q := func(sql string, resp store.Response, flags store.Flags) *store.Record {
+		return &store.Record{Kind: store.KindQuery, SQL: sql, Resp: resp, Flags: flags}
+	}
+	ok := func(affected uint64) store.Response {
+		return store.Response{Kind: store.RespOK, AffectedRows: affected}
+	}
+	for _, c := range []struct {
+		r    *store.Record
+		want bool
+	}{
+		{&store.Record{Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable}, true},
+		{q("UPDATE t SET v = 1", ok(2), 0), true},
+		{q("UPDATE t SET v = 1", ok(0), 0), false},
+		{q("CREATE TABLE t (id INT)", ok(0), 0), true},
+		{q("BEGIN", ok(0), 0), false},
+		{q("COMMIT", ok(0), 0), false},
+		{q("SET autocommit=1", ok(0), 0), false},
+		{q("SELECT 1", store.Response{Kind: store.RespResultSet, Rows: 1}, 0), false},
+		{q("DELETE FROM t", store.Response{Kind: store.RespError, ErrCode: 1213}, 0), false},
+		{q("DELETE FROM t", store.Response{}, store.FlagAnswerLost), true},
+		{q("DO 1; DELETE FROM t", store.Response{Kind: store.RespOK, More: []store.Response{{Kind: store.RespOK, AffectedRows: 1}}}, 0), true},
+		{&store.Record{Kind: store.KindExecute, Resp: ok(1)}, true},
+		{&store.Record{Kind: store.KindPrepare, SQL: "DELETE FROM t", Resp: ok(0)}, false},
+	} {
+		if got := MayHaveWritten(c.r); got != c.want {
+			t.Errorf("%s %q %+v flags %d: %v, want %v", c.r.Kind, c.r.SQL, c.r.Resp, c.r.Flags, got, c.want)
+		}
+	}
+}

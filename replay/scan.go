@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/internal/charset"
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -168,32 +169,6 @@ func unknownWrites(rec *store.Record, sqlOf map[uint32]string) bool {
 	return false
 }
 
-// mayHaveWritten reports whether a record of unknownWrites may have
-// changed data: lost commands may have; a statement did if its captured
-// answer says it changed rows, or if it is text that writes or is DDL. A
-// lost answer says nothing, so it may have.
-func mayHaveWritten(rec *store.Record) bool {
-	if rec.Flags&store.FlagLost != 0 || rec.Flags&store.FlagAnswerLost != 0 {
-		return true
-	}
-	if rec.Kind == store.KindPrepare || rec.Resp.Kind == store.RespError {
-		return false
-	}
-	if rec.Resp.AffectedRows > 0 {
-		return true
-	}
-	for _, m := range rec.Resp.More {
-		if m.AffectedRows > 0 {
-			return true
-		}
-	}
-	if rec.Kind == store.KindQuery {
-		in := sqlinfo.Analyze(rec.SQL)
-		return in.TableDDL || len(in.Writes) > 0 && rec.Resp.Kind == store.RespNone || in.ImplicitCommit && !in.Begin && !in.Set && !in.End
-	}
-	return false
-}
-
 // add indexes one record, in capture order.
 func (sc *scanner) add(rec *store.Record) {
 	x, an := sc.x, sc.an
@@ -209,7 +184,7 @@ func (sc *scanner) add(rec *store.Record) {
 	if unknownWrites(rec, s.sqlOf) {
 		// Replay skips it and cannot name what it wrote: from here on any
 		// table may differ from the capture's.
-		if mayHaveWritten(rec) {
+		if capture.MayHaveWritten(rec) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
 		}

@@ -133,7 +133,7 @@ func (c *conn) beginFoundOpen() {
 func (c *conn) Record(r *store.Record) {
 	if !c.joined {
 		c.d.stats.CommandsBeforeJoin++
-		if c.firstWrite.IsZero() && changed(r) {
+		if c.firstWrite.IsZero() && capture.MayHaveWritten(r) {
 			c.firstWrite = r.Start
 		}
 		if inTransaction(&r.Resp) && c.firstWrite.IsZero() {
@@ -171,30 +171,6 @@ func (c *conn) Record(r *store.Record) {
 		c.d.stats.AnswersLost++
 	}
 	c.d.sink.Record(r)
-}
-
-// changed reports whether a command's answer says it changed rows or
-// schema (what a session found open did before it joined).
-func changed(r *store.Record) bool {
-	if r.Resp.Kind == store.RespError || r.Resp.Kind == store.RespNone && r.Flags&store.FlagAnswerLost == 0 {
-		return false
-	}
-	if r.Resp.Kind == store.RespNone { // the answer was lost: it may have
-		return r.Kind == store.KindQuery || r.Kind == store.KindExecute
-	}
-	if r.Resp.AffectedRows > 0 {
-		return true
-	}
-	for _, m := range r.Resp.More {
-		if m.AffectedRows > 0 {
-			return true
-		}
-	}
-	if r.Kind == store.KindQuery {
-		in := sqlinfo.Analyze(r.SQL)
-		return in.TableDDL || in.ImplicitCommit && !in.Begin && !in.Set && !in.End
-	}
-	return false
 }
 
 // inTransaction reports whether an answer's last status says a
