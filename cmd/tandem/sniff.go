@@ -76,10 +76,12 @@ inspect DIR' lists each kind with a count and an example):
     which replay counts differences against the capture apart
     (after-skipped-write);
   - bytes the capture lost (tcpdump's "packets dropped by kernel", a cut
-    file): the session's commands there are unknown and labelled the same
-    way, its open transaction ends there, and it joins again at its next
-    transaction boundary; an answer that lost bytes is compared between
-    targets only;
+    file): the session's commands there are unknown, one "lost commands"
+    record stands for them (replay then counts differences after it apart,
+    against the capture and between targets: the session's transaction
+    state is unknown from there), and the session is read again from its
+    next command; an answer that lost bytes is compared between targets
+    only;
   - TLS sessions are counted and skipped (encrypted); compressed sessions
     are read when their login was seen.
 Record with 'tcpdump -i IF -s 0 -w FILE tcp port PORT' (as root, or with
