@@ -224,7 +224,11 @@ func TestHandshakeBurstsWaitForASlot(t *testing.T) {
 		defer nc.Close()
 		idle = append(idle, nc)
 	}
-	time.Sleep(200 * time.Millisecond) // both hold the slots now
+	// Both hold the slots now. The burst comes 1 s into their 1.5 s: its
+	// clients wait up to 1.5 s each, so they have 1 s after the idle ones
+	// time out to log in two at a time (with 200 ms, a loaded CI machine
+	// did not fit 40 logins in the 200 ms left, and some were refused).
+	time.Sleep(time.Second)
 	// 40 clients at once, 20 times the slots, two of them held by sockets
 	// that never log in: every one gets in once the idle ones time out.
 	var wg sync.WaitGroup
