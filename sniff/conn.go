@@ -220,7 +220,9 @@ func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
 		peer.settle(at, dirOut{c, 1 - dir})
 	}
 	if !sg.syn {
-		h.segment(at, sg.seq, sg.payload, dirOut{c, dir})
+		if h.segment(at, sg.seq, sg.payload, dirOut{c, dir}) {
+			c.d.stats.Retransmitted++
+		}
 		if sg.missing > 0 {
 			c.lost(dir, at, uint32(sg.missing))
 			h.next += uint32(sg.missing)

@@ -194,17 +194,27 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 	return notes, nil
 }
 
-// Live reads frames from a network interface until ctx ends, then ends
-// what is still open. It reads through a memory-mapped ring of ringMB
-// MiB (AF_PACKET, TPACKET_V3): the kernel drops what does not fit while
+// Live reads frames from a network interface ("any": every interface)
+// until ctx ends, then ends what is still open. It reads through a
+// memory-mapped ring of ringMB MiB (AF_PACKET, TPACKET_V3) in cooked mode
+// (frames from their IP header, whatever the link), behind a kernel
+// filter that passes only TCP to or from the Decoder's ports and drops
+// loopback's outgoing copies. The kernel drops what does not fit while
 // the reader is behind, which shows as gaps. It needs CAP_NET_RAW (root,
 // or setcap cap_net_raw+ep on the binary); the error says so.
 func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress func(frames uint64)) error {
-	if _, err := net.InterfaceByName(iface); err != nil {
-		return fmt.Errorf("interface %q: %w (ip link lists them; \"any\" is not read: name one)", iface, err)
+	bind := iface
+	if iface == "any" {
+		bind = ""
+	} else if _, err := net.InterfaceByName(iface); err != nil {
+		return fmt.Errorf("interface %q: %w (ip link lists them; \"any\" reads every one)", iface, err)
+	}
+	filter, err := portFilter(d.cfg.Ports, loopbackIndex())
+	if err != nil {
+		return err
 	}
 	const block = 1 << 20
-	h, err := afpacket.NewTPacket(afpacket.OptInterface(iface), afpacket.OptFrameSize(1<<16), afpacket.OptBlockSize(block),
+	h, err := afpacket.NewTPacket(afpacket.OptInterface(bind), afpacket.SocketDgram, afpacket.OptFrameSize(1<<16), afpacket.OptBlockSize(block),
 		afpacket.OptNumBlocks(max(ringMB, 4)), afpacket.OptPollTimeout(200*time.Millisecond), afpacket.OptBlockTimeout(10*time.Millisecond))
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || isPerm(err) {
@@ -212,6 +222,13 @@ func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress fu
 		}
 		return fmt.Errorf("capture on interface %s: %w", iface, err)
 	}
+	if err := h.SetBPF(filter); err != nil {
+		h.Close()
+		return fmt.Errorf("capture on interface %s: the port filter: %w", iface, err)
+	}
+	// The capture begins once the filter is in place: the ring may hold
+	// frames of any kind taken before it.
+	start := time.Now()
 	defer h.Close()
 	var total uint64
 	lastReport := time.Now()
@@ -224,7 +241,10 @@ func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress fu
 			d.Finish()
 			return fmt.Errorf("capture on interface %s: %w", iface, err)
 		}
-		d.Packet(ci.Timestamp, layers.LinkTypeEthernet, data, ci.Length)
+		if ci.Timestamp.Before(start) {
+			continue
+		}
+		d.Packet(ci.Timestamp, layers.LinkTypeRaw, data, ci.Length)
 		total++
 		if progress != nil && time.Since(lastReport) >= time.Second {
 			progress(total)
@@ -236,6 +256,20 @@ func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress fu
 	}
 	d.Finish()
 	return nil
+}
+
+// loopbackIndex is the loopback interface's index (0: none found).
+func loopbackIndex() int {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return 0
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 {
+			return i.Index
+		}
+	}
+	return 0
 }
 
 // isPerm reports whether err says the process may not open a packet

@@ -58,18 +58,19 @@ func (h *half) ack(a uint32) {
 	}
 }
 
-// segment takes a segment's payload.
-func (h *half) segment(at time.Time, seq uint32, b []byte, o out) {
+// segment takes a segment's payload. It reports whether every byte of
+// it was seen before (a retransmission, or a packet captured twice).
+func (h *half) segment(at time.Time, seq uint32, b []byte, o out) (again bool) {
 	if !h.started {
 		h.started, h.next = true, seq // a connection the capture joined
 	}
 	if len(b) == 0 {
-		return
+		return false
 	}
 	end := seq + uint32(len(b))
 	switch {
 	case !after(end, h.next):
-		return // all seen before (a retransmission)
+		return true // all seen before
 	case after(h.next, seq):
 		b, seq = b[h.next-seq:], h.next // partly seen before
 		o.data(at, b, false)
@@ -84,6 +85,7 @@ func (h *half) segment(at time.Time, seq uint32, b []byte, o out) {
 		}
 	}
 	h.drain(o)
+	return false
 }
 
 func (h *half) hold(at time.Time, seq uint32, b []byte) {

@@ -336,6 +336,10 @@ type SourceStats struct {
 	// (an answer that does not parse; capabilities the reader does not
 	// follow): recorded up to there.
 	Undecoded uint64 `json:"undecoded,omitempty"`
+	// Retransmitted counts segments whose bytes were all seen before: TCP
+	// retransmissions, or packets the capture holds twice (tcpdump -i any
+	// sees loopback traffic going out and coming in).
+	Retransmitted uint64 `json:"retransmitted,omitempty"`
 	// StrayPackets are server packets that came when no answer was
 	// expected (ignored).
 	StrayPackets uint64 `json:"stray_packets,omitempty"`
@@ -522,5 +526,6 @@ func (st *SourceStats) Lines(kind string) []string {
 	add(st.AnswersLost, "answers_lost", "answers not seen whole (compared between targets only)")
 	add(st.Undecoded, "undecoded", "sessions not followed to their end")
 	add(st.StrayPackets, "", "server packets outside any answer (ignored)")
+	add(st.Retransmitted, "", "segments seen twice (TCP retransmissions, or a capture that holds packets twice: read once)")
 	return out
 }

@@ -86,14 +86,16 @@ inspect DIR' lists each kind with a count and an example):
     are read when their login was seen.
 Record with 'tcpdump -i IF -s 0 -w FILE tcp port PORT' (as root, or with
 CAP_NET_RAW; -s 0 keeps whole packets, -B 65536 makes drops rare). A
-live --interface capture needs CAP_NET_RAW too, runs until --duration or
-Ctrl-C, and reads a named interface (not "any"); on a busy host, tcpdump
-to a file and --from-pcap lose fewer packets.`
+live --interface capture needs CAP_NET_RAW too and runs until --duration
+or Ctrl-C. It reads a named interface or "any" (every interface; loopback
+packets, which "any" sees going out and coming in, are read once), behind
+a kernel filter on the --port(s), so other traffic costs it nothing; on a
+busy host, tcpdump to a file and --from-pcap lose fewer packets.`
 
 func (sf *sniffFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringSliceVar(&sf.pcaps, "from-pcap", nil, "read packet capture `FILE`s (pcap or pcapng; repeat the flag or separate with commas) into the capture directory DIR")
-	f.StringVar(&sf.iface, "interface", "", "read the live network interface `IF` (e.g. lo, eth0; needs CAP_NET_RAW) into DIR until --duration or Ctrl-C")
+	f.StringVar(&sf.iface, "interface", "", "read the live network interface `IF` (e.g. lo, eth0, or any: every interface; needs CAP_NET_RAW) into DIR until --duration or Ctrl-C")
 	f.UintSliceVar(&sf.ports, "port", []uint{3306}, "with --from-pcap or --interface: the server's TCP `PORT`s (connections to them are read)")
 	f.StringVar(&sf.schema, "schema", "", "with --from-pcap or --interface: the schema of sessions that began before the capture (their login, which names it, was not seen)")
 	f.DurationVar(&sf.duration, "duration", 0, "with --interface: stop after this long (0: at Ctrl-C)")
