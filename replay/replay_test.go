@@ -105,8 +105,32 @@ func replayRun(t testing.TB, capDir string, mod func(*Config), ts ...targets.Tar
 	if mod != nil {
 		mod(&cfg)
 	}
+	keepOnFailure(t, capDir, cfg.RunDir)
 	res, err := Run(context.Background(), cfg, nil)
 	return wrapReport(loadRun(t, res, err))
+}
+
+// keepOnFailure copies a failing test's capture and run directory to
+// $TANDEM_KEEP_FAILED/<test name>, when that is set, so a failure seen
+// once (under load, in CI) can be read afterwards with tandem inspect and
+// tandem report.
+func keepOnFailure(t testing.TB, capDir, runDir string) {
+	keep := os.Getenv("TANDEM_KEEP_FAILED")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dst := filepath.Join(keep, strings.NewReplacer("/", "_", " ", "_", "=", "-").Replace(t.Name()))
+		for src, name := range map[string]string{capDir: "capture", runDir: "run"} {
+			if err := os.CopyFS(filepath.Join(dst, name), os.DirFS(src)); err != nil {
+				t.Logf("keeping %s: %v", src, err)
+			}
+		}
+		t.Logf("kept the capture and the run in %s", dst)
+	})
 }
 
 // loadRun reads a run back as `tandem report` does, failing t on an error
