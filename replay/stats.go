@@ -142,6 +142,9 @@ type wstats struct {
 	digestOf map[*sqlinfo.Info]int // cache of the registry's numbers
 }
 
+// maxDigestOf bounds a worker's cache of digest numbers (wstats.digestOf).
+const maxDigestOf = 4096
+
 func newWStats() *wstats {
 	return &wstats{errCodes: map[string]int64{}, skippedBy: map[string]int64{}, failedBy: map[string]int64{}, digestOf: map[*sqlinfo.Info]int{}}
 }
@@ -157,6 +160,11 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 	di, ok := s.digestOf[info]
 	if !ok {
 		di = reg.index(info)
+		if len(s.digestOf) >= maxDigestOf {
+			// Text statements with literals have an Info per text: a
+			// cache that kept them all would hold every one for the run.
+			clear(s.digestOf)
+		}
 		s.digestOf[info] = di
 	}
 	s.mu.Lock()
