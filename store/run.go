@@ -403,6 +403,9 @@ type RunWriter struct {
 	dir string
 }
 
+// runMemTableSize is a run store's memtable size.
+const runMemTableSize = 8 << 20
+
 // CreateRun makes a new run directory (it must not exist or be empty),
 // encrypted with the key of WithKey if one is given.
 func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
@@ -412,7 +415,12 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	if len(meta.Targets) > 255 {
 		return nil, errors.New("store: a run has at most 255 targets")
 	}
-	db, err := pebble.Open(dir, pebbleOptions(false, slog.New(slog.DiscardHandler), optionsOf(opts).key))
+	po := pebbleOptions(false, slog.New(slog.DiscardHandler), optionsOf(opts).key)
+	// A run's outcomes are small and come at the targets' pace: a
+	// capture's 64 MiB memtables (up to four of them while flushes lag)
+	// would be most of a replay's memory, growing as each fills.
+	po.MemTableSize = runMemTableSize
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openErr(dir, err)
 	}
