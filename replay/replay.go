@@ -128,6 +128,11 @@ type Config struct {
 	TargetTimeout time.Duration
 	// OnUnrewritable: UnrewritableFail (default) or UnrewritableSkip.
 	OnUnrewritable string
+	// RunGlobalSets runs the capture's SET GLOBAL and SET PERSIST
+	// statements on the targets; by default they are skipped and counted
+	// (store.SkipGlobalSet): an admin session in a capture would otherwise
+	// change every target server's settings for everyone on it.
+	RunGlobalSets bool
 	// Loop replays the capture this many times (at least once); Duration,
 	// if set, loops until it has passed.
 	Loop     int
@@ -303,6 +308,9 @@ func (c *Config) settings() []store.Setting {
 		s = append(s, store.Setting{Name: "duration", Value: c.Duration.String()})
 	}
 	s = append(s, store.Setting{Name: "target-timeout", Value: c.TargetTimeout.String()}, store.Setting{Name: "on-unrewritable", Value: c.OnUnrewritable})
+	if c.RunGlobalSets {
+		s = append(s, store.Setting{Name: "run-global-sets", Value: "true"})
+	}
 	return s
 }
 

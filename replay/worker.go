@@ -213,6 +213,10 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	switch rec.Kind {
 	case store.KindOther:
 		return skip(o, store.SkipKind)
+	case store.KindQuery:
+		if !w.rn.cfg.RunGlobalSets && sqlinfo.SetsGlobal(rec.SQL) {
+			return skip(o, store.SkipGlobalSet)
+		}
 	case store.KindClose:
 		if st := w.byID[rec.StmtID]; st != nil && w.c != nil {
 			w.c.CloseStmt(st)

@@ -152,6 +152,53 @@ func setAssignments(sql string, st []Token) ([]Assignment, bool) {
 	return out, len(out) > 0
 }
 
+// SetsGlobal reports whether sql is made of SET statements only, one of
+// which assigns a server-wide variable: SET GLOBAL, SET PERSIST or
+// PERSIST_ONLY (MySQL), or @@global. / @@persist. / @@persist_only.
+// names. Replayed, such a statement would change the target server's
+// settings for every session on it, not the replayed session's.
+func SetsGlobal(sql string) bool {
+	// Most texts are not SETs: only one that begins with SET or with a
+	// comment is lexed.
+	head := strings.TrimLeft(sql, " \t\r\n(")
+	if len(head) < 3 || !strings.EqualFold(head[:3], "SET") && head[0] != '/' && head[0] != '#' && head[0] != '-' {
+		return false
+	}
+	toks, err := Lex(sql)
+	if err != nil {
+		return false
+	}
+	global := false
+	for _, st := range Statements(sql, toks) {
+		if len(st) < 2 || !st[0].Is(sql, "SET") {
+			return false
+		}
+		depth := 0
+		for i, t := range st[1:] {
+			switch {
+			case t.IsPunct(sql, "("):
+				depth++
+			case t.IsPunct(sql, ")"):
+				depth--
+			}
+			// An assignment begins the statement's body or follows a
+			// comma outside parentheses: SET GLOBAL x = 1, SET a = 1,
+			// GLOBAL b = 2, SET @@global.x = 1.
+			if depth != 0 || i > 0 && !st[i].IsPunct(sql, ",") {
+				continue
+			}
+			switch {
+			case t.Kind == TokVariable:
+				v := strings.ToLower(t.Text(sql))
+				global = global || strings.HasPrefix(v, "@@global.") || strings.HasPrefix(v, "@@persist.") || strings.HasPrefix(v, "@@persist_only.")
+			case t.Kind == TokIdent:
+				global = global || t.Is(sql, "GLOBAL") || t.Is(sql, "PERSIST") || t.Is(sql, "PERSIST_ONLY")
+			}
+		}
+	}
+	return global
+}
+
 // assignment reads "[SESSION|LOCAL] name = expr", "@@[session.]name = expr"
 // or "@user = expr".
 func assignment(sql string, el []Token) (Assignment, bool) {

@@ -17,7 +17,7 @@ import (
 
 // RunFormatVersion is the run format this package writes and the newest it
 // reads. Part of the format: bump it for any incompatible change.
-const RunFormatVersion = 3
+const RunFormatVersion = 4
 
 const runMagic = "tandem-run"
 

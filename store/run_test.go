@@ -33,7 +33,8 @@ func goldenHist(vals ...time.Duration) *latency.Histogram {
 }
 
 // goldenOutcomes are the outcomes of the golden run of a run format
-// version: format 2 adds a transaction that failed for good.
+// version: format 2 adds a transaction that failed for good, 3 a KILL
+// not replayed, 4 a SET GLOBAL not run.
 func goldenOutcomes(version int) [][]Outcome {
 	os := [][]Outcome{
 		{ // innodb
@@ -53,6 +54,9 @@ func goldenOutcomes(version int) [][]Outcome {
 	}
 	if version >= 3 {
 		os[0] = slices.Insert(os[0], 2, Outcome{Seq: 8, Session: 3, Flags: OutcomeSkipped, SkipReason: SkipKill})
+	}
+	if version >= 4 {
+		os[0] = slices.Insert(os[0], 3, Outcome{Seq: 9, Session: 3, Flags: OutcomeSkipped, SkipReason: SkipGlobalSet})
 	}
 	return os
 }

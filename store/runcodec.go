@@ -47,7 +47,11 @@ const (
 	// USER / QUERY ID): never sent, since on the target that id is some
 	// other connection (run format 3).
 	SkipKill byte = 12
-	skipMax  byte = 12
+	// SkipGlobalSet: a SET GLOBAL (or PERSIST) the capture holds, not run
+	// unless replay.Config.RunGlobalSets: it would change the target
+	// server's settings for everyone on it (run format 4).
+	SkipGlobalSet byte = 13
+	skipMax       byte = 13
 )
 
 // SkipReasonText names a skip reason for reports.
@@ -75,6 +79,8 @@ func SkipReasonText(r byte) string {
 		return "rolled back in the capture (deadlock, lock wait timeout)"
 	case SkipInterrupted:
 		return "not run to its end: the replay was stopped"
+	case SkipGlobalSet:
+		return "server-wide SET not run (--run-global-sets runs it)"
 	case SkipKill:
 		return "KILL of a connection not replayed on the target"
 	}

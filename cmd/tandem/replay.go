@@ -246,7 +246,10 @@ A captured KILL names a connection by the id the capture's server gave it:
 it is sent with the id of the target connection replaying that session
 (session mode only); one naming no captured session, KILL USER or
 QUERY ID, and any KILL under --concurrency are never sent (skipped,
-counted), since on a target that id is some other connection's.
+counted), since on a target that id is some other connection's. A
+captured SET GLOBAL or SET PERSIST (an admin session turning a log on) is
+not run either (skipped, counted): it would change each target server's
+settings for everyone on it; --run-global-sets runs them.
 
 At the end every table the capture touched is checksummed on every target
 ("end state: same as baseline", or which tables differ), and the engines
@@ -350,6 +353,7 @@ func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
 	f.IntVar(&g.retries, "retries", replay.DefaultRetries, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never; the writes that bypassed the proxy, applied as a replica applies them, are tried 10 times, as a replica does); one that fails every time is rolled back and counted as failed for good")
 	f.DurationVar(&cfg.TargetTimeout, "target-timeout", replay.DefaultTargetTimeout, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
 	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")
+	f.BoolVar(&cfg.RunGlobalSets, "run-global-sets", false, "run the capture's SET GLOBAL / SET PERSIST statements on the targets (by default they are skipped and counted: an admin session in the capture would change each target server's settings for everyone on it)")
 }
 
 // apply gives the flags' zeros their meaning on the command line ("never",
