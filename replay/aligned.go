@@ -210,7 +210,10 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 // what the report cannot claim.
 func originNotes(o *store.Origin) []string {
 	var notes []string
-	if o.NoResults {
+	switch {
+	case o.NoResults && o.Kind == "audit-log":
+		notes = append(notes, fmt.Sprintf("the capture was read from a server's %s and holds no answers but the errors statements ended with: targets are compared with each other, and with production by those errors only", o.Kind))
+	case o.NoResults:
 		notes = append(notes, fmt.Sprintf("the capture was read from a server's %s and holds no answers: targets are compared with each other only, never with production", o.Kind))
 	}
 	if o.TimePrecision >= time.Millisecond {

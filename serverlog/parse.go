@@ -352,6 +352,10 @@ func (p *auditParser) line(s string, emit func(*event)) error {
 		e.kind = store.KindChangeUser
 	case "QUERY", "QUERY_DDL", "QUERY_DML", "QUERY_DCL", "QUERY_DML_NO_SELECT":
 		e.kind, e.sql = store.KindQuery, obj
+		// RETCODE: the error the statement ended with (0: none).
+		if code, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(rest, ",")), 10, 16); err == nil {
+			e.errCode = uint16(code)
+		}
 	default:
 		return nil // READ, WRITE, CREATE, … (table events): not commands
 	}

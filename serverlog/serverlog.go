@@ -65,6 +65,9 @@ type event struct {
 	schema string // Connect, InitDB: the schema; a statement: the current one, if the log says
 	sql    string
 	failed string // a connect refused: why
+	// errCode is the error the statement ended with (the audit log's
+	// RETCODE; 0: none, or the log does not say).
+	errCode uint16
 }
 
 // Stats is what reading a log met.
@@ -222,6 +225,12 @@ func (b *builder) process(e *event, at time.Time) {
 	s := b.session(e.conn, at, e.user, e.schema)
 	b.settle(s, at)
 	r := &store.Record{Session: s.id, Start: at, Duration: e.dur, Kind: e.kind, Schema: s.schema}
+	if e.errCode != 0 {
+		// What the log says of the answer: the error alone (replay
+		// handles a captured deadlock or lock wait timeout as the
+		// server did, and compares other errors with the targets').
+		r.Resp = store.Response{Kind: store.RespError, ErrCode: e.errCode}
+	}
 	if b.when == ended && !s.lastEnd.IsZero() && s.lastEnd.Before(at) {
 		r.Start, r.Duration = s.lastEnd, at.Sub(s.lastEnd)
 	}

@@ -95,6 +95,7 @@ func TestAuditLog(t *testing.T) {
 20261204 20:15:10,vm,root,localhost,308,140594,QUERY,sbtest,'BEGIN',0
 20261204 20:15:10,vm,root,localhost,308,140595,QUERY,sbtest,'SELECT c FROM sbtest1 WHERE id=1002',0
 20261204 20:15:10,vm,root,localhost,308,140596,READ,sbtest,sbtest1,
+20261204 20:15:10,vm,root,localhost,308,140597,QUERY,sbtest,'UPDATE sbtest1 SET k=k+1 WHERE id=1002',1213
 20261204 20:15:11,vm,root,localhost,310,140676,QUERY,,'select \'a\nb\', \'it\'\'s\', \'x,y\'',0
 20261204 20:15:11,vm,bob,localhost,311,0,FAILED_CONNECT,,,1045
 20261204 20:15:11,vm,root,localhost,308,0,DISCONNECT,,,0
@@ -102,16 +103,26 @@ func TestAuditLog(t *testing.T) {
 	// The audit log writes a statement as it ends: its record begins at
 	// its session's previous event.
 	check(t, out,
-		`1 10.167 connect 0 sbtest root ""`,
-		`1 10.167 query 0 sbtest  "BEGIN"`,
-		`1 10.500 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1002"`,
+		`1 10.125 connect 0 sbtest root ""`,
+		`1 10.125 query 0 sbtest  "BEGIN"`,
+		`1 10.375 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1002"`,
+		`1 10.625 query 0 sbtest  "UPDATE sbtest1 SET k=k+1 WHERE id=1002"`,
 		`2 11.167 connect 16  root ""`,
 		`2 11.167 query 0   "select 'a\nb', 'it''s', 'x,y'"`,
 		`1 11.833 quit 0   ""`,
 		`2 11.833 quit 64   ""`,
 	)
-	if d := out[2].Duration.Round(time.Millisecond); d != 333*time.Millisecond {
-		t.Errorf("the SELECT lasts %v, want from the BEGIN's end to its own (333ms)", d)
+	if d := out[2].Duration.Round(time.Millisecond); d != 250*time.Millisecond {
+		t.Errorf("the SELECT lasts %v, want from the BEGIN's end to its own (250ms)", d)
+	}
+	// RETCODE is kept: the deadlock the UPDATE ended with is its captured
+	// answer; a statement that succeeded has none (the log says nothing
+	// more of it).
+	if r := out[3].Resp; r.Kind != store.RespError || r.ErrCode != 1213 {
+		t.Errorf("the UPDATE's answer %+v, want error 1213", r)
+	}
+	if r := out[2].Resp; r.Kind != store.RespNone {
+		t.Errorf("the SELECT's answer %+v, want none", r)
 	}
 	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "error 1045") {
 		t.Errorf("the refused connect: %+v", st)

@@ -47,9 +47,15 @@ MariaDB's server_audit log (server_audit_events=CONNECT,QUERY, file
 output). Such a capture has sessions (by connection id), connects with
 user and schema, every statement in the server's order with its time, and
 executes of prepared statements with their values as the log writes them
-(replayed as text); the slow log adds each statement's duration. It has
-no answers: replay compares the targets with each other only, and says
-so. Times are as precise as the log (MariaDB writes whole seconds; the
+(replayed as text); the slow log adds each statement's duration, the
+audit log the error each statement ended with (RETCODE). It has no other
+answers: replay compares the targets with each other, and with production
+only by those errors, and says so. A statement the audit log says ended
+in a deadlock or lock wait timeout is handled as the server did (not
+sent; with a deadlock its transaction rolled back there). The general and
+slow logs do not say which statements failed: a transaction the server
+rolled back for a deadlock, whose client then sent BEGIN again, replays
+as committed by that BEGIN, on every target alike. Times are as precise as the log (MariaDB writes whole seconds; the
 records of one second keep the log's order), in --log-time-zone. A
 session whose connect is not in the log gets a synthetic one (counted);
 passwords are masked and such statements not replayed. Give rotated
@@ -250,7 +256,11 @@ func (sf *sniffFlags) fromLog(c *cobra.Command, dir string, key *store.Key) erro
 		return fmt.Errorf("close the capture %s: %w", dir, closeErr)
 	}
 	out := c.OutOrStdout()
-	fmt.Fprintf(out, "captured %d records into %s from the %s log (no answers: replay compares targets with each other only)\n", w.Stats().Committed, dir, sf.format)
+	answers := "no answers: replay compares targets with each other only"
+	if sf.format == serverlog.Audit {
+		answers = "no answers but the errors statements ended with: replay compares targets with each other, and with production by those errors"
+	}
+	fmt.Fprintf(out, "captured %d records into %s from the %s log (%s)\n", w.Stats().Committed, dir, sf.format, answers)
 	for _, l := range st.Lines(origin.Kind) {
 		fmt.Fprintf(out, "  %s\n", l)
 	}
