@@ -82,50 +82,56 @@ func (a *asm) label(name string) {
 }
 
 func (a *asm) jump(cond bpf.JumpTest, val uint32, ifTrue, ifFalse string) {
-	if a.jumps == nil {
-		a.jumps = map[int][2]string{}
-	}
-	a.jumps[len(a.ins)] = [2]string{ifTrue, ifFalse}
+	a.refer(ifTrue, ifFalse)
 	a.op(bpf.JumpIf{Cond: cond, Val: val})
 }
 
 func (a *asm) goTo(label string) {
-	if a.jumps == nil {
-		a.jumps = map[int][2]string{}
-	}
-	a.jumps[len(a.ins)] = [2]string{label}
+	a.refer(label, "")
 	a.op(bpf.Jump{})
 }
 
+// refer notes the labels the next instruction jumps to.
+func (a *asm) refer(ifTrue, ifFalse string) {
+	if a.jumps == nil {
+		a.jumps = map[int][2]string{}
+	}
+	a.jumps[len(a.ins)] = [2]string{ifTrue, ifFalse}
+}
+
 func (a *asm) assemble() ([]bpf.RawInstruction, error) {
-	skip := func(at int, to string) (uint8, error) {
+	// skip is how many instructions a jump at at passes over to reach
+	// label to ("": none, the next instruction).
+	skip := func(at int, to string, most int) (int, error) {
 		if to == "" {
 			return 0, nil
 		}
 		n, ok := a.labels[to]
-		if !ok || n <= at || n-at-1 > 255 {
+		if !ok || n <= at || n-at-1 > most {
 			return 0, fmt.Errorf("bpf: jump from %d to %q out of reach", at, to)
 		}
-		return uint8(n - at - 1), nil
+		return n - at - 1, nil
 	}
 	for at, to := range a.jumps {
-		if _, ok := a.ins[at].(bpf.Jump); ok {
-			n, ok := a.labels[to[0]]
-			if !ok || n <= at {
-				return nil, fmt.Errorf("bpf: jump from %d to %q out of reach", at, to[0])
+		switch j := a.ins[at].(type) {
+		case bpf.Jump:
+			n, err := skip(at, to[0], 1<<31)
+			if err != nil {
+				return nil, err
 			}
-			a.ins[at] = bpf.Jump{Skip: uint32(n - at - 1)}
-			continue
+			a.ins[at] = bpf.Jump{Skip: uint32(n)}
+		case bpf.JumpIf:
+			t, err := skip(at, to[0], 255)
+			if err != nil {
+				return nil, err
+			}
+			f, err := skip(at, to[1], 255)
+			if err != nil {
+				return nil, err
+			}
+			j.SkipTrue, j.SkipFalse = uint8(t), uint8(f)
+			a.ins[at] = j
 		}
-		j := a.ins[at].(bpf.JumpIf)
-		var err error
-		if j.SkipTrue, err = skip(at, to[0]); err != nil {
-			return nil, err
-		}
-		if j.SkipFalse, err = skip(at, to[1]); err != nil {
-			return nil, err
-		}
-		a.ins[at] = j
 	}
 	return bpf.Assemble(a.ins)
 }
