@@ -8,6 +8,7 @@ import (
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
+	"github.com/tandemdb/tandem/serverlog"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
 )
@@ -211,7 +212,7 @@ func applyBypassed(cfg *Config, r *store.Reader) (string, error) {
 func originNotes(o *store.Origin) []string {
 	var notes []string
 	switch {
-	case o.NoResults && o.Kind == "audit-log":
+	case o.NoResults && o.Kind == serverlog.OriginKind(serverlog.Audit):
 		notes = append(notes, fmt.Sprintf("the capture was read from a server's %s and holds no answers but the errors statements ended with: targets are compared with each other, and with production by those errors only", o.Kind))
 	case o.NoResults:
 		notes = append(notes, fmt.Sprintf("the capture was read from a server's %s and holds no answers: targets are compared with each other only, never with production", o.Kind))
