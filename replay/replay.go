@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/internal/pace"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/targets"
@@ -703,7 +704,7 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 			bg.Add(2)
 			go func() { defer bg.Done(); rn.watchdog(stop) }()
 			go func() { defer bg.Done(); rn.collect(pcfg.SeriesInterval, prog, stop) }()
-			sleepUntil(ctx, start)
+			pace.SleepUntil(ctx, start)
 			if pcfg.Concurrency > 0 {
 				errs[k] = rn.runConcurrent(ctx)
 			} else {

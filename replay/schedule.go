@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/internal/blockio"
+	"github.com/tandemdb/tandem/internal/pace"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/replay/conn"
@@ -443,18 +444,6 @@ func (rn *runner) pastDeadline() bool {
 	return rn.cfg.Duration > 0 && !rn.src.followed() && time.Since(rn.start) > rn.cfg.Duration
 }
 
-// sleepUntil sleeps until t, or until ctx ends.
-func sleepUntil(ctx context.Context, t time.Time) {
-	if d := time.Until(t); d > 0 {
-		tm := time.NewTimer(d)
-		select {
-		case <-tm.C:
-		case <-ctx.Done():
-			tm.Stop()
-		}
-	}
-}
-
 // sessionRunner feeds one captured session's records to a worker of its own.
 type sessionRunner struct {
 	wg       sync.WaitGroup
@@ -649,7 +638,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					w.cur = u.t
 					queue.At(u.t)
 					if rn.failed() == "" {
-						sleepUntil(ctx, u.jobs[0].intended)
+						pace.SleepUntil(ctx, u.jobs[0].intended)
 						if u.t != nil {
 							rn.waitTurn(w, u.t, u.t.Start, 0, &u.jobs[0], u.jobs)
 						}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/internal/pace"
 	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -64,7 +65,7 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	}
 	rerun := false
 	if rn.failed() == "" {
-		sleepUntil(ctx, j.intended)
+		pace.SleepUntil(ctx, j.intended)
 		// Stuck behind its own locks: the transaction runs again (its
 		// records waiting their turns), then j waits again.
 		for attempt := 0; j.t != nil && rn.failed() == ""; attempt++ {
