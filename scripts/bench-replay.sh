@@ -21,13 +21,20 @@
 #     (target for read-only <= 1.05). REF=<git revision> builds that
 #     revision's tandem (git archive into the temp dir) and replays the same
 #     captures with it too, alternating with this one.
+#  5. Latency at the same offered rate: sysbench oltp_point_select --rate=RATE
+#     against tandem replay --speed 1 of a synthetic capture with the same
+#     rate and threads (Poisson arrivals, as sysbench's), same server,
+#     alternating; p95 per statement, replay/sysbench (target <= 1.05).
+# Parts 1, 4 and 5 end with one verdict line per target of issue #30
+# (replay >= 1.0x sysbench's QPS with --order none, >= 0.95x with
+# --order capture; read-only --order capture/none <= 1.05; p95 <= 1.05x).
 #   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
 #   MEM_RECORDS (default 5000000; 0 skips part 2), PACE_SECS (default 10),
-#   CAPTURE_SECS (default 10), PARTS (default "1 2 3 4": the parts to run,
-#   e.g. PARTS=4 or PARTS="1 4")
+#   CAPTURE_SECS (default 10), RATE (default 2000 events/s, part 5),
+#   PARTS (default "1 2 3 4 5": the parts to run, e.g. PARTS=4 or PARTS="1 4")
 set -euo pipefail
 tandem=${1:-bin/tandem}
-PARTS=" ${PARTS:-1 2 3 4} "; PARTS=${PARTS//,/ }
+PARTS=" ${PARTS:-1 2 3 4 5} "; PARTS=${PARTS//,/ }
 CAPTURE_SECS=${CAPTURE_SECS:-10}
 REF=${REF:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +44,7 @@ SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-8}
 MEM_RECORDS=${MEM_RECORDS:-5000000}
+RATE=${RATE:-2000}
 if part 4 && [ -n "$REF" ]; then
   ref_rev=$(git -C "$repo" rev-parse --short "$REF^{commit}") || { echo "bench-replay: REF=$REF: no such revision" >&2; exit 2; }
 fi
@@ -53,7 +61,7 @@ fi
 
 # The MyRocks server only for part 2: an idle server still shares the CPUs.
 if part 2 && [ "$MEM_RECORDS" -gt 0 ]; then engines=(innodb rocksdb); else engines=(innodb); fi
-if part 1 || part 2 || part 4; then
+if part 1 || part 2 || part 4 || part 5; then
 "$tandem" sandbox up "${engines[@]}" --dir "$work/sandbox" >/dev/null
 eval "$("$tandem" sandbox env --dir "$work/sandbox")"
 inno="root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest"
@@ -68,6 +76,14 @@ fi
 fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", a/b}'; }
 mean() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.1f", s/NR}'; }
+mean3() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.3f", s/NR}'; }
+# verdict NAME VALUE OP LIMIT: one line, MET or NOT MET (issue #30's targets).
+verdict() {
+  awk -v n="$1" -v v="$2" -v op="$3" -v l="$4" 'BEGIN{
+    if (v !~ /^[0-9.]+$/) { printf "verdict %-48s not measured\n", n; exit }
+    ok = (op == ">=" ? v + 0 >= l + 0 : v + 0 <= l + 0)
+    printf "verdict %-48s %6.3f %s %s: %s\n", n, v, (ok ? op : (op == ">=" ? "<" : ">")), l, (ok ? "MET" : "NOT MET") }'
+}
 
 if part 1; then
 echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
@@ -103,8 +119,11 @@ for round in $(seq "$ROUNDS"); do
     "$round" "$q" "$r" "$(ratio "$r" "$q")" "$p" "$(ratio "$p" "$q")" "$o" "$(ratio "$o" "$q")" "$m" "$(ratio "$r" "$m")"
 done
 msb=$(mean "${sb[@]}"); mtr=$(mean "${tr[@]}"); mtp=$(mean "${tp[@]}"); mto=$(mean "${to[@]}"); mtm=$(mean "${tm[@]}")
-printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)   (target >= 0.95)\n' \
+printf 'mean     sysbench %8.0f qps   replay --io blocking %8.0f (%s)   --io poller %8.0f (%s)   --order capture %8.0f (%s)   metrics off %8.0f (on/off %s)\n' \
   "$msb" "$mtr" "$(ratio "$mtr" "$msb")" "$mtp" "$(ratio "$mtp" "$msb")" "$mto" "$(ratio "$mto" "$msb")" "$mtm" "$(ratio "$mtr" "$mtm")"
+printf 'direct sysbench on this machine: %.0f qps (mean of %d runs)\n' "$msb" "$ROUNDS"
+verdict "replay --order none / sysbench qps" "$(ratio "$mtr" "$msb")" ">=" 1.0
+verdict "replay --order capture / sysbench qps" "$(ratio "$mto" "$msb")" ">=" 0.95
 fi
 
 if part 2 && [ "$MEM_RECORDS" -gt 0 ]; then
@@ -200,7 +219,6 @@ print(f"{t['elapsed_seconds']:.3f}", wall)
 PY
 }
 declare -A secs=()
-mean3() { printf '%s\n' "$@" | awk '{s+=$1} END {printf "%.3f", s/NR}'; }
 for round in $(seq "$ROUNDS"); do
   # modes and builds swap places every other round (the machine drifts)
   if [ $((round % 2)) = 1 ]; then modes=(capture none); order=("${builds[@]}"); else modes=(none capture); order=(); for ((i=${#builds[@]}-1; i>=0; i--)); do order+=("${builds[$i]}"); done; fi
@@ -229,4 +247,34 @@ for b in "${builds[@]}"; do
     r = sc / sn; printf "verdict oltp_read_only %-10s --order capture/none %.3f %s 1.05: %s\n", b, r, (r <= 1.05 ? "<=" : ">"), (r <= 1.05 ? "MET" : "NOT MET") }'
 done
 [ -z "$REF" ] || echo "tandem@REF: REF=$REF ($ref_rev)"
+fi
+
+if part 5; then
+echo
+echo "== 5. latency at the same offered rate: oltp_point_select at --rate=$RATE events/s from $THREADS threads for ${SECS}s,"
+echo "   sysbench --rate against tandem replay --speed 1 of a synthetic capture with the same rate (Poisson arrivals), same server,"
+echo "   alternating $ROUNDS rounds; p95 per statement (sysbench's from its histogram: an event is one statement here)"
+"$tandem" synth oltp_point_select --out "$work/rate" --tables 4 --table-size 20000 --threads "$THREADS" --rate "$RATE" --duration "${SECS}s" >/dev/null
+sysbench_p95() {
+  sysbench oltp_point_select --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$TANDEM_INNODB_PORT" \
+    --mysql-user=root --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --rate="$RATE" --time="$SECS" \
+    --report-interval=0 --histogram=on run >"$work/sysbench-rate.log"
+  # p95 from the histogram (three decimals; the summary line has two).
+  awk '/^ *[0-9.]+ \|/ { v[++n] = $1; c[n] = $NF; t += $NF }
+       END { for (i = 1; i <= n; i++) { s += c[i]; if (s >= 0.95 * t) { printf "%.3f %d\n", v[i], t; exit } } }' "$work/sysbench-rate.log"
+}
+replay_p95() {
+  rm -rf "$work/run-rate"
+  "$tandem" replay "$work/rate" --speed 1 --run "$work/run-rate" --json --metrics-addr off --target "innodb=$inno" 2>/dev/null |
+    python3 -c 'import json,sys; t=json.load(sys.stdin)["points"][0]["targets"][0]; print("%.3f %d" % (t["latency"]["p95_ms"], t.get("reads",0)+t.get("writes",0)+t.get("other",0)))'
+}
+sp=() rp=()
+for round in $(seq "$ROUNDS"); do
+  if [ $((round % 2)) -eq 1 ]; then read -r s sn < <(sysbench_p95); read -r r rn < <(replay_p95)
+  else read -r r rn < <(replay_p95); read -r s sn < <(sysbench_p95); fi
+  sp+=("$s"); rp+=("$r")
+  printf 'round %d  sysbench p95 %6.3f ms (%d events)   replay p95 %6.3f ms (%d statements)   replay/sysbench %s\n' "$round" "$s" "$sn" "$r" "$rn" "$(ratio "$r" "$s")"
+done
+mr=$(mean3 "${rp[@]}"); ms=$(mean3 "${sp[@]}")
+verdict "replay p95 / sysbench p95 at --rate $RATE" "$(ratio "$mr" "$ms")" "<=" 1.05
 fi

@@ -10,7 +10,9 @@
 # estimate: CPU of --order capture minus --order none over the statements
 # replayed); peak RSS against capture length (N=64 captured for LONG_SECS
 # too); and how each figure grows from the first to the last N (ratio to the
-# first N's figure).
+# first N's figure). Ends with one verdict line per target of issue #30: peak
+# RSS flat with capture length (<= 1.10x for 10x the records) and the gate's
+# CPU per statement growing with N by at most log N / log first N.
 #   SESSIONS (default "16 64 256 1024"), CAPTURE_SECS (default 5),
 #   LONG_SECS (default CAPTURE_SECS x 10; 0 skips the long capture),
 #   LONG_N (default 64: the session count captured long too),
@@ -212,4 +214,27 @@ if [ -n "${rec[long]:-}" ]; then
   printf '%-10s %9s %11s %11s %11s %11s %11s\n' "long/short" "$(grow "${rec[$LONG_N]}" "${rec[long]}")" "$(grow "${sps[$LONG_N,capture]}" "${sps[long,capture]}")" \
     "$(grow "${sps[$LONG_N,none]}" "${sps[long,none]}")" "$(grow "${rss[$LONG_N,capture]}" "${rss[long,capture]}")" "$(grow "${rss[$LONG_N,none]}" "${rss[long,none]}")" \
     "$(grow "${gate[$LONG_N]}" "${gate[long]}")"
+fi
+
+# Issue #30's targets, one line each: peak RSS flat with capture length (10x
+# the records within 10 %), and the gate's CPU per statement growing with the
+# number of sessions by no more than a log factor (log2 N / log2 first N).
+# verdict NAME VALUE OP LIMIT
+verdict() {
+  awk -v n="$1" -v v="$2" -v op="$3" -v l="$4" 'BEGIN{
+    if (v !~ /^-?[0-9.]+$/) { printf "verdict %-56s not measured\n", n; exit }
+    ok = (op == ">=" ? v + 0 >= l + 0 : v + 0 <= l + 0)
+    printf "verdict %-56s %6.2f %s %s: %s\n", n, v, (ok ? op : (op == ">=" ? "<" : ">")), l, (ok ? "MET" : "NOT MET") }'
+}
+echo
+echo "Verdicts (issue #30; one run each):"
+if [ -n "${rec[long]:-}" ]; then
+  for m in capture none; do
+    verdict "peak RSS, ${LONG_SECS}s capture / ${CAPTURE_SECS}s (N=$LONG_N) --order $m" "$(grow "${rss[$LONG_N,$m]}" "${rss[long,$m]}")" "<=" 1.10
+  done
+fi
+last=${sessions[$((${#sessions[@]} - 1))]}
+if [ "$last" != "$first" ]; then
+  verdict "gate CPU per statement, N=$last / N=$first" "$(grow "${gate[$first]}" "${gate[$last]}")" "<=" \
+    "$(awk -v a="$first" -v b="$last" 'BEGIN{ printf "%.2f", (a > 1 ? log(b)/log(a) : log(b)/log(2)) }')"
 fi
