@@ -48,8 +48,17 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	default:
 		step.In = next.Open() && (j.rec.Kind == store.KindLongData || j.rec.Kind == store.KindFetch)
 	}
-	if step.CommitBefore || stmt && !step.In {
-		w.endTrx() // the transaction before j ended (by j, or before it)
+	// The transaction before j ended, by j or before it. The target ends
+	// it only when j runs: until then it holds its locks, so a statement
+	// that ends it implicitly (a BEGIN after a client's deadlock the
+	// capture did not record, DDL) waits for its turn with the transaction
+	// held (its locks published, rolled back if it blocks an earlier
+	// record, see waitTurn), and forgets it once it ran. Other records
+	// forget it now.
+	endsTrx := step.CommitBefore || stmt && !step.In
+	if endsTrx && (!stmt || w.failing >= 0) {
+		w.endTrx()
+		endsTrx = false
 	}
 	if w.failing >= 0 {
 		switch {
@@ -74,11 +83,21 @@ func (w *worker) handle(ctx context.Context, j *job) {
 			}
 			rerun = true
 			if !w.rerunTrx(rn.ctx, store.OutcomeOrderRerun, attempt+2) && !w.retryTrx(rn.ctx, j.rec.Session) {
+				if endsTrx {
+					// j is not part of the transaction that failed: it
+					// runs, once its turn comes, with nothing held.
+					w.giveUpHeld()
+					endsTrx = false
+					continue
+				}
 				w.ctrx = next
 				w.giveUp(j, nil, step)
 				return
 			}
 		}
+	}
+	if endsTrx && isLockError(capturedError(j.rec)) {
+		w.endTrx() // j is not sent (rolledBack)
 	}
 	if stmt && w.rolledBack(rn.ctx, j, step) {
 		w.ctrx = next
@@ -90,6 +109,9 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		o.Flags |= store.OutcomeOrderRerun
 	}
 	w.ctrx = next
+	if endsTrx {
+		w.endTrx() // j ran: the target ended it
+	}
 	if kind == statement {
 		w.afterStatement(rn.ctx, j, &o, step)
 		return
@@ -264,6 +286,20 @@ func (w *worker) retryTrx(ctx context.Context, session uint64) bool {
 // j's (final, or j skipped when nil) is recorded. In session mode the
 // rest of the captured transaction is then skipped (skipFailed).
 func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
+	w.failTrx(j, final, step, false)
+}
+
+// giveUpHeld ends the open transaction, failed for good on the target
+// while the record that ends it (implicitly: see handle) waited for its
+// turn: as giveUp, at the transaction's last record that ran, which was
+// recorded already. The record that ends it then runs on its own.
+func (w *worker) giveUpHeld() {
+	w.failTrx(w.trx[len(w.trx)-1], nil, sqlinfo.Step{}, true)
+}
+
+// failTrx is giveUp; held: j is the open transaction's last record (in
+// trx), not one more.
+func (w *worker) failTrx(j *job, final *store.Outcome, step sqlinfo.Step, held bool) {
 	w.rollback(w.rn.ctx)
 	first := j
 	if len(w.trx) > 0 {
@@ -271,6 +307,9 @@ func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
 	}
 	f := store.FailedTrx{Session: j.rec.Session, Loop: j.loop, FirstSeq: first.rec.Seq, FailedSeq: j.rec.Seq, LastSeq: j.rec.Seq,
 		Code: w.lastFail, Attempts: 1 + w.retries(j.rec.Session), Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
+	if held {
+		f.Statements--
+	}
 	if final != nil && (!retryable(final) || final.Flags&store.OutcomeClientError != 0) {
 		f.Code, f.Cause, f.Attempts = final.ErrCode, final.Cause, 1
 	}
@@ -284,11 +323,14 @@ func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
 		w.record(p, &o)
 		w.rn.gate.Finish(p.t) // what is not run again must not hold others back
 	}
-	f.Tables = writesOf(j, f.Tables)
-	if final != nil {
+	switch {
+	case held:
+	case final != nil:
+		f.Tables = writesOf(j, f.Tables)
 		final.Flags |= store.OutcomeTrxFailed
 		w.record(j, final)
-	} else {
+	default:
+		f.Tables = writesOf(j, f.Tables)
 		var o store.Outcome
 		o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session
 		kind := skip(&o, store.SkipTrxFailed)
