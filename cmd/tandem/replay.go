@@ -184,7 +184,10 @@ a transaction that waits for it (replay let the other take a lock first),
 the waiting transaction rolls back at once and runs again after it, as
 the capture had it; --order-inflight bounds how long a stuck statement
 that no waiting transaction can explain is given. No record waits longer
-than --order-timeout (a rare fault, counted and labelled); reruns and
+than --order-timeout for a record before it that makes no progress (is
+not done, nor sent when that is what it waits for: a rare fault, counted
+and labelled; a wait behind records that keep getting done, as when one
+session runs ahead at --speed 0, is not cut short); reruns and
 timeouts are counted, and their outcomes are order-ambiguous when they
 differ. A statement whose outcome differs but whose captured interval
 (from its transaction's start) overlapped a commit of another session on
@@ -349,7 +352,7 @@ func (g *gateFlags) add(f *pflag.FlagSet, cfg *replay.Config) {
 	f.BoolVar(&cfg.SkipDamaged, "skip-damaged", false, "replay a capture that lacks records (a crash emptied or cut a WAL; a damaged file, whose unreadable records are passed over; 'tandem inspect --verify' lists both) instead of refusing it; the report says what is missing")
 	f.DurationVar(&cfg.OrderInflight, "order-inflight", replay.DefaultOrderInflight, "with --order capture, a record stuck on the server this long (or 20x its captured time) for a reason the capture does not explain is let through: the transaction waiting for it rolls back and runs again (one that may hold the lock it waits for yields within 2ms)")
 	f.StringVar(&cfg.CommitOrder, "commit-order", replay.CommitOrderGTID, "with --order capture, each session on its own connection: gtid keeps commits in the order the capture's GTIDs give (the server's own; a capture without GTIDs falls back to its clock), time orders them by the capture's clock alone, as captures without GTIDs are")
-	f.DurationVar(&cfg.OrderTimeout, "order-timeout", replay.DefaultOrderTimeout, "with --order capture, the longest a record waits for those before it; one that goes ahead is counted (order_released), and a change that overtakes a conflicting one makes later differences on its tables order-ambiguous")
+	f.DurationVar(&cfg.OrderTimeout, "order-timeout", replay.DefaultOrderTimeout, "with --order capture, the longest a record waits for those before it while none of them progresses (is done, or sent); one that goes ahead is counted (order_released), and a change that overtakes a conflicting one makes later differences on its tables order-ambiguous")
 	f.IntVar(&g.retries, "retries", replay.DefaultRetries, "retry a transaction that hits a deadlock or lock wait timeout the capture did not have this many times (0: never; the writes that bypassed the proxy, applied as a replica applies them, are tried 10 times, as a replica does); one that fails every time is rolled back and counted as failed for good")
 	f.DurationVar(&cfg.TargetTimeout, "target-timeout", replay.DefaultTargetTimeout, "a target whose call gets no answer this long is marked failed; the others go on (0: wait forever)")
 	f.StringVar(&cfg.OnUnrewritable, "on-unrewritable", replay.UnrewritableFail, "a CREATE/ALTER TABLE whose engine cannot be set: fail (stop that target) or skip (run the rest without it)")

@@ -71,7 +71,12 @@
 // duration, doubled for each time the waiter has started over): locks the
 // capture does not explain (the target's engine locks more, a gap lock),
 // or a chain through other sessions. No wait lasts longer than hardBound
-// (--order-timeout); a record released by it is marked
+// (--order-timeout) past the last progress it saw (its blocker done, or
+// sent when it waited for that): a wait behind tickets that keep getting
+// done is the replay catching up, not a stall — at --speed 0 a session
+// runs ahead of the others as far as the target lets it, and at a
+// thousand sessions such waits took longer than 2 s by the hundreds. A
+// record released by it is marked
 // (OutcomeOrderReleased), as are the records of a transaction run again
 // (OutcomeOrderRerun), and their divergences are counted as
 // order-ambiguous.

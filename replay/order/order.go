@@ -480,8 +480,18 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 	began := g.now()
 	released, waited := false, false
 	quiet := 0 // looks at the stall check in a row that found nothing stuck
+	// The hard bound counts from the last progress: a wait behind tickets
+	// that keep getting done is the replay catching up (at --speed 0 a
+	// session runs ahead of the others by as much as the target lets
+	// it), not a stall. Progress is the last blocker done, or sent when
+	// t waited for it to be sent.
+	var last *Ticket
+	lastSent := false
 	for {
 		g.mu.Lock()
+		if progressed(last, lastSent) {
+			began = g.now()
+		}
 		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, patience, h)
 		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
 			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
@@ -526,6 +536,7 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 			blocker.sendWaiters.Store(true)
 			wake1 = blocker.onSent
 		}
+		last, lastSent = blocker, blocker != nil && blocker.sent.Load() != 0
 		g.mu.Unlock()
 		t.waiting.Store(blocker)
 		waited = true
@@ -562,11 +573,22 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		t.waiting.Store(nil)
 		if g.now().Sub(began) >= limit {
 			g.mu.Lock()
+			if progressed(last, lastSent) {
+				g.mu.Unlock()
+				continue // counted from now at the top
+			}
 			g.overtakeLocked(ln, t, threshold)
 			g.mu.Unlock()
 			return TimedOut, nil
 		}
 	}
+}
+
+// progressed reports whether a waiter's last blocker is done, or was sent
+// when it had not been (sent: whether it had): the order moved on since
+// the waiter looked. Under the gate's lock.
+func progressed(last *Ticket, sent bool) bool {
+	return last != nil && (last.done || !sent && last.sent.Load() != 0)
 }
 
 // overtakeLocked notes that t goes to the server, at threshold, before

@@ -449,3 +449,40 @@ func TestGateMarksWhatAReleasedChangeOvertakes(t *testing.T) {
 		}
 	})
 }
+
+// The hard bound counts from the last progress: a record waiting behind
+// records that keep getting done waits for all of them, however long that
+// takes in all; one behind a record that makes no progress is released
+// the hard bound after the last one was done. (At --speed 0 a session
+// runs ahead of the others as far as the target lets it: at a thousand
+// sessions hundreds of reads were released after 2 s while the replay was
+// only catching up.)
+func TestGateHardBoundCountsFromTheLastProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const bound = 100 * time.Millisecond
+		g := NewGate(10*time.Millisecond, bound)
+		var before []*Ticket
+		for i := range int64(5) {
+			before = append(before, g.Register(i*10, i*10+5, nil, true, nil, false))
+		}
+		stuck := g.Register(60, 65, nil, true, nil, false)
+		r := g.Register(100, 101, nil, false, nil, false) // a read: waits for the changes before it
+		go func() {
+			for _, p := range before {
+				time.Sleep(60 * time.Millisecond) // each within the bound, 300 ms in all
+				g.Finish(p)
+			}
+		}()
+		start := time.Now()
+		res := first(g.Wait(context.Background(), r, r.Start, 0, 0, nil))
+		waited := time.Since(start)
+		// Released by the bound after the fifth was done (at 300 ms, seen at
+		// the waiter's next look, every 10 ms here), behind the one never
+		// done; not at 100 ms, behind the first. (synctest's clock.)
+		if res != TimedOut || waited < 400*time.Millisecond || waited > 410*time.Millisecond {
+			t.Fatalf("wait ended %v after %v; want TimedOut after 400-410ms (the last progress at 300ms, then the bound)", res, waited)
+		}
+		g.Finish(stuck)
+		g.Finish(r)
+	})
+}
