@@ -242,6 +242,41 @@ func (h *Histogram) Reset() {
 	h.count, h.sum, h.min, h.max = 0, 0, 0, 0
 }
 
+// Recycle empties h (merged elsewhere first), keeping the memory of the
+// powers of two that held at least 1/64 of its values — the common
+// latencies, which come again — and releasing the others': a histogram
+// recycled after every interval holds what an interval needs, not every
+// power of two a long run's rare slow values ever reached.
+func (h *Histogram) Recycle() {
+	for c, p := range h.chunk {
+		if p == nil {
+			continue
+		}
+		var n uint64
+		for _, v := range *p {
+			n += v
+		}
+		if n*64 < h.count {
+			h.chunk[c] = nil
+		} else {
+			clear(*p)
+		}
+	}
+	h.count, h.sum, h.min, h.max = 0, 0, 0, 0
+}
+
+// Chunks is how many powers of two h holds memory for (1 KiB each; the
+// first, 2 KiB).
+func (h *Histogram) Chunks() int {
+	n := 0
+	for _, p := range h.chunk {
+		if p != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Clone returns a copy of h sharing no memory with it.
 func (h *Histogram) Clone() *Histogram {
 	c := &Histogram{}

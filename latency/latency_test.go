@@ -174,3 +174,29 @@ func TestMetricBuckets(t *testing.T) {
 		t.Error("a caller's change to the bounds reached the next caller")
 	}
 }
+
+// Recycle empties a histogram and keeps the memory of the powers of two
+// that held at least 1/64 of its values, releasing the rare ones'.
+func TestRecycleKeepsTheCommonPowersOfTwo(t *testing.T) {
+	var h Histogram
+	for range 1000 {
+		h.Record(100 * time.Microsecond) // 2^16..2^17 ns
+		h.Record(300 * time.Microsecond) // 2^18..2^19
+	}
+	h.Record(2 * time.Second) // one slow value: 2^30..2^31
+	h.Record(50)              // and one in chunk 0
+	if got := h.Chunks(); got != 4 {
+		t.Fatalf("%d chunks before, want 4", got)
+	}
+	h.Recycle()
+	if h.Count() != 0 || h.Sum() != 0 || h.Quantile(0.5) != 0 {
+		t.Fatalf("after Recycle: count %d, sum %d, p50 %d; want all 0", h.Count(), h.Sum(), h.Quantile(0.5))
+	}
+	if got := h.Chunks(); got != 2 {
+		t.Fatalf("%d chunks after Recycle, want 2 (the two common ones)", got)
+	}
+	h.Record(300 * time.Microsecond)
+	if h.Count() != 1 || h.Quantile(0.5) < 297*time.Microsecond || h.Quantile(0.5) > 303*time.Microsecond {
+		t.Fatalf("after Recycle and one value: count %d, p50 %d", h.Count(), h.Quantile(0.5))
+	}
+}

@@ -337,13 +337,16 @@ func (rn *runner) mergeInto(t *totals, records *int64) {
 	rn.mu.Lock()
 	ws := slices.Clone(rn.mu.workers)
 	rn.mu.Unlock()
+	// Under the retired totals' lock: a worker's statistics are in them or
+	// in the worker, never in both or neither (collect moves them).
+	rn.retired.Lock()
+	t.add(&rn.retired.t)
 	for _, w := range ws {
 		t.merge(w.st)
 		*records += w.st.records.Load()
 	}
-	if t.errCodes == nil {
-		t.errCodes, t.skippedBy, t.digests = map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
-	}
+	rn.retired.Unlock()
+	t.init()
 	rn.reg.mu.RLock()
 	t.digestIDs = slices.Clone(rn.reg.ids)
 	rn.reg.mu.RUnlock()

@@ -63,6 +63,12 @@ type runner struct {
 		outErr   error
 		rewrites map[string]rewritten
 	}
+	// retired holds the workers' statistics up to the last interval
+	// (wstats.retireInto); mergeInto adds the workers' since.
+	retired struct {
+		sync.Mutex
+		t totals
+	}
 	// board orders the statements of regrouped units running at once.
 	board *order.Board
 	// commitOrder: records that commit keep the server's commit order on
@@ -780,9 +786,12 @@ func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan 
 		rn.mu.Lock()
 		ws := append([]*worker(nil), rn.mu.workers...)
 		rn.mu.Unlock()
+		rn.retired.Lock()
 		for _, w := range ws {
 			w.st.takeInterval(&iv)
+			w.st.retireInto(&rn.retired.t)
 		}
+		rn.retired.Unlock()
 		if iv.Length > 0 {
 			rn.run.PutInterval(rn.point, rn.idx, n, &iv)
 			n++

@@ -19,11 +19,14 @@ import (
 // are scraped and when the run ends. No lock is shared between workers.
 //
 // Memory: a latency.Histogram takes about 0.5 KiB plus 1 KiB per power of
-// two its values span (4 to 8 for statement latencies). A worker keeps 5
-// histograms, an interval histogram, and one per statement digest it runs,
-// up to maxDigests digests per run (the rest share "other"): about 40 KiB
-// per worker for a sysbench workload, at most ~5 MiB per worker for a
-// capture of 500 shapes or more.
+// two its values span (4 to 8 for statement latencies in an interval; a
+// long run's rare slow statements add more). A worker keeps 5 histograms,
+// an interval histogram, and one per statement digest it runs, up to
+// maxDigests digests per run (the rest share "other"), and hands them to
+// its target's retired totals at the end of every interval (retireInto):
+// it holds only what one interval reached, about 40 KiB per worker for a
+// sysbench workload, at most ~5 MiB per worker for a capture of 500 shapes
+// or more; the cumulative histograms are kept once per target.
 
 // maxDigests bounds the digests a run keeps histograms for; later ones are
 // counted under "other".
@@ -278,32 +281,89 @@ type totals struct {
 func (t *totals) merge(s *wstats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	t.mergeLocked(s)
+}
+
+func (t *totals) mergeLocked(s *wstats) {
+	t.init()
 	t.c.add(&s.c)
-	if t.errCodes == nil {
-		t.errCodes, t.skippedBy, t.failedBy, t.digests = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
-	}
-	for k, v := range s.errCodes {
-		t.errCodes[k] += v
-	}
-	for k, v := range s.failedBy {
-		t.failedBy[k] += v
-	}
-	for k, v := range s.skippedBy {
-		t.skippedBy[k] += v
-	}
+	addCounts(t.errCodes, s.errCodes)
+	addCounts(t.failedBy, s.failedBy)
+	addCounts(t.skippedBy, s.skippedBy)
 	t.service.Merge(&s.service)
 	t.lag.Merge(&s.lag)
 	for i := range t.byClass {
 		t.byClass[i].Merge(&s.byClass[i])
 	}
 	for i, h := range s.digests {
-		if h == nil {
-			continue
+		t.mergeDigest(i, h)
+	}
+}
+
+// add merges o (retired statistics) into t.
+func (t *totals) add(o *totals) {
+	t.init()
+	t.c.add(&o.c)
+	addCounts(t.errCodes, o.errCodes)
+	addCounts(t.failedBy, o.failedBy)
+	addCounts(t.skippedBy, o.skippedBy)
+	t.service.Merge(&o.service)
+	t.lag.Merge(&o.lag)
+	for i := range t.byClass {
+		t.byClass[i].Merge(&o.byClass[i])
+	}
+	for i, h := range o.digests {
+		t.mergeDigest(i, h)
+	}
+}
+
+func (t *totals) init() {
+	if t.errCodes == nil {
+		t.errCodes, t.skippedBy, t.failedBy, t.digests = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[int]*latency.Histogram{}
+	}
+}
+
+func (t *totals) mergeDigest(i int, h *latency.Histogram) {
+	if h == nil {
+		return
+	}
+	if t.digests[i] == nil {
+		t.digests[i] = &latency.Histogram{}
+	}
+	t.digests[i].Merge(h)
+}
+
+func addCounts(into, from map[string]int64) {
+	for k, v := range from {
+		into[k] += v
+	}
+}
+
+// retireInto moves the worker's statistics so far into t (its runner's
+// retired totals, under their lock) and starts them afresh. A worker's
+// histograms grow a chunk for each power of two their latencies reach: kept
+// for a whole run, per worker and per digest, the rare slow statements of
+// a long run made them grow with its length (latency histograms were 30 MB
+// of an 800,000-statement replay's 83 MB heap at 64 sessions, 4 MB at
+// 80,000). Retired every interval, a target keeps one set of cumulative
+// histograms, and a worker only what one interval reached.
+func (s *wstats) retireInto(t *totals) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.mergeLocked(s)
+	s.c = counters{}
+	clear(s.errCodes)
+	clear(s.failedBy)
+	clear(s.skippedBy)
+	s.service.Recycle()
+	s.lag.Recycle()
+	for i := range s.byClass {
+		s.byClass[i].Recycle()
+	}
+	for _, h := range s.digests {
+		if h != nil {
+			h.Recycle()
 		}
-		if t.digests[i] == nil {
-			t.digests[i] = &latency.Histogram{}
-		}
-		t.digests[i].Merge(h)
 	}
 }
 

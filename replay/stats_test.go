@@ -3,7 +3,9 @@ package replay
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -24,5 +26,74 @@ func TestWorkerDigestCacheIsBounded(t *testing.T) {
 	}
 	if len(reg.list) != 2 || ws.digests[1] == nil || ws.digests[1].Count() != 20000 {
 		t.Errorf("digests %v; the statement's histogram %v, want 20000 under one digest", reg.list, ws.digests)
+	}
+}
+
+// A worker's statistics retired into its target's totals every interval
+// (retireInto) add up, merged with what the worker holds since, to the
+// same totals as a worker that never retired: counts, errors and every
+// histogram, value for value; and the retired worker holds no memory for
+// a power of two only a rare slow statement reached.
+func TestRetiredStatisticsAddUp(t *testing.T) {
+	an, reg := sqlinfo.NewAnalyzer(), newDigestRegistry()
+	kept, retiring := newWStats(), newWStats()
+	var retired totals
+	sel, upd := an.Info("SELECT c FROM t WHERE id = 1"), an.Info("UPDATE t SET k = k + 1 WHERE id = 2")
+	for iv := range 10 {
+		for i := range 200 {
+			info, d := sel, time.Duration(50+i%40)*time.Microsecond
+			if i%4 == 0 {
+				info, d = upd, time.Duration(200+i%100)*time.Microsecond
+			}
+			if iv == 3 && i == 7 {
+				d = 3 * time.Second // one slow statement
+			}
+			o := &store.Outcome{Service: d, Lag: d / 2}
+			if i%50 == 0 {
+				o.Flags, o.ErrCode = store.OutcomeError, 1213
+			}
+			for _, ws := range []*wstats{kept, retiring} {
+				ws.statement(reg, info, o, true, info == upd)
+				if o.ErrCode != 0 {
+					ws.failedRun(o)
+				}
+			}
+		}
+		retiring.retireInto(&retired)
+		if iv == 3 {
+			continue
+		}
+		for _, h := range retiring.digests {
+			if h != nil && h.Chunks() > 2 {
+				t.Fatalf("interval %d: a retired worker's digest histogram holds %d powers of two, want at most 2 (the slow statement's released)", iv, h.Chunks())
+			}
+		}
+	}
+	var want, got totals
+	want.merge(kept)
+	got.add(&retired)
+	got.merge(retiring)
+	if want.c != got.c || fmt.Sprint(want.errCodes) != fmt.Sprint(got.errCodes) {
+		t.Errorf("counters %+v errors %v; want %+v %v", got.c, got.errCodes, want.c, want.errCodes)
+	}
+	hs := func(t *totals) []*latency.Histogram {
+		l := []*latency.Histogram{&t.service, &t.lag, &t.byClass[0], &t.byClass[1], &t.byClass[2]}
+		for i := range len(reg.list) {
+			l = append(l, t.digests[i])
+		}
+		return l
+	}
+	w, g := hs(&want), hs(&got)
+	for i := range w {
+		if w[i] == nil && g[i] == nil {
+			continue
+		}
+		if w[i] == nil || g[i] == nil || w[i].Count() != g[i].Count() || w[i].Sum() != g[i].Sum() || w[i].Max() != g[i].Max() ||
+			w[i].Quantile(0.5) != g[i].Quantile(0.5) || w[i].Quantile(0.99) != g[i].Quantile(0.99) {
+			t.Errorf("histogram %d differs: got %v, want %v", i, g[i], w[i])
+		}
+	}
+	if want.c.queries[sqlinfo.ClassRead] != 1500 || want.c.queries[sqlinfo.ClassWrite] != 500 {
+		t.Errorf("reads %d writes %d, want 1500, 500", want.c.queries[sqlinfo.ClassRead], want.c.queries[sqlinfo.ClassWrite])
 	}
 }
