@@ -146,10 +146,21 @@ func (b *builder) add(e *event) {
 		b.process(e, e.at)
 		return
 	}
-	if len(b.secBuf) > 0 && e.at.Unix() != b.sec {
+	sec := e.at.Unix()
+	if sec < b.sec {
+		// An earlier second after a later one (a log that stamps a
+		// statement when it began and writes it when it ended): the
+		// log's order stands, so it is taken as of the second being
+		// read. Spread over its own second again, it would start before
+		// records of its session already written: a session's records
+		// must never go back in time (replay's order gate queues them in
+		// the session's order and waits by their times).
+		sec = b.sec
+	}
+	if len(b.secBuf) > 0 && sec != b.sec {
 		b.flushSecond()
 	}
-	b.sec = e.at.Unix()
+	b.sec = sec
 	b.secBuf = append(b.secBuf, e)
 }
 
@@ -223,6 +234,9 @@ func (b *builder) process(e *event, at time.Time) {
 		return
 	}
 	s := b.session(e.conn, at, e.user, e.schema)
+	if at.Before(s.lastEnd) {
+		at = s.lastEnd // sub-second times out of order: never before the session's last event
+	}
 	b.settle(s, at)
 	r := &store.Record{Session: s.id, Start: at, Duration: e.dur, Kind: e.kind, Schema: s.schema}
 	if e.errCode != 0 {

@@ -237,3 +237,39 @@ func FuzzLogs(f *testing.F) {
 		_, _, _ = FirstTime(path, f, time.UTC)
 	})
 }
+
+// A statement stamped with an earlier second than one logged before it (the
+// audit plugin stamps a statement when it began and writes it when it
+// ended) keeps the log's order: it is taken as of the second being read, so
+// that no session's records go back in time. Spread over its own second
+// again, session 1's UPDATE would have started before its SELECT ended,
+// and replay's order gate, which queues a session's records in order and
+// waits by their times, found a cycle for every record after it.
+func TestLogTimesNeverGoBackInASession(t *testing.T) {
+	out, _ := read(t, Audit, `20261204 20:15:10,vm,root,localhost,308,0,CONNECT,sbtest,,0
+20261204 20:15:10,vm,root,localhost,308,1,QUERY,sbtest,'BEGIN',0
+20261204 20:15:11,vm,root,localhost,308,2,QUERY,sbtest,'SELECT c FROM sbtest1 WHERE id=1',0
+20261204 20:15:11,vm,root,localhost,309,3,QUERY,sbtest,'SELECT 1',0
+20261204 20:15:10,vm,root,localhost,308,4,QUERY,sbtest,'UPDATE sbtest1 SET k=k+1 WHERE id=1',0
+20261204 20:15:11,vm,root,localhost,308,5,QUERY,sbtest,'COMMIT',0
+`)
+	check(t, out,
+		`1 10.250 connect 0 sbtest root ""`,
+		`1 10.250 query 0 sbtest  "BEGIN"`,
+		`1 10.750 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1"`,
+		`2 11.375 connect 16 sbtest root ""`,
+		`2 11.375 query 0 sbtest  "SELECT 1"`,
+		`1 11.125 query 0 sbtest  "UPDATE sbtest1 SET k=k+1 WHERE id=1"`,
+		`1 11.625 query 0 sbtest  "COMMIT"`,
+		`1 11.875 quit 64   ""`,
+		`2 11.875 quit 64   ""`,
+	)
+	last := map[uint64]time.Time{}
+	for _, r := range out {
+		if end := r.Start.Add(r.Duration); end.Before(last[r.Session]) || r.Start.Before(last[r.Session]) {
+			t.Errorf("session %d goes back in time at %q: [%v, %v] after %v", r.Session, r.SQL, r.Start, end, last[r.Session])
+		} else {
+			last[r.Session] = end
+		}
+	}
+}
