@@ -53,10 +53,17 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	// that ends it implicitly (a BEGIN after a client's deadlock the
 	// capture did not record, DDL) waits for its turn with the transaction
 	// held (its locks published, rolled back if it blocks an earlier
-	// record, see waitTurn), and forgets it once it ran. Other records
-	// forget it now.
+	// record, see waitTurn), and forgets it once it ran. A connect, change
+	// of user, reset or quit ends it by a rollback (the server's): that is
+	// done now, before j waits, so that its locks hold back no statement
+	// the gate cannot see waiting for them (a session open at the
+	// capture's stop, whose synthetic quit waits for everything before
+	// it).
 	endsTrx := step.CommitBefore || stmt && !step.In
 	if endsTrx && (!stmt || w.failing >= 0) {
+		if !stmt && len(w.trx) > 0 {
+			w.rollback(ctx)
+		}
 		w.endTrx()
 		endsTrx = false
 	}
@@ -294,6 +301,10 @@ func (w *worker) giveUp(j *job, final *store.Outcome, step sqlinfo.Step) {
 // turn: as giveUp, at the transaction's last record that ran, which was
 // recorded already. The record that ends it then runs on its own.
 func (w *worker) giveUpHeld() {
+	if len(w.trx) == 0 {
+		w.rollback(w.rn.ctx) // nothing of it ran here: nothing to list
+		return
+	}
 	w.failTrx(w.trx[len(w.trx)-1], nil, sqlinfo.Step{}, true)
 }
 
