@@ -2,6 +2,7 @@ package replay
 
 import (
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,43 +22,21 @@ import (
 // wait: nothing was seen to be in the way, and the BEGIN went only when
 // --order-timeout released it, unordered.
 func TestImplicitlyEndedTransactionYieldsWhileItsEndWaits(t *testing.T) {
-	at := time.Now().Truncate(time.Millisecond)
-	ms := func(n float64) time.Time { return at.Add(time.Duration(n * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	row := store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}
-	d := 500 * time.Microsecond
-	q := func(s uint64, start float64, sql string, r store.Response) store.Record {
-		return store.Record{Session: s, Start: ms(start), Duration: d, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: r}
-	}
-	recs := []store.Record{
-		{Session: 1, Start: ms(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 2, Start: ms(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		q(1, 1, "BEGIN", ok),
-		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1", upd),
-		q(2, 5, "UPDATE t SET v = v + 10 WHERE id = 1", upd),
-		q(1, 10, "BEGIN", ok),
-		q(1, 11, "SELECT v FROM t WHERE id = 2", row),
-		q(1, 12, "COMMIT", ok),
-		{Session: 2, Start: ms(13), Kind: store.KindQuit},
-		{Session: 1, Start: ms(14), Kind: store.KindQuit},
-	}
-	capDir := writeRecords(t, recs)
-	ta, tb, dba, dbb := twoInnoDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
-	}
-	rep := replayRun(t, capDir, func(cfg *Config) {
-		cfg.Order = OrderCapture
-		cfg.OrderTimeout = 30 * time.Second // a release would take this long: none is expected
-	}, ta, tb)
+	rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
+		return append(rowOneHeld(q, at),
+			q(1, 10, "BEGIN"),
+			q(1, 11, "SELECT v FROM t WHERE id = 2"),
+			q(1, 12, "COMMIT"),
+			store.Record{Session: 2, Start: at(13), Kind: store.KindQuit},
+			store.Record{Session: 1, Start: at(14), Kind: store.KindQuit})
+	})
 	for _, tr := range rep.Targets {
 		if tr.OrderReleased != 0 || tr.OrderReruns != 1 || tr.FailedTransactions != 0 || tr.Errors != 0 {
 			t.Errorf("%s: %d released, %d reruns, %d failed transactions, %d errors; want 0 released, 1 rerun (session 1's transaction yields to session 2's UPDATE), 0, 0",
 				tr.Name, tr.OrderReleased, tr.OrderReruns, tr.FailedTransactions, tr.Errors)
 		}
 	}
-	for _, db := range []*sql.DB{dba, dbb} {
+	for _, db := range dbs {
 		if v := valueOf(t, db, 1); v != 12 {
 			t.Errorf("row 1 holds %d, want 12 (both UPDATEs committed)", v)
 		}
@@ -75,32 +54,11 @@ func TestImplicitlyEndedTransactionYieldsWhileItsEndWaits(t *testing.T) {
 // held until --order-timeout released it (MyRocks, which gives up on a
 // lock after 1 s, failed session 2's UPDATE meanwhile).
 func TestQuitRollsBackBeforeItWaits(t *testing.T) {
-	at := time.Now().Truncate(time.Millisecond)
-	ms := func(n float64) time.Time { return at.Add(time.Duration(n * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	d := 500 * time.Microsecond
-	q := func(s uint64, start float64, sql string, r store.Response) store.Record {
-		return store.Record{Session: s, Start: ms(start), Duration: d, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: r}
-	}
-	recs := []store.Record{
-		{Session: 1, Start: ms(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 2, Start: ms(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		q(1, 1, "BEGIN", ok),
-		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1", upd),
-		q(2, 5, "UPDATE t SET v = v + 10 WHERE id = 1", upd),
-		{Session: 2, Start: ms(8), Kind: store.KindQuit},
-		{Session: 1, Start: ms(10), Kind: store.KindQuit, Flags: store.FlagOpenAtStop},
-	}
-	capDir := writeRecords(t, recs)
-	ta, tb, dba, dbb := twoInnoDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
-	}
-	rep := replayRun(t, capDir, func(cfg *Config) {
-		cfg.Order = OrderCapture
-		cfg.OrderTimeout = 30 * time.Second // a release would take this long: none is expected
-	}, ta, tb)
+	rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
+		return append(rowOneHeld(q, at),
+			store.Record{Session: 2, Start: at(8), Kind: store.KindQuit},
+			store.Record{Session: 1, Start: at(10), Kind: store.KindQuit, Flags: store.FlagOpenAtStop})
+	})
 	for i, tr := range rep.Targets {
 		if tr.OrderReleased != 0 || tr.FailedTransactions != 0 || tr.Errors != 0 {
 			t.Errorf("%s: %d released, %d failed transactions, %d errors; want 0, 0, 0", tr.Name, tr.OrderReleased, tr.FailedTransactions, tr.Errors)
@@ -109,9 +67,55 @@ func TestQuitRollsBackBeforeItWaits(t *testing.T) {
 			t.Errorf("%s vs capture: %d compared, divergent %v; want 3 compared (BEGIN and both UPDATEs), 0 divergent", tr.Name, c.Compared, c.ByClass)
 		}
 	}
-	for _, db := range []*sql.DB{dba, dbb} {
+	for _, db := range dbs {
 		if v := valueOf(t, db, 1); v != 11 {
 			t.Errorf("row 1 holds %d, want 11 (session 1's UPDATE rolled back at its quit)", v)
 		}
+	}
+}
+
+// lockStep is a hand-made capture of two sessions over table t (rows 1 and
+// 2, v = 1 and 2), replayed in the capture's order onto two fresh InnoDB
+// copies with an --order-timeout of 30 s (a release would take that
+// long): what recs returns from rec (a query of session s at start ms)
+// and at (ms past the capture's start).
+func lockStep(t *testing.T, recs func(rec func(s uint64, start float64, sql string) store.Record, at func(ms float64) time.Time) []store.Record) (*testReport, []*sql.DB) {
+	t.Helper()
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(n float64) time.Time { return start.Add(time.Duration(n * float64(time.Millisecond))) }
+	rec := func(s uint64, ms float64, sql string) store.Record {
+		r := store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql,
+			Resp: store.Response{Kind: store.RespOK}}
+		switch {
+		case strings.HasPrefix(sql, "UPDATE"):
+			r.Resp.AffectedRows = 1
+		case strings.HasPrefix(sql, "SELECT"):
+			r.Resp = store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}
+		}
+		return r
+	}
+	capDir := writeRecords(t, recs(rec, at))
+	ta, tb, dba, dbb := twoInnoDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
+	}
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.OrderTimeout = 30 * time.Second
+	}, ta, tb)
+	return rep, []*sql.DB{dba, dbb}
+}
+
+// rowOneHeld is how both tests begin: the two sessions connect, session 1
+// updates row 1 in a transaction, and session 2's UPDATE of row 1 runs and
+// ends (5 ms) while that transaction is open.
+func rowOneHeld(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
+	ok := store.Response{Kind: store.RespOK}
+	return []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, 1, "BEGIN"),
+		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1"),
+		q(2, 5, "UPDATE t SET v = v + 10 WHERE id = 1"),
 	}
 }

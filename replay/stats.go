@@ -285,16 +285,7 @@ func (t *totals) merge(s *wstats) {
 }
 
 func (t *totals) mergeLocked(s *wstats) {
-	t.init()
-	t.c.add(&s.c)
-	addCounts(t.errCodes, s.errCodes)
-	addCounts(t.failedBy, s.failedBy)
-	addCounts(t.skippedBy, s.skippedBy)
-	t.service.Merge(&s.service)
-	t.lag.Merge(&s.lag)
-	for i := range t.byClass {
-		t.byClass[i].Merge(&s.byClass[i])
-	}
+	t.addParts(&s.c, s.errCodes, s.failedBy, s.skippedBy, &s.service, &s.lag, &s.byClass)
 	for i, h := range s.digests {
 		t.mergeDigest(i, h)
 	}
@@ -302,18 +293,25 @@ func (t *totals) mergeLocked(s *wstats) {
 
 // add merges o (retired statistics) into t.
 func (t *totals) add(o *totals) {
-	t.init()
-	t.c.add(&o.c)
-	addCounts(t.errCodes, o.errCodes)
-	addCounts(t.failedBy, o.failedBy)
-	addCounts(t.skippedBy, o.skippedBy)
-	t.service.Merge(&o.service)
-	t.lag.Merge(&o.lag)
-	for i := range t.byClass {
-		t.byClass[i].Merge(&o.byClass[i])
-	}
+	t.addParts(&o.c, o.errCodes, o.failedBy, o.skippedBy, &o.service, &o.lag, &o.byClass)
 	for i, h := range o.digests {
 		t.mergeDigest(i, h)
+	}
+}
+
+// addParts adds what a worker's statistics and a target's totals both
+// keep (all but the digests' histograms, a slice in one, a map in the
+// other).
+func (t *totals) addParts(c *counters, errCodes, failedBy, skippedBy map[string]int64, service, lag *latency.Histogram, byClass *[3]latency.Histogram) {
+	t.init()
+	t.c.add(c)
+	addCounts(t.errCodes, errCodes)
+	addCounts(t.failedBy, failedBy)
+	addCounts(t.skippedBy, skippedBy)
+	t.service.Merge(service)
+	t.lag.Merge(lag)
+	for i := range t.byClass {
+		t.byClass[i].Merge(&byClass[i])
 	}
 }
 
