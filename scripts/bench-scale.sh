@@ -6,9 +6,10 @@
 # --order capture and with --order none, each onto a fresh copy of the tables
 # as the capture found them, under /usr/bin/time -v. Prints per N and mode:
 # records, replay elapsed, statements/s, peak RSS, CPU, errors and
-# divergences from the capture; the ordering gate's CPU per statement (an
-# estimate: CPU of --order capture minus --order none over the statements
-# replayed); peak RSS against capture length (N=64 captured for LONG_SECS
+# divergences from the capture; the ordering gate's CPU per statement (from
+# the --order capture replay's CPU profile: the samples with replay/order on
+# their stack; and, as an estimate, CPU of --order capture minus --order
+# none over the statements replayed); peak RSS against capture length (N=64 captured for LONG_SECS
 # too); and how each figure grows from the first to the last N (ratio to the
 # first N's figure). Ends with one verdict line per target of issue #30: peak
 # RSS flat with capture length (<= 1.10x for 10x the records) and the gate's
@@ -98,6 +99,8 @@ replay() {
   rm -rf "$work/run"
   local cmd=("$bin" replay "$work/cap-$key" --speed 0 --order "$order" --metrics-addr off --json --run "$work/run"
     --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_r")
+  rm -f "$work/cpu.pb.gz"
+  [ "$order" != capture ] || cmd+=(--cpuprofile "$work/cpu.pb.gz")
   if [ "$timer" = gnu ]; then
     /usr/bin/time -v -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
     r_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time")
@@ -143,7 +146,9 @@ PY
   fi
 }
 
-declare -A rec el st sps rss cpu err dv gate
+declare -A rec el st sps rss cpu err dv gate gatep
+# secs turns pprof's "1.23s" or "450ms" into seconds (awk).
+awk_secs='function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }'
 # run_n KEY N SECS I: capture, then replay in both modes (their order swaps
 # with I, as the machine drifts).
 run_n() {
@@ -154,6 +159,13 @@ run_n() {
   [ -z "$REF" ] || modes+=(capture@REF)
   for m in "${modes[@]}"; do
     replay "$key" "$m"
+    if [ "$m" = capture ]; then
+      # The gate's own CPU, from the replay's CPU profile (100 Hz): the
+      # samples with package replay/order on their stack, per statement.
+      gatep_run=$(go tool pprof -top -focus='tandem/replay/order\.' "$work/cpu.pb.gz" 2>/dev/null | awk -v n="$r_stmts" "$awk_secs"'
+        /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
+        END { if (n > 0) printf "%.2f", c * 1e6 / n; else print "-" }')
+    fi
     el[$key,$m]=$r_elapsed; st[$key,$m]=$r_stmts; rss[$key,$m]=$(awk -v k="$r_rss" 'BEGIN{printf "%.1f", k/1024}')
     cpu[$key,$m]=$r_cpu; err[$key,$m]=$r_errors; dv[$key,$m]=$r_div
     sps[$key,$m]=$(awk -v s="$r_stmts" -v e="$r_elapsed" 'BEGIN{ if (e ~ /^[0-9.]+$/ && e + 0 > 0) printf "%.0f", s/e; else print "-" }')
@@ -162,6 +174,7 @@ run_n() {
   done
   gate[$key]=$(awk -v a="${cpu[$key,capture]}" -v b="${cpu[$key,none]}" -v s="${st[$key,capture]}" -v e="${el[$key,capture]}" \
     'BEGIN{ if (s > 0 && e ~ /^[0-9.]+$/) printf "%.2f", (a-b)*1e6/s; else print "-" }')
+  gatep[$key]=${gatep_run:--}
 }
 
 echo "== replay at production width: sysbench oltp_read_write through tandem proxy at --rate=200 for ${CAPTURE_SECS}s per capture,"
@@ -179,12 +192,13 @@ first=${sessions[0]}
 # grow A B: B/A to 2 places, or - .
 grow() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^-?[0-9.]+$/ && b ~ /^-?[0-9.]+$/ && a + 0 != 0) printf "%.2f", b/a; else print "-" }'; }
 echo
-echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate CPU is an ESTIMATE:"
+echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate µs/st (profile): the samples"
+echo "with replay/order on their stack in the --order capture replay's CPU profile, per statement; gate µs/st (est.) is an ESTIMATE:"
 echo "the difference of two runs' CPU (user + sys), --order capture minus --order none, per statement replayed)"
-printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate µs/st" "errors c/n" "diverg c/n"
+printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate (prof)" "gate (est.)" "errors c/n" "diverg c/n"
 for n in "${sessions[@]}"; do
-  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
-    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gate[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
+  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
+    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gatep[$n]}" "${gate[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
 done
 if [ -n "$REF" ]; then
   echo
@@ -200,7 +214,7 @@ echo "Growth with sessions: each figure over the $first-session one"
 printf '%-7s %11s %11s %11s %11s %11s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU"
 for n in "${sessions[@]}"; do
   printf '%-7s %11s %11s %11s %11s %11s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
-    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gate[$first]}" "${gate[$n]}")"
+    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gatep[$first]}" "${gatep[$n]}")"
 done
 if [ -n "${rec[long]:-}" ]; then
   echo
@@ -208,12 +222,12 @@ if [ -n "${rec[long]:-}" ]; then
   printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' capture records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "gate µs/st" "errors c/n" "diverg c/n"
   for k in "$LONG_N" long; do
     s=$CAPTURE_SECS; [ "$k" != long ] || s=$LONG_SECS
-    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' "${s}s" "${rec[$k]}" "${sps[$k,capture]}" "${sps[$k,none]}" "${rss[$k,capture]}" "${rss[$k,none]}" "${gate[$k]}" \
+    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' "${s}s" "${rec[$k]}" "${sps[$k,capture]}" "${sps[$k,none]}" "${rss[$k,capture]}" "${rss[$k,none]}" "${gatep[$k]}" \
       "${err[$k,capture]}/${err[$k,none]}" "${dv[$k,capture]}/${dv[$k,none]}"
   done
   printf '%-10s %9s %11s %11s %11s %11s %11s\n' "long/short" "$(grow "${rec[$LONG_N]}" "${rec[long]}")" "$(grow "${sps[$LONG_N,capture]}" "${sps[long,capture]}")" \
     "$(grow "${sps[$LONG_N,none]}" "${sps[long,none]}")" "$(grow "${rss[$LONG_N,capture]}" "${rss[long,capture]}")" "$(grow "${rss[$LONG_N,none]}" "${rss[long,none]}")" \
-    "$(grow "${gate[$LONG_N]}" "${gate[long]}")"
+    "$(grow "${gatep[$LONG_N]}" "${gatep[long]}")"
 fi
 
 # Issue #30's targets, one line each: peak RSS flat with capture length (10x
@@ -235,6 +249,6 @@ if [ -n "${rec[long]:-}" ]; then
 fi
 last=${sessions[$((${#sessions[@]} - 1))]}
 if [ "$last" != "$first" ]; then
-  verdict "gate CPU per statement, N=$last / N=$first" "$(grow "${gate[$first]}" "${gate[$last]}")" "<=" \
+  verdict "gate CPU per statement (profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" \
     "$(awk -v a="$first" -v b="$last" 'BEGIN{ printf "%.2f", (a > 1 ? log(b)/log(a) : log(b)/log(2)) }')"
 fi
