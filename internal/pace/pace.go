@@ -38,15 +38,15 @@ func SleepUntil(ctx context.Context, t time.Time) {
 			return
 		}
 	}
-	Kernel(t)
+	kernelSleep(t)
 }
 
-// Kernel sleeps until t in the kernel, blocking the calling thread (the Go
+// kernelSleep sleeps until t in the kernel, blocking the calling thread (the Go
 // runtime hands its processor to other goroutines meanwhile). The thread's
 // timer slack is set to 1 µs first: by default the kernel may wake a sleeper
 // up to 50 µs late, to batch wakeups. The slack stays so on that thread; it
 // only makes the thread's own timed waits precise.
-func Kernel(t time.Time) {
+func kernelSleep(t time.Time) {
 	if time.Until(t) <= 0 {
 		return
 	}
