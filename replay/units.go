@@ -1,12 +1,13 @@
 package replay
 
 import (
-	"github.com/tandemdb/tandem/replay/order"
 	"time"
 
 	"github.com/tandemdb/tandem/replay/conn"
+	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
 )
 
 // job is one record to run.
@@ -60,6 +61,9 @@ type clientFlags struct {
 	caps        uint32
 	interactive bool
 	collation   byte
+	// cacheMetadata: the client asked for MariaDB's metadata caching, so
+	// the server skipped the column definitions of its executes.
+	cacheMetadata bool
 }
 
 // regroupSession is what regrouping tracks of a captured session.
@@ -241,7 +245,8 @@ func clientOf(rec *store.Record) clientFlags {
 	if rec.ClientCaps == 0 {
 		return defaultClient
 	}
-	return clientFlags{caps: uint32(rec.ClientCaps), interactive: rec.ClientCaps&clientInteractive != 0, collation: rec.Collation}
+	return clientFlags{caps: uint32(rec.ClientCaps), interactive: rec.ClientCaps&clientInteractive != 0, collation: rec.Collation,
+		cacheMetadata: rec.ClientCaps&wire.MariaDBClientCacheMetadata != 0}
 }
 
 // Client flags replay reads from a captured connect.

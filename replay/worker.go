@@ -114,6 +114,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	cfg := w.rn.connCfg
 	cfg.DB = w.rn.schemaFor(schema)
 	cfg.Caps, cfg.Interactive, cfg.Collation = w.client.caps, w.client.interactive, w.client.collation
+	cfg.CacheMetadata = w.client.cacheMetadata
 	c, err := conn.Dial(ctx, cfg)
 	if err != nil {
 		w.backoff = min(max(2*w.backoff, 50*time.Millisecond), 5*time.Second)

@@ -23,7 +23,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
 )
 
 // Config is what `tandem synth` writes.
@@ -299,6 +301,21 @@ func (s *session) legacyString(n, limit int) []byte {
 	return b[:min(len(b), limit)]
 }
 
+// SysbenchCaps are the capability flags sysbench 1.0 on MariaDB
+// Connector/C 3.3 (Debian 12's) asks for at login, as a capture through
+// tandem proxy records them: protocol 4.1 with multi-statements, multi-results
+// and LOCAL INFILE, and MariaDB's bulk execute, extended metadata and
+// metadata caching. A synthetic session is that client: replay asks a
+// target for what the captured client asked for, so a target answers a
+// synthetic capture's executes as it answers sysbench's (without the column
+// definitions it sent at prepare).
+const SysbenchCaps = uint64(mysql.CLIENT_LONG_FLAG|mysql.CLIENT_CONNECT_WITH_DB|mysql.CLIENT_LOCAL_FILES|
+	mysql.CLIENT_PROTOCOL_41|mysql.CLIENT_TRANSACTIONS|mysql.CLIENT_SECURE_CONNECTION|
+	mysql.CLIENT_MULTI_STATEMENTS|mysql.CLIENT_MULTI_RESULTS|mysql.CLIENT_PS_MULTI_RESULTS|
+	mysql.CLIENT_PLUGIN_AUTH|mysql.CLIENT_CONNECT_ATTRS|mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA|
+	mysql.CLIENT_SESSION_TRACK) |
+	wire.MariaDBClientStmtBulkOps | wire.MariaDBClientExtendedMetadata | wire.MariaDBClientCacheMetadata
+
 // legacyUnique is sysbench 0.4's get_unique_random_id.
 func (s *session) legacyUnique() int64 {
 	v := int64(s.legacy%uint64(s.o.TableSize)) + 1
@@ -452,7 +469,7 @@ func generate(ctx context.Context, cfg Config, w *store.Writer) (Stats, error) {
 		rec = store.Record{Session: s.sid, Start: time.Unix(0, base+s.next), Kind: p.kind, Schema: cfg.Schema,
 			SQL: p.sql, StmtID: p.stmtID, Params: p.params, Flags: p.flags}
 		if p.kind == store.KindConnect {
-			rec.User = cfg.User
+			rec.User, rec.ClientCaps = cfg.User, SysbenchCaps
 		}
 		if p.kind == store.KindQuery || p.kind == store.KindExecute {
 			// A statement occupies its slot of the session's loop: sessions'

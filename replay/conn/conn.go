@@ -49,6 +49,10 @@ type Config struct {
 	DB string
 	// Caps are the result-relevant capabilities (ResultCaps) to ask for.
 	Caps uint32
+	// CacheMetadata asks a MariaDB server for MARIADB_CLIENT_CACHE_METADATA
+	// (as the captured client did): executes of a prepared statement then
+	// come without the column definitions the prepare already gave.
+	CacheMetadata bool
 	// Interactive makes the session's wait_timeout the server's
 	// interactive_timeout, as CLIENT_INTERACTIVE does.
 	Interactive bool
@@ -140,6 +144,9 @@ type Conn struct {
 	TLS string
 	// Bulk: the login asked for MariaDB's bulk execute (BulkExecute).
 	Bulk bool
+	// CacheMetadata: the login asked for MariaDB's metadata caching (see
+	// Config), and result sets say whether column definitions follow.
+	CacheMetadata bool
 	// setVars sets the session variables of Config (Vars, Interactive)
 	// again after a reset.
 	setVars string
@@ -174,13 +181,17 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var raw net.Conn
-	var login *bulkLogin
+	var login *extLogin
+	want := wire.MariaDBClientStmtBulkOps
+	if cfg.CacheMetadata {
+		want |= wire.MariaDBClientCacheMetadata
+	}
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err == nil {
 			c.SetDeadline(deadline) // the handshake is bounded too
 			raw = c
-			login = &bulkLogin{Conn: c}
+			login = &extLogin{Conn: c, want: want}
 			return login, nil
 		}
 		return c, err
@@ -216,7 +227,8 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 		return nil, dialError(err)
 	}
-	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID(), Bulk: login.asked}
+	c := &Conn{nc: gc.Conn.Conn, life: ctx, ID: gc.GetConnectionID(),
+		Bulk: login.asked&wire.MariaDBClientStmtBulkOps != 0, CacheMetadata: login.asked&wire.MariaDBClientCacheMetadata != 0}
 	if c.nc == login {
 		c.nc = raw // in clear: the login is done, read and write the socket itself
 	}
@@ -689,14 +701,16 @@ func (c *Conn) readResults(ctx context.Context, op string, binary bool, r *Resul
 			r.Results--
 			continue
 		default:
-			n, _, err := wire.ParseColumnCount(p, false)
+			n, metadata, err := wire.ParseColumnCount(p, c.CacheMetadata)
 			if err != nil {
 				return c.fail(op, err, ctx)
 			}
 			r.Sets++
 			r.Columns = uint32(n)
-			if err := c.skip(int(n)); err != nil { // column definitions
-				return c.fail(op, err, ctx)
+			if metadata {
+				if err := c.skip(int(n)); err != nil { // column definitions
+					return c.fail(op, err, ctx)
+				}
 			}
 			p, err := c.readPacket() // the EOF after them
 			if err != nil {
