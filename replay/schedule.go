@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -719,11 +718,11 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	// they go out in the order their COMMITs started, once no record still
 	// to come can hold a COMMIT that started earlier (none lasted longer
 	// than the longest seen so far).
-	var held unitHeap
+	var held unitQueue
 	var longest int64
 	release := func(upTo int64) bool {
-		for held.Len() > 0 && held[0].commitStart < upTo {
-			if !send(heap.Pop(&held).(*unit)) {
+		for held.len() > 0 && held.front().commitStart < upTo {
+			if !send(held.pop()) {
 				return false
 			}
 		}
@@ -742,7 +741,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			return true
 		}
 		for _, u := range g.add(rec, loop, rn.intended(rec, loop)) {
-			heap.Push(&held, u)
+			held.push(u)
 			longest = max(longest, u.end-u.commitStart)
 		}
 		// Records arrive about in the order they ended: hold units back by
@@ -750,7 +749,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		return release(rn.offset(rec, loop) - max(2*longest, int64(500*time.Millisecond)))
 	})
 	for _, u := range g.flush() {
-		heap.Push(&held, u)
+		held.push(u)
 	}
 	release(math.MaxInt64)
 	flush()
@@ -760,17 +759,40 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	return err
 }
 
-// unitHeap orders units by the start of their COMMIT.
-type unitHeap []*unit
+// unitQueue holds units in the order of their COMMIT's start (units with
+// the same start in the order they came). Units come about in that order
+// (they close as their COMMITs end), so one goes in at the back and moves
+// forward only past the units whose COMMIT started after its own and
+// ended before it: O(1) for most, and none leaves out of order.
+type unitQueue struct {
+	us   []*unit
+	head int // us[:head] are gone
+}
 
-func (h unitHeap) Len() int           { return len(h) }
-func (h unitHeap) Less(i, j int) bool { return h[i].commitStart < h[j].commitStart }
-func (h unitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *unitHeap) Push(x any)        { *h = append(*h, x.(*unit)) }
-func (h *unitHeap) Pop() any {
-	old := *h
-	u := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (q *unitQueue) len() int     { return len(q.us) - q.head }
+func (q *unitQueue) front() *unit { return q.us[q.head] }
+
+func (q *unitQueue) push(u *unit) {
+	q.us = append(q.us, u)
+	i := len(q.us) - 1
+	for ; i > q.head && q.us[i-1].commitStart > u.commitStart; i-- {
+		q.us[i] = q.us[i-1]
+	}
+	q.us[i] = u
+}
+
+func (q *unitQueue) pop() *unit {
+	u := q.us[q.head]
+	q.us[q.head] = nil
+	q.head++
+	switch {
+	case q.head == len(q.us):
+		q.us, q.head = q.us[:0], 0
+	case q.head >= 1024 && 2*q.head >= len(q.us): // reuse the front's room
+		n := copy(q.us, q.us[q.head:])
+		clear(q.us[n:])
+		q.us, q.head = q.us[:n], 0
+	}
 	return u
 }
 

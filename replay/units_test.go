@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,63 @@ func TestRegroup(t *testing.T) {
 	// a session's older state applies only what changed.
 	if got[2].version <= got[1].version {
 		t.Errorf("versions %d then %d", got[1].version, got[2].version)
+	}
+}
+
+// The held units leave in the order of their COMMIT's start, those with
+// the same start in the order they came, also across the queue's reuse
+// of its front.
+func TestUnitQueueOrdersByCommitStart(t *testing.T) {
+	var q unitQueue
+	seq := 0
+	var got []int
+	push := func(start int64) {
+		seq++
+		q.push(&unit{commitStart: start, start: int64(seq)})
+	}
+	popUpTo := func(upTo int64) {
+		for q.len() > 0 && q.front().commitStart < upTo {
+			u := q.pop()
+			got = append(got, int(u.commitStart)*10000+int(u.start%10000))
+		}
+	}
+	// Mostly in order; every 7th late by 3 positions, every 5th the same
+	// start as the one before.
+	var want []int
+	type item struct{ start int64 }
+	var all []item
+	for i := range 5000 {
+		s := int64(3 * i)
+		switch {
+		case i%7 == 6:
+			s -= 8 // closed after units whose COMMIT started after its own
+		case i%5 == 4:
+			s = int64(3 * (i - 1)) // the same start as the one before
+		}
+		all = append(all, item{s})
+	}
+	for i, it := range all {
+		push(it.start)
+		if i%100 == 99 {
+			popUpTo(int64(3*i) - 50)
+		}
+	}
+	popUpTo(1 << 40)
+	// want: sorted by start, stably (by arrival).
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(all[a].start, all[b].start) })
+	for _, i := range idx {
+		want = append(want, int(all[i].start)*10000+(i+1)%10000)
+	}
+	if q.len() != 0 || len(got) != len(want) {
+		t.Fatalf("%d left, %d popped, want 0 and %d", q.len(), len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pop %d: %d, want %d", i, got[i], want[i])
+		}
 	}
 }

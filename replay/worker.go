@@ -41,7 +41,7 @@ type worker struct {
 	byID  map[uint32]*conn.Stmt
 	lost  map[uint32]bool
 	// --concurrency: this connection's statements by schema and SQL.
-	stmts     map[string]*conn.Stmt
+	stmts     map[stmtKey]*conn.Stmt
 	regrouped bool
 	slot      int // its connection's slot on the runner's board
 
@@ -93,7 +93,7 @@ type worker struct {
 
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: newWStats(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
-		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, stmts: map[string]*conn.Stmt{},
+		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, stmts: map[stmtKey]*conn.Stmt{},
 		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
@@ -425,6 +425,9 @@ func capturedInsertID(j *job) uint64 {
 	return r.InsertID
 }
 
+// stmtKey names a statement prepared on a regrouped connection.
+type stmtKey struct{ schema, sql string }
+
 // statement returns the connection's statement for a captured statement
 // id (session mode) or for its SQL in the current schema (--concurrency),
 // preparing it if needed.
@@ -434,7 +437,7 @@ func (w *worker) statement(ctx context.Context, id uint32, sql string, bySQL boo
 			return st, nil
 		}
 	}
-	key := w.schema + "\x00" + sql
+	key := stmtKey{w.schema, sql} // a struct: no string built per execute
 	if st := w.stmts[key]; st != nil {
 		return st, nil
 	}
