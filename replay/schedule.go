@@ -452,15 +452,19 @@ func (rn *runner) pastDeadline() bool {
 // sessionRunner feeds one captured session's records to a worker of its own.
 type sessionRunner struct {
 	wg       sync.WaitGroup
-	sessions map[uint64]chan job
-	cursors  map[uint64]*order.Cursor     // where each session stands in its tickets
-	trx      map[uint64]*trxChanges       // whether each session's open transaction changed anything
-	foot     map[uint64]*order.Footprint  // what each session's open transaction locked (commit order)
-	sqlOf    map[uint64]map[uint32]string // each session's prepared statements
+	sessions map[uint64]*jobQueue
+	// backlog counts the records read and not yet run, in all sessions:
+	// the reader waits for any records to finish, never for a given
+	// session's (see sessionBacklog).
+	backlog backlog
+	cursors map[uint64]*order.Cursor     // where each session stands in its tickets
+	trx     map[uint64]*trxChanges       // whether each session's open transaction changed anything
+	foot    map[uint64]*order.Footprint  // what each session's open transaction locked (commit order)
+	sqlOf   map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func newSessionRunner() *sessionRunner {
-	return &sessionRunner{sessions: map[uint64]chan job{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
+	return &sessionRunner{sessions: map[uint64]*jobQueue{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
 		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
@@ -486,8 +490,8 @@ func (rn *runner) statementOf(sr *sessionRunner, key uint64, rec *store.Record) 
 	return nil
 }
 
-func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
-	ch := make(chan job, 1024)
+func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) *jobQueue {
+	q := newJobQueue()
 	sr.wg.Add(1)
 	go func() {
 		defer sr.wg.Done()
@@ -495,11 +499,16 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 		defer rn.active.Add(-1)
 		w := newWorker(rn, 256) // many sessions: small outcome batches each
 		defer w.close()
-		for j := range ch {
+		for {
+			j, ok := q.next()
+			if !ok {
+				return
+			}
 			if rn.pastDeadline() && !w.ctrx.Open() {
 				// --duration ran out: what is queued is not run (a
 				// transaction under way ends first).
 				rn.gate.Finish(j.t)
+				sr.backlog.done()
 				continue
 			}
 			w.cur = j.t
@@ -509,21 +518,135 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) chan job {
 			}
 			w.handle(ctx, &j)
 			rn.gate.Finish(j.t)
+			sr.backlog.done()
 			if rn.obs != nil {
 				rn.obs.Finished(j.rec.Seq)
 			}
 		}
 	}()
-	return ch
+	return q
+}
+
+// sessionBacklog bounds the records read ahead of the session workers,
+// in all sessions. A bound per session (each session's queue holding up
+// to 1,024 records) made memory grow with the sessions (at a thousand, a
+// million records could be queued), and made the reader wait for one
+// given session: if that one was stuck on a row lock whose holder's
+// COMMIT was still unread, both waited until the server's lock wait
+// timeout. With a bound in all, the reader waits until any record is
+// done, and a session may fall behind by up to the whole backlog.
+const sessionBacklog = 16 << 10
+
+// backlog counts records read and not yet run. The reader, once it has
+// sessionBacklog of them, waits until no more than 7/8 of that are left:
+// waking it for every record done cost a wake-up per record (a quarter of
+// a 64-session replay's speed).
+type backlog struct {
+	n       atomic.Int64
+	waiting atomic.Bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+}
+
+// add counts a record read, first waiting for room.
+func (b *backlog) add() {
+	if b.n.Add(1) <= sessionBacklog {
+		return
+	}
+	b.mu.Lock()
+	if b.cond == nil {
+		b.cond = sync.NewCond(&b.mu)
+	}
+	b.waiting.Store(true) // before the check: done sees it if it lowered n after
+	for b.n.Load() > sessionBacklog*7/8 {
+		b.cond.Wait()
+	}
+	b.waiting.Store(false)
+	b.mu.Unlock()
+}
+
+// done counts a record run (or dropped), waking the reader when there is
+// room again.
+func (b *backlog) done() {
+	if b.n.Add(-1) <= sessionBacklog*7/8 && b.waiting.Load() {
+		b.mu.Lock()
+		if b.cond != nil {
+			b.cond.Broadcast()
+		}
+		b.mu.Unlock()
+	}
+}
+
+// jobQueue is a session's records read and not yet run: unbounded by
+// itself (sessionRunner.backlog bounds them all), taken in order by its
+// worker.
+type jobQueue struct {
+	mu     sync.Mutex
+	jobs   []job
+	head   int // jobs[:head] are taken
+	closed bool
+	ready  chan struct{} // a job came or the queue closed
+}
+
+func newJobQueue() *jobQueue { return &jobQueue{ready: make(chan struct{}, 1)} }
+
+func (q *jobQueue) push(j job) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *jobQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *jobQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the next job, waiting for one; false once the queue is
+// closed and empty.
+func (q *jobQueue) next() (job, bool) {
+	for {
+		q.mu.Lock()
+		if q.head < len(q.jobs) {
+			j := q.jobs[q.head]
+			q.jobs[q.head] = job{}
+			q.head++
+			switch {
+			case q.head == len(q.jobs):
+				q.jobs, q.head = q.jobs[:0], 0
+			case q.head >= 256 && 2*q.head >= len(q.jobs): // reuse the front's room
+				n := copy(q.jobs, q.jobs[q.head:])
+				clear(q.jobs[n:])
+				q.jobs, q.head = q.jobs[:n], 0
+			}
+			q.mu.Unlock()
+			return j, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return job{}, false
+		}
+		<-q.ready
+	}
 }
 
 // dispatchSession sends rec to its session's worker.
 func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *store.Record, loop int) {
 	key := rec.Session<<8 | uint64(loop&0xff)
-	ch := sr.sessions[key]
-	if ch == nil {
-		ch = rn.spawn(ctx, sr)
-		sr.sessions[key] = ch
+	q := sr.sessions[key]
+	if q == nil {
+		q = rn.spawn(ctx, sr)
+		sr.sessions[key] = q
 	}
 	start := rn.offset(rec, loop)
 	c := sr.cursors[key]
@@ -553,10 +676,10 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		// queue.
 		t.SendOrder = false
 	}
-	jb := job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
-	ch <- jb
+	sr.backlog.add() // done by the worker when the record has run
+	q.push(job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t})
 	if rec.Kind == store.KindQuit {
-		close(ch)
+		q.close()
 		delete(sr.sessions, key)
 		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
@@ -565,8 +688,8 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 }
 
 func (sr *sessionRunner) closeAll() {
-	for _, ch := range sr.sessions {
-		close(ch)
+	for _, q := range sr.sessions {
+		q.close()
 	}
 	sr.wg.Wait()
 }
