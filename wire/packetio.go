@@ -34,8 +34,12 @@ type Conn struct {
 }
 
 // NewConn wraps c.
-func NewConn(c net.Conn) *Conn {
-	return &Conn{Conn: c, r: bufio.NewReaderSize(c, bufSize), w: bufio.NewWriterSize(c, bufSize)}
+func NewConn(c net.Conn) *Conn { return NewConnSize(c, bufSize, bufSize) }
+
+// NewConnSize wraps c with read and write buffers of the given sizes: a
+// packet larger than a buffer still goes through, in more system calls.
+func NewConnSize(c net.Conn, read, write int) *Conn {
+	return &Conn{Conn: c, r: bufio.NewReaderSize(c, read), w: bufio.NewWriterSize(c, write)}
 }
 
 // Upgrade replaces the underlying connection (after a TLS handshake on it).

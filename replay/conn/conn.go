@@ -74,6 +74,12 @@ type Config struct {
 	Timeout time.Duration
 }
 
+// bufSize is a replay connection's read and write buffer, as MariaDB's
+// client library's (net_buffer_length): a replay holds one connection per
+// captured session, and the proxy's 64 KiB each way came to 128 MiB of a
+// thousand-session replay's heap.
+const bufSize = 16 << 10
+
 // Cause says what went wrong when an error is not the server's.
 type Cause = byte
 
@@ -235,7 +241,7 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		c.TLS = tls.CipherSuiteName(tc.ConnectionState().CipherSuite)
 	}
-	c.wc = wire.NewConn(c.nc)
+	c.wc = wire.NewConnSize(c.nc, bufSize, bufSize)
 	c.nc.SetDeadline(time.Time{})
 	c.stop = context.AfterFunc(ctx, func() { c.nc.Close() })
 	var set []string
