@@ -11,9 +11,13 @@
 # their stack; and, as an estimate, CPU of --order capture minus --order
 # none over the statements replayed); peak RSS against capture length (N=64 captured for LONG_SECS
 # too); and how each figure grows from the first to the last N (ratio to the
-# first N's figure). Ends with one verdict line per target of issue #30: peak
-# RSS flat with capture length (<= 1.10x for 10x the records) and the gate's
-# CPU per statement growing with N by at most log N / log first N.
+# first N's figure), with the waits that parked per statement and the gate's
+# CPU per such wait. Then the gate alone, without servers:
+# BenchmarkGateSessions (go test -bench, replay/order) at 16 to 1,024
+# sessions, wall time per ticket. Ends with one verdict line per target of
+# issue #30: peak RSS flat with capture length (<= 1.10x for 10x the
+# records) and the gate's cost per statement growing with N by at most
+# log N / log first N, in the replay (CPU profile) and alone.
 #   SESSIONS (default "16 64 256 1024"), CAPTURE_SECS (default 5),
 #   LONG_SECS (default CAPTURE_SECS x 10; 0 skips the long capture),
 #   LONG_N (default 64: the session count captured long too),
@@ -146,7 +150,7 @@ PY
   fi
 }
 
-declare -A rec el st sps rss cpu err dv gate gatep
+declare -A rec el st sps rss cpu err dv gate gatep wps gpw
 # secs turns pprof's "1.23s" or "450ms" into seconds (awk).
 awk_secs='function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }'
 # run_n KEY N SECS I: capture, then replay in both modes (their order swaps
@@ -165,6 +169,10 @@ run_n() {
       gatep_run=$(go tool pprof -top -focus='tandem/replay/order\.' "$work/cpu.pb.gz" 2>/dev/null | awk -v n="$r_stmts" "$awk_secs"'
         /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
         END { if (n > 0) printf "%.2f", c * 1e6 / n; else print "-" }')
+      # Waits that parked, per statement, and the gate's CPU per such wait.
+      waits_run=$(sed -n 's/.*waits=\([0-9]*\).*/\1/p' <<<"$r_counts")
+      wps_run=$(awk -v w="$waits_run" -v n="$r_stmts" 'BEGIN{ if (n > 0 && w != "") printf "%.2f", w/n; else print "-" }')
+      gpw_run=$(awk -v g="$gatep_run" -v w="$waits_run" -v n="$r_stmts" 'BEGIN{ if (g ~ /^[0-9.]+$/ && w > 0) printf "%.2f", g*n/w; else print "-" }')
     fi
     el[$key,$m]=$r_elapsed; st[$key,$m]=$r_stmts; rss[$key,$m]=$(awk -v k="$r_rss" 'BEGIN{printf "%.1f", k/1024}')
     cpu[$key,$m]=$r_cpu; err[$key,$m]=$r_errors; dv[$key,$m]=$r_div
@@ -174,7 +182,7 @@ run_n() {
   done
   gate[$key]=$(awk -v a="${cpu[$key,capture]}" -v b="${cpu[$key,none]}" -v s="${st[$key,capture]}" -v e="${el[$key,capture]}" \
     'BEGIN{ if (s > 0 && e ~ /^[0-9.]+$/) printf "%.2f", (a-b)*1e6/s; else print "-" }')
-  gatep[$key]=${gatep_run:--}
+  gatep[$key]=${gatep_run:--}; wps[$key]=${wps_run:--}; gpw[$key]=${gpw_run:--}
 }
 
 echo "== replay at production width: sysbench oltp_read_write through tandem proxy at --rate=200 for ${CAPTURE_SECS}s per capture,"
@@ -194,11 +202,12 @@ grow() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^-?[0-9.]+$/ && b ~ /^-?[0-9.]
 echo
 echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate µs/st (profile): the samples"
 echo "with replay/order on their stack in the --order capture replay's CPU profile, per statement; gate µs/st (est.) is an ESTIMATE:"
-echo "the difference of two runs' CPU (user + sys), --order capture minus --order none, per statement replayed)"
-printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate (prof)" "gate (est.)" "errors c/n" "diverg c/n"
+echo "the difference of two runs' CPU (user + sys), --order capture minus --order none, per statement replayed; waits/st: the waits"
+echo "that parked, per statement; gate µs/wait: the profile's gate CPU per such wait)"
+printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate (prof)" "gate (est.)" "waits/st" "gate µs/wait" "errors c/n" "diverg c/n"
 for n in "${sessions[@]}"; do
-  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
-    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gatep[$n]}" "${gate[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
+  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
+    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gatep[$n]}" "${gate[$n]}" "${wps[$n]}" "${gpw[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
 done
 if [ -n "$REF" ]; then
   echo
@@ -211,11 +220,30 @@ if [ -n "$REF" ]; then
 fi
 echo
 echo "Growth with sessions: each figure over the $first-session one"
-printf '%-7s %11s %11s %11s %11s %11s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU"
+printf '%-7s %11s %11s %11s %11s %11s %11s %13s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU" "waits/st" "gate CPU/wait"
 for n in "${sessions[@]}"; do
-  printf '%-7s %11s %11s %11s %11s %11s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
-    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gatep[$first]}" "${gatep[$n]}")"
+  printf '%-7s %11s %11s %11s %11s %11s %11s %13s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
+    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gatep[$first]}" "${gatep[$n]}")" \
+    "$(grow "${wps[$first]}" "${wps[$n]}")" "$(grow "${gpw[$first]}" "${gpw[$n]}")"
 done
+
+# The gate alone, without servers or connections: BenchmarkGateSessions
+# (replay/order) replays a timeline of N sessions' changes at --speed 0
+# through a real Gate, each session a goroutine, and reports the wall time
+# per ticket on this machine's cores.
+echo
+echo "The gate alone (go test -bench BenchmarkGateSessions ./replay/order: every statement a change, 200,000 tickets per width)"
+gate_bench=$(cd "$repo" && go test -run '^$' -bench BenchmarkGateSessions -benchtime 200000x ./replay/order 2>&1 |
+  awk '/^BenchmarkGateSessions\/sessions=/ { n=$1; sub(/^.*sessions=/, "", n); sub(/-[0-9]+$/, "", n)
+    for (i = 3; i < NF; i += 2) { if ($(i+1) == "ns/ticket") t = $i; if ($(i+1) == "waits/ticket") w = $i }
+    print n, t, w }')
+printf '%-7s %11s %13s %11s\n' sessions "ns/ticket" "waits/ticket" growth
+gb_first=$(awk 'NR==1 {print $2}' <<<"$gate_bench"); gb_firstn=$(awk 'NR==1 {print $1}' <<<"$gate_bench")
+gb_last=$(awk 'END {print $2}' <<<"$gate_bench"); gb_lastn=$(awk 'END {print $1}' <<<"$gate_bench")
+while read -r n t w; do
+  [ -n "$n" ] || continue
+  printf '%-7s %11s %13s %11s\n' "$n" "$t" "$w" "$(grow "$gb_first" "$t")"
+done <<<"$gate_bench"
 if [ -n "${rec[long]:-}" ]; then
   echo
   echo "Growth with capture length: N=$LONG_N captured for ${CAPTURE_SECS}s and ${LONG_SECS}s"
@@ -248,7 +276,10 @@ if [ -n "${rec[long]:-}" ]; then
   done
 fi
 last=${sessions[$((${#sessions[@]} - 1))]}
+logf() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.2f", (a > 1 ? log(b)/log(a) : log(b)/log(2)) }'; }
 if [ "$last" != "$first" ]; then
-  verdict "gate CPU per statement (profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" \
-    "$(awk -v a="$first" -v b="$last" 'BEGIN{ printf "%.2f", (a > 1 ? log(b)/log(a) : log(b)/log(2)) }')"
+  verdict "gate CPU per statement (profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" "$(logf "$first" "$last")"
+fi
+if [ -n "$gb_first" ] && [ "$gb_lastn" != "$gb_firstn" ]; then
+  verdict "gate alone, ns per ticket, N=$gb_lastn / N=$gb_firstn" "$(grow "$gb_first" "$gb_last")" "<=" "$(logf "$gb_firstn" "$gb_lastn")"
 fi
