@@ -469,18 +469,21 @@ func TestGateHardBoundCountsFromTheLastProgress(t *testing.T) {
 		r := g.Register(100, 101, nil, false, nil, false) // a read: waits for the changes before it
 		go func() {
 			for _, p := range before {
-				time.Sleep(60 * time.Millisecond) // each within the bound, 300 ms in all
+				time.Sleep(61 * time.Millisecond) // each within the bound, 305 ms in all
 				g.Finish(p)
 			}
 		}()
 		start := time.Now()
 		res := first(g.Wait(context.Background(), r, r.Start, 0, 0, nil))
 		waited := time.Since(start)
-		// Released by the bound after the fifth was done (at 300 ms, seen at
-		// the waiter's next look, every 10 ms here), behind the one never
-		// done; not at 100 ms, behind the first. (synctest's clock.)
-		if res != TimedOut || waited < 400*time.Millisecond || waited > 410*time.Millisecond {
-			t.Fatalf("wait ended %v after %v; want TimedOut after 400-410ms (the last progress at 300ms, then the bound)", res, waited)
+		// Released by the bound after the fifth was done, behind the one
+		// never done; not at 100 ms, behind the first. The bound counts
+		// from when the fifth was done (305 ms), not from when the waiter
+		// saw it (it looks every quarter of the bound; before, every
+		// --order-inflight, 10 ms here, and counted from its look at 310).
+		// (synctest's clock.)
+		if res != TimedOut || waited != 405*time.Millisecond {
+			t.Fatalf("wait ended %v after %v; want TimedOut after 405ms (the last progress at 305ms, then the bound)", res, waited)
 		}
 		g.Finish(stuck)
 		g.Finish(r)
