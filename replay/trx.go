@@ -584,8 +584,8 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			at := w.rn.offset(j.rec, j.loop)
 			end := at + int64(j.rec.Duration)
 			changes := j.info == nil || j.info.Changes()
-			var tables, keys []string
-			if j.info != nil && !j.info.WritesUnknown && !j.info.Unanalysable {
+			var tables, keys []string // asked for only of a change (Board.behind)
+			if changes && j.info != nil && !j.info.WritesUnknown && !j.info.Unanalysable {
 				tables, _ = ticketTables([]string{}, j.info)
 				keys = w.rn.rowKeys(j.info, j.rec)
 			}

@@ -75,10 +75,19 @@ func (b *Board) Set(i int, end int64, changes bool, tables, keys []string) {
 	s := &b.slots[i]
 	s.sent.Store(false)
 	s.changes.Store(changes)
-	s.tables.Store(&tables)
-	s.keys.Store(&keys)
+	s.tables.Store(ptrOrNil(tables))
+	s.keys.Store(ptrOrNil(keys))
 	s.end.Store(end)
 	b.notify()
+}
+
+// ptrOrNil is &v, or nil (the same "unknown" to shareRow) for a nil v:
+// a read's statement, whose tables no one asks for, costs no allocation.
+func ptrOrNil(v []string) *[]string {
+	if v == nil {
+		return nil
+	}
+	return &v
 }
 
 // Running records the ticket of the unit connection i runs (nil: none).
