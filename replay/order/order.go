@@ -219,9 +219,13 @@ func (ls *LockSet) mayBlock(s *Ticket) bool {
 // Publish makes ls (immutable from now on; nil: nothing) what c's
 // worker's open transaction has locked: every waiter's search for a lock
 // cycle reads it (blocksLocked), and the board's waits (Cursor.Locks).
+// Only c's worker publishes for c.
 func (g *Gate) Publish(c *Cursor, ls *LockSet) {
 	if ls != nil && len(ls.Stmts) == 0 {
 		ls = nil
+	}
+	if ls == nil && c.locks.Load() == nil {
+		return // nothing held before or now (a statement outside a transaction): no lock taken
 	}
 	g.mu.Lock()
 	if old := c.locks.Load(); old != ls {
