@@ -406,6 +406,10 @@ type RunWriter struct {
 // runMemTableSize is a run store's memtable size.
 const runMemTableSize = 8 << 20
 
+// runL0CompactionThreshold is how many flushed files a run store's L0
+// holds before Pebble compacts them.
+const runL0CompactionThreshold = 32
+
 // CreateRun makes a new run directory (it must not exist or be empty),
 // encrypted with the key of WithKey if one is given.
 func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
@@ -420,6 +424,12 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	// capture's 64 MiB memtables (up to four of them while flushes lag)
 	// would be most of a replay's memory, growing as each fills.
 	po.MemTableSize = runMemTableSize
+	// Compactions of a run's outcomes would run beside the replay, on the
+	// cores the targets and the replay share (3.6 % of a point-select
+	// replay's CPU with the capture's threshold of 8): let L0 hold up to
+	// 32 flushes (256 MiB of outcomes) first. Reading a run merges them.
+	po.L0CompactionThreshold = runL0CompactionThreshold
+	po.L0StopWritesThreshold = 4 * runL0CompactionThreshold
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openErr(dir, err)
