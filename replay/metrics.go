@@ -341,6 +341,7 @@ func (rn *runner) mergeInto(t *totals, records *int64) {
 	// in the worker, never in both or neither (collect moves them).
 	rn.retired.Lock()
 	t.add(&rn.retired.t)
+	*records += rn.retiredRecords.Load()
 	for _, w := range ws {
 		t.merge(w.st)
 		*records += w.st.records.Load()

@@ -600,6 +600,7 @@ func reportProgress(cfg *Config, label string, runners []*runner, records uint64
 		var n int64
 		for _, rn := range runners {
 			rn.mu.Lock()
+			n += rn.retiredRecords.Load()
 			for _, w := range rn.mu.workers {
 				n += w.st.records.Load()
 			}
@@ -629,6 +630,10 @@ type pointResult struct {
 // replayPoint replays the capture once (with its loops) against the
 // targets numbered in only (nil: all) with the given concurrency, and
 // stores everything as point number point of the run.
+// runnersDone, if set (by tests), sees a point's runners once they have
+// stopped.
+var runnersDone func([]*runner)
+
 func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, label string, concurrency int, only []int, r *store.Reader,
 	an *sqlinfo.Analyzer, x *captureIndex, run *store.RunWriter, progress io.Writer) (*pointResult, error) {
 	pcfg := *cfg
@@ -726,6 +731,9 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 	wg.Wait()
 	stopProgress()
 	elapsed := time.Since(start)
+	if runnersDone != nil {
+		runnersDone(runners)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tandemdb/tandem/internal/pace"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/internal/textclip"
+	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -56,7 +57,10 @@ type runner struct {
 
 	mu struct {
 		sync.Mutex
-		workers  []*worker
+		workers []*worker // the live ones (retireWorker takes the closed out)
+		// reorders and failures of closed workers (see retireWorker)
+		reorders []store.Reorder
+		failures []store.FailedTrx
 		conns    map[*conn.Conn]struct{}
 		failed   string
 		outErr   error
@@ -67,7 +71,12 @@ type runner struct {
 	retired struct {
 		sync.Mutex
 		t totals
+		// the interval's statistics of workers closed in it, and what
+		// every closed worker handled (records)
+		iv    counters
+		ivLat latency.Histogram
 	}
+	retiredRecords atomic.Int64
 	// board orders the statements of regrouped units running at once.
 	board *order.Board
 	// commitOrder: records that commit keep the server's commit order on
@@ -228,6 +237,46 @@ func (rn *runner) addWorker(w *worker) {
 	rn.mu.Lock()
 	rn.mu.workers = append(rn.mu.workers, w)
 	rn.mu.Unlock()
+}
+
+// retireWorker moves a closed worker's statistics, record count, reorders
+// and failures into the runner, and forgets the worker. A capture's
+// sessions come and go (an application that connects per request has
+// millions in a day): kept to the end of the run, every closed session's
+// worker held its statistics, maps and buffers, and the collector merged
+// each of them every interval.
+func (rn *runner) retireWorker(w *worker) {
+	rn.retired.Lock()
+	defer rn.retired.Unlock()
+	w.st.retireInto(&rn.retired.t)
+	w.st.moveInterval(&rn.retired.iv, &rn.retired.ivLat)
+	// Counted here before it leaves the worker: progress may count it
+	// twice for an instant, never miss it.
+	n := w.st.records.Load()
+	rn.retiredRecords.Add(n)
+	w.st.records.Add(-n)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if i := slices.Index(rn.mu.workers, w); i >= 0 {
+		last := len(rn.mu.workers) - 1
+		rn.mu.workers[i] = rn.mu.workers[last]
+		rn.mu.workers[last] = nil
+		rn.mu.workers = rn.mu.workers[:last]
+	}
+	rn.mu.reorders = keepFirst(append(rn.mu.reorders, w.reorders...), reorderAt)
+	rn.mu.failures = keepFirst(append(rn.mu.failures, w.failures...), failureAt)
+}
+
+// keepFirst bounds a closed workers' list: past twice store.MaxFailures
+// entries it keeps the first MaxFailures in the capture's order (all a
+// run's results keep).
+func keepFirst[T any](l []T, at func(T) (int64, uint64)) []T {
+	if len(l) <= 2*store.MaxFailures {
+		return l
+	}
+	sortInCaptureOrder(l, at)
+	clear(l[store.MaxFailures:])
+	return l[:store.MaxFailures]
 }
 
 func (rn *runner) track(c *conn.Conn) {
@@ -936,6 +985,9 @@ func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan 
 			w.st.takeInterval(&iv)
 			w.st.retireInto(&rn.retired.t)
 		}
+		addInterval(&iv, &rn.retired.iv, &rn.retired.ivLat)
+		rn.retired.iv = counters{}
+		rn.retired.ivLat.Reset()
 		rn.retired.Unlock()
 		if iv.Length > 0 {
 			rn.run.PutInterval(rn.point, rn.idx, n, &iv)

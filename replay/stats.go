@@ -26,7 +26,10 @@ import (
 // its target's retired totals at the end of every interval (retireInto):
 // it holds only what one interval reached, about 40 KiB per worker for a
 // sysbench workload, at most ~5 MiB per worker for a capture of 500 shapes
-// or more; the cumulative histograms are kept once per target.
+// or more; the cumulative histograms are kept once per target. A worker
+// whose session closed hands everything to its runner and is forgotten
+// (runner.retireWorker): memory follows the sessions open at once, not
+// the sessions a capture ever had.
 
 // maxDigests bounds the digests a run keeps histograms for; later ones are
 // counted under "other".
@@ -252,17 +255,34 @@ func (s *wstats) failedTrx(key string) {
 // takeInterval returns and resets the interval's counters and histogram.
 func (s *wstats) takeInterval(into *store.Interval) {
 	s.mu.Lock()
-	into.Transactions += uint64(s.iv.trx)
-	into.Reads += uint64(s.iv.queries[sqlinfo.ClassRead])
-	into.Writes += uint64(s.iv.queries[sqlinfo.ClassWrite])
-	into.Other += uint64(s.iv.queries[sqlinfo.ClassOther])
-	into.Errors += uint64(s.iv.errors)
-	into.Deadlocks += uint64(s.iv.deadlocks)
-	into.Retries += uint64(s.iv.retries)
-	into.Latency.Merge(&s.ivLat)
+	addInterval(into, &s.iv, &s.ivLat)
 	s.iv = counters{}
 	s.ivLat.Reset()
 	s.mu.Unlock()
+}
+
+// moveInterval adds the interval's counters and histogram to iv and lat
+// (a closed worker's, kept by its runner until the interval ends) and
+// resets them.
+func (s *wstats) moveInterval(iv *counters, lat *latency.Histogram) {
+	s.mu.Lock()
+	iv.add(&s.iv)
+	lat.Merge(&s.ivLat)
+	s.iv = counters{}
+	s.ivLat.Reset()
+	s.mu.Unlock()
+}
+
+// addInterval adds an interval's counters and latencies to into.
+func addInterval(into *store.Interval, c *counters, lat *latency.Histogram) {
+	into.Transactions += uint64(c.trx)
+	into.Reads += uint64(c.queries[sqlinfo.ClassRead])
+	into.Writes += uint64(c.queries[sqlinfo.ClassWrite])
+	into.Other += uint64(c.queries[sqlinfo.ClassOther])
+	into.Errors += uint64(c.errors)
+	into.Deadlocks += uint64(c.deadlocks)
+	into.Retries += uint64(c.retries)
+	into.Latency.Merge(lat)
 }
 
 // totals are a target's merged statistics.

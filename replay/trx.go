@@ -705,30 +705,38 @@ var manualInfo = sqlinfo.Info{Set: true, SetAutocommit: '0'}
 // reorders lists the changes sent to the target out of the capture's
 // order, in the capture's order (after its workers have stopped).
 func (rn *runner) reorders() []store.Reorder {
-	return inCaptureOrder(rn, func(w *worker) []store.Reorder { return w.reorders },
-		func(r store.Reorder) (int64, uint64) { return r.At, r.Seq })
+	return inCaptureOrder(rn, &rn.mu.reorders, func(w *worker) []store.Reorder { return w.reorders }, reorderAt)
 }
 
 // failures lists the transactions that failed for good on the target, in
 // the capture's order (after its workers have stopped).
 func (rn *runner) failures() []store.FailedTrx {
-	return inCaptureOrder(rn, func(w *worker) []store.FailedTrx { return w.failures },
-		func(f store.FailedTrx) (int64, uint64) { return f.At, f.FirstSeq })
+	return inCaptureOrder(rn, &rn.mu.failures, func(w *worker) []store.FailedTrx { return w.failures }, failureAt)
 }
 
-// inCaptureOrder gathers what each worker listed, ordered by when (and
-// at which record) it began in the capture.
-func inCaptureOrder[T any](rn *runner, of func(*worker) []T, at func(T) (int64, uint64)) []T {
+// inCaptureOrder gathers what each worker listed, and retired (the closed
+// workers'), ordered by when (and at which record) it began in the
+// capture.
+func inCaptureOrder[T any](rn *runner, retired *[]T, of func(*worker) []T, at func(T) (int64, uint64)) []T {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	var out []T
+	out := slices.Clone(*retired)
 	for _, w := range rn.mu.workers {
 		out = append(out, of(w)...)
 	}
-	slices.SortFunc(out, func(a, b T) int {
+	sortInCaptureOrder(out, at)
+	return out
+}
+
+// sortInCaptureOrder sorts l by when (and at which record) each began in
+// the capture.
+func sortInCaptureOrder[T any](l []T, at func(T) (int64, uint64)) {
+	slices.SortFunc(l, func(a, b T) int {
 		ta, sa := at(a)
 		tb, sb := at(b)
 		return cmp.Or(cmp.Compare(ta, tb), cmp.Compare(sa, sb))
 	})
-	return out
 }
+
+func reorderAt(r store.Reorder) (int64, uint64)   { return r.At, r.Seq }
+func failureAt(f store.FailedTrx) (int64, uint64) { return f.At, f.FirstSeq }

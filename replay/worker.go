@@ -170,6 +170,7 @@ func (w *worker) quit() {
 func (w *worker) close() {
 	w.quit()
 	w.rn.commit(w)
+	w.rn.retireWorker(w)
 }
 
 // execKind says what running a record produced.
