@@ -267,7 +267,7 @@ func (rn *runner) retireWorker(w *worker) {
 	rn.mu.failures = keepFirst(append(rn.mu.failures, w.failures...), failureAt)
 }
 
-// keepFirst bounds a closed workers' list: past twice store.MaxFailures
+// keepFirst bounds the closed workers' lists: past twice store.MaxFailures
 // entries it keeps the first MaxFailures in the capture's order (all a
 // run's results keep).
 func keepFirst[T any](l []T, at func(T) (int64, uint64)) []T {
