@@ -631,8 +631,7 @@ func (b *backlog) done() {
 // worker.
 type jobQueue struct {
 	mu     sync.Mutex
-	jobs   []job
-	head   int // jobs[:head] are taken
+	jobs   fifo[job]
 	closed bool
 	ready  chan struct{} // a job came or the queue closed
 }
@@ -641,7 +640,7 @@ func newJobQueue() *jobQueue { return &jobQueue{ready: make(chan struct{}, 1)} }
 
 func (q *jobQueue) push(j job) {
 	q.mu.Lock()
-	q.jobs = append(q.jobs, j)
+	q.jobs.items = append(q.jobs.items, j)
 	q.mu.Unlock()
 	q.signal()
 }
@@ -665,18 +664,8 @@ func (q *jobQueue) signal() {
 func (q *jobQueue) next() (job, bool) {
 	for {
 		q.mu.Lock()
-		if q.head < len(q.jobs) {
-			j := q.jobs[q.head]
-			q.jobs[q.head] = job{}
-			q.head++
-			switch {
-			case q.head == len(q.jobs):
-				q.jobs, q.head = q.jobs[:0], 0
-			case q.head >= 256 && 2*q.head >= len(q.jobs): // reuse the front's room
-				n := copy(q.jobs, q.jobs[q.head:])
-				clear(q.jobs[n:])
-				q.jobs, q.head = q.jobs[:n], 0
-			}
+		if q.jobs.len() > 0 {
+			j := q.jobs.pop()
 			q.mu.Unlock()
 			return j, true
 		}
@@ -936,36 +925,42 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 // (they close as their COMMITs end), so one goes in at the back and moves
 // forward only past the units whose COMMIT started after its own and
 // ended before it: O(1) for most, and none leaves out of order.
-type unitQueue struct {
-	us   []*unit
-	head int // us[:head] are gone
-}
+type unitQueue struct{ fifo[*unit] }
 
-func (q *unitQueue) len() int     { return len(q.us) - q.head }
-func (q *unitQueue) front() *unit { return q.us[q.head] }
+func (q *unitQueue) front() *unit { return q.items[q.head] }
 
 func (q *unitQueue) push(u *unit) {
-	q.us = append(q.us, u)
-	i := len(q.us) - 1
-	for ; i > q.head && q.us[i-1].commitStart > u.commitStart; i-- {
-		q.us[i] = q.us[i-1]
+	q.items = append(q.items, u)
+	i := len(q.items) - 1
+	for ; i > q.head && q.items[i-1].commitStart > u.commitStart; i-- {
+		q.items[i] = q.items[i-1]
 	}
-	q.us[i] = u
+	q.items[i] = u
 }
 
-func (q *unitQueue) pop() *unit {
-	u := q.us[q.head]
-	q.us[q.head] = nil
+// fifo is a queue on a slice: items leave from the front, whose room is
+// reused once it is most of the slice.
+type fifo[T any] struct {
+	items []T
+	head  int // items[:head] are gone
+}
+
+func (q *fifo[T]) len() int { return len(q.items) - q.head }
+
+func (q *fifo[T]) pop() T {
+	var zero T
+	v := q.items[q.head]
+	q.items[q.head] = zero
 	q.head++
 	switch {
-	case q.head == len(q.us):
-		q.us, q.head = q.us[:0], 0
-	case q.head >= 1024 && 2*q.head >= len(q.us): // reuse the front's room
-		n := copy(q.us, q.us[q.head:])
-		clear(q.us[n:])
-		q.us, q.head = q.us[:n], 0
+	case q.head == len(q.items):
+		q.items, q.head = q.items[:0], 0
+	case q.head >= 256 && 2*q.head >= len(q.items):
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
 	}
-	return u
+	return v
 }
 
 // collect merges the workers' interval statistics every interval, stores
