@@ -569,8 +569,8 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 			// A waiter that holds no transaction is in no one's way: it
 			// looks again only for progress (the hard bound counts from
 			// when it happened, not from when it is seen) and for a
-			// cycle. Looking every inflightMin was three quarters of the
-			// gate's work at a thousand sessions, where such waits last
+			// cycle. Looking every inflightMin made three quarters of the
+			// gate's wake-ups at a thousand sessions, where such waits last
 			// hundreds of ms; a cycle is now seen up to a quarter of the
 			// bound later.
 			left = min(left, max(g.inflightMin, limit/4))
