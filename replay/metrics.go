@@ -331,20 +331,16 @@ func digestLabel(id string) string {
 	return sqlinfo.Digest{ID: id}.Short()
 }
 
-// mergeInto adds the runner's workers' statistics to t and their record
-// counts to records.
+// mergeInto adds the runner's statistics to t and its record count to
+// records.
 func (rn *runner) mergeInto(t *totals, records *int64) {
-	rn.mu.Lock()
-	ws := slices.Clone(rn.mu.workers)
-	rn.mu.Unlock()
-	// Under the retired totals' lock: a worker's statistics are in them or
-	// in the worker, never in both or neither (collect moves them).
+	// Under the retired totals' lock: a shard's statistics are in them or
+	// in the shard, never in both or neither (collect moves them).
 	rn.retired.Lock()
 	t.add(&rn.retired.t)
-	*records += rn.retiredRecords.Load()
-	for _, w := range ws {
-		t.merge(w.st)
-		*records += w.st.records.Load()
+	for _, st := range rn.stats {
+		t.merge(st)
+		*records += st.records.Load()
 	}
 	rn.retired.Unlock()
 	t.init()

@@ -599,12 +599,9 @@ func reportProgress(cfg *Config, label string, runners []*runner, records uint64
 		}
 		var n int64
 		for _, rn := range runners {
-			rn.mu.Lock()
-			n += rn.retiredRecords.Load()
-			for _, w := range rn.mu.workers {
-				n += w.st.records.Load()
+			for _, st := range rn.stats {
+				n += st.records.Load()
 			}
-			rn.mu.Unlock()
 		}
 		return min(n, total)
 	}

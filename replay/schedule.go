@@ -16,7 +16,6 @@ import (
 	"github.com/tandemdb/tandem/internal/pace"
 	"github.com/tandemdb/tandem/internal/rawio"
 	"github.com/tandemdb/tandem/internal/textclip"
-	"github.com/tandemdb/tandem/latency"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -66,17 +65,16 @@ type runner struct {
 		outErr   error
 		rewrites map[string]rewritten
 	}
-	// retired holds the workers' statistics up to the last interval
-	// (wstats.retireInto); mergeInto adds the workers' since.
+	// stats are the target's statistics, in shards its workers share
+	// (statsFor); nextShard picks the next worker's.
+	stats     []*wstats
+	nextShard atomic.Uint64
+	// retired holds the shards' statistics up to the last interval
+	// (wstats.retireInto); mergeInto adds the shards' since.
 	retired struct {
 		sync.Mutex
 		t totals
-		// the interval's statistics of workers closed in it, and what
-		// every closed worker handled (records)
-		iv    counters
-		ivLat latency.Histogram
 	}
-	retiredRecords atomic.Int64
 	// board orders the statements of regrouped units running at once.
 	board *order.Board
 	// commitOrder: records that commit keep the server's commit order on
@@ -159,6 +157,10 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
 	rn.mu.conns = map[*conn.Conn]struct{}{}
 	rn.mu.rewrites = map[string]rewritten{}
+	rn.stats = make([]*wstats, statShards())
+	for i := range rn.stats {
+		rn.stats[i] = newWStats()
+	}
 	return rn, nil
 }
 
@@ -239,22 +241,17 @@ func (rn *runner) addWorker(w *worker) {
 	rn.mu.Unlock()
 }
 
-// retireWorker moves a closed worker's statistics, record count, reorders
-// and failures into the runner, and forgets the worker. A capture's
-// sessions come and go (an application that connects per request has
-// millions in a day): kept to the end of the run, every closed session's
-// worker held its statistics, maps and buffers, and the collector merged
-// each of them every interval.
+// statsFor is the statistics shard of a new worker: each in turn.
+func (rn *runner) statsFor() *wstats {
+	return rn.stats[(rn.nextShard.Add(1)-1)%uint64(len(rn.stats))]
+}
+
+// retireWorker moves a closed worker's reorders and failures into the
+// runner, and forgets the worker (its statistics are in its shard). A
+// capture's sessions come and go (an application that connects per
+// request has millions in a day): kept to the end of the run, every
+// closed session's worker held its maps and buffers.
 func (rn *runner) retireWorker(w *worker) {
-	rn.retired.Lock()
-	defer rn.retired.Unlock()
-	w.st.retireInto(&rn.retired.t)
-	w.st.moveInterval(&rn.retired.iv, &rn.retired.ivLat)
-	// Counted here before it leaves the worker: progress may count it
-	// twice for an instant, never miss it.
-	n := w.st.records.Load()
-	rn.retiredRecords.Add(n)
-	w.st.records.Add(-n)
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if i := slices.Index(rn.mu.workers, w); i >= 0 {
@@ -963,7 +960,7 @@ func (q *fifo[T]) pop() T {
 	return v
 }
 
-// collect merges the workers' interval statistics every interval, stores
+// collect merges the shards' interval statistics every interval, stores
 // them as the target's series and feeds the progress lines, until stop.
 func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan struct{}) {
 	t := time.NewTicker(every)
@@ -972,17 +969,11 @@ func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan 
 	last := rn.start
 	take := func(now time.Time) {
 		iv := store.Interval{Start: last.Sub(rn.start), Length: now.Sub(last), Threads: uint64(rn.active.Load())}
-		rn.mu.Lock()
-		ws := append([]*worker(nil), rn.mu.workers...)
-		rn.mu.Unlock()
 		rn.retired.Lock()
-		for _, w := range ws {
-			w.st.takeInterval(&iv)
-			w.st.retireInto(&rn.retired.t)
+		for _, st := range rn.stats {
+			st.takeInterval(&iv)
+			st.retireInto(&rn.retired.t)
 		}
-		addInterval(&iv, &rn.retired.iv, &rn.retired.ivLat)
-		rn.retired.iv = counters{}
-		rn.retired.ivLat.Reset()
 		rn.retired.Unlock()
 		if iv.Length > 0 {
 			rn.run.PutInterval(rn.point, rn.idx, n, &iv)
@@ -1006,7 +997,7 @@ func (rn *runner) collect(every time.Duration, prog *progressLines, stop <-chan 
 	}
 }
 
-// totals merges the workers' statistics (after they have stopped).
+// totals merges the target's statistics (after its workers have stopped).
 func (rn *runner) totals() *totals {
 	var t totals
 	var records int64

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,23 +14,35 @@ import (
 	"github.com/tandemdb/tandem/store"
 )
 
-// Statistics are kept per worker, each under its worker's own lock (taken
-// by the worker per statement, uncontended, and by the collector once per
-// interval), and merged per target when an interval ends, when metrics
-// are scraped and when the run ends. No lock is shared between workers.
+// Statistics are kept in shards per target (runner.stats, statShards of
+// them), each under its own lock; a worker records into the shard its
+// number picks (taken per statement, and by the collector once per
+// interval), and the shards are merged per target when an interval ends,
+// when metrics are scraped and when the run ends. Two workers share a
+// lock only if they share a shard and run at the same instant, which the
+// cores bound: statShards is several times their number.
 //
 // Memory: a latency.Histogram takes about 0.5 KiB plus 1 KiB per power of
 // two its values span (4 to 8 for statement latencies in an interval; a
-// long run's rare slow statements add more). A worker keeps 5 histograms,
-// an interval histogram, and one per statement digest it runs, up to
-// maxDigests digests per run (the rest share "other"), and hands them to
-// its target's retired totals at the end of every interval (retireInto):
-// it holds only what one interval reached, about 40 KiB per worker for a
-// sysbench workload, at most ~5 MiB per worker for a capture of 500 shapes
-// or more; the cumulative histograms are kept once per target. A worker
-// whose session closed hands everything to its runner and is forgotten
-// (runner.retireWorker): memory follows the sessions open at once, not
-// the sessions a capture ever had.
+// long run's rare slow statements add more). A shard keeps 5 histograms,
+// an interval histogram, and one per statement digest its workers run, up
+// to maxDigests digests per run (the rest share "other"), and hands them
+// to its target's retired totals at the end of every interval
+// (retireInto): it holds only what one interval reached, about 200 KiB
+// for a sysbench read/write workload, at most ~5 MiB for a capture of 500
+// shapes or more; the cumulative histograms are kept once per target.
+// So a target's statistics take the same memory at 16 sessions as at
+// 5,000: kept per worker, they were 217 KiB a session (13.9 MB of a
+// 64-session replay's 37 MB live heap). A worker whose session closed
+// hands its lists to its runner and is forgotten (runner.retireWorker):
+// memory follows the sessions open at once, not the sessions a capture
+// ever had.
+
+// statShards is how many statistics shards a target has: four per CPU,
+// at least 16 and at most 256.
+func statShards() int {
+	return min(max(4*runtime.NumCPU(), 16), 256)
+}
 
 // maxDigests bounds the digests a run keeps histograms for; later ones are
 // counted under "other".
@@ -128,7 +141,8 @@ func (c *counters) add(o *counters) {
 	c.reordered += o.reordered
 }
 
-// wstats are one worker's statistics.
+// wstats are one shard of a target's statistics, shared by the workers
+// whose number picks it (runner.statsFor).
 type wstats struct {
 	mu        sync.Mutex
 	c         counters
@@ -148,7 +162,7 @@ type wstats struct {
 	digestOf map[*sqlinfo.Info]int // cache of the registry's numbers
 }
 
-// maxDigestOf bounds a worker's cache of digest numbers (wstats.digestOf).
+// maxDigestOf bounds a shard's cache of digest numbers (wstats.digestOf).
 const maxDigestOf = 4096
 
 func newWStats() *wstats {
@@ -163,6 +177,8 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 	if o.Flags&store.OutcomeClientError != 0 {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	di, ok := s.digestOf[info]
 	if !ok {
 		di = reg.index(info)
@@ -173,8 +189,6 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 		}
 		s.digestOf[info] = di
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, c := range []*counters{&s.c, &s.iv} {
 		c.queries[info.Class]++
 		if trxEnd {
@@ -256,18 +270,6 @@ func (s *wstats) failedTrx(key string) {
 func (s *wstats) takeInterval(into *store.Interval) {
 	s.mu.Lock()
 	addInterval(into, &s.iv, &s.ivLat)
-	s.iv = counters{}
-	s.ivLat.Reset()
-	s.mu.Unlock()
-}
-
-// moveInterval adds the interval's counters and histogram to iv and lat
-// (a closed worker's, kept by its runner until the interval ends) and
-// resets them.
-func (s *wstats) moveInterval(iv *counters, lat *latency.Histogram) {
-	s.mu.Lock()
-	iv.add(&s.iv)
-	lat.Merge(&s.ivLat)
 	s.iv = counters{}
 	s.ivLat.Reset()
 	s.mu.Unlock()
@@ -357,14 +359,14 @@ func addCounts(into, from map[string]int64) {
 	}
 }
 
-// retireInto moves the worker's statistics so far into t (its runner's
-// retired totals, under their lock) and starts them afresh. A worker's
+// retireInto moves the shard's statistics so far into t (its runner's
+// retired totals, under their lock) and starts them afresh. A shard's
 // histograms grow a chunk for each power of two their latencies reach: kept
 // for a whole run, per worker and per digest, the rare slow statements of
 // a long run made them grow with its length (latency histograms were 30 MB
 // of an 800,000-statement replay's 83 MB heap at 64 sessions, 4 MB at
 // 80,000). Retired every interval, a target keeps one set of cumulative
-// histograms, and a worker only what one interval reached.
+// histograms, and a shard only what one interval reached.
 func (s *wstats) retireInto(t *totals) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,7 +29,7 @@ const (
 type worker struct {
 	rn  *runner
 	c   *conn.Conn
-	st  *wstats
+	st  *wstats // its shard of the target's statistics (shared with other workers)
 	out *store.OutcomeBatch
 	// outBatch: outcomes buffered before a commit.
 	outBatch int
@@ -92,7 +92,7 @@ type worker struct {
 }
 
 func newWorker(rn *runner, outBatch int) *worker {
-	w := &worker{rn: rn, st: newWStats(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
+	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
 		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, stmts: map[stmtKey]*conn.Stmt{},
 		client: defaultClient, failing: -1}
 	rn.addWorker(w)
