@@ -9,7 +9,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 export PATH := $(PATH):/usr/sbin:/usr/local/go/bin
 
 # Debian packages the tests and the demo need. Later features append here.
-DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium tcpdump libmariadb-dev gcc libc6-dev default-jdk-headless libmariadb-java
+DEB_PACKAGES := mariadb-server mariadb-client mariadb-plugin-rocksdb sysbench haproxy prometheus chromium tcpdump linux-perf libmariadb-dev gcc libc6-dev default-jdk-headless libmariadb-java
 
 .PHONY: help build test test-short lint deps demo bench bench-store bench-proxy bench-synth bench-replay bench-binlog bench-scale bench-pcap faults clean
 
@@ -24,8 +24,8 @@ help:
 	@echo "                 bench-proxy: REF=<rev> adds tandem@REF (that revision's relay-only proxy) with tandem/tandem@REF ratios;"
 	@echo "                 TARGETS=\"haproxy tandem tandem@REF\" runs only those (direct always); SECS, ROUNDS, THREADS"
 	@echo "                 bench-scale: replay of sysbench captures at SESSIONS (default \"16 64 256 1024\") sessions, --order capture and none:"
-	@echo "                 statements/s, peak RSS, the order gate's CPU per statement; CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer);"
-	@echo "                 REF=<rev> replays each capture with that revision's --order capture too, side by side"
+	@echo "                 statements/s, peak RSS, the order gate's CPU per statement (perf when it can sample here, PERF=0: Go's profile);"
+	@echo "                 CAPTURE_SECS (5), LONG_SECS (50: N=64 captured longer); REF=<rev> replays each capture with that revision's --order capture too"
 	@echo "                 bench-pcap: capture --from-pcap statements/s against tandem synth's, and peak RSS of a BIG_MB (1024) MiB pcap"
 	@echo "                 against its first quarter; STMTS (1000000), ROUNDS (2)"
 	@echo "make demo        deps, build, start the sandbox, show InnoDB vs MyRocks, stop it"

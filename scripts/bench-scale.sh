@@ -6,10 +6,12 @@
 # --order capture and with --order none, each onto a fresh copy of the tables
 # as the capture found them, under /usr/bin/time -v. Prints per N and mode:
 # records, replay elapsed, statements/s, peak RSS, CPU, errors and
-# divergences from the capture; the ordering gate's CPU per statement (from
-# the --order capture replay's CPU profile: the samples with replay/order on
-# their stack; and, as an estimate, CPU of --order capture minus --order
-# none over the statements replayed); peak RSS against capture length (N=64 captured for LONG_SECS
+# divergences from the capture; the ordering gate's CPU per statement (the
+# samples with replay/order on their stack: from perf, sampling every thread
+# in the kernel, user and system time, when perf works here; from the
+# --order capture replay's Go CPU profile, which at a thousand sessions
+# keeps a fraction of its samples; and, as an estimate, CPU of --order
+# capture minus --order none over the statements replayed); peak RSS against capture length (N=64 captured for LONG_SECS
 # too); and how each figure grows from the first to the last N (ratio to the
 # first N's figure), with the waits that parked per statement and the gate's
 # CPU per such wait. Then the gate alone, without servers:
@@ -23,6 +25,7 @@
 #   LONG_N (default 64: the session count captured long too),
 #   REPLAY_TIMEOUT (default 600: seconds a replay may take before it is
 #   interrupted, SIGINT, and reported as timed out)
+#   PERF_HZ (default 4999: perf's sampling rate; PERF=0 does without perf),
 #   REF=<git revision> also replays each capture with --order capture by
 #   that revision's build (mode capture@REF), side by side, and prints
 #   statements/s of this tree over REF's.
@@ -68,6 +71,12 @@ copy_db() {
 
 if [ -x /usr/bin/time ]; then timer=gnu; else timer=proc; fi
 hz=$(getconf CLK_TCK)
+# perf samples every thread from the kernel (user and system time, no
+# signal per sample); the gate's figure comes from it when it works here
+# (linux-perf; system-wide sampling needs root or perf_event_paranoid <= 0).
+PERF_HZ=${PERF_HZ:-4999}
+use_perf=0
+if [ "${PERF:-1}" != 0 ] && command -v perf >/dev/null && perf record -q -a -o /dev/null -- true >/dev/null 2>&1; then use_perf=1; fi
 pport=$(free_port)
 
 # capture KEY N SECS: sysbench oltp_read_write at N threads through the proxy
@@ -103,8 +112,15 @@ replay() {
   rm -rf "$work/run"
   local cmd=("$bin" replay "$work/cap-$key" --speed 0 --order "$order" --metrics-addr off --json --run "$work/run"
     --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest_r")
-  rm -f "$work/cpu.pb.gz"
+  rm -f "$work/cpu.pb.gz" "$work/perf.data"
   [ "$order" != capture ] || cmd+=(--cpuprofile "$work/cpu.pb.gz")
+  # perf, system-wide (so its own memory is not the replay's peak RSS);
+  # the replay's samples are picked by command name.
+  local perfpid=
+  if [ "$order" = capture ] && [ "$bin" = "$tandem" ] && [ "$use_perf" = 1 ]; then
+    perf record -q -a -g -F "$PERF_HZ" -o "$work/perf.data" >/dev/null 2>"$work/perf.err" & perfpid=$!; pids=("$perfpid")
+    sleep 0.5
+  fi
   if [ "$timer" = gnu ]; then
     /usr/bin/time -v -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
     r_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time")
@@ -120,6 +136,18 @@ replay() {
     done
     wait "$rpid" || rc=$?
     r_rss=$peak; r_cpu=$(awk -v t="$ticks" -v h="$hz" 'BEGIN{printf "%.2f", t/h}')
+  fi
+  r_perf=-
+  if [ -n "$perfpid" ]; then
+    kill -INT "$perfpid"; wait "$perfpid" || true; pids=()
+    # The replay's samples (command name tandem), and those with
+    # replay/order on their stack: CPU seconds, from the sample periods (ns).
+    r_perf=$(perf script -i "$work/perf.data" -F comm,period,ip,sym 2>/dev/null | awk -v comm="$(basename "$tandem" | cut -c1-15)" '
+      function flush() { if (n && mine) { all += per; if (hit) gate += per } n = 0 }
+      /^[^ \t]/ { flush(); n = 1; hit = 0; mine = ($1 == comm); per = $2; next }
+      /^[ \t]/ { if ($0 ~ /tandem\/replay\/order[.]/) hit = 1; next }
+      /^$/ { flush() }
+      END { flush(); if (all > 0) printf "%.3f/%.3f", gate / 1e9, all / 1e9; else print "-" }')
   fi
   read -r r_elapsed r_stmts r_errors r_div r_counts < <(python3 - "$work/replay.json" "$rc" <<'PY'
 import json, sys
@@ -150,7 +178,7 @@ PY
   fi
 }
 
-declare -A rec el st sps rss cpu err dv gate gatep wps gpw
+declare -A rec el st sps rss cpu err dv gate gatep gatef gsel wps gpw
 # secs turns pprof's "1.23s" or "450ms" into seconds (awk).
 awk_secs='function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }'
 # run_n KEY N SECS I: capture, then replay in both modes (their order swaps
@@ -169,10 +197,12 @@ run_n() {
       gatep_run=$(go tool pprof -top -focus='tandem/replay/order\.' "$work/cpu.pb.gz" 2>/dev/null | awk -v n="$r_stmts" "$awk_secs"'
         /^Showing nodes accounting for / { v = $5; sub(/,$/, "", v); c = secs(v) }
         END { if (n > 0) printf "%.2f", c * 1e6 / n; else print "-" }')
+      # The same from perf (all of the replay's threads, user and system).
+      gatef_run=$(awk -v p="$r_perf" -v n="$r_stmts" 'BEGIN{ split(p, a, "/"); if (p != "-" && n > 0) printf "%.2f", a[1] * 1e6 / n; else print "-" }')
       # Waits that parked, per statement, and the gate's CPU per such wait.
       waits_run=$(sed -n 's/.*waits=\([0-9]*\).*/\1/p' <<<"$r_counts")
       wps_run=$(awk -v w="$waits_run" -v n="$r_stmts" 'BEGIN{ if (n > 0 && w != "") printf "%.2f", w/n; else print "-" }')
-      gpw_run=$(awk -v g="$gatep_run" -v w="$waits_run" -v n="$r_stmts" 'BEGIN{ if (g ~ /^[0-9.]+$/ && w > 0) printf "%.2f", g*n/w; else print "-" }')
+      gpw_run=$(awk -v g="$gatep_run" -v f="$gatef_run" -v w="$waits_run" -v n="$r_stmts" 'BEGIN{ if (f ~ /^[0-9.]+$/) g = f; if (g ~ /^[0-9.]+$/ && w > 0) printf "%.2f", g*n/w; else print "-" }')
     fi
     el[$key,$m]=$r_elapsed; st[$key,$m]=$r_stmts; rss[$key,$m]=$(awk -v k="$r_rss" 'BEGIN{printf "%.1f", k/1024}')
     cpu[$key,$m]=$r_cpu; err[$key,$m]=$r_errors; dv[$key,$m]=$r_div
@@ -182,7 +212,8 @@ run_n() {
   done
   gate[$key]=$(awk -v a="${cpu[$key,capture]}" -v b="${cpu[$key,none]}" -v s="${st[$key,capture]}" -v e="${el[$key,capture]}" \
     'BEGIN{ if (s > 0 && e ~ /^[0-9.]+$/) printf "%.2f", (a-b)*1e6/s; else print "-" }')
-  gatep[$key]=${gatep_run:--}; wps[$key]=${wps_run:--}; gpw[$key]=${gpw_run:--}
+  gatep[$key]=${gatep_run:--}; gatef[$key]=${gatef_run:--}; wps[$key]=${wps_run:--}; gpw[$key]=${gpw_run:--}
+  gsel[$key]=${gatef[$key]}; [ "$use_perf" = 1 ] || gsel[$key]=${gatep[$key]}
 }
 
 echo "== replay at production width: sysbench oltp_read_write through tandem proxy at --rate=200 for ${CAPTURE_SECS}s per capture,"
@@ -200,14 +231,16 @@ first=${sessions[0]}
 # grow A B: B/A to 2 places, or - .
 grow() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^-?[0-9.]+$/ && b ~ /^-?[0-9.]+$/ && a + 0 != 0) printf "%.2f", b/a; else print "-" }'; }
 echo
-echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate µs/st (profile): the samples"
-echo "with replay/order on their stack in the --order capture replay's CPU profile, per statement; gate µs/st (est.) is an ESTIMATE:"
-echo "the difference of two runs' CPU (user + sys), --order capture minus --order none, per statement replayed; waits/st: the waits"
-echo "that parked, per statement; gate µs/wait: the profile's gate CPU per such wait)"
-printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate (prof)" "gate (est.)" "waits/st" "gate µs/wait" "errors c/n" "diverg c/n"
+echo "Summary (one run each; statements/s = statements replayed / the target's elapsed_seconds; gate µs/st: the CPU of the samples"
+echo "with replay/order on their stack in the --order capture replay, per statement: (perf) from perf, every thread, user and"
+echo "system time, $([ "$use_perf" = 1 ] && echo "at $PERF_HZ Hz, system-wide, beside that replay" || echo "NOT MEASURED: perf is missing or may not sample here (PERF=0, no linux-perf, or not root)"); (prof) from"
+echo "its Go CPU profile, which at a thousand sessions keeps a fraction of its samples; (est.) is an ESTIMATE: the difference of two"
+echo "runs' CPU (user + sys), --order capture minus --order none, per statement replayed; waits/st: the waits that parked, per"
+echo "statement; gate µs/wait: the gate's CPU (perf, else the profile's) per such wait)"
+printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' sessions records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "CPU s cap" "CPU s none" "gate (perf)" "gate (prof)" "gate (est.)" "waits/st" "gate µs/wait" "errors c/n" "diverg c/n"
 for n in "${sessions[@]}"; do
-  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
-    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gatep[$n]}" "${gate[$n]}" "${wps[$n]}" "${gpw[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
+  printf '%-7s %9s %11s %11s %11s %11s %11s %11s %11s %11s %11s %9s %11s %11s %11s\n' "$n" "${rec[$n]}" "${sps[$n,capture]}" "${sps[$n,none]}" "${rss[$n,capture]}" "${rss[$n,none]}" \
+    "${cpu[$n,capture]}" "${cpu[$n,none]}" "${gatef[$n]}" "${gatep[$n]}" "${gate[$n]}" "${wps[$n]}" "${gpw[$n]}" "${err[$n,capture]}/${err[$n,none]}" "${dv[$n,capture]}/${dv[$n,none]}"
 done
 if [ -n "$REF" ]; then
   echo
@@ -220,11 +253,11 @@ if [ -n "$REF" ]; then
 fi
 echo
 echo "Growth with sessions: each figure over the $first-session one"
-printf '%-7s %11s %11s %11s %11s %11s %11s %13s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate CPU" "waits/st" "gate CPU/wait"
+printf '%-7s %11s %11s %11s %11s %11s %11s %11s %13s\n' sessions "stmt/s cap" "stmt/s none" "RSS cap" "RSS none" "gate (perf)" "gate (prof)" "waits/st" "gate CPU/wait"
 for n in "${sessions[@]}"; do
-  printf '%-7s %11s %11s %11s %11s %11s %11s %13s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
-    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gatep[$first]}" "${gatep[$n]}")" \
-    "$(grow "${wps[$first]}" "${wps[$n]}")" "$(grow "${gpw[$first]}" "${gpw[$n]}")"
+  printf '%-7s %11s %11s %11s %11s %11s %11s %11s %13s\n' "$n" "$(grow "${sps[$first,capture]}" "${sps[$n,capture]}")" "$(grow "${sps[$first,none]}" "${sps[$n,none]}")" \
+    "$(grow "${rss[$first,capture]}" "${rss[$n,capture]}")" "$(grow "${rss[$first,none]}" "${rss[$n,none]}")" "$(grow "${gatef[$first]}" "${gatef[$n]}")" \
+    "$(grow "${gatep[$first]}" "${gatep[$n]}")" "$(grow "${wps[$first]}" "${wps[$n]}")" "$(grow "${gpw[$first]}" "${gpw[$n]}")"
 done
 
 # The gate alone, without servers or connections: BenchmarkGateSessions
@@ -250,12 +283,12 @@ if [ -n "${rec[long]:-}" ]; then
   printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' capture records "stmt/s cap" "stmt/s none" "RSS MB cap" "RSS MB none" "gate µs/st" "errors c/n" "diverg c/n"
   for k in "$LONG_N" long; do
     s=$CAPTURE_SECS; [ "$k" != long ] || s=$LONG_SECS
-    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' "${s}s" "${rec[$k]}" "${sps[$k,capture]}" "${sps[$k,none]}" "${rss[$k,capture]}" "${rss[$k,none]}" "${gatep[$k]}" \
+    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %11s\n' "${s}s" "${rec[$k]}" "${sps[$k,capture]}" "${sps[$k,none]}" "${rss[$k,capture]}" "${rss[$k,none]}" "${gsel[$k]}" \
       "${err[$k,capture]}/${err[$k,none]}" "${dv[$k,capture]}/${dv[$k,none]}"
   done
   printf '%-10s %9s %11s %11s %11s %11s %11s\n' "long/short" "$(grow "${rec[$LONG_N]}" "${rec[long]}")" "$(grow "${sps[$LONG_N,capture]}" "${sps[long,capture]}")" \
     "$(grow "${sps[$LONG_N,none]}" "${sps[long,none]}")" "$(grow "${rss[$LONG_N,capture]}" "${rss[long,capture]}")" "$(grow "${rss[$LONG_N,none]}" "${rss[long,none]}")" \
-    "$(grow "${gatep[$LONG_N]}" "${gatep[long]}")"
+    "$(grow "${gsel[$LONG_N]}" "${gsel[long]}")"
 fi
 
 # Issue #30's targets, one line each: peak RSS flat with capture length (10x
@@ -278,7 +311,14 @@ fi
 last=${sessions[$((${#sessions[@]} - 1))]}
 logf() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.2f", (a > 1 ? log(b)/log(a) : log(b)/log(2)) }'; }
 if [ "$last" != "$first" ]; then
-  verdict "gate CPU per statement (profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" "$(logf "$first" "$last")"
+  # perf's figure when there is one: Go's profiler takes a signal per
+  # sample and, at a thousand sessions, keeps a fraction of them.
+  if [ "$use_perf" = 1 ]; then
+    verdict "gate CPU per statement (perf), N=$last / N=$first" "$(grow "${gatef[$first]}" "${gatef[$last]}")" "<=" "$(logf "$first" "$last")"
+    echo "  (the same from the Go CPU profile, not a verdict: $(grow "${gatep[$first]}" "${gatep[$last]}"))"
+  else
+    verdict "gate CPU per statement (Go profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" "$(logf "$first" "$last")"
+  fi
 fi
 if [ -n "$gb_first" ] && [ "$gb_lastn" != "$gb_firstn" ]; then
   verdict "gate alone, ns per ticket, N=$gb_lastn / N=$gb_firstn" "$(grow "$gb_first" "$gb_last")" "<=" "$(logf "$gb_firstn" "$gb_lastn")"
