@@ -16,7 +16,8 @@
 # first N's figure), with the waits that parked per statement and the gate's
 # CPU per such wait. Then the gate alone, without servers:
 # BenchmarkGateSessions (go test -bench, replay/order) at 16 to 1,024
-# sessions, wall time per ticket. Ends with one verdict line per target of
+# sessions, wall time per ticket, and BenchmarkGateSessionsTrx (the same,
+# every session in a transaction, so that its waits check for stalls). Ends with one verdict line per target of
 # issue #30: peak RSS flat with capture length (<= 1.10x for 10x the
 # records) and the gate's cost per statement growing with N by at most
 # log N / log first N, in the replay (CPU profile) and alone.
@@ -265,18 +266,27 @@ done
 # through a real Gate, each session a goroutine, and reports the wall time
 # per ticket on this machine's cores.
 echo
-echo "The gate alone (go test -bench BenchmarkGateSessions ./replay/order: every statement a change, 200,000 tickets per width)"
-gate_bench=$(cd "$repo" && go test -run '^$' -bench BenchmarkGateSessions -benchtime 200000x ./replay/order 2>&1 |
-  awk '/^BenchmarkGateSessions\/sessions=/ { n=$1; sub(/^.*sessions=/, "", n); sub(/-[0-9]+$/, "", n)
-    for (i = 3; i < NF; i += 2) { if ($(i+1) == "ns/ticket") t = $i; if ($(i+1) == "waits/ticket") w = $i }
-    print n, t, w }')
-printf '%-7s %11s %13s %11s\n' sessions "ns/ticket" "waits/ticket" growth
-gb_first=$(awk 'NR==1 {print $2}' <<<"$gate_bench"); gb_firstn=$(awk 'NR==1 {print $1}' <<<"$gate_bench")
-gb_last=$(awk 'END {print $2}' <<<"$gate_bench"); gb_lastn=$(awk 'END {print $1}' <<<"$gate_bench")
-while read -r n t w; do
-  [ -n "$n" ] || continue
-  printf '%-7s %11s %13s %11s\n' "$n" "$t" "$w" "$(grow "$gb_first" "$t")"
-done <<<"$gate_bench"
+# Each session plain (no transaction: BenchmarkGateSessions), then inside a
+# transaction whose locks its waits check for stalls (...Trx).
+declare -A gb_first gb_firstn gb_last gb_lastn
+for bench in BenchmarkGateSessions BenchmarkGateSessionsTrx; do
+  echo
+  case $bench in
+    BenchmarkGateSessions) echo "The gate alone (go test -bench $bench ./replay/order: every statement a change, 200,000 tickets per width)" ;;
+    *) echo "The gate alone, every session in a transaction that holds its rows, its waits checking for stalls (go test -bench $bench)" ;;
+  esac
+  gate_bench=$(cd "$repo" && go test -run '^$' -bench "^$bench\$" -benchtime 200000x ./replay/order 2>&1 |
+    awk -v b="$bench" 'index($1, b "/sessions=") == 1 { n=$1; sub(/^.*sessions=/, "", n); sub(/-[0-9]+$/, "", n)
+      for (i = 3; i < NF; i += 2) { if ($(i+1) == "ns/ticket") t = $i; if ($(i+1) == "waits/ticket") w = $i }
+      print n, t, w }')
+  printf '%-7s %11s %13s %11s\n' sessions "ns/ticket" "waits/ticket" growth
+  gb_first[$bench]=$(awk 'NR==1 {print $2}' <<<"$gate_bench"); gb_firstn[$bench]=$(awk 'NR==1 {print $1}' <<<"$gate_bench")
+  gb_last[$bench]=$(awk 'END {print $2}' <<<"$gate_bench"); gb_lastn[$bench]=$(awk 'END {print $1}' <<<"$gate_bench")
+  while read -r n t w; do
+    [ -n "$n" ] || continue
+    printf '%-7s %11s %13s %11s\n' "$n" "$t" "$w" "$(grow "${gb_first[$bench]}" "$t")"
+  done <<<"$gate_bench"
+done
 if [ -n "${rec[long]:-}" ]; then
   echo
   echo "Growth with capture length: N=$LONG_N captured for ${CAPTURE_SECS}s and ${LONG_SECS}s"
@@ -320,6 +330,9 @@ if [ "$last" != "$first" ]; then
     verdict "gate CPU per statement (Go profile), N=$last / N=$first" "$(grow "${gatep[$first]}" "${gatep[$last]}")" "<=" "$(logf "$first" "$last")"
   fi
 fi
-if [ -n "$gb_first" ] && [ "$gb_lastn" != "$gb_firstn" ]; then
-  verdict "gate alone, ns per ticket, N=$gb_lastn / N=$gb_firstn" "$(grow "$gb_first" "$gb_last")" "<=" "$(logf "$gb_firstn" "$gb_lastn")"
-fi
+for bench in BenchmarkGateSessions BenchmarkGateSessionsTrx; do
+  f=${gb_first[$bench]} fn=${gb_firstn[$bench]} l=${gb_last[$bench]} ln=${gb_lastn[$bench]}
+  [ -n "$f" ] && [ "$ln" != "$fn" ] || continue
+  name="gate alone, ns per ticket, N=$ln / N=$fn"; [ "$bench" = BenchmarkGateSessions ] || name="gate alone, in transactions, N=$ln / N=$fn"
+  verdict "$name" "$(grow "$f" "$l")" "<=" "$(logf "$fn" "$ln")"
+done

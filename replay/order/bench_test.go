@@ -3,6 +3,7 @@ package order
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,16 @@ import (
 // each session waits, is sent and finishes its own in order. ns/ticket
 // is wall time per ticket (the machine's cores shared by all sessions'
 // goroutines); waits/ticket how many waits parked.
-func BenchmarkGateSessions(b *testing.B) {
+func BenchmarkGateSessions(b *testing.B) { benchGateSessions(b, false) }
+
+// BenchmarkGateSessionsTrx: the same, each session inside a transaction
+// that holds the rows its statements changed (published, as replay's
+// workers do): its waits look for statements stuck behind those locks
+// (the stall check, patience 1). Each session changes rows of its own,
+// in one of four tables, so no statement is ever stuck.
+func BenchmarkGateSessionsTrx(b *testing.B) { benchGateSessions(b, true) }
+
+func benchGateSessions(b *testing.B, trx bool) {
 	for _, n := range []int{16, 64, 256, 1024} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			g := NewGate(50*time.Millisecond, time.Minute)
@@ -31,23 +41,42 @@ func BenchmarkGateSessions(b *testing.B) {
 				chans[s], curs[s] = make(chan *Ticket, 8), &Cursor{}
 				wg.Go(func() {
 					parked := 0
+					patience, h := 0, (*Cursor)(nil)
+					if trx {
+						patience, h = 1, curs[s]
+					}
+					var held []LockStmt
 					for t := range chans[s] {
 						t.Queue(curs[s])
 						curs[s].At(t)
-						if r, _ := g.Wait(ctx, t, t.Start, 0, 0, nil); r == Ordered {
+						if r, _ := g.Wait(ctx, t, t.Start, patience, 0, h); r == Ordered {
 							parked++
 						}
 						g.Sent(t, 0)
+						if trx {
+							// The transaction holds its last 8 statements' rows.
+							held = append(held, LockStmt{End: t.End, Tables: t.Tables, Keys: t.Keys})
+							if len(held) > 8 {
+								held = held[1:]
+							}
+							g.Publish(curs[s], &LockSet{Stmts: slices.Clone(held)})
+						}
 						g.Finish(t)
 					}
 					waited.Store(s, parked)
 				})
 			}
+			tables := [][]string{{"t0"}, {"t1"}, {"t2"}, {"t3"}}
 			b.ResetTimer()
 			for k := range per {
 				for s := range n {
 					start := int64(k)*150_000 + int64(s)*150_000/int64(n)
-					chans[s] <- g.Register(start, start+100_000, curs[s], true, nil, false)
+					if !trx {
+						chans[s] <- g.Register(start, start+100_000, curs[s], true, nil, false)
+						continue
+					}
+					chans[s] <- g.Add(&Ticket{Start: start, End: start + 100_000, Changes: true, Tables: tables[s%4],
+						Keys: []string{fmt.Sprintf("t%d/%d.%d", s%4, s, k%8)}}, curs[s])
 				}
 			}
 			for _, ch := range chans {
