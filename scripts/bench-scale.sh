@@ -122,6 +122,17 @@ replay() {
     perf record -q -a -g -F "$PERF_HZ" -o "$work/perf.data" >/dev/null 2>"$work/perf.err" & perfpid=$!; pids=("$perfpid")
     sleep 0.5
   fi
+  # The resident set over the replay (VmRSS every 0.2 s), for the long
+  # capture: whether it levels off or grows with the records replayed.
+  local sampler=
+  rm -f "$work/rss-trace"
+  if [ "$key" = long ]; then
+    (while :; do
+      p=$(pgrep -f -- "^$bin replay .*--run $work/run" | head -1)
+      [ -z "$p" ] || awk -v t="$(date +%s.%N)" '/^VmRSS:/ {print t, $2}' "/proc/$p/status" 2>/dev/null >>"$work/rss-trace" || true
+      sleep 0.2
+    done) & sampler=$!
+  fi
   if [ "$timer" = gnu ]; then
     /usr/bin/time -v -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || rc=$?
     r_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time")
@@ -137,6 +148,14 @@ replay() {
     done
     wait "$rpid" || rc=$?
     r_rss=$peak; r_cpu=$(awk -v t="$ticks" -v h="$hz" 'BEGIN{printf "%.2f", t/h}')
+  fi
+  r_trace=
+  if [ -n "$sampler" ]; then
+    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    # The peak so far at each quarter of the replay's time, MB.
+    r_trace=$(awk 'NR == 1 { t0 = $1 } { t[NR] = $1 - t0; r[NR] = $2 } END {
+      if (NR < 4) exit
+      for (q = 1; q <= 4; q++) { lim = t[NR] * q / 4; m = 0; for (i = 1; i <= NR; i++) if (t[i] <= lim && r[i] > m) m = r[i]; printf "%s%.1f", (q > 1 ? " / " : ""), m / 1024 } }' "$work/rss-trace")
   fi
   r_perf=-
   if [ -n "$perfpid" ]; then
@@ -179,7 +198,7 @@ PY
   fi
 }
 
-declare -A rec el st sps rss cpu err dv gate gatep gatef gsel wps gpw
+declare -A rec el st sps rss cpu err dv gate gatep gatef gsel wps gpw trace
 # secs turns pprof's "1.23s" or "450ms" into seconds (awk).
 awk_secs='function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v/1000 } sub(/s$/, "", v); return v }'
 # run_n KEY N SECS I: capture, then replay in both modes (their order swaps
@@ -210,6 +229,10 @@ run_n() {
     sps[$key,$m]=$(awk -v s="$r_stmts" -v e="$r_elapsed" 'BEGIN{ if (e ~ /^[0-9.]+$/ && e + 0 > 0) printf "%.0f", s/e; else print "-" }')
     printf '  N=%-5s %3s s  --order %-7s %8s records  %9s statements  elapsed %8s s  %8s stmt/s  peak RSS %7s MB  CPU %7s s  errors %s  divergent %s  (%s)\n' \
       "$n" "$secs" "$m" "${rec[$key]}" "$r_stmts" "$r_elapsed" "${sps[$key,$m]}" "${rss[$key,$m]}" "$r_cpu" "$r_errors" "$r_div" "${r_counts//,/ }"
+    if [ -n "$r_trace" ]; then
+      trace[$m]=$r_trace
+      echo "    peak RSS so far at 1/4, 1/2, 3/4 and all of that replay's time: $r_trace MB"
+    fi
   done
   gate[$key]=$(awk -v a="${cpu[$key,capture]}" -v b="${cpu[$key,none]}" -v s="${st[$key,capture]}" -v e="${el[$key,capture]}" \
     'BEGIN{ if (s > 0 && e ~ /^[0-9.]+$/) printf "%.2f", (a-b)*1e6/s; else print "-" }')
@@ -299,6 +322,9 @@ if [ -n "${rec[long]:-}" ]; then
   printf '%-10s %9s %11s %11s %11s %11s %11s\n' "long/short" "$(grow "${rec[$LONG_N]}" "${rec[long]}")" "$(grow "${sps[$LONG_N,capture]}" "${sps[long,capture]}")" \
     "$(grow "${sps[$LONG_N,none]}" "${sps[long,none]}")" "$(grow "${rss[$LONG_N,capture]}" "${rss[long,capture]}")" "$(grow "${rss[$LONG_N,none]}" "${rss[long,none]}")" \
     "$(grow "${gsel[$LONG_N]}" "${gsel[long]}")"
+  for m in capture none; do
+    [ -z "${trace[$m]:-}" ] || echo "  ${LONG_SECS}s --order $m, peak RSS so far at 1/4, 1/2, 3/4 and all of its replay: ${trace[$m]} MB (a rise that stops is warm-up; one that goes on grows with the records)"
+  done
 fi
 
 # Issue #30's targets, one line each: peak RSS flat with capture length (10x
