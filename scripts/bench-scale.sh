@@ -12,7 +12,8 @@
 # --order capture replay's Go CPU profile, which at a thousand sessions
 # keeps a fraction of its samples; and, as an estimate, CPU of --order
 # capture minus --order none over the statements replayed); peak RSS against capture length (N=64 captured for LONG_SECS
-# too); and how each figure grows from the first to the last N (ratio to the
+# too, with the peak RSS so far at each quarter of its replays: whether it
+# levels off); and how each figure grows from the first to the last N (ratio to the
 # first N's figure), with the waits that parked per statement and the gate's
 # CPU per such wait. Then the gate alone, without servers:
 # BenchmarkGateSessions (go test -bench, replay/order) at 16 to 1,024
