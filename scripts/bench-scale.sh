@@ -129,7 +129,7 @@ replay() {
   rm -f "$work/rss-trace"
   if [ "$key" = long ]; then
     (while :; do
-      p=$(pgrep -f -- "^$bin replay .*--run $work/run" | head -1)
+      p=$(pgrep -f -- "^$bin replay .*--run $work/run" | head -1 || true)
       [ -z "$p" ] || awk -v t="$(date +%s.%N)" '/^VmRSS:/ {print t, $2}' "/proc/$p/status" 2>/dev/null >>"$work/rss-trace" || true
       sleep 0.2
     done) & sampler=$!
@@ -152,7 +152,7 @@ replay() {
   fi
   r_trace=
   if [ -n "$sampler" ]; then
-    kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
     # The peak so far at each quarter of the replay's time, MB.
     r_trace=$(awk 'NR == 1 { t0 = $1 } { t[NR] = $1 - t0; r[NR] = $2 } END {
       if (NR < 4) exit
