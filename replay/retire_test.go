@@ -11,12 +11,12 @@ import (
 )
 
 // An application that connects per request makes a session per
-// statement. Each closed session's worker now hands its statistics,
-// record count and lists to its runner and is forgotten: the runner ends
-// with no worker left, and every count adds up, in the totals and the
-// intervals alike. Before, every worker stayed to the end of the run
-// (200 here; millions for a day of such an application), with its
-// statistics, maps and buffers.
+// statement. Each closed session's worker hands its lists to its runner
+// and is forgotten (its statistics are in its target's shards): the
+// runner ends with no worker left, and every count adds up, in the
+// totals and the intervals alike. Before, every worker stayed to the end
+// of the run (200 here; millions for a day of such an application), with
+// its statistics, maps and buffers.
 func TestClosedSessionsLeaveNoWorkerBehind(t *testing.T) {
 	db, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
 	if _, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"); err != nil {

@@ -28,7 +28,7 @@ import (
 // an interval histogram, and one per statement digest its workers run, up
 // to maxDigests digests per run (the rest share "other"), and hands them
 // to its target's retired totals at the end of every interval
-// (retireInto): it holds only what one interval reached, about 200 KiB
+// (retireInto): it holds only what one interval reached, about 300 KiB
 // for a sysbench read/write workload, at most ~5 MiB for a capture of 500
 // shapes or more; the cumulative histograms are kept once per target.
 // So a target's statistics take the same memory at 16 sessions as at
