@@ -490,11 +490,12 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 	// with the sessions (BenchmarkGateSessionsTrx: 6 µs a ticket at 16
 	// sessions, 42 µs at 1,024). No statement can count as stuck behind
 	// t's locks before lockBoundMin in flight, so the first check is due
-	// lockBoundMax after the wait began, when the first timer fired
-	// before (a check due sooner is one more wake-up for every wait
-	// longer than that), and each next one after the back-off below;
-	// wake-ups in between look only for the earliest blocker. A wait shorter than lockBoundMax never
-	// walks, and a stall is seen at most lockBoundMax later.
+	// lockBoundMax after the wait began, when the first timer fired before
+	// (a check due sooner is one more wake-up for every wait longer than
+	// that), and each next one after the back-off below; wake-ups in
+	// between look only for the earliest blocker. A wait shorter than
+	// lockBoundMax never walks, and a stall is seen at most lockBoundMax
+	// later.
 	checkAt := began.Add(lockBoundMax)
 	// The hard bound counts from the last progress: a wait behind tickets
 	// that keep getting done is the replay catching up (at --speed 0 a
