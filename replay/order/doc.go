@@ -143,24 +143,20 @@
 // growth against log N.
 //
 // The stall check is what grows with the sessions
-// (BenchmarkGateSessionsTrx, the same with every session in a transaction:
-// about 6 µs a ticket at 16 and 64 sessions, 8 to 10 at 256, 35 to 38 at
-// 1,024, where waits last longer than its first look and the walk is still
-// one ticket per session). A waiter that holds a transaction walks its
-// backlog looking for statements stuck behind its locks, first
-// lockBoundMax after its wait began (none can be stuck before
-// lockBoundMin; a wait that ends first never walks): a ticket queued
-// behind its worker's current one is passed over (that one came earlier in
-// the walk), each statement in flight is looked at once, and the search
-// for a lock chain (blocksLocked) asks the lock index only for the open
-// transactions whose locks may block a statement (those on its rows, or,
-// naming none, on its tables): O(candidates), not O(transactions). A
-// waiter that found nothing stuck looks again after 2 ms, then 4, 8, … up
-// to 64 ms: at a thousand sessions, every waiter walking its backlog every
-// 2 ms under the one mutex was all a replay did (make bench-scale). A
-// stall behind its locks is then seen up to that much later, which costs
-// time, never order. A waiter that holds no transaction looks again only
-// every quarter of the hard bound (for progress and cycles): looking every
-// --order-inflight made three quarters of the gate's wake-ups at a
-// thousand sessions.
+// (BenchmarkGateSessionsTrx: BenchmarkGateSessions with every session in
+// a transaction, so that its waits check for stalls). A waiter that holds a
+// transaction walks its backlog looking for statements stuck behind its
+// locks: a ticket queued behind its worker's current one is passed over
+// (that one came earlier in the walk), each statement in flight is looked
+// at once, and the search for a lock chain (blocksLocked) asks the lock
+// index only for the open transactions whose locks may block a statement
+// (those on its rows, or, naming none, on its tables): O(candidates), not
+// O(transactions). A waiter that found nothing stuck looks again after
+// 2 ms, then 4, 8, … up to 64 ms: at a thousand sessions, every waiter
+// walking its backlog every 2 ms under the one mutex was all a replay
+// did (make bench-scale). A stall behind its locks is then seen up to
+// that much later, which costs time, never order. A waiter that holds no
+// transaction looks again only every quarter of the hard bound (for
+// progress and cycles): looking every --order-inflight made three
+// quarters of the gate's wake-ups at a thousand sessions.
 package order

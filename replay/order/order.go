@@ -25,8 +25,8 @@ type Gate struct {
 	// blocksLocked); epoch marks what one search has looked at.
 	locks lockIndex
 	epoch uint64
-	// pass marks the in-flight tickets one blocker search with a stall
-	// check has looked at (Ticket.checked), and counts those searches.
+	// pass marks the in-flight tickets one blocker search has looked at
+	// (Ticket.checked); it counts the searches with a stall check too.
 	pass uint64
 	// commits keeps commits in the server's order (Ticket.Commit, Floor,
 	// Trx).
@@ -485,18 +485,6 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 	began := g.now()
 	released, waited := false, false
 	quiet := 0 // looks at the stall check in a row that found nothing stuck
-	// The stall check (patience > 0) walks every ticket t waits for, about
-	// one per session: done at every wake-up, it made a waiter's cost grow
-	// with the sessions (BenchmarkGateSessionsTrx: 6 µs a ticket at 16
-	// sessions, 42 µs at 1,024). No statement can count as stuck behind
-	// t's locks before lockBoundMin in flight, so the first check is due
-	// lockBoundMax after the wait began, when the first timer fired before
-	// (a check due sooner is one more wake-up for every wait longer than
-	// that), and each next one after the back-off below; wake-ups in
-	// between look only for the earliest blocker. A wait shorter than
-	// lockBoundMax never walks, and a stall is seen at most lockBoundMax
-	// later.
-	checkAt := began.Add(lockBoundMax)
 	// The hard bound counts from the last progress: a wait behind tickets
 	// that keep getting done is the replay catching up (at --speed 0 a
 	// session runs ahead of the others by as much as the target lets
@@ -509,19 +497,14 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		if at := progressAt(last, lastSent); at > began.UnixNano() {
 			began = time.Unix(0, at)
 		}
-		looked := g.now()
-		look := patience // 0 until the stall check is due
-		if look > 0 && looked.Before(checkAt) {
-			look = 0
-		}
-		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, look, h)
+		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, patience, h)
 		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
-			blocker, stuck, wake = g.sendBlockerLocked(t, look, h, wake)
+			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
 		}
 		var unregistered <-chan struct{}
 		if blocker == nil && len(stuck) == 0 && threshold == t.Start {
 			var cyc bool
-			blocker, unregistered, stuck, cyc, wake = g.commitWaitLocked(t, look, h, wake)
+			blocker, unregistered, stuck, cyc, wake = g.commitWaitLocked(t, patience, h, wake)
 			cyclic = cyclic || cyc
 		}
 		released = released || cyclic
@@ -580,11 +563,8 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 			// walking the backlog every 2 ms under the gate's lock was all
 			// a replay at a thousand sessions did. A stall is then seen
 			// up to that much later, which costs time, not order.
-			if look > 0 {
-				checkAt = looked.Add(max(wake, lockBoundMax<<min(quiet, 5)))
-				quiet++
-			}
-			left = min(left, checkAt.Sub(g.now()))
+			left = min(left, max(wake, lockBoundMax<<min(quiet, 5)))
+			quiet++
 		default:
 			// A waiter that holds no transaction is in no one's way: it
 			// looks again only for progress (the hard bound counts from
@@ -829,11 +809,8 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 	}
 	// Many tickets wait behind one statement in flight (their sessions'
 	// queues): each is looked at once (checked), at one instant.
-	var now int64
-	if patience > 0 {
-		g.pass++
-		now = g.now().UnixNano()
-	}
+	g.pass++
+	now := g.now().UnixNano()
 	for _, p := range ln.pending {
 		if p.End >= threshold {
 			break
