@@ -157,10 +157,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
 	rn.mu.conns = map[*conn.Conn]struct{}{}
 	rn.mu.rewrites = map[string]rewritten{}
-	rn.stats = make([]*wstats, statShards())
-	for i := range rn.stats {
-		rn.stats[i] = newWStats()
-	}
+	rn.stats = newStatShards()
 	return rn, nil
 }
 

@@ -44,6 +44,15 @@ func statShards() int {
 	return min(max(4*runtime.NumCPU(), 16), 256)
 }
 
+// newStatShards makes a target's statShards empty shards.
+func newStatShards() []*wstats {
+	st := make([]*wstats, statShards())
+	for i := range st {
+		st[i] = newWStats()
+	}
+	return st
+}
+
 // maxDigests bounds the digests a run keeps histograms for; later ones are
 // counted under "other".
 const maxDigests = 500

@@ -107,11 +107,7 @@ func TestRetiredStatisticsAddUp(t *testing.T) {
 // 64-session replay's 37 MB live heap).
 func TestStatisticsDoNotGrowWithSessions(t *testing.T) {
 	an, reg := sqlinfo.NewAnalyzer(), newDigestRegistry()
-	rn := &runner{reg: reg}
-	rn.stats = make([]*wstats, statShards())
-	for i := range rn.stats {
-		rn.stats[i] = newWStats()
-	}
+	rn := &runner{reg: reg, stats: newStatShards()}
 	const workers, each = 1000, 50
 	sel, upd := an.Info("SELECT c FROM t WHERE id = 1"), an.Info("UPDATE t SET k = k + 1 WHERE id = 2")
 	var wg sync.WaitGroup
