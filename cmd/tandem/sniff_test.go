@@ -554,8 +554,12 @@ func TestCaptureFromALiveInterface(t *testing.T) {
 				t.Fatalf("capture --interface: %v\n%s", err, out.String())
 			}
 			st := sourceStatsOf(t, dir, store.OriginInterface)
-			if st.Sessions != 2 || st.TLS != 1 || st.Gaps != 0 || st.FoundOpen != 0 || st.Undecoded != 0 || st.Retransmitted != 0 || st.PacketsSkipped != 0 {
-				t.Errorf("stats %+v, want 2 sessions read, 1 TLS session, no packet twice or skipped\n%s", st, out.String())
+			// A loaded machine can make loopback TCP send a segment
+			// again (a tail-loss probe: CI saw one, in the TLS session).
+			// Reading both copies of every loopback packet would count
+			// each of the 30 segments with a payload twice instead.
+			if st.Sessions != 2 || st.TLS != 1 || st.Gaps != 0 || st.FoundOpen != 0 || st.Undecoded != 0 || st.Retransmitted > 2 || st.PacketsSkipped != 0 {
+				t.Errorf("stats %+v, want 2 sessions read, 1 TLS session, no packet skipped, at most 2 segments sent again\n%s", st, out.String())
 			}
 			var got []string
 			eachRecord(t, dir, func(rec *store.Record) {
