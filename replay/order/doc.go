@@ -142,20 +142,34 @@
 // bench-scale prints the time per ticket from 16 to 1,024 sessions and its
 // growth against log N.
 //
-// The stall check is what grows with the sessions
-// (BenchmarkGateSessionsTrx: BenchmarkGateSessions with every session in
-// a transaction, so that its waits check for stalls). A waiter that holds a
-// transaction walks its backlog looking for statements stuck behind its
-// locks: a ticket queued behind its worker's current one is passed over
+// The stall check (BenchmarkGateSessionsTrx: BenchmarkGateSessions with
+// every session in a transaction, so that its waits check for stalls)
+// walks a waiter's backlog only when something in it can be stuck. A
+// statement can be stuck for a waiter h when it has been in flight for
+// the least in-flight bound (--order-inflight), or when a lock chain
+// leads to it from h — and every chain blocksLocked finds ends at a
+// statement in flight that h's own locks may block. The gate files the
+// pending changes by the rows they name (by table those that name none;
+// changeIndex), so h looks for the second at the changes filed under its
+// own rows: O(rows h holds × changes pending on them). For the first, one
+// walk of the pending tickets every half of --order-inflight, for the
+// whole gate, lists those in flight for half of it or more; a statement
+// in flight for the bound now is among them. When neither exists (no
+// conflict: nearly always), the look costs what a waiter's that holds no
+// transaction does: the earliest blocker. Otherwise (h holds a lock that
+// names no rows or tables, or something may be stuck) it walks as it
+// did: a ticket queued behind its worker's current one is passed over
 // (that one came earlier in the walk), each statement in flight is looked
-// at once, and the search for a lock chain (blocksLocked) asks the lock
-// index only for the open transactions whose locks may block a statement
-// (those on its rows, or, naming none, on its tables): O(candidates), not
-// O(transactions). A waiter that found nothing stuck looks again after
-// 2 ms, then 4, 8, … up to 64 ms: at a thousand sessions, every waiter
-// walking its backlog every 2 ms under the one mutex was all a replay
-// did (make bench-scale). A stall behind its locks is then seen up to
-// that much later, which costs time, never order. A waiter that holds no
+// at once, and the search for a lock chain asks the lock index only for
+// the open transactions whose locks may block a statement (those on its
+// rows, or, naming none, on its tables): O(candidates), not
+// O(transactions). Filing costs O(1) a row: lists that grow with the
+// sessions (a table's holders, every holder) keep their members' places,
+// and a transaction's new set changes only the lists that differ from its
+// last. A waiter that found nothing stuck looks again after 2 ms, then 4,
+// 8, … up to 64 ms, so that a thousand waiters do not take the one mutex
+// every 2 ms each. A stall behind its locks is then seen up to that much
+// later, which costs time, never order. A waiter that holds no
 // transaction looks again only every quarter of the hard bound (for
 // progress and cycles): looking every --order-inflight made three
 // quarters of the gate's wake-ups at a thousand sessions.

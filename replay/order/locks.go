@@ -1,5 +1,7 @@
 package order
 
+import "slices"
+
 // lockIndex finds, for a statement in flight, the transactions whose
 // locks may block it (LockSet.mayBlock) without looking at the others: at
 // a thousand sessions a search for a lock cycle that walked every
@@ -11,81 +13,171 @@ package order
 // tables), the row-less ones on its tables, and the "any" ones. Kept
 // under the gate's lock.
 type lockIndex struct {
-	byKey   map[string][]*Cursor // keys of statements that name their rows
-	keyless map[string][]*Cursor // tables of statements that name none
-	byTable map[string][]*Cursor // tables of every statement
-	anyT    []*Cursor            // sets with a statement that may touch any table
-	holding []*Cursor            // every cursor with a set
+	byKey   map[string]*members[*Cursor] // keys of statements that name their rows
+	keyless map[string]*members[*Cursor] // tables of statements that name none
+	byTable map[string]*members[*Cursor] // tables of every statement
+	anyT    members[*Cursor]             // sets with a statement that may touch any table
+	holding members[*Cursor]             // every cursor with a set
 }
 
 func newLockIndex() lockIndex {
-	return lockIndex{byKey: map[string][]*Cursor{}, keyless: map[string][]*Cursor{}, byTable: map[string][]*Cursor{}}
+	return lockIndex{byKey: map[string]*members[*Cursor]{}, keyless: map[string]*members[*Cursor]{}, byTable: map[string]*members[*Cursor]{}}
 }
 
-// entries calls f with each list c's set ls is filed in, once each.
-func (ix *lockIndex) entries(ls *LockSet, f func(m map[string][]*Cursor, k string, list *[]*Cursor)) {
-	var seen [3][]string // per map, the names already given
-	once := func(i int, m map[string][]*Cursor, k string) {
-		for _, s := range seen[i] {
-			if s == k {
-				return
-			}
+// members is a list that one member is taken out of in O(1) however
+// long it is: past a few members, each one's place is kept in a map. A
+// transaction's set is filed under every table it touches, so at a
+// thousand sessions on a few tables a list holds hundreds, and each of
+// its statements would otherwise scan one to file its new set.
+type members[T comparable] struct {
+	list []T
+	at   map[T]int
+}
+
+// membersMapped is the length from which a list keeps its members' places.
+const membersMapped = 16
+
+func (l *members[T]) add(x T) {
+	l.list = append(l.list, x)
+	switch {
+	case l.at != nil:
+		l.at[x] = len(l.list) - 1
+	case len(l.list) > membersMapped:
+		l.at = make(map[T]int, len(l.list))
+		for i, y := range l.list {
+			l.at[y] = i
 		}
-		seen[i] = append(seen[i], k)
-		l := m[k]
-		f(m, k, &l)
+	}
+}
+
+// remove takes x out (if it is in), moving the last member to its place.
+func (l *members[T]) remove(x T) {
+	i, ok := -1, false
+	if l.at != nil {
+		if i, ok = l.at[x]; ok {
+			delete(l.at, x)
+		}
+	} else {
+		i = slices.Index(l.list, x)
+		ok = i >= 0
+	}
+	if !ok {
+		return
+	}
+	last := len(l.list) - 1
+	if i != last {
+		l.list[i] = l.list[last]
+		if l.at != nil {
+			l.at[l.list[i]] = i
+		}
+	}
+	var zero T
+	l.list[last] = zero
+	l.list = l.list[:last]
+	if len(l.list) == 0 {
+		l.at = nil
+	}
+}
+
+// file adds x to m's list under k, made if needed.
+func file[T comparable](m map[string]*members[T], k string, x T) {
+	l := m[k]
+	if l == nil {
+		l = &members[T]{}
+		m[k] = l
+	}
+	l.add(x)
+}
+
+// unfile takes x out of m's list under k, dropped once empty.
+func unfile[T comparable](m map[string]*members[T], k string, x T) {
+	if l := m[k]; l != nil {
+		l.remove(x)
+		if len(l.list) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// list is m's list under k (nil if none).
+func list[T comparable](m map[string]*members[T], k string) []T {
+	if l := m[k]; l != nil {
+		return l.list
+	}
+	return nil
+}
+
+// entry names a list of the index: a map (0 byKey, 1 keyless, 2 byTable)
+// and a name in it, or 3 (anyT) or 4 (holding).
+type entry struct {
+	in int
+	k  string
+}
+
+// entries appends to es each list a set ls is filed in, once each.
+func entries(ls *LockSet, es []entry) []entry {
+	if ls == nil {
+		return es
+	}
+	once := func(e entry) {
+		if !slices.Contains(es, e) {
+			es = append(es, e)
+		}
 	}
 	anyT := false
 	for _, p := range ls.Stmts {
 		anyT = anyT || p.Any
 		for _, k := range p.Keys {
-			once(0, ix.byKey, k)
+			once(entry{0, k})
 		}
 		for _, t := range p.Tables {
 			if p.Keys == nil {
-				once(1, ix.keyless, t)
+				once(entry{1, t})
 			}
-			once(2, ix.byTable, t)
+			once(entry{2, t})
 		}
 	}
 	if anyT {
-		f(nil, "", &ix.anyT)
+		es = append(es, entry{in: 3})
 	}
-	f(nil, "", &ix.holding)
+	return append(es, entry{in: 4})
 }
 
-// set files c under ls in place of what it was filed under (old).
+// set files c under ls in place of what it was filed under (old). A
+// transaction's next set is mostly its last one and a statement more:
+// only the lists that differ change.
 func (ix *lockIndex) set(c *Cursor, old, ls *LockSet) {
-	if old != nil {
-		ix.entries(old, func(m map[string][]*Cursor, k string, list *[]*Cursor) {
-			l := *list
-			for i, x := range l {
-				if x == c {
-					l[i] = l[len(l)-1]
-					l[len(l)-1] = nil
-					l = l[:len(l)-1]
-					break
-				}
-			}
-			switch {
-			case m == nil:
-				*list = l
-			case len(l) == 0:
-				delete(m, k)
+	var b1, b2 [16]entry
+	was, is := entries(old, b1[:0]), entries(ls, b2[:0])
+	for _, e := range was {
+		if !slices.Contains(is, e) {
+			switch e.in {
+			case 3:
+				ix.anyT.remove(c)
+			case 4:
+				ix.holding.remove(c)
 			default:
-				m[k] = l
+				unfile(ix.maps(e.in), e.k, c)
 			}
-		})
+		}
 	}
-	if ls != nil {
-		ix.entries(ls, func(m map[string][]*Cursor, k string, list *[]*Cursor) {
-			if m == nil {
-				*list = append(*list, c)
-			} else {
-				m[k] = append(*list, c)
+	for _, e := range is {
+		if !slices.Contains(was, e) {
+			switch e.in {
+			case 3:
+				ix.anyT.add(c)
+			case 4:
+				ix.holding.add(c)
+			default:
+				file(ix.maps(e.in), e.k, c)
 			}
-		})
+		}
 	}
+}
+
+// maps is the map an entry names (in 0, 1 or 2).
+func (ix *lockIndex) maps(in int) map[string]*members[*Cursor] {
+	return [...]map[string]*members[*Cursor]{ix.byKey, ix.keyless, ix.byTable}[in]
 }
 
 // candidates calls f with each cursor whose set may block s (a superset:
@@ -103,28 +195,134 @@ func (ix *lockIndex) candidates(s *Ticket, f func(c *Cursor) bool) {
 		return true
 	}
 	if s.AnyTable {
-		each(ix.holding)
+		each(ix.holding.list)
 		return
 	}
-	if !each(ix.anyT) {
+	if !each(ix.anyT.list) {
 		return
 	}
 	if s.Keys != nil {
 		for _, k := range s.Keys {
-			if !each(ix.byKey[k]) {
+			if !each(list(ix.byKey, k)) {
 				return
 			}
 		}
 		for _, t := range s.Tables {
-			if !each(ix.keyless[t]) {
+			if !each(list(ix.keyless, t)) {
 				return
 			}
 		}
 		return
 	}
 	for _, t := range s.Tables {
-		if !each(ix.byTable[t]) {
+		if !each(list(ix.byTable, t)) {
 			return
 		}
 	}
+}
+
+// changeIndex files the pending tickets that change what others see by
+// what a lock may block them on (LockSet.mayBlock): those that name their
+// rows under each row, those that name none under each table, and those
+// that may touch any table in a list. A waiter finds the statements in
+// flight its own locks may block by asking for its rows, without walking
+// the rest (Gate.mayStallLocked). Kept under the gate's lock: a ticket is
+// filed when it is added or reopened and leaves when it is done.
+type changeIndex struct {
+	byKey   map[string]*members[*Ticket]
+	keyless map[string]*members[*Ticket]
+	anyT    members[*Ticket]
+}
+
+func newChangeIndex() changeIndex {
+	return changeIndex{byKey: map[string]*members[*Ticket]{}, keyless: map[string]*members[*Ticket]{}}
+}
+
+// lists calls f with each list t is filed in, once each (m nil: the
+// index's own list).
+func (ix *changeIndex) lists(t *Ticket, f func(m map[string]*members[*Ticket], k string)) {
+	names := t.Tables
+	m := ix.keyless
+	switch {
+	case t.AnyTable:
+		f(nil, "")
+		return
+	case t.Keys != nil:
+		names, m = t.Keys, ix.byKey
+	}
+	for i, k := range names {
+		if !slices.Contains(names[:i], k) {
+			f(m, k)
+		}
+	}
+}
+
+// add files t (a change, not filed yet).
+func (ix *changeIndex) add(t *Ticket) {
+	if !t.Changes || t.filed {
+		return
+	}
+	t.filed = true
+	ix.lists(t, func(m map[string]*members[*Ticket], k string) {
+		if m == nil {
+			ix.anyT.add(t)
+		} else {
+			file(m, k, t)
+		}
+	})
+}
+
+// remove takes t out of every list it is filed in.
+func (ix *changeIndex) remove(t *Ticket) {
+	if !t.filed {
+		return
+	}
+	t.filed = false
+	ix.lists(t, func(m map[string]*members[*Ticket], k string) {
+		if m == nil {
+			ix.anyT.remove(t)
+		} else {
+			unfile(m, k, t)
+		}
+	})
+}
+
+// inflightMayBlock reports whether a statement in flight (sent, not done)
+// may be blocked by ls's locks. A set with a statement that may touch any
+// table, or that names no rows (it may block every change on its tables,
+// those that name rows too), counts as one that may: the caller then looks
+// at everything, as it would without the index.
+func (ix *changeIndex) inflightMayBlock(ls *LockSet) bool {
+	if ls == nil {
+		return false
+	}
+	for _, p := range ls.Stmts {
+		if p.Any || p.Keys == nil {
+			return true
+		}
+	}
+	check := func(l []*Ticket) bool {
+		for _, x := range l {
+			if !x.done && x.sent.Load() != 0 && ls.mayBlock(x) {
+				return true
+			}
+		}
+		return false
+	}
+	if check(ix.anyT.list) {
+		return true
+	}
+	for _, p := range ls.Stmts {
+		for _, k := range p.Keys {
+			if check(list(ix.byKey, k)) {
+				return true
+			}
+		}
+		for _, tb := range p.Tables {
+			if check(list(ix.keyless, tb)) {
+				return true
+			}
+		}
+	}
+	return false
 }

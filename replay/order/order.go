@@ -31,6 +31,16 @@ type Gate struct {
 	// commits keeps commits in the server's order (Ticket.Commit, Floor,
 	// Trx).
 	commits commitOrder
+	// inflight files the pending changes by row and table, and old holds
+	// the tickets that had been in flight for half of inflightMin or more
+	// at oldAt (unix ns): what a waiter's stall check can find stuck
+	// (mayStallLocked). walks counts the checks that walked; walkAlways
+	// (tests) makes every check walk.
+	inflight   changeIndex
+	old        []*Ticket
+	oldAt      int64
+	walks      uint64
+	walkAlways bool
 }
 
 // lane is a set of tickets by end, and the waiters that wait for them.
@@ -146,6 +156,8 @@ type Ticket struct {
 	// commit order's pending list does.
 	in        [2]bool
 	inCommits bool
+	// filed: the gate's change index holds it (changeIndex).
+	filed bool
 	// checked is the gate's pass of the last blocker search that looked at
 	// it (under its lock).
 	checked uint64
@@ -339,7 +351,7 @@ func (h *waiterHeap) Pop() any {
 }
 
 func NewGate(inflightMin, hardBound time.Duration) *Gate {
-	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now, locks: newLockIndex(), commits: newCommitOrder()}
+	g := &Gate{inflightMin: inflightMin, hardBound: hardBound, now: time.Now, locks: newLockIndex(), commits: newCommitOrder(), inflight: newChangeIndex()}
 	g.all.minEnd.Store(math.MaxInt64)
 	g.changes.minEnd.Store(math.MaxInt64)
 	g.changes.id = 1
@@ -366,6 +378,7 @@ func (g *Gate) Add(t *Ticket, c *Cursor) *Ticket {
 	g.all.insert(t)
 	if t.Changes {
 		g.changes.insert(t)
+		g.inflight.add(t)
 	}
 	g.commits.add(t)
 	g.mu.Unlock()
@@ -419,6 +432,7 @@ func (g *Gate) Finish(t *Ticket) {
 	g.all.pop()
 	if t.Changes {
 		g.changes.pop()
+		g.inflight.remove(t)
 	}
 }
 
@@ -447,6 +461,7 @@ func (g *Gate) Reopen(ts []*Ticket) {
 		if t.Changes && !t.in[1] {
 			g.changes.insert(t)
 		}
+		g.inflight.add(t)
 	}
 }
 
@@ -811,6 +826,12 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 	// queues): each is looked at once (checked), at one instant.
 	g.pass++
 	now := g.now().UnixNano()
+	// The walk below looks for what is stuck; when nothing can be, only
+	// the earliest blocker matters (as for a waiter that holds nothing).
+	walk := patience > 0 && (g.walkAlways || g.mayStallLocked(h, now))
+	if walk {
+		g.walks++
+	}
 	for _, p := range ln.pending {
 		if p.End >= threshold {
 			break
@@ -825,7 +846,7 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 		if first == nil {
 			first = p
 		}
-		if patience == 0 {
+		if !walk {
 			break // only the earliest matters
 		}
 		if p.sent.Load() == 0 && p.waiting.Load() == nil {
@@ -847,6 +868,37 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 		}
 	}
 	return first, stuck, cyclic, wake
+}
+
+// mayStallLocked reports whether a stall check by waiter h (nil: it holds
+// no transaction) can find a ticket stuck at now: one in flight for
+// inflightMin or more (the least in-flight bound), or one in flight that
+// h's locks may block. Every lock chain blocksLocked finds ends at such a
+// one (h's locks may block the statement at its far end), so when there
+// is neither, a walk of the waiter's backlog would find nothing stuck.
+// The first costs a walk of every pending ticket once per half of
+// inflightMin for the whole gate, the second a look at the changes filed
+// under h's rows (changeIndex): neither grows with the sessions, where a
+// walk per look did.
+func (g *Gate) mayStallLocked(h *Cursor, now int64) bool {
+	// A ticket in flight for inflightMin now was in flight for more than
+	// half of it at a scan less than half of it ago.
+	if now-g.oldAt >= int64(g.inflightMin/2) {
+		clear(g.old)
+		g.old = g.old[:0]
+		for _, p := range g.all.pending {
+			if s := p.sent.Load(); !p.done && s != 0 && now-s >= int64(g.inflightMin/2) {
+				g.old = append(g.old, p)
+			}
+		}
+		g.oldAt = now
+	}
+	for _, p := range g.old {
+		if s := p.sent.Load(); !p.done && s != 0 && now-s >= int64(g.inflightMin) {
+			return true
+		}
+	}
+	return h != nil && g.inflight.inflightMayBlock(h.locks.Load())
 }
 
 // stuckLocked reports whether the in-flight ticket s that waiter h waits
