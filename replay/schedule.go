@@ -461,14 +461,22 @@ func (rn *runner) waitTurn(w *worker, t *order.Ticket, threshold int64, patience
 	case order.TimedOut, order.Released:
 		w.released = true
 		w.st.count(func(c *counters) { c.orderWaits++; c.orderReleased++ })
-		w.noteReorder(t, first, unit)
+		var held []*job
+		if h != nil {
+			held = w.trx
+		}
+		w.noteReorder(t, first, unit, held)
 	}
 	return rerun
 }
 
 // noteReorder lists t's record (or unit) when the gate found it went
-// ahead of a conflicting change not yet done (ticket.reordered).
-func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job) {
+// ahead of a conflicting change not yet done (ticket.reordered). held are
+// the records of the open transaction t waited in, holding their locks
+// (nil: none): they went ahead with it, and the change overtaken may be
+// one they block (see order.Gate.overtakeLocked), so their writes are
+// listed too.
+func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job, held []*job) {
 	if !t.TakeReordered() {
 		return
 	}
@@ -480,6 +488,9 @@ func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job) {
 	r.Tables = writesOf(first, nil)
 	for i := range unit {
 		r.Tables = writesOf(&unit[i], r.Tables)
+	}
+	for _, j := range held {
+		r.Tables = writesOf(j, r.Tables)
 	}
 	w.reorders = append(w.reorders, r)
 }

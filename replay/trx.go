@@ -480,14 +480,19 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 			if i == 0 {
 				pt = 0 // rolled back: holds no locks yet
 			}
-			res, _ := w.rn.gate.Wait(w.rn.ctx, p.t, p.t.Start, pt, w.rn.cfg.OrderTimeout, w.held(i))
+			h := w.held(i)
+			res, _ := w.rn.gate.Wait(w.rn.ctx, p.t, p.t.Start, pt, w.rn.cfg.OrderTimeout, h)
 			switch res {
 			case order.Stalled:
 				return false, true
 			case order.TimedOut, order.Released:
 				w.released = true
 				w.st.count(func(c *counters) { c.orderReleased++ })
-				w.noteReorder(p.t, p, nil)
+				var held []*job
+				if h != nil {
+					held = w.trx[:i]
+				}
+				w.noteReorder(p.t, p, nil, held)
 			}
 		}
 		var po store.Outcome

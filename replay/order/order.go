@@ -525,7 +525,7 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		released = released || cyclic
 		if blocker == nil && unregistered == nil {
 			if released {
-				g.overtakeLocked(ln, t, threshold)
+				g.overtakeLocked(ln, t, threshold, h)
 			}
 			g.mu.Unlock()
 			if released {
@@ -611,7 +611,7 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 				g.mu.Unlock()
 				continue // counted from now at the top
 			}
-			g.overtakeLocked(ln, t, threshold)
+			g.overtakeLocked(ln, t, threshold, h)
 			g.mu.Unlock()
 			return TimedOut, nil
 		}
@@ -651,9 +651,23 @@ func progressAt(last *Ticket, sent bool) int64 {
 // the other order leave other data, so what its tables hold may differ
 // from then on by replay's doing. A read going ahead affects only its own
 // outcome (flagged by its worker).
-func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64) {
+//
+// h is the waiter's transaction (nil: it holds none). Its statements that
+// ran before t went ahead with it: a change t overtakes that h's locks may
+// block (LockSet.mayBlock: one of h's locking statements did not end, in
+// the capture, before it started, and they may share a row) took its lock
+// after them here, and goes to the server only once h's transaction ends,
+// though it came first in the capture. That too is a conflicting change
+// overtaken, whether or not t itself conflicts with it (t may be a write
+// to other rows, or the COMMIT): t is marked reordered, and its worker
+// lists the transaction's writes with it.
+func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64, h *Cursor) {
 	if !t.Changes {
 		return
+	}
+	var held *LockSet
+	if h != nil {
+		held = h.locks.Load()
 	}
 	reorder := false
 	mark := func(p *Ticket) {
@@ -661,7 +675,7 @@ func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64) {
 			return
 		}
 		p.overtaken.Store(true)
-		reorder = reorder || p.Changes && conflicts(p, t)
+		reorder = reorder || p.Changes && (conflicts(p, t) || held.mayBlock(p))
 	}
 	for _, p := range ln.pending {
 		if p.End >= threshold {

@@ -450,6 +450,67 @@ func TestGateMarksWhatAReleasedChangeOvertakes(t *testing.T) {
 	})
 }
 
+// A waiter that holds a transaction and goes ahead after the hard bound
+// takes its transaction's earlier statements ahead with it. Here session
+// B's UPDATE of row 1 (s, captured at [100, 110]) is on the server, stuck
+// behind the lock that the waiter's transaction took on row 1 with a
+// DELETE that overlapped s in the capture (it got the lock after s there,
+// before s here: s had been sent, but the DELETE reached the server
+// first). The waiter's next statement u — an UPDATE of row 2, or its
+// COMMIT — waits for s, which ended before it began. With --order-timeout
+// 1 ms and s sent as the wait begins, the hard bound runs out before s has
+// been in flight for lockBound, so u does not yield: it is released, and
+// s runs only once the transaction has committed — the two changes to
+// row 1 applied in the other order. u is marked reordered (its worker
+// lists the transaction's writes), though u itself shares no row with s.
+// A transaction whose write ended before s began, or locked another row,
+// cannot be what s waits for: u is then not reordered.
+func TestGateMarksWhatAReleasedTransactionOvertakes(t *testing.T) {
+	commit := func() *Ticket { return &Ticket{Start: 200, End: 210, Changes: true} } // names no table
+	for _, c := range []struct {
+		name      string
+		held      LockStmt
+		u         func() *Ticket
+		reordered bool
+	}{
+		{"its UPDATE of row 2", LockStmt{End: 115, Tables: []string{"t"}, Keys: []string{"t/1"}},
+			func() *Ticket {
+				return &Ticket{Start: 200, End: 210, Changes: true, Tables: []string{"t"}, Keys: []string{"t/2"}, SendOrder: true}
+			}, true},
+		{"its COMMIT", LockStmt{End: 115, Tables: []string{"t"}, Keys: []string{"t/1"}},
+			commit, true},
+		{"its COMMIT, row 1 locked before s began", LockStmt{End: 95, Tables: []string{"t"}, Keys: []string{"t/1"}},
+			commit, false},
+		{"its COMMIT, row 3 locked", LockStmt{End: 115, Tables: []string{"t"}, Keys: []string{"t/3"}},
+			commit, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := NewGate(time.Hour, time.Millisecond)
+				s := g.Add(&Ticket{Start: 100, End: 110, Changes: true, Tables: []string{"t"}, Keys: []string{"t/1"}, SendOrder: true}, &Cursor{})
+				s.Current()
+				g.Sent(s, 100*time.Microsecond)
+				h := &Cursor{}
+				g.Publish(h, &LockSet{Stmts: []LockStmt{c.held}})
+				u := g.Add(c.u(), h)
+				u.Current()
+				res, stuck := g.Wait(context.Background(), u, u.Start, 1, 0, h)
+				if res != TimedOut || len(stuck) != 0 {
+					t.Fatalf("u: %v (stuck %v), want TimedOut: the hard bound runs out before s has been in flight for lockBound", res, stuck)
+				}
+				if !s.Overtaken() {
+					t.Error("s not overtaken: its outcome is not flagged")
+				}
+				if got := u.TakeReordered(); got != c.reordered {
+					t.Errorf("u reordered %v, want %v", got, c.reordered)
+				}
+				g.Finish(u)
+				g.Finish(s)
+			})
+		})
+	}
+}
+
 // The hard bound counts from the last progress: a record waiting behind
 // records that keep getting done waits for all of them, however long that
 // takes in all; one behind a record that makes no progress is released
