@@ -301,14 +301,15 @@ for bench in BenchmarkGateSessions BenchmarkGateSessionsTrx; do
   esac
   gate_bench=$(cd "$repo" && go test -run '^$' -bench "^$bench\$" -benchtime 200000x ./replay/order 2>&1 |
     awk -v b="$bench" 'index($1, b "/sessions=") == 1 { n=$1; sub(/^.*sessions=/, "", n); sub(/-[0-9]+$/, "", n)
-      for (i = 3; i < NF; i += 2) { if ($(i+1) == "ns/ticket") t = $i; if ($(i+1) == "waits/ticket") w = $i }
-      print n, t, w }')
-  printf '%-7s %11s %13s %11s\n' sessions "ns/ticket" "waits/ticket" growth
+      for (i = 3; i < NF; i += 2) { if ($(i+1) == "ns/ticket") t = $i; if ($(i+1) == "waits/ticket") w = $i; if ($(i+1) == "walks/ticket") k = $i }
+      print n, t, w, k }')
+  # walks/ticket: looks that walked the backlog for a stalled statement.
+  printf '%-7s %11s %13s %13s %11s\n' sessions "ns/ticket" "waits/ticket" "walks/ticket" growth
   gb_first[$bench]=$(awk 'NR==1 {print $2}' <<<"$gate_bench"); gb_firstn[$bench]=$(awk 'NR==1 {print $1}' <<<"$gate_bench")
   gb_last[$bench]=$(awk 'END {print $2}' <<<"$gate_bench"); gb_lastn[$bench]=$(awk 'END {print $1}' <<<"$gate_bench")
-  while read -r n t w; do
+  while read -r n t w k; do
     [ -n "$n" ] || continue
-    printf '%-7s %11s %13s %11s\n' "$n" "$t" "$w" "$(grow "${gb_first[$bench]}" "$t")"
+    printf '%-7s %11s %13s %13s %11s\n' "$n" "$t" "$w" "$k" "$(grow "${gb_first[$bench]}" "$t")"
   done <<<"$gate_bench"
 done
 if [ -n "${rec[long]:-}" ]; then

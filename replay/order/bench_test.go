@@ -17,14 +17,17 @@ import (
 // rest. A registrar adds tickets in start order, as replay's reader does;
 // each session waits, is sent and finishes its own in order. ns/ticket
 // is wall time per ticket (the machine's cores shared by all sessions'
-// goroutines); waits/ticket how many waits parked.
+// goroutines); waits/ticket how many waits parked; walks/ticket how many
+// looks walked the backlog for stalls (mayStallLocked).
 func BenchmarkGateSessions(b *testing.B) { benchGateSessions(b, false) }
 
 // BenchmarkGateSessionsTrx: the same, each session inside a transaction
 // that holds the rows its statements changed (published, as replay's
 // workers do): its waits look for statements stuck behind those locks
 // (the stall check, patience 1). Each session changes rows of its own,
-// in one of four tables, so no statement is ever stuck.
+// in one of four tables, so no statement is ever stuck: a look walks only
+// while a statement has been in flight for --order-inflight (50 ms here),
+// which at a thousand goroutines on two cores happens.
 func BenchmarkGateSessionsTrx(b *testing.B) { benchGateSessions(b, true) }
 
 func benchGateSessions(b *testing.B, trx bool) {
@@ -89,6 +92,8 @@ func benchGateSessions(b *testing.B, trx bool) {
 			tickets := float64(per * n)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/tickets, "ns/ticket")
 			b.ReportMetric(float64(parked)/tickets, "waits/ticket")
+			b.ReportMetric(float64(g.walks)/tickets, "walks/ticket")
+			b.ReportMetric(float64(g.pass)/tickets, "looks/ticket")
 		})
 	}
 }

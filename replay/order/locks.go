@@ -312,13 +312,24 @@ func (ix *changeIndex) inflightMayBlock(ls *LockSet) bool {
 	if check(ix.anyT.list) {
 		return true
 	}
+	// A transaction's statements lock rows of the same few tables: each
+	// table's changes that name no rows are looked at once.
+	var seen [8]string
+	tables := seen[:0]
 	for _, p := range ls.Stmts {
 		for _, k := range p.Keys {
 			if check(list(ix.byKey, k)) {
 				return true
 			}
 		}
+		if len(ix.keyless) == 0 {
+			continue
+		}
 		for _, tb := range p.Tables {
+			if slices.Contains(tables, tb) {
+				continue
+			}
+			tables = append(tables, tb)
 			if check(list(ix.keyless, tb)) {
 				return true
 			}
