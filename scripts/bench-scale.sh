@@ -117,9 +117,10 @@ replay() {
   rm -f "$work/cpu.pb.gz" "$work/perf.data"
   [ "$order" != capture ] || cmd+=(--cpuprofile "$work/cpu.pb.gz")
   # perf, system-wide (so its own memory is not the replay's peak RSS);
-  # the replay's samples are picked by command name.
+  # the replay's samples are picked by command name. REF's replays run
+  # under perf too: perf costs CPU, and the two are compared.
   local perfpid=
-  if [ "$order" = capture ] && [ "$bin" = "$tandem" ] && [ "$use_perf" = 1 ]; then
+  if [ "$order" = capture ] && [ "$use_perf" = 1 ]; then
     perf record -q -a -g -F "$PERF_HZ" -o "$work/perf.data" >/dev/null 2>"$work/perf.err" & perfpid=$!; pids=("$perfpid")
     sleep 0.5
   fi
@@ -163,7 +164,7 @@ replay() {
     kill -INT "$perfpid"; wait "$perfpid" || true; pids=()
     # The replay's samples (command name tandem), and those with
     # replay/order on their stack: CPU seconds, from the sample periods (ns).
-    r_perf=$(perf script -i "$work/perf.data" -F comm,period,ip,sym 2>/dev/null | awk -v comm="$(basename "$tandem" | cut -c1-15)" '
+    r_perf=$(perf script -i "$work/perf.data" -F comm,period,ip,sym 2>/dev/null | awk -v comm="$(basename "$bin" | cut -c1-15)" '
       function flush() { if (n && mine) { all += per; if (hit) gate += per } n = 0 }
       /^[^ \t]/ { flush(); n = 1; hit = 0; mine = ($1 == comm); per = $2; next }
       /^[ \t]/ { if ($0 ~ /tandem\/replay\/order[.]/) hit = 1; next }

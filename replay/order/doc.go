@@ -152,7 +152,8 @@
 // pending changes by the rows they name (by table those that name none;
 // changeIndex), so h looks for the second at the changes filed under its
 // own rows: O(rows h holds × changes pending on them). For the first, one
-// walk of the pending tickets every half of --order-inflight, for the
+// look at the tickets in flight (at most one per worker; the gate lists
+// them as they are sent and done) every half of --order-inflight, for the
 // whole gate, lists those in flight for half of it or more; a statement
 // in flight for the bound now is among them. When neither exists (no
 // conflict: nearly always), the look costs what a waiter's that holds no

@@ -41,6 +41,12 @@ type Gate struct {
 	oldAt      int64
 	walks      uint64
 	walkAlways bool
+	// flying lists the tickets sent and not yet done or idle (each one's
+	// place in it: Ticket.flyAt), under fmu, so that the scan for old
+	// ones looks at those in flight, not at the whole backlog. Sent does
+	// not take the gate's lock; fmu is taken after it, never before.
+	fmu    sync.Mutex
+	flying []*Ticket
 }
 
 // lane is a set of tickets by end, and the waiters that wait for them.
@@ -158,6 +164,8 @@ type Ticket struct {
 	inCommits bool
 	// filed: the gate's change index holds it (changeIndex).
 	filed bool
+	// flyAt is its place in Gate.flying, plus one (0: not there).
+	flyAt int
 	// checked is the gate's pass of the last blocker search that looked at
 	// it (under its lock).
 	checked uint64
@@ -393,12 +401,36 @@ func (g *Gate) Sent(t *Ticket, span time.Duration) {
 			t.span.Store(int64(span))
 		}
 		t.sent.Store(g.now().UnixNano())
+		g.fly(t)
 		if t.sendWaiters.Load() {
 			g.mu.Lock()
 			g.sentLocked(t)
 			g.mu.Unlock()
 		}
 	}
+}
+
+// fly lists t as in flight (once).
+func (g *Gate) fly(t *Ticket) {
+	g.fmu.Lock()
+	if t.flyAt == 0 {
+		g.flying = append(g.flying, t)
+		t.flyAt = len(g.flying)
+	}
+	g.fmu.Unlock()
+}
+
+// land takes t off the list of those in flight, if it is there.
+func (g *Gate) land(t *Ticket) {
+	g.fmu.Lock()
+	if i := t.flyAt; i != 0 {
+		last := g.flying[len(g.flying)-1]
+		g.flying[i-1], last.flyAt = last, i
+		g.flying[len(g.flying)-1] = nil
+		g.flying = g.flying[:len(g.flying)-1]
+		t.flyAt = 0
+	}
+	g.fmu.Unlock()
 }
 
 // sentLocked wakes those waiting for t to be sent.
@@ -414,6 +446,7 @@ func (g *Gate) sentLocked(t *Ticket) {
 func (g *Gate) Idle(t *Ticket) {
 	if t != nil {
 		t.sent.Store(0)
+		g.land(t)
 	}
 }
 
@@ -425,6 +458,7 @@ func (g *Gate) Finish(t *Ticket) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t.done, t.doneAt = true, g.now().UnixNano()
+	g.land(t)
 	if t.Commit != 0 {
 		g.commits.pop()
 	}
@@ -451,6 +485,7 @@ func (g *Gate) Reopen(ts []*Ticket) {
 		}
 		t.done = false
 		t.sent.Store(0)
+		g.land(t)
 		t.rerun.Store(true)
 		if t.Commit != 0 {
 			g.commits.insert(t)
@@ -890,8 +925,8 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 // h's locks may block. Every lock chain blocksLocked finds ends at such a
 // one (h's locks may block the statement at its far end), so when there
 // is neither, a walk of the waiter's backlog would find nothing stuck.
-// The first costs a walk of every pending ticket once per half of
-// inflightMin for the whole gate, the second a look at the changes filed
+// The first costs a look at every ticket in flight (at most one per
+// worker) once per half of inflightMin for the whole gate, the second a look at the changes filed
 // under h's rows (changeIndex): neither grows with the sessions, where a
 // walk per look did.
 func (g *Gate) mayStallLocked(h *Cursor, now int64) bool {
@@ -900,11 +935,13 @@ func (g *Gate) mayStallLocked(h *Cursor, now int64) bool {
 	if now-g.oldAt >= int64(g.inflightMin/2) {
 		clear(g.old)
 		g.old = g.old[:0]
-		for _, p := range g.all.pending {
+		g.fmu.Lock()
+		for _, p := range g.flying {
 			if s := p.sent.Load(); !p.done && s != 0 && now-s >= int64(g.inflightMin/2) {
 				g.old = append(g.old, p)
 			}
 		}
+		g.fmu.Unlock()
 		g.oldAt = now
 	}
 	for _, p := range g.old {
