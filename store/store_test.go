@@ -909,6 +909,47 @@ func TestCloseOfAFailedWriterWaitsForItsNote(t *testing.T) {
 	}
 }
 
+// A capture directory removed under a running writer fails it with a
+// reason that says so, whichever notices first: the writer's look at its
+// directory, or Pebble failing to make its next file (CI saw the second:
+// "create …/000004.log: open …: no such file or directory", nothing about
+// the directory).
+func TestRemovedCaptureDirectoryIsTheReason(t *testing.T) {
+	for _, c := range []struct{ name, pebble string }{
+		{"the writer looks first", ""},
+		{"Pebble fails first", "create 000004.log: open 000004.log: no such file or directory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cap")
+			w, err := Create(dir, WriterOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if c.pebble != "" {
+				w.fail(c.pebble)
+			}
+			// The writer looks at its directory once a second, as it
+			// flushes: a record now and then keeps it flushing.
+			for i := uint64(1); w.Err() == nil && i < 1000; i++ {
+				r := crashRecord(i)
+				w.Append(&r)
+				time.Sleep(10 * time.Millisecond)
+			}
+			want := "store: capture failed: the capture directory " + dir + " was removed"
+			if c.pebble != "" {
+				want += ": " + c.pebble
+			}
+			if got := fmt.Sprint(w.Err()); got != want {
+				t.Fatalf("Err: %q, want %q", got, want)
+			}
+			w.Close()
+		})
+	}
+}
+
 // A capture whose writer was killed is sealed: every record read, the
 // summary written with why and what it holds; then it packs and unpacks
 // whole. Pack refuses it before, Seal refuses it after.

@@ -372,6 +372,14 @@ func (w *Writer) append(r *Record, wait bool) (uint64, error) {
 // logged once, and the writer never calls the store again.
 func (w *Writer) fail(msg string) {
 	w.failOnce.Do(func() {
+		// A removed directory shows first as whatever file Pebble could
+		// not make next (create …/000004.log: no such file): say what
+		// happened before how it showed.
+		if removed := w.removedMsg(); msg != removed {
+			if _, err := os.Stat(w.dir); errors.Is(err, os.ErrNotExist) {
+				msg = removed + ": " + msg
+			}
+		}
 		w.mu.Lock()
 		w.mu.err = fmt.Errorf("%w: %s", ErrFailed, msg)
 		w.mu.stopped, w.mu.stoppedAt = false, time.Now().UTC()
@@ -395,6 +403,11 @@ func (w *Writer) fail(msg string) {
 			_ = os.Rename(reserved, filepath.Join(w.dir, failedFile))
 		}
 	})
+}
+
+// removedMsg is why the capture failed when its directory is gone.
+func (w *Writer) removedMsg() string {
+	return "the capture directory " + w.dir + " was removed"
 }
 
 // testBeforeNote, when set by a test, runs in fail between the error
@@ -529,7 +542,7 @@ func (w *Writer) checkSpace() {
 	if _, err := os.Stat(w.dir); errors.Is(err, os.ErrNotExist) {
 		// Records would go on into unlinked files until a new one could
 		// not be made; nothing of them would remain.
-		w.fail("the capture directory " + w.dir + " was removed")
+		w.fail(w.removedMsg())
 		return
 	}
 	if why == "" && w.opts.MaxBytes > 0 {
