@@ -468,25 +468,42 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 
 	// tcpdump started 5 s into a run of text statements: every session
 	// was open, and joins at its first answer outside a transaction.
-	late := filepath.Join(dir, "late.pcap")
-	common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", port), "--mysql-user=root", "--mysql-db=sb",
-		"--tables=2", "--table-size=2000", "--threads=8", "--time=8", "--db-ps-mode=disable", "--report-interval=0", "run"}
-	bench := exec.Command("sysbench", common...)
-	var benchOut strings.Builder
-	bench.Stdout, bench.Stderr = &benchOut, &benchOut
-	if err := bench.Start(); err != nil {
-		t.Fatal(err)
+	//
+	// tcpdump on a loaded loopback can miss packets without counting them
+	// as dropped (CI saw a pcap lacking 1 ms of both directions of one
+	// session: 28 gaps); what was lost is then not what this part tests,
+	// and a replay of it crawls (a lost COMMIT's locks). Such a capture is
+	// taken again, up to three times, each attempt's gaps logged.
+	var lateCap string
+	var lateCopies []string
+	for attempt := 1; ; attempt++ {
+		late := filepath.Join(dir, fmt.Sprintf("late%d.pcap", attempt))
+		common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", port), "--mysql-user=root", "--mysql-db=sb",
+			"--tables=2", "--table-size=2000", "--threads=8", "--time=8", "--db-ps-mode=disable", "--report-interval=0", "run"}
+		bench := exec.Command("sysbench", common...)
+		var benchOut strings.Builder
+		bench.Stdout, bench.Stderr = &benchOut, &benchOut
+		if err := bench.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		var stopLate func()
+		lateCopies = snapshotCopies(t, port, "sb", func() { stopLate = tcpdump(t, port, late) })
+		if err := bench.Wait(); err != nil {
+			t.Fatalf("sysbench: %v: %s", err, benchOut.String())
+		}
+		stopLate()
+		lateCap = filepath.Join(dir, fmt.Sprintf("late%d", attempt))
+		out = captureFrom(t, lateCap, late, "--port", fmt.Sprint(port), "--schema", "sb")
+		st = sourceStats(t, lateCap)
+		if st.Gaps == 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("late pcap: gaps in each of 3 captures (tcpdump missed packets), the last: %+v\n%s", st, out)
+		}
+		t.Logf("late pcap, attempt %d: %d gaps (%d bytes): tcpdump missed packets; capturing again", attempt, st.Gaps, st.GapBytes)
 	}
-	time.Sleep(5 * time.Second)
-	var stopLate func()
-	lateCopies := snapshotCopies(t, port, "sb", func() { stopLate = tcpdump(t, port, late) })
-	if err := bench.Wait(); err != nil {
-		t.Fatalf("sysbench: %v: %s", err, benchOut.String())
-	}
-	stopLate()
-	lateCap := filepath.Join(dir, "late")
-	out = captureFrom(t, lateCap, late, "--port", fmt.Sprint(port), "--schema", "sb")
-	st = sourceStats(t, lateCap)
 	// 9: sysbench's 8 and the one that held the tables while the copies
 	// were taken (its UNLOCK TABLES is the first command seen of it).
 	if st.Sessions != 9 || st.FoundOpen != 9 || st.Unjoined != 0 || st.CommandsBeforeJoin == 0 || st.Gaps != 0 || st.UnknownStatements != 0 || st.AnswersLost != 0 {
