@@ -926,9 +926,9 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 // one (h's locks may block the statement at its far end), so when there
 // is neither, a walk of the waiter's backlog would find nothing stuck.
 // The first costs a look at every ticket in flight (at most one per
-// worker) once per half of inflightMin for the whole gate, the second a look at the changes filed
-// under h's rows (changeIndex): neither grows with the sessions, where a
-// walk per look did.
+// worker) once per half of inflightMin for the whole gate, the second a
+// look at the changes filed under h's rows (changeIndex): neither grows
+// with the sessions, where a walk per look did.
 func (g *Gate) mayStallLocked(h *Cursor, now int64) bool {
 	// A ticket in flight for inflightMin now was in flight for more than
 	// half of it at a scan less than half of it ago.
