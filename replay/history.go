@@ -94,6 +94,11 @@ func (h *histories) session(id uint64) []event {
 			}
 			trx.Reset()
 			continue
+		case store.KindOther:
+			if x.CommandsLost() && trx.Lost().CommitBefore {
+				evs = append(evs, event{seq: x.Seq, kind: evTrxBefore})
+			}
+			continue
 		case store.KindPrepare:
 			sqlOf[x.StmtID] = x.SQL
 			evs = append(evs, event{seq: x.Seq, kind: evPrepare, stmtID: x.StmtID, text: x.SQL})

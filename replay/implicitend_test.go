@@ -74,12 +74,74 @@ func TestQuitRollsBackBeforeItWaits(t *testing.T) {
 	}
 }
 
+// A packet capture lost session 1's COMMIT (a store.FlagLost record
+// stands for the bytes lost, after its UPDATE of row 1). Session 2's
+// UPDATE of row 1, which in the capture ran after that commit and found
+// v = 5, ended before session 1's next BEGIN started: that BEGIN waits for
+// it. Replay commits session 1's transaction at the lost record, before
+// anything waits (sqlinfo.Trx.Lost), so session 2's UPDATE finds v = 5 as
+// in the capture. Before, the transaction stayed open through the wait:
+// session 2's UPDATE waited on the server for its lock, and nothing the
+// capture showed explained it, so session 1's transaction yielded only
+// past --order-inflight, and its rerun set v = 5 after session 2's UPDATE
+// had found v = 1 (row 1 ended at 5, not 7). A pcap with loss in the
+// middle of transactions crawled that way, each such wait ending at the
+// hard bound. The same with --concurrency (units): the unit ends at the
+// lost record, committed.
+func TestLostCommandsEndTheTransactionBeforeAnythingWaits(t *testing.T) {
+	for _, mode := range []struct {
+		name     string
+		mod      func(*Config)
+		compared int64 // between targets: the statements, and each session's connect
+	}{{"sessions", func(*Config) {}, 8}, {"concurrency", func(c *Config) { c.Concurrency = 2 }, 6}} {
+		t.Run(mode.name, func(t *testing.T) {
+			rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
+				ok := store.Response{Kind: store.RespOK}
+				moved := q(2, 5, "UPDATE t SET v = 7 WHERE id = 1 AND v = 5")
+				return []store.Record{
+					{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+					{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+					q(1, 1, "BEGIN"),
+					q(1, 2, "UPDATE t SET v = 5 WHERE id = 1"),
+					{Session: 1, Start: at(4), Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable},
+					moved,
+					q(1, 10, "BEGIN"),
+					q(1, 11, "UPDATE t SET v = v + 1 WHERE id = 2"),
+					q(1, 12, "COMMIT"),
+					{Session: 2, Start: at(13), Kind: store.KindQuit},
+					{Session: 1, Start: at(14), Kind: store.KindQuit},
+				}
+			}, mode.mod)
+			for i, tr := range rep.Targets {
+				if tr.OrderReleased != 0 || tr.OrderReruns != 0 || tr.FailedTransactions != 0 || tr.Errors != 0 {
+					t.Errorf("%s: %d released, %d reruns, %d failed transactions, %d errors; want 0 of each",
+						tr.Name, tr.OrderReleased, tr.OrderReruns, tr.FailedTransactions, tr.Errors)
+				}
+				if c := rep.VsCapture[i]; c.Total() != 0 || c.Compared != 6 {
+					t.Errorf("%s vs capture: %d compared, divergent %v; want the 6 statements compared, 0 divergent", tr.Name, c.Compared, c.ByClass)
+				}
+			}
+			if d := rep.Divergences[0]; d.Total() != 0 || d.Compared != mode.compared {
+				t.Errorf("b vs a: %d compared, divergent %v; want %d compared, 0 divergent", d.Compared, d.ByClass, mode.compared)
+			}
+			if n := strings.Join(rep.Notes, "\n"); !strings.Contains(n, "the packet capture lost commands inside 1 transaction (") {
+				t.Errorf("notes say nothing of the transaction committed where commands were lost:\n%s", n)
+			}
+			for _, db := range dbs {
+				if v1, v2 := valueOf(t, db, 1), valueOf(t, db, 2); v1 != 7 || v2 != 3 {
+					t.Errorf("rows 1 and 2 hold %d and %d, want 7 (session 2's UPDATE found session 1's, committed) and 3", v1, v2)
+				}
+			}
+		})
+	}
+}
+
 // lockStep is a hand-made capture of two sessions over table t (rows 1 and
 // 2, v = 1 and 2), replayed in the capture's order onto two fresh InnoDB
 // copies with an --order-timeout of 30 s (a release would take that
 // long): what recs returns from rec (a query of session s at start ms)
 // and at (ms past the capture's start).
-func lockStep(t *testing.T, recs func(rec func(s uint64, start float64, sql string) store.Record, at func(ms float64) time.Time) []store.Record) (*testReport, []*sql.DB) {
+func lockStep(t *testing.T, recs func(rec func(s uint64, start float64, sql string) store.Record, at func(ms float64) time.Time) []store.Record, mods ...func(*Config)) (*testReport, []*sql.DB) {
 	t.Helper()
 	start := time.Now().Truncate(time.Millisecond)
 	at := func(n float64) time.Time { return start.Add(time.Duration(n * float64(time.Millisecond))) }
@@ -102,6 +164,9 @@ func lockStep(t *testing.T, recs func(rec func(s uint64, start float64, sql stri
 	rep := replayRun(t, capDir, func(cfg *Config) {
 		cfg.Order = OrderCapture
 		cfg.OrderTimeout = 30 * time.Second
+		for _, m := range mods {
+			m(cfg)
+		}
 	}, ta, tb)
 	return rep, []*sql.DB{dba, dbb}
 }

@@ -469,6 +469,13 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		notes = append(notes, fmt.Sprintf("the capture lacks records (%s%s; --skip-damaged): sessions with statements there replayed without them, so a difference from the captured responses after the first lost record may be the capture's damage, not the engines': such differences are counted apart (ambiguous: not-replayed), in every session; between targets, which all lack the same records, nothing changes", lost, why))
 	}
+	if x.lostEnded > 0 {
+		trx := "1 transaction"
+		if x.lostEnded > 1 {
+			trx = fmt.Sprintf("%d transactions", x.lostEnded)
+		}
+		notes = append(notes, fmt.Sprintf("the packet capture lost commands inside %s (bytes missing from a session's stream), which may have committed there: replay committed each there, on every target, once the session's last statement seen was done (held open, it would keep locks the capture's session had let go); differences in what other sessions ran from its first change on are counted apart (ambiguous), between targets and against the capture", trx))
+	}
 	switch {
 	case cfg.Order == "" && cfg.Shard.Count > 1:
 		cfg.Order = OrderNone

@@ -41,6 +41,9 @@ type captureIndex struct {
 	// at a join): its transaction's state is unknown from there, so the
 	// order the targets ran others in may differ by it (between targets).
 	lostCmds *compare.Gaps
+	// lostEnded: transactions open where a packet capture lost their
+	// session's commands, which replay commits there.
+	lostEnded int
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
 	// lost: the records the capture lacks (a crash, a damaged file).
@@ -69,6 +72,9 @@ type scanSession struct {
 	writes   map[string]bool // tables its open transaction wrote: true if it deleted rows of one
 	lostData map[uint32]bool // statements whose long data the capture cut
 	unknown  bool
+	// changedAt: when its open transaction's first change (a write, a
+	// locking read) started (ns; 0: none yet).
+	changedAt int64
 	// cs follows the session's character_set_client.
 	cs charset.Session
 }
@@ -188,8 +194,21 @@ func (sc *scanner) add(rec *store.Record) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
 		}
-		if rec.Flags&(store.FlagLost|store.FlagOpenAtStart) == store.FlagLost {
-			x.lostCmds.Add(rec.Session, start, []string{compare.AnyTable})
+		if rec.CommandsLost() {
+			// The lost commands may have ended the open transaction:
+			// replay commits it here (sqlinfo.Trx.Lost), as soon as the
+			// session's last statement seen is done. So its writes may
+			// show, on a target, to what others ran from its first
+			// change on, which the capture ran before the commit.
+			from := start
+			if s.trx.Open() && s.changedAt != 0 {
+				from = min(from, s.changedAt)
+			}
+			if s.trx.Lost().CommitBefore {
+				x.lostEnded++
+				s.commit(x.commits, rec.Session, from, start)
+			}
+			x.lostCmds.Add(rec.Session, from, []string{compare.AnyTable})
 		}
 		return
 	}
@@ -331,6 +350,9 @@ func (sc *scanner) add(rec *store.Record) {
 		writes := qualify(info.Writes, s.schema, nil)
 		switch {
 		case step.In:
+			if s.changedAt == 0 && info.Changes() {
+				s.changedAt = start
+			}
 			for _, w := range writes {
 				s.writes[w] = s.writes[w] || deletes(info)
 			}
@@ -396,7 +418,7 @@ func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int
 
 // rollback forgets the session's open transaction's writes.
 func (s *scanSession) rollback() {
-	s.unknown = false
+	s.unknown, s.changedAt = false, 0
 	clear(s.writes)
 }
 

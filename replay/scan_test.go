@@ -33,3 +33,54 @@ func TestScanCreatedTables(t *testing.T) {
 		t.Errorf("created %v, gone again %d; want [s.kept] and 2 (s.gone dropped, s.scratch temporary)", sc.x.created, sc.x.createdDropped)
 	}
 }
+
+// Commands a packet capture lost inside a transaction: the scan ends it
+// there as replay does (committed: sqlinfo.Trx.Lost) and counts it. As
+// replay commits it as soon as the session's last statement seen is done,
+// its writes may show to what others ran from its first change on: the
+// commit's moment spans that, and so does the label for what follows
+// the lost commands between targets. Commands lost outside a transaction
+// end nothing, and are labelled from where they were lost.
+func TestScanLostCommandsEndTheOpenTransaction(t *testing.T) {
+	sc := newScanner(sqlinfo.NewAnalyzer())
+	at := func(ms int) time.Time { return time.Unix(1, 0).Add(time.Duration(ms) * time.Millisecond) }
+	ns := func(ms int) int64 { return at(ms).UnixNano() }
+	ok := store.Response{Kind: store.RespOK}
+	for i, r := range []store.Record{
+		{Session: 1, Kind: store.KindQuery, SQL: "BEGIN", Start: at(1), Resp: ok},
+		{Session: 1, Kind: store.KindQuery, SQL: "SELECT v FROM t WHERE id = 2", Start: at(2), Resp: store.Response{Kind: store.RespResultSet}},
+		{Session: 1, Kind: store.KindQuery, SQL: "UPDATE t SET v = 5 WHERE id = 1", Start: at(3), Resp: store.Response{Kind: store.RespOK, AffectedRows: 1}},
+		{Session: 1, Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable, Start: at(6)},
+		{Session: 2, Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable, Start: at(7)},
+		{Session: 1, Kind: store.KindQuery, SQL: "COMMIT", Start: at(9), Resp: ok},
+	} {
+		r.Seq, r.Schema, r.Duration = uint64(i+1), "s", 500*time.Microsecond
+		sc.add(&r)
+	}
+	if sc.x.lostEnded != 1 {
+		t.Errorf("%d transactions ended where commands were lost, want 1 (session 1's)", sc.x.lostEnded)
+	}
+	// The commit: from the UPDATE's start (3 ms) to the lost record (6);
+	// the COMMIT at 9 ends nothing more.
+	if c, found := sc.x.commits.Overlapping(2, ns(3), ns(3), []string{"s.t"}); !found || c.Start != ns(3) || c.End != ns(6) || c.Session != 1 {
+		t.Errorf("commit seen by a read at 3 ms: %+v (found %v), want session 1's over [3 ms, 6 ms]", c, found)
+	}
+	if c, found := sc.x.commits.Overlapping(2, ns(2), ns(2)+int64(900*time.Microsecond), []string{"s.t"}); found {
+		t.Errorf("a read that ended before the UPDATE began overlaps %+v", c)
+	}
+	if _, found := sc.x.commits.Overlapping(2, ns(8), ns(10), []string{"s.t"}); found {
+		t.Errorf("the COMMIT at 9 ms committed writes again")
+	}
+	// Between targets: from the UPDATE's start for session 1, from the
+	// record itself for session 2.
+	for _, tc := range []struct {
+		to      int
+		session uint64
+		found   bool
+	}{{3, 0, false}, {4, 1, true}, {8, 2, true}} {
+		g, found := sc.x.lostCmds.Before(ns(tc.to), []string{"s.t"})
+		if found != tc.found || found && (g.Session != tc.session || g.Start != map[uint64]int64{1: ns(3), 2: ns(7)}[tc.session]) {
+			t.Errorf("label before %d ms: %+v (found %v), want session %d's (found %v)", tc.to, g, found, tc.session, tc.found)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/internal/pace"
+	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -45,6 +46,10 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		// The server rolls back what is open and starts over.
 		step.CommitBefore = next.Open()
 		next.Reset()
+	case j.rec.CommandsLost():
+		// Where the capture lost commands, the transaction may have ended
+		// (sqlinfo.Trx.Lost): it is committed here.
+		step = next.Lost()
 	default:
 		step.In = next.Open() && (j.rec.Kind == store.KindLongData || j.rec.Kind == store.KindFetch)
 	}
@@ -58,10 +63,18 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	// done now, before j waits, so that its locks hold back no statement
 	// the gate cannot see waiting for them (a session open at the
 	// capture's stop, whose synthetic quit waits for everything before
-	// it).
+	// it). Commands a packet capture lost end it by a commit, done now
+	// too: the capture's session may have committed as soon as its last
+	// statement seen ended, and a transaction held through the wait
+	// would block what the capture ran after that (records it waits for:
+	// a deadlock no order resolves). What others read from its first
+	// change on is counted apart (the scan's lostCmds).
 	endsTrx := step.CommitBefore || stmt && !step.In
 	if endsTrx && (!stmt || w.failing >= 0) {
-		if !stmt && len(w.trx) > 0 {
+		switch {
+		case j.rec.CommandsLost() && w.failing < 0 && w.c != nil:
+			w.commitLost(ctx)
+		case !stmt && len(w.trx) > 0:
 			w.rollback(ctx)
 		}
 		w.endTrx()
@@ -218,6 +231,22 @@ func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 	w.trx = append(w.trx, j)
 	w.trxOut = append(w.trxOut, *o)
 	w.publishLocks(len(w.trx))
+}
+
+// commitLost commits the open transaction where a packet capture lost
+// its session's commands (see handle; the scan counts them, the same on
+// every target). A COMMIT the server refuses rolls the transaction back:
+// it failed for good there, and is listed as such (failTrx).
+func (w *worker) commitLost(ctx context.Context) {
+	var r conn.Result
+	err := w.c.Query(ctx, "COMMIT", &r)
+	if err == nil || len(w.trx) == 0 {
+		return
+	}
+	var o store.Outcome
+	w.fill(&o, &r, err, nil) // a connection lost is dropped: the server rolled back
+	w.lastFail = o.ErrCode
+	w.failTrx(w.trx[len(w.trx)-1], &o, sqlinfo.Step{}, true)
 }
 
 // endTrx forgets the transaction the target ran: it ended.

@@ -26,6 +26,13 @@ func (t *trxChanges) record(rec *store.Record, infos []*sqlinfo.Info) bool {
 	case store.KindConnect, store.KindQuit, store.KindResetConnection, store.KindChangeUser:
 		t.changed = false // the server rolls back what was open
 		return false
+	case store.KindOther:
+		if rec.CommandsLost() {
+			// Replay commits what was open there, before the record's
+			// turn (sqlinfo.Trx.Lost): the record itself changes nothing.
+			t.changed = false
+		}
+		return false
 	}
 	changes := false
 	for _, info := range infos {

@@ -51,7 +51,8 @@ type unit struct {
 	// manual: the session had autocommit off when the unit began.
 	manual bool
 	// commitAtEnd: the capture's server committed the unit implicitly
-	// after its last record (a BEGIN or SET autocommit=1 that followed).
+	// after its last record (a BEGIN or SET autocommit=1 that followed),
+	// or may have, in commands a packet capture lost.
 	commitAtEnd bool
 	t           *order.Ticket
 }
@@ -136,7 +137,15 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 			s.sqlOf[rec.StmtID] = rec.SQL
 		}
 		return nil
-	case store.KindClose, store.KindPing, store.KindReset, store.KindFetch, store.KindOther:
+	case store.KindOther:
+		if rec.CommandsLost() && s.trx.Lost().CommitBefore && s.open != nil {
+			// The lost commands may have ended the transaction
+			// (sqlinfo.Trx.Lost): the unit ends there, committed.
+			s.open.commitAtEnd = true
+			closeOpen()
+		}
+		return done
+	case store.KindClose, store.KindPing, store.KindReset, store.KindFetch:
 		return nil
 	case store.KindQuit:
 		if s.open != nil {

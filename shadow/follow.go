@@ -264,6 +264,11 @@ func (fl *follower) skip(f *replay.Feed, rec *store.Record) bool {
 		fl.skipTrx[rec.Session] = false
 		return false
 	}
+	if rec.CommandsLost() { // replay commits what was open there (sqlinfo.Trx.Lost)
+		tx.Lost()
+		fl.skipTrx[rec.Session] = false
+		return false
+	}
 	_, info, ok := f.Statement(rec)
 	if !ok {
 		return false

@@ -23,7 +23,8 @@
 //   - Bytes lost (a full capture buffer, a cut file): on the client's side
 //     the session's commands there are unknown: a store.FlagLost record
 //     stands for them (replay counts any table as possibly written from
-//     there), and the session is recorded again from its next command
+//     there, and commits a transaction open there: sqlinfo.Trx.Lost),
+//     and the session is recorded again from its next command
 //     (a packet numbered 0 that begins a segment). On the server's side,
 //     only the answer under way is lost (store.FlagAnswerLost).
 //   - TLS sessions cannot be read: counted and skipped. Compressed ones

@@ -22,6 +22,10 @@ package sqlinfo
 //   - A new login, COM_CHANGE_USER or COM_RESET_CONNECTION rolls back and
 //     starts over with autocommit=1 (Reset).
 //
+// One rule is the capture's, not the server's: commands a packet capture
+// lost (Lost) may have ended the open transaction, and nothing later says
+// when. Every consumer ends it there, by a commit.
+//
 // The zero value is a session just logged in with autocommit=1.
 type Trx struct {
 	manual bool // autocommit=0
@@ -60,6 +64,26 @@ func (t *Trx) Autocommit() bool { return !t.manual }
 
 // Reset starts over as after a login.
 func (t *Trx) Reset() { *t = Trx{} }
+
+// Lost moves the state past commands a packet capture lost (a session's
+// missing bytes, store.Record.CommandsLost): the open transaction ends
+// there, committed (Step.CommitBefore when one was open). The lost
+// commands may have been its COMMIT (or a BEGIN, which commits), and the
+// answers after them cannot tell a transaction that went on from a new
+// one. Ending it at the earliest point it may have ended is the choice
+// that holds no lock longer than the captured session did: a transaction
+// held on past a commit that happened would block, on the target, the
+// statements the capture ran after that commit, and no order can then be
+// kept. A commit, not a rollback: a transaction's writes are usually
+// committed. What it costs — the rest of a transaction that went on runs
+// on its own — is the replay's to label (what follows is counted apart).
+// The session's autocommit is kept: the answers after the gap do not say
+// whether the lost commands changed it.
+func (t *Trx) Lost() Step {
+	s := Step{CommitBefore: t.open}
+	t.open = false
+	return s
+}
 
 // Apply moves the state past one statement that the server answered with
 // errCode (0: it succeeded) and says what the statement did.

@@ -90,3 +90,40 @@ func TestTrxResetAndAutocommit(t *testing.T) {
 		t.Fatalf("after Reset: open %v autocommit %v", tr.Open(), tr.Autocommit())
 	}
 }
+
+// Commands a packet capture lost end the open transaction (committed),
+// whatever the autocommit; the autocommit stays as it was, and nothing
+// open is nothing ended.
+func TestTrxLostCommandsEndTheOpenTransaction(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string
+		want   Step
+		open   bool // after the statement that follows the loss
+	}{
+		{"after BEGIN and a write", []string{"BEGIN", "UPDATE t SET a = 1 WHERE id = 1"}, Step{CommitBefore: true}, false},
+		{"nothing open", []string{"UPDATE t SET a = 1 WHERE id = 1"}, Step{}, false},
+		{"autocommit off", []string{"SET autocommit = 0", "UPDATE t SET a = 1 WHERE id = 1"}, Step{CommitBefore: true}, true},
+		{"ended before", []string{"BEGIN", "UPDATE t SET a = 1 WHERE id = 1", "COMMIT"}, Step{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr Trx
+			for _, q := range tc.before {
+				tr.Apply(Analyze(q), 0)
+			}
+			auto := tr.Autocommit()
+			if got := tr.Lost(); got != tc.want {
+				t.Errorf("Lost() = %+v, want %+v", got, tc.want)
+			}
+			if tr.Open() || tr.Autocommit() != auto {
+				t.Errorf("after Lost: open %v autocommit %v, want closed and autocommit %v", tr.Open(), tr.Autocommit(), auto)
+			}
+			// The statement after the gap: with autocommit off it opens
+			// a new transaction, as the server's would after the commit.
+			st := tr.Apply(Analyze("SELECT c FROM t WHERE id = 2"), 0)
+			if tr.Open() != tc.open || st.Opened != tc.open || st.CommitBefore {
+				t.Errorf("next statement: %+v, open %v; want opened %v", st, tr.Open(), tc.open)
+			}
+		})
+	}
+}

@@ -86,10 +86,11 @@ const (
 	// missing segment), or (with FlagOpenAtStart) commands of a session
 	// found open that ran before it could join and may have written. What
 	// they were is unknown; after lost bytes, so is where the session's
-	// transaction stands. It is a KindOther
-	// record, not replayable; replay counts every table as possibly
-	// written from its start on (the comparison with the capture labels
-	// later differences after-skipped-write).
+	// transaction stands (replay ends an open one there by a commit:
+	// sqlinfo.Trx.Lost). It is a KindOther record, not replayable; replay
+	// counts every table as possibly written from its start on (the
+	// comparison with the capture labels later differences
+	// after-skipped-write).
 	FlagLost Flags = 1 << 7
 	// FlagAnswerLost marks a command whose answer a packet capture did not
 	// see whole (lost bytes, or the capture ended first): Resp is none,
@@ -108,6 +109,12 @@ const (
 // the send-types flag set, the parameter types, the rows; see package
 // wire), Params is empty.
 const ComStmtBulkExecute byte = 0xfa
+
+// CommandsLost reports whether r stands for commands of a followed
+// session that a packet capture lost (FlagLost without FlagOpenAtStart:
+// not those before a session found open joined). Where the session's
+// transaction stands after it is unknown: sqlinfo.Trx.Lost.
+func (r *Record) CommandsLost() bool { return r.Flags&(FlagLost|FlagOpenAtStart) == FlagLost }
 
 // IsBulk reports whether r is a bulk execute.
 func (r *Record) IsBulk() bool { return r.Kind == KindExecute && r.Command == ComStmtBulkExecute }

@@ -513,8 +513,8 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 		t.Errorf("late pcap: %d lost-commands records, want one per session that may have written before it joined (1-9)", lost)
 	}
 	tg = replayOntoCopies(t, lateCap, lateCopies, "0", false)
-	t.Logf("late pcap: %d sessions found open, %d commands before they joined, %d lost-commands records; replay: %d compared with the capture, %d counted apart, %d divergent",
-		st.FoundOpen, st.CommandsBeforeJoin, countFlag(t, lateCap, store.FlagLost), tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total())
+	t.Logf("late pcap: %d sessions found open, %d commands before they joined, %d lost-commands records; replay: %d compared with the capture, %d counted apart, %d divergent; %.1f s, %d released by --order-timeout",
+		st.FoundOpen, st.CommandsBeforeJoin, countFlag(t, lateCap, store.FlagLost), tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total(), tg.Elapsed, tg.OrderReleased)
 
 	// 1 % of the packets dropped.
 	lossy := filepath.Join(dir, "lossy.pcap")
@@ -526,8 +526,8 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 		t.Errorf("lossy pcap (%d packets dropped): %+v, want gaps counted", n, st)
 	}
 	tg = replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", false)
-	t.Logf("1%% dropped: %d of the packets, %d gaps (%d bytes), %d answers lost, %d unknown statements; replay: %d compared with the capture, %d counted apart, %d divergent",
-		n, st.Gaps, st.GapBytes, st.AnswersLost, st.UnknownStatements, tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total())
+	t.Logf("1%% dropped: %d of the packets, %d gaps (%d bytes), %d answers lost, %d unknown statements; replay: %d compared with the capture, %d counted apart, %d divergent; %.1f s, %d released by --order-timeout",
+		n, st.Gaps, st.GapBytes, st.AnswersLost, st.UnknownStatements, tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total(), tg.Elapsed, tg.OrderReleased)
 }
 
 // tandem capture --interface reads a live interface (as root): mariadb
