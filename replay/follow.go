@@ -62,7 +62,11 @@ type Feed struct {
 // NewFeed returns a feed that indexes and analyses records but replays
 // nothing until a run (Follow) takes it: a Source's policy can be tested
 // on it without a server.
-func NewFeed() *Feed { return &Feed{sc: newScanner(sqlinfo.NewAnalyzer())} }
+func NewFeed() *Feed {
+	sc := newScanner(sqlinfo.NewAnalyzer())
+	sc.ended = nil // a followed session's end is replayed before any KILL after it is seen
+	return &Feed{sc: sc}
+}
 
 // Index adds rec to what the run knows of the capture (its session's
 // prepared statements and transactions, the tables it writes).

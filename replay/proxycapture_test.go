@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
@@ -416,6 +418,44 @@ func TestReplayedKillNamesTheSessionsConnection(t *testing.T) {
 	}
 	if tr.Errors != 0 || vc == nil || vc.Total() != 0 || vc.Compared < 4 {
 		t.Errorf("errors %d %v; vs the capture %+v; want both KILLs of a to succeed as captured", tr.Errors, tr.ErrorCodes, vc)
+	}
+}
+
+// The server closes a killed connection before it answers the KILL, so a
+// capture records the killed session's end (no COM_QUIT: a synthetic
+// quit) before the KILL ends, and the two overlap: in the capture's order
+// either may go first. Replay leaves the killed session's connection open
+// for the KILL (captureIndex.killedQuits). Here the KILL also waits, in
+// the capture's order, for a slow read (SLEEP) that ended before it began,
+// while the quit, which changes nothing, does not: before, the quit closed
+// the connection first, and the KILL failed with 1094 where the capture's
+// succeeded (CI saw this race in TestReplayedKillNamesTheSessionsConnection).
+func TestKilledSessionsEndIsLeftToTheKill(t *testing.T) {
+	at := func(ms float64) time.Time {
+		return time.Unix(1700000000, 0).Add(time.Duration(ms * float64(time.Millisecond)))
+	}
+	ok := store.Response{Kind: store.RespOK}
+	rows := store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}
+	q := func(s uint64, ms, durMs float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: s, Start: at(ms), Duration: time.Duration(durMs * float64(time.Millisecond)), Kind: store.KindQuery, SQL: sql, Schema: "app", Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "app", ConnID: 398, Resp: ok},
+		{Session: 2, Start: at(0.2), Kind: store.KindConnect, User: "app", Schema: "app", ConnID: 399, Resp: ok},
+		{Session: 3, Start: at(0.4), Kind: store.KindConnect, User: "app", Schema: "app", ConnID: 400, Resp: ok},
+		q(1, 0.6, 0.1, "SELECT 1", rows),
+		q(3, 1, 8.8, "SELECT SLEEP(0.3)", rows),
+		{Session: 1, Start: at(10), Kind: store.KindQuit}, // the server closed it
+		q(2, 9.9, 0.3, "KILL 398", ok),
+		{Session: 2, Start: at(10.5), Kind: store.KindQuit, Command: mysql.COM_QUIT},
+		{Session: 3, Start: at(10.6), Kind: store.KindQuit, Command: mysql.COM_QUIT},
+	})
+	_, target := sandboxtest.Server(t, "innodb").FreshDB(t)
+	rep := replayRun(t, capDir, func(cfg *Config) { cfg.OrderTimeout = 30 * time.Second }, tgt(t, "a", target, ""))
+	tr, vc := rep.Targets[0], rep.VsCapture[0]
+	if tr.Errors != 0 || tr.Skipped != 0 || tr.OrderReleased != 0 || vc == nil || vc.Total() != 0 || vc.Compared != 3 {
+		t.Errorf("errors %d %v, skipped %d, released %d; vs the capture %+v; want the KILL to succeed as captured, 3 statements compared, 0 divergent",
+			tr.Errors, tr.ErrorCodes, tr.Skipped, tr.OrderReleased, vc)
 	}
 }
 

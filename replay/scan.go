@@ -3,8 +3,11 @@ package replay
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/compare"
@@ -44,6 +47,9 @@ type captureIndex struct {
 	// lostEnded: transactions open where a packet capture lost their
 	// session's commands, which replay commits there.
 	lostEnded int
+	// killedQuits: the end records (by seq) of sessions another session's
+	// KILL ended, recorded before that KILL's answer (scanner.kill).
+	killedQuits map[uint64]bool
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
 	// lost: the records the capture lacks (a crash, a damaged file).
@@ -72,6 +78,7 @@ type scanSession struct {
 	writes   map[string]bool // tables its open transaction wrote: true if it deleted rows of one
 	lostData map[uint32]bool // statements whose long data the capture cut
 	unknown  bool
+	conn     uint32 // the connection id the captured server gave it
 	// changedAt: when its open transaction's first change (a write, a
 	// locking read) started (ns; 0: none yet).
 	changedAt int64
@@ -151,12 +158,40 @@ type scanner struct {
 	sessions        map[uint64]*scanSession
 	tables, created map[string]bool
 	scratch         []string
+	// ended: sessions that ended without a COM_QUIT, by their connection
+	// id: their end record's seq and start (nil: not kept, for a followed
+	// capture).
+	ended map[uint32]endedAt
+}
+
+type endedAt struct {
+	seq uint64
+	at  int64
+}
+
+// kill notes a KILL of a connection that started at start and succeeded:
+// when the session it names ended without a COM_QUIT while the KILL was
+// under way, that end is the KILL's doing, though the capture recorded it
+// first (the server closes the connection before it answers the KILL):
+// replay leaves the connection for the KILL to end
+// (captureIndex.killedQuits).
+func (sc *scanner) kill(sql string, start int64) {
+	k, _ := sqlinfo.ParseKill(sql)
+	if k.ID == 0 || k.Query || k.ID > math.MaxUint32 {
+		return
+	}
+	if e, ok := sc.ended[uint32(k.ID)]; ok && e.at >= start {
+		if sc.x.killedQuits == nil {
+			sc.x.killedQuits = map[uint64]bool{}
+		}
+		sc.x.killedQuits[e.seq] = true
+	}
 }
 
 func newScanner(an *sqlinfo.Analyzer) *scanner {
 	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), lostCmds: compare.NewGaps(), recordsOf: map[uint64]uint64{},
 		writers: compare.NewWriters()}
-	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}}
+	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}, ended: map[uint32]endedAt{}}
 }
 
 // unknownWrites reports whether rec is one that replay skips and whose
@@ -215,6 +250,9 @@ func (sc *scanner) add(rec *store.Record) {
 	var sql string
 	switch rec.Kind {
 	case store.KindConnect, store.KindInitDB, store.KindChangeUser:
+		if rec.Kind == store.KindConnect {
+			s.conn = rec.ConnID
+		}
 		if rec.Resp.Kind != store.RespError {
 			if rec.Kind != store.KindInitDB {
 				s.cs.Connect(rec.Collation)
@@ -253,6 +291,12 @@ func (sc *scanner) add(rec *store.Record) {
 	case store.KindQuit:
 		s.rollback()
 		delete(sc.sessions, rec.Session)
+		if rec.Command != mysql.COM_QUIT && s.conn != 0 && sc.ended != nil {
+			// Ended without the client's COM_QUIT: the server (or the
+			// client's socket) closed it, perhaps by another session's
+			// KILL still under way (killedQuits).
+			sc.ended[s.conn] = endedAt{seq: rec.Seq, at: start}
+		}
 		return
 	case store.KindQuery:
 		sql = rec.SQL
@@ -276,6 +320,9 @@ func (sc *scanner) add(rec *store.Record) {
 		conv := *an.Info(u) // a copy: the analyzer's cache is shared
 		conv.Digest.ID = info.Digest.ID
 		info = &conv
+	}
+	if info.Kill && rec.Kind == store.KindQuery && rec.Resp.Kind == store.RespOK {
+		sc.kill(rec.SQL, start)
 	}
 	d := x.digests[info.Digest.ID]
 	if d == nil {

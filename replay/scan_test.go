@@ -1,10 +1,12 @@
 package replay
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -82,5 +84,40 @@ func TestScanLostCommandsEndTheOpenTransaction(t *testing.T) {
 		if found != tc.found || found && (g.Session != tc.session || g.Start != map[uint64]int64{1: ns(3), 2: ns(7)}[tc.session]) {
 			t.Errorf("label before %d ms: %+v (found %v), want session %d's (found %v)", tc.to, g, found, tc.session, tc.found)
 		}
+	}
+}
+
+// The end of a session that a KILL under way ended is left to that KILL
+// (killedQuits); only that one: not a client's COM_QUIT, not an end
+// before the KILL began, not what a KILL QUERY or a failed KILL names.
+func TestScanFindsTheEndsKillsCaused(t *testing.T) {
+	sc := newScanner(sqlinfo.NewAnalyzer())
+	at := func(ms float64) time.Time { return time.Unix(1, 0).Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	recs := []store.Record{}
+	for s := uint64(1); s <= 6; s++ {
+		recs = append(recs, store.Record{Session: s, Kind: store.KindConnect, ConnID: uint32(100 + s), Start: at(0), Resp: ok})
+	}
+	kill := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 6, Kind: store.KindQuery, SQL: sql, Start: at(ms), Duration: time.Millisecond, Resp: resp}
+	}
+	recs = append(recs,
+		store.Record{Session: 1, Kind: store.KindQuit, Start: at(10.5)},                          // 7: ended by the KILL at 10
+		store.Record{Session: 2, Kind: store.KindQuit, Start: at(20.5), Command: mysql.COM_QUIT}, // 8: the client quit
+		store.Record{Session: 3, Kind: store.KindQuit, Start: at(29)},                            // 9: before the KILL began
+		store.Record{Session: 4, Kind: store.KindQuit, Start: at(40.5)},                          // 10
+		store.Record{Session: 5, Kind: store.KindQuit, Start: at(50.5)},                          // 11
+		kill(10, "KILL 101", ok),
+		kill(20, "KILL CONNECTION 102", ok),
+		kill(30, "KILL 103", ok),
+		kill(40, "KILL QUERY 104", ok),
+		kill(50, "KILL 105", store.Response{Kind: store.RespError, ErrCode: 1094}),
+	)
+	for i := range recs {
+		recs[i].Seq, recs[i].Schema = uint64(i+1), "s"
+		sc.add(&recs[i])
+	}
+	if want := map[uint64]bool{7: true}; !maps.Equal(sc.x.killedQuits, want) {
+		t.Errorf("ends left to a KILL: %v, want %v", sc.x.killedQuits, want)
 	}
 }

@@ -42,6 +42,14 @@ type runner struct {
 	// connIDs maps a captured session's connection id to the target
 	// connection replaying it (session mode), for KILL (mapKill).
 	connIDs sync.Map // uint32 → uint32
+	// kills keeps, by captured connection id and pass (killKey), the
+	// connections of sessions a KILL ended (captureIndex.killedQuits)
+	// until that KILL has run, and the KILLs that ran first.
+	kills struct {
+		sync.Mutex
+		awaiting map[uint64]*conn.Conn
+		ran      map[uint64]bool
+	}
 
 	start    time.Time // the shared wall-clock instant replay begins
 	capStart int64     // start of the capture's first record, ns
@@ -390,6 +398,67 @@ func (rn *runner) mapKill(sql string) (string, bool) {
 		return "", false
 	}
 	return k.Rewrite(sql, uint64(v.(uint32))), true
+}
+
+func killKey(connID uint32, loop int) uint64 { return uint64(loop)<<32 | uint64(connID) }
+
+// leaveForKill keeps c, the connection of a session whose end in the
+// capture was another session's KILL (captureIndex.killedQuits), open
+// until that KILL has run on this target; closed at once if it ran.
+// Closed here, the KILL would find no connection (1094) where the
+// capture's succeeded.
+func (rn *runner) leaveForKill(connID uint32, loop int, c *conn.Conn) {
+	k := killKey(connID, loop)
+	rn.kills.Lock()
+	if !rn.kills.ran[k] {
+		if rn.kills.awaiting == nil {
+			rn.kills.awaiting = map[uint64]*conn.Conn{}
+		}
+		rn.kills.awaiting[k] = c
+		rn.kills.Unlock()
+		return
+	}
+	delete(rn.kills.ran, k)
+	rn.kills.Unlock()
+	rn.untrack(c)
+	c.Quit()
+}
+
+// killRan closes the connection a KILL (its captured text sql) ended, if
+// it waits for it (leaveForKill), or notes that it ran.
+func (rn *runner) killRan(sql string, loop int) {
+	kl, _ := sqlinfo.ParseKill(sql)
+	if kl.ID == 0 || kl.Query || kl.ID > math.MaxUint32 {
+		return
+	}
+	k := killKey(uint32(kl.ID), loop)
+	rn.kills.Lock()
+	c := rn.kills.awaiting[k]
+	if c == nil {
+		if rn.kills.ran == nil {
+			rn.kills.ran = map[uint64]bool{}
+		}
+		rn.kills.ran[k] = true
+		rn.kills.Unlock()
+		return
+	}
+	delete(rn.kills.awaiting, k)
+	rn.kills.Unlock()
+	rn.untrack(c)
+	c.Quit()
+}
+
+// closeAwaitingKill closes the connections still left for a KILL that did
+// not run here (see leaveForKill), once every session has ended.
+func (rn *runner) closeAwaitingKill() {
+	rn.kills.Lock()
+	left := rn.kills.awaiting
+	rn.kills.awaiting = nil
+	rn.kills.Unlock()
+	for _, c := range left {
+		rn.untrack(c)
+		c.Quit()
+	}
 }
 
 // ticket is the gate's ticket for a record (or a unit) whose statements
@@ -750,6 +819,7 @@ func (rn *runner) runSessions(ctx context.Context) error {
 		rn.gate.CloseCommits() // a rank not registered by now never will be
 	}
 	sr.closeAll()
+	rn.closeAwaitingKill()
 	return err
 }
 
@@ -922,6 +992,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	close(units)
 	wg.Wait()
 	sr.closeAll()
+	rn.closeAwaitingKill()
 	return err
 }
 

@@ -195,6 +195,14 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	*o = store.Outcome{Seq: store.OutcomeSeq(rec.Seq, j.loop), Session: rec.Session}
 	switch {
 	case rec.Kind == store.KindQuit:
+		if w.rn.x.killedQuits[rec.Seq] && w.c != nil && !w.regrouped {
+			// Another session's KILL ended it (the capture recorded the
+			// end first): the connection is left for that KILL.
+			w.rn.leaveForKill(w.connOf, j.loop, w.c)
+			w.c = nil
+			w.forgetStatements()
+			return notCompared
+		}
 		w.quit()
 		return notCompared
 	case rec.Flags&store.FlagMasked != 0:
@@ -338,6 +346,9 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		err = w.c.Fetch(ctx, st, rec.FetchRows, &w.res)
 	case store.KindQuery:
 		err = w.c.Query(ctx, sql, &w.res)
+		if j.info.Kill {
+			w.rn.killRan(rec.SQL, j.loop)
+		}
 	case store.KindExecute:
 		var st *conn.Stmt
 		switch st, err = w.statement(ctx, rec.StmtID, sql, w.regrouped); {

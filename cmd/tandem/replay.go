@@ -249,7 +249,9 @@ A captured KILL names a connection by the id the capture's server gave it:
 it is sent with the id of the target connection replaying that session
 (session mode only); one naming no captured session, KILL USER or
 QUERY ID, and any KILL under --concurrency are never sent (skipped,
-counted), since on a target that id is some other connection's. A
+counted), since on a target that id is some other connection's. The
+killed session's end, which the capture records before the KILL's answer,
+leaves its connection open until the KILL has run. A
 captured SET GLOBAL or SET PERSIST (an admin session turning a log on) is
 not run either (skipped, counted): it would change each target server's
 settings for everyone on it; --run-global-sets runs them.
