@@ -362,6 +362,17 @@ func pcapSysbenchSecs() string {
 	return "4"
 }
 
+// pcapSysbenchRate is the transactions per second the pcap test's
+// sysbench runs at: 200 in make test, $TANDEM_PCAP_RATE when set (0: as
+// fast as the server goes). Unthrottled, sysbench took both cores from
+// the tests running beside it, and tcpdump, left behind, lost packets.
+func pcapSysbenchRate() string {
+	if s := os.Getenv("TANDEM_PCAP_RATE"); s != "" {
+		return "--rate=" + s
+	}
+	return "--rate=200"
+}
+
 // sysbench oltp_read_write, 8 threads, through tandem proxy --capture
 // while tcpdump records the backend's port: the capture read from the
 // packets holds, session by session (by connection id), the very records
@@ -393,7 +404,7 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	rootSQL(t, port, fmt.Sprintf("SET GLOBAL server_audit_file_path='%s'; SET GLOBAL server_audit_file_rotations=0; SET GLOBAL server_audit_events='CONNECT,QUERY'; SET GLOBAL server_audit_logging=ON", logs["audit"]))
 	stopDump := tcpdump(t, port, pcap)
 	r := startShadowProxy(t, fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("root@tcp(127.0.0.1:%d)/sb", port), "--capture-results", "checksum")
-	trx := r.sysbench("--threads=8", "--time="+pcapSysbenchSecs(), "--tables=2", "--table-size=2000")
+	trx := r.sysbench("--threads=8", "--time="+pcapSysbenchSecs(), pcapSysbenchRate(), "--tables=2", "--table-size=2000")
 	r.stop()
 	stopDump()
 	rootSQL(t, port, "SET GLOBAL general_log=0; SET GLOBAL server_audit_logging=OFF; SET GLOBAL slow_query_log=0")
@@ -479,7 +490,7 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		late := filepath.Join(dir, fmt.Sprintf("late%d.pcap", attempt))
 		common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", port), "--mysql-user=root", "--mysql-db=sb",
-			"--tables=2", "--table-size=2000", "--threads=8", "--time=8", "--db-ps-mode=disable", "--report-interval=0", "run"}
+			"--tables=2", "--table-size=2000", "--threads=8", "--time=8", pcapSysbenchRate(), "--db-ps-mode=disable", "--report-interval=0", "run"}
 		bench := exec.Command("sysbench", common...)
 		var benchOut strings.Builder
 		bench.Stdout, bench.Stderr = &benchOut, &benchOut
