@@ -43,12 +43,12 @@ type runner struct {
 	// connection replaying it (session mode), for KILL (mapKill).
 	connIDs sync.Map // uint32 → uint32
 	// kills keeps, by captured connection id and pass (killKey), the
-	// connections of sessions a KILL ended (captureIndex.killedQuits)
-	// until that KILL has run, and the KILLs that ran first.
+	// connection of a session a KILL ended (captureIndex.killedQuits)
+	// until that KILL has run, or nil for a KILL that ran first
+	// (meetKill).
 	kills struct {
 		sync.Mutex
-		awaiting map[uint64]*conn.Conn
-		ran      map[uint64]bool
+		m map[uint64]*conn.Conn
 	}
 
 	start    time.Time // the shared wall-clock instant replay begins
@@ -408,56 +408,54 @@ func killKey(connID uint32, loop int) uint64 { return uint64(loop)<<32 | uint64(
 // Closed here, the KILL would find no connection (1094) where the
 // capture's succeeded.
 func (rn *runner) leaveForKill(connID uint32, loop int, c *conn.Conn) {
-	k := killKey(connID, loop)
-	rn.kills.Lock()
-	if !rn.kills.ran[k] {
-		if rn.kills.awaiting == nil {
-			rn.kills.awaiting = map[uint64]*conn.Conn{}
-		}
-		rn.kills.awaiting[k] = c
-		rn.kills.Unlock()
-		return
-	}
-	delete(rn.kills.ran, k)
-	rn.kills.Unlock()
-	rn.untrack(c)
-	c.Quit()
+	rn.meetKill(killKey(connID, loop), c)
 }
 
 // killRan closes the connection a KILL (its captured text sql) ended, if
 // it waits for it (leaveForKill), or notes that it ran.
 func (rn *runner) killRan(sql string, loop int) {
-	kl, _ := sqlinfo.ParseKill(sql)
-	if kl.ID == 0 || kl.Query || kl.ID > math.MaxUint32 {
-		return
+	if kl, _ := sqlinfo.ParseKill(sql); kl.ID != 0 && !kl.Query && kl.ID <= math.MaxUint32 {
+		rn.meetKill(killKey(uint32(kl.ID), loop), nil)
 	}
-	k := killKey(uint32(kl.ID), loop)
+}
+
+// meetKill pairs a killed session's end (c) with its KILL (nil), in
+// whichever order they come: the first leaves its part, the second closes
+// the connection.
+func (rn *runner) meetKill(k uint64, c *conn.Conn) {
 	rn.kills.Lock()
-	c := rn.kills.awaiting[k]
-	if c == nil {
-		if rn.kills.ran == nil {
-			rn.kills.ran = map[uint64]bool{}
+	other, first := rn.kills.m[k]
+	if !first {
+		if rn.kills.m == nil {
+			rn.kills.m = map[uint64]*conn.Conn{}
 		}
-		rn.kills.ran[k] = true
+		rn.kills.m[k] = c
 		rn.kills.Unlock()
 		return
 	}
-	delete(rn.kills.awaiting, k)
+	delete(rn.kills.m, k)
 	rn.kills.Unlock()
-	rn.untrack(c)
-	c.Quit()
+	if c == nil {
+		c = other
+	}
+	if c != nil {
+		rn.untrack(c)
+		c.Quit()
+	}
 }
 
 // closeAwaitingKill closes the connections still left for a KILL that did
 // not run here (see leaveForKill), once every session has ended.
 func (rn *runner) closeAwaitingKill() {
 	rn.kills.Lock()
-	left := rn.kills.awaiting
-	rn.kills.awaiting = nil
+	left := rn.kills.m
+	rn.kills.m = nil
 	rn.kills.Unlock()
 	for _, c := range left {
-		rn.untrack(c)
-		c.Quit()
+		if c != nil {
+			rn.untrack(c)
+			c.Quit()
+		}
 	}
 }
 
