@@ -27,12 +27,15 @@ func (t *trxChanges) record(rec *store.Record, infos []*sqlinfo.Info) bool {
 		t.changed = false // the server rolls back what was open
 		return false
 	case store.KindOther:
-		if rec.CommandsLost() {
-			// Replay commits what was open there, before the record's
-			// turn (sqlinfo.Trx.Lost): the record itself changes nothing.
-			t.changed = false
+		if !rec.CommandsLost() {
+			return false
 		}
-		return false
+		// Replay commits what was open there (sqlinfo.Trx.Lost): the
+		// record stands for that commit, a change when the transaction
+		// was one, so that what the capture ran after it sees it.
+		c := t.changed
+		t.changed = false
+		return c
 	}
 	changes := false
 	for _, info := range infos {

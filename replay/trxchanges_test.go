@@ -16,7 +16,7 @@ func TestTrxChangesOrdersEndsOfReadOnlyTransactionsAsReads(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		sqls []string // "" is an execute of an unknown statement; "connect"/"quit" records
+		sqls []string // "" is an execute of an unknown statement; "connect", "lost", "joined": those records
 		want []bool
 	}{
 		{"read-only transaction", []string{"BEGIN", "SELECT c FROM t WHERE id=1", "COMMIT"}, []bool{false, false, false}},
@@ -31,6 +31,12 @@ func TestTrxChangesOrdersEndsOfReadOnlyTransactionsAsReads(t *testing.T) {
 		{"a reconnect rolls back", []string{"BEGIN", "UPDATE t SET c=3", "connect", "COMMIT"}, []bool{false, true, false, false}},
 		{"XA is not read", []string{"XA START 'x'", "XA END 'x'", "XA COMMIT 'x'"}, []bool{true, true, true}},
 		{"several statements", []string{"COMMIT; SELECT 1"}, []bool{true}},
+		// Commands a packet capture lost end the transaction (replay
+		// commits it there): a change when it wrote, and the COMMIT
+		// after them ends nothing more.
+		{"lost commands after a write", []string{"BEGIN", "UPDATE t SET c=4", "lost", "COMMIT"}, []bool{false, true, true, false}},
+		{"lost commands after reads", []string{"BEGIN", "SELECT 1 FROM t", "lost", "COMMIT"}, []bool{false, false, false, false}},
+		{"lost before a session joined", []string{"BEGIN", "UPDATE t SET c=5", "joined", "COMMIT"}, []bool{false, true, false, true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var tc trxChanges
@@ -41,6 +47,10 @@ func TestTrxChangesOrdersEndsOfReadOnlyTransactionsAsReads(t *testing.T) {
 					got = tc.record(&store.Record{Kind: store.KindExecute}, []*sqlinfo.Info{nil})
 				case "connect":
 					got = tc.record(&store.Record{Kind: store.KindConnect}, nil)
+				case "lost":
+					got = tc.record(&store.Record{Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable}, nil)
+				case "joined":
+					got = tc.record(&store.Record{Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable | store.FlagOpenAtStart}, nil)
 				default:
 					got = tc.record(q(s))
 				}
