@@ -52,7 +52,13 @@ func rootSQL(t *testing.T, port int, sql string) {
 // targets and settings.
 func replayJSON(t *testing.T, capDir string, args ...string) report.Report {
 	t.Helper()
-	out, stderr, code := run(t, nil, append([]string{"replay", capDir, "--json", "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off"}, args...)...)
+	return replayJSONIn(t, filepath.Join(t.TempDir(), "run"), capDir, args...)
+}
+
+// replayJSONIn is replayJSON into the run directory runDir.
+func replayJSONIn(t *testing.T, runDir, capDir string, args ...string) report.Report {
+	t.Helper()
+	out, stderr, code := run(t, nil, append([]string{"replay", capDir, "--json", "--run", runDir, "--metrics-addr", "off"}, args...)...)
 	if code != 0 {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}

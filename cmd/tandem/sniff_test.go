@@ -345,10 +345,14 @@ func snapshotCopies(t *testing.T, port int, primary string, then func()) []strin
 // state, and nothing unlabelled against the capture.
 func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, coarse bool) report.Target {
 	t.Helper()
-	rep := replayJSON(t, capDir, "--speed", speed, "--target", "a="+dsns[0], "--target", "b="+dsns[1])
+	runDir := filepath.Join(t.TempDir(), "run")
+	rep := replayJSONIn(t, runDir, capDir, "--speed", speed, "--target", "a="+dsns[0], "--target", "b="+dsns[1])
 	ts := rep.Points[0].Targets
 	if d := ts[1].VsBaseline; d == nil || d.Total() != 0 || d.Compared == 0 {
 		t.Errorf("%s: b vs a: %+v, want 0 divergent of many compared", capDir, d)
+		if d != nil {
+			explainDivergences(t, capDir, runDir, d.Samples)
+		}
 	}
 	// The same end state; from a log, whose times are too coarse to keep
 	// every lock's order, differences each explained (a transaction that
@@ -368,6 +372,79 @@ func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, 
 		}
 	}
 	return ts[0]
+}
+
+// explainDivergences logs, for each divergence sample that is not
+// labelled, the writes to its tables and the COMMITs of other sessions
+// that ran around its transaction in the capture (from 20 ms before its
+// first statement to 20 ms after it), with each target's outcome flags (store.Outcome*: 0x40 released,
+// 0x200 run again): what a failure seen only in CI needs to be read.
+func explainDivergences(t *testing.T, capDir, runDir string, samples []store.Sample) {
+	t.Helper()
+	var recs []*store.Record
+	eachRecord(t, capDir, func(rec *store.Record) { recs = append(recs, rec.Clone()) })
+	rr, err := store.OpenRun(runDir)
+	if err != nil {
+		t.Logf("explain: %v", err)
+		return
+	}
+	defer rr.Close()
+	flags := [2]map[uint64]uint32{{}, {}}
+	for k := range flags {
+		for o, err := range rr.Outcomes(0, k) {
+			if err != nil {
+				break
+			}
+			flags[k][o.Seq] = uint32(o.Flags)
+		}
+	}
+	for _, sm := range samples {
+		if sm.Ambiguous {
+			continue
+		}
+		var at int
+		for i, r := range recs {
+			if r.Seq == sm.Seq {
+				at = i
+			}
+		}
+		s := recs[at]
+		from := s.Start
+		for i := at; i >= 0; i-- { // back to its transaction's BEGIN
+			if r := recs[i]; r.Session == s.Session && r.Kind == store.KindQuery && strings.EqualFold(strings.TrimSpace(r.SQL), "BEGIN") {
+				from = r.Start
+				break
+			}
+		}
+		lo, hi := from.Add(-20*time.Millisecond), s.Start.Add(s.Duration+20*time.Millisecond)
+		its := map[string]bool{}
+		si := sqlinfo.Analyze(s.SQL)
+		for _, tb := range append(si.Reads, si.Writes...) {
+			its[strings.ToLower(tb.Name)] = true
+		}
+		touches := func(in *sqlinfo.Info) bool { // a COMMIT names no table: always shown
+			for _, tb := range in.Writes {
+				if its[strings.ToLower(tb.Name)] {
+					return true
+				}
+			}
+			return in.End
+		}
+		t.Logf("explain seq %d (session %d, %s): its transaction from %s, the statement at +%v for %v; changes of other sessions around it:",
+			s.Seq, s.Session, s.SQL, from.Format("15:04:05.000000"), s.Start.Sub(from), s.Duration)
+		n := 0
+		for _, r := range recs {
+			if r.Session == s.Session || r.Kind != store.KindQuery || r.Start.Add(r.Duration).Before(lo) || r.Start.After(hi) || !touches(sqlinfo.Analyze(r.SQL)) {
+				continue
+			}
+			if n++; n > 80 {
+				t.Logf("  …")
+				break
+			}
+			t.Logf("  seq %d session %d at %+v for %v flags a %#x b %#x: %.90s", r.Seq, r.Session, r.Start.Sub(from), r.Duration,
+				flags[0][store.OutcomeSeq(r.Seq, 0)], flags[1][store.OutcomeSeq(r.Seq, 0)], r.SQL)
+		}
+	}
 }
 
 // pcapSysbenchSecs is how long the pcap test's sysbench runs: 4 s in
