@@ -176,16 +176,26 @@ type endedAt struct {
 // replay leaves the connection for the KILL to end
 // (captureIndex.killedQuits).
 func (sc *scanner) kill(sql string, start int64) {
-	k, _ := sqlinfo.ParseKill(sql)
-	if k.ID == 0 || k.Query || k.ID > math.MaxUint32 {
+	id, ok := killsConnection(sql)
+	if !ok {
 		return
 	}
-	if e, ok := sc.ended[uint32(k.ID)]; ok && e.at >= start {
+	if e, ok := sc.ended[id]; ok && e.at >= start {
 		if sc.x.killedQuits == nil {
 			sc.x.killedQuits = map[uint64]bool{}
 		}
 		sc.x.killedQuits[e.seq] = true
 	}
+}
+
+// killsConnection reports the connection id a KILL ends, when sql is one
+// that ends a connection (not KILL QUERY) named by an id replay can map.
+func killsConnection(sql string) (uint32, bool) {
+	k, _ := sqlinfo.ParseKill(sql)
+	if k.ID == 0 || k.Query || k.ID > math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(k.ID), true
 }
 
 func newScanner(an *sqlinfo.Analyzer) *scanner {

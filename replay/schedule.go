@@ -414,8 +414,8 @@ func (rn *runner) leaveForKill(connID uint32, loop int, c *conn.Conn) {
 // killRan closes the connection a KILL (its captured text sql) ended, if
 // it waits for it (leaveForKill), or notes that it ran.
 func (rn *runner) killRan(sql string, loop int) {
-	if kl, _ := sqlinfo.ParseKill(sql); kl.ID != 0 && !kl.Query && kl.ID <= math.MaxUint32 {
-		rn.meetKill(killKey(uint32(kl.ID), loop), nil)
+	if id, ok := killsConnection(sql); ok {
+		rn.meetKill(killKey(id, loop), nil)
 	}
 }
 
