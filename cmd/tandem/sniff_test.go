@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -402,11 +403,10 @@ func explainDivergences(t *testing.T, capDir, runDir string, samples []store.Sam
 		if sm.Ambiguous {
 			continue
 		}
-		var at int
-		for i, r := range recs {
-			if r.Seq == sm.Seq {
-				at = i
-			}
+		at := slices.IndexFunc(recs, func(r *store.Record) bool { return r.Seq == sm.Seq })
+		if at < 0 {
+			t.Logf("explain seq %d: not in the capture", sm.Seq)
+			continue
 		}
 		s := recs[at]
 		from := s.Start
