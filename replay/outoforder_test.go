@@ -8,6 +8,7 @@ import (
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
 )
 
 // When replay cannot keep the capture's order — the longest wait
@@ -66,8 +67,16 @@ func TestTruthWhenReplayCannotKeepOrder(t *testing.T) {
 			if mode.forced && ra.OrderReleased+rb.OrderReleased == 0 {
 				t.Fatalf("no record was released: the mode does not test what it is for")
 			}
-			if int64(len(ra.Reorders)) != ra.Reordered || int64(len(rb.Reorders)) != rb.Reordered {
-				t.Errorf("reorders listed %d/%d, counted %d/%d", len(ra.Reorders), len(rb.Reorders), ra.Reordered, rb.Reordered)
+			sentAhead := func(rs []store.Reorder) (n int64) {
+				for _, r := range rs {
+					if !r.Yielded {
+						n++
+					}
+				}
+				return n
+			}
+			if sentAhead(ra.Reorders) != ra.Reordered || sentAhead(rb.Reorders) != rb.Reordered {
+				t.Errorf("changes sent ahead listed %d/%d, counted %d/%d", sentAhead(ra.Reorders), sentAhead(rb.Reorders), ra.Reordered, rb.Reordered)
 			}
 			if ra.Reordered+rb.Reordered > 0 && d.AmbiguousBy[compare.ReasonReplayOrder] == 0 {
 				t.Errorf("%d changes out of order, and no difference labelled %s", ra.Reordered+rb.Reordered, compare.ReasonReplayOrder)
@@ -77,11 +86,11 @@ func TestTruthWhenReplayCannotKeepOrder(t *testing.T) {
 				t.Errorf("CHECKSUM TABLE equal %v, report's end state same %v", same, rb.EndState.Same)
 			}
 			for _, ts := range rb.EndState.Tables {
-				if ts.Differs && !strings.Contains(ts.Because, "ahead of a conflicting change") {
+				if ts.Differs && !strings.Contains(ts.Because, "ahead of a conflicting change") && !strings.Contains(ts.Because, "went on at the rollback, ahead of its writes") {
 					t.Errorf("end state: %s differs and nothing explains it (%q)", ts.Table, ts.Because)
 				}
 			}
-			if !same && ra.Reordered+rb.Reordered == 0 {
+			if !same && len(ra.Reorders)+len(rb.Reorders) == 0 {
 				t.Errorf("end states differ, no change went out of order")
 			}
 			var text bytes.Buffer

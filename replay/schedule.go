@@ -514,6 +514,7 @@ func (rn *runner) waitTurn(w *worker, t *order.Ticket, threshold int64, patience
 	if res == order.Stalled {
 		rerun = true
 		w.st.count(func(c *counters) { c.orderReruns++ })
+		w.noteYield(w.trx)
 		if w.rollbackReopen(rn.ctx, w.trx) > 0 {
 			// A session's records run again one by one, each in its turn
 			// (rerunTrx); then t waits again.
@@ -560,6 +561,37 @@ func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job, held []*jo
 		r.Tables = writesOf(j, r.Tables)
 	}
 	w.reorders = append(w.reorders, r)
+}
+
+// noteYield lists the open transaction trx, about to be rolled back so
+// that a statement stuck behind its locks goes first (an order rerun), as
+// a Reorder on the tables it locked: a change of another session that
+// waits on the server for one of those locks goes on at the rollback,
+// ahead of the transaction's writes (those run again, and those not run
+// yet) that came before it in the capture. Nothing can hold it back (it
+// is on the server already), so from then on those tables may differ by
+// replay's doing. A transaction that locked nothing is not listed.
+func (w *worker) noteYield(trx []*job) {
+	var tables []string
+	var first *job
+	for _, j := range trx {
+		if j.info == nil || !j.info.Changes() {
+			continue
+		}
+		n := len(tables)
+		tables = writesOf(j, tables)
+		if j.info.LockingRead {
+			tables = qualify(j.info.Reads, j.rec.Schema, tables)
+		}
+		if first == nil && len(tables) > n {
+			first = j
+		}
+	}
+	if first == nil || len(w.reorders) >= store.MaxFailures {
+		return
+	}
+	w.reorders = append(w.reorders, store.Reorder{Session: first.rec.Session, Loop: first.loop, Seq: first.rec.Seq,
+		At: w.rn.offset(first.rec, first.loop), Tables: tables, Yielded: true})
 }
 
 // pastDeadline reports whether --duration has run out: the connections

@@ -502,9 +502,12 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)
 			}
 		}
-		if t.Reordered > 0 {
-			var tables []string
+		reorderedTables := func(yielded bool) (n int, tables []string) {
 			for _, r := range t.Reorders {
+				if r.Yielded != yielded {
+					continue
+				}
+				n++
 				for _, x := range r.Tables {
 					if !slices.Contains(tables, x) {
 						tables = append(tables, x)
@@ -512,10 +515,19 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				}
 			}
 			slices.Sort(tables)
+			return n, tables
+		}
+		if t.Reordered > 0 {
+			_, tables := reorderedTables(false)
 			p("changes replay sent to %s ahead of a conflicting change it could not wait for (--order-timeout ran out, or the two waited for each other): %d;"+
 				" two writes to the same rows in the other order leave other data, so %s may differ from then on by replay's doing: differences there are counted order-ambiguous."+
 				" A larger --order-timeout lets replay wait longer for the order\n",
 				t.Name, t.Reordered, strings.Join(tables, ", "))
+		}
+		if n, tables := reorderedTables(true); n > 0 {
+			p("transactions replay rolled back on %s and ran again, to let a statement stuck behind their locks through: %d holding locks;"+
+				" a change that waited on the server for those locks went on at the rollback, ahead of their writes, so %s may differ from then on by replay's doing: differences there are counted order-ambiguous\n",
+				t.Name, n, strings.Join(tables, ", "))
 		}
 	}
 	// End state: which tables differ.

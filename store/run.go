@@ -226,19 +226,27 @@ type FailedTrx struct {
 // order: ahead of a conflicting change (same rows or table) that came
 // before it in the capture and was not done yet on the target, because
 // the longest wait (--order-timeout) ran out or the two waited for each
-// other. Two writes to the same rows applied in the other order leave
-// other data: from then on the tables it writes may differ on that
-// target by replay's doing, not the engine's.
+// other. Or (Yielded) a transaction replay rolled back to let a
+// statement stuck behind its locks through, whose writes a change
+// waiting on the server for those locks may then have overtaken. Two
+// writes to the same rows applied in the other order leave other data:
+// from then on the tables it writes may differ on that target by
+// replay's doing, not the engine's.
 type Reorder struct {
 	Session uint64 `json:"session"`
 	Loop    int    `json:"loop,omitempty"`
 	// Seq is the record that went ahead (for a regrouped transaction, its
-	// first); Tables are those its transaction writes, schema-qualified.
+	// first; for a transaction that yielded, its first that took locks);
+	// Tables are those its transaction writes (or locked),
+	// schema-qualified.
 	Seq    uint64   `json:"seq"`
 	Tables []string `json:"tables,omitempty"`
 	// At is when it started in the capture (ns, Unix; shifted by whole
 	// capture spans for later passes).
 	At int64 `json:"at_ns"`
+	// Yielded: the transaction was rolled back and run again (an order
+	// rerun), not sent ahead.
+	Yielded bool `json:"yielded,omitempty"`
 }
 
 // MaxFailures bounds TargetResult.Failures and TargetResult.Reorders.

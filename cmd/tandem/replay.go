@@ -189,7 +189,10 @@ not done, nor sent when that is what it waits for: a rare fault, counted
 and labelled; a wait behind records that keep getting done, as when one
 session runs ahead at --speed 0, is not cut short); reruns and
 timeouts are counted, and their outcomes are order-ambiguous when they
-differ. A statement whose outcome differs but whose captured interval
+differ. A rollback lets a change that waited on the server for the
+transaction's locks go ahead of its writes, as a timeout lets a change go
+ahead of one it waited for: later differences on the tables concerned
+are order-ambiguous too, and the report names them. A statement whose outcome differs but whose captured interval
 (from its transaction's start) overlapped a commit of another session on
 one of its tables is counted as order-ambiguous, apart from the
 divergences: the capture itself does not say whether it saw that commit.

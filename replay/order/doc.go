@@ -63,9 +63,16 @@
 // by them). Such a stall is reported as soon as s has been in flight
 // for lockBound (2 times its captured duration, between 1 and 2 ms): a
 // statement stuck on a lock never finishes on its own, and a merely slow
-// one costs only a needless rerun (measured on the invariant workloads: a
+// one costs a needless rerun (measured on the invariant workloads: a
 // 10 ms bound made the bank's replay 20 % slower than its capture, 1 ms
-// tripled the needless reruns of order entry). Any other statement the waiter waits
+// tripled the needless reruns of order entry). A rerun is not free of
+// order either: a change of a third session that waited on the server
+// for one of the rolled-back locks (rightly: it came after the
+// transaction in the capture) is granted it at the rollback, ahead of
+// the writes that run again. The caller lists such a transaction as it
+// lists a ticket overtaken (replay's Reorder, Yielded), so that what
+// differs on its tables from then on is labelled, not taken for the
+// engine's. Any other statement the waiter waits
 // for, directly or behind its own session's, is stalled only past
 // inflightBound (at least --order-inflight, and 20 times its captured
 // duration, doubled for each time the waiter has started over): locks the
