@@ -65,7 +65,7 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 func (fs *Failures) AddReorder(side string, r store.Reorder) {
 	why := fmt.Sprintf("replay sent a change of %s (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
 		store.SessionName(r.Session), r.Seq, side)
-	if r.Yielded {
+	if r.Kind == store.ReorderYielded {
 		why = fmt.Sprintf("replay rolled back a transaction of %s (from seq %d) on %s and ran it again, to let a statement stuck behind its locks through; a change waiting for those locks went on at the rollback, ahead of its writes, so the data may differ from then on",
 			store.SessionName(r.Session), r.Seq, side)
 	}

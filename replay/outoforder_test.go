@@ -69,7 +69,7 @@ func TestTruthWhenReplayCannotKeepOrder(t *testing.T) {
 			}
 			sentAhead := func(rs []store.Reorder) (n int64) {
 				for _, r := range rs {
-					if !r.Yielded {
+					if r.Kind == "" {
 						n++
 					}
 				}

@@ -502,9 +502,9 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)
 			}
 		}
-		reorderedTables := func(yielded bool) (n int, tables []string) {
+		reorderedTables := func(kind string) (n int, tables []string) {
 			for _, r := range t.Reorders {
-				if r.Yielded != yielded {
+				if r.Kind != kind {
 					continue
 				}
 				n++
@@ -518,15 +518,15 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			return n, tables
 		}
 		if t.Reordered > 0 {
-			_, tables := reorderedTables(false)
+			_, tables := reorderedTables("")
 			p("changes replay sent to %s ahead of a conflicting change it could not wait for (--order-timeout ran out, or the two waited for each other): %d;"+
 				" two writes to the same rows in the other order leave other data, so %s may differ from then on by replay's doing: differences there are counted order-ambiguous."+
 				" A larger --order-timeout lets replay wait longer for the order\n",
 				t.Name, t.Reordered, strings.Join(tables, ", "))
 		}
-		if n, tables := reorderedTables(true); n > 0 {
-			p("transactions replay rolled back on %s and ran again, to let a statement stuck behind their locks through: %d holding locks;"+
-				" a change that waited on the server for those locks went on at the rollback, ahead of their writes, so %s may differ from then on by replay's doing: differences there are counted order-ambiguous\n",
+		if n, tables := reorderedTables(store.ReorderYielded); n > 0 {
+			p("transactions holding locks that replay rolled back on %s and ran again, to let a statement stuck behind their locks through: %d;"+
+				" a change that waited on the server for those locks went on at the rollback, ahead of their writes, so %s may differ from then on: differences there are counted order-ambiguous\n",
 				t.Name, n, strings.Join(tables, ", "))
 		}
 	}

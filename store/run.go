@@ -226,8 +226,8 @@ type FailedTrx struct {
 // order: ahead of a conflicting change (same rows or table) that came
 // before it in the capture and was not done yet on the target, because
 // the longest wait (--order-timeout) ran out or the two waited for each
-// other. Or (Yielded) a transaction replay rolled back to let a
-// statement stuck behind its locks through, whose writes a change
+// other. Or (ReorderYielded) a transaction rolled back and run again to
+// let a statement stuck behind its locks through, whose writes a change
 // waiting on the server for those locks may then have overtaken. Two
 // writes to the same rows applied in the other order leave other data:
 // from then on the tables it writes may differ on that target by
@@ -236,7 +236,7 @@ type Reorder struct {
 	Session uint64 `json:"session"`
 	Loop    int    `json:"loop,omitempty"`
 	// Seq is the record that went ahead (for a regrouped transaction, its
-	// first; for a transaction that yielded, its first that took locks);
+	// first; for a transaction run again, its first that took locks);
 	// Tables are those its transaction writes (or locked),
 	// schema-qualified.
 	Seq    uint64   `json:"seq"`
@@ -244,10 +244,16 @@ type Reorder struct {
 	// At is when it started in the capture (ns, Unix; shifted by whole
 	// capture spans for later passes).
 	At int64 `json:"at_ns"`
-	// Yielded: the transaction was rolled back and run again (an order
-	// rerun), not sent ahead.
-	Yielded bool `json:"yielded,omitempty"`
+	// Kind says how the order was lost: "" sent ahead, or
+	// ReorderYielded.
+	Kind string `json:"kind,omitempty"`
 }
+
+// ReorderYielded is the Reorder kind of a transaction that replay rolled
+// back so that a statement stuck behind its locks goes first (an order
+// rerun), and ran again: a change that waited on the server for its
+// locks went ahead of its writes.
+const ReorderYielded = "yielded"
 
 // MaxFailures bounds TargetResult.Failures and TargetResult.Reorders.
 const MaxFailures = 100000
