@@ -343,11 +343,14 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "its transaction was already open when the capture started: its snapshot and locks began before it, so the captured answer is not one the target could give from the capture's start", ReasonStartedBefore
 	}
 	if ok {
-		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables); why != "" {
+		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables, false); why != "" {
 			return why, reason
 		}
 		if b, hit := t.Bypassed.Before(st.To, st.Tables); hit {
 			return fmt.Sprintf("writes that bypassed the proxy (%d transactions, the first %s) changed %s on the captured server before it: replay does not repeat them", b.Transactions, b.GTID, b.Table), ReasonBypassed
+		}
+		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables, true); why != "" {
+			return why, reason
 		}
 		if tb, hit := t.Free.Other(st.Session, st.Tables); hit {
 			return fmt.Sprintf("sessions ran freely (--order none) and other sessions write %s: what it saw depends on the order replay gave them", tb), ReasonReplayOrder

@@ -333,24 +333,34 @@ func TestFailuresExplainLaterDifferences(t *testing.T) {
 	fs := NewFailures()
 	fs.Add("b", store.FailedTrx{Session: 1, FirstSeq: 10, FailedSeq: 12, LastSeq: 13, Code: 1213, Attempts: 4, Tables: []string{"db.t"}, At: 100})
 	fs.AddReorder("b", store.Reorder{Session: 2, Seq: 20, Tables: []string{"db.u"}, At: 200})
+	fs.AddReorder("b", store.Reorder{Session: 6, Seq: 60, Tables: []string{"db.w"}, At: 300, Kind: store.ReorderYielded})
 	for _, c := range []struct {
 		key, session uint64
 		to           int64
 		tables       []string
 		reason       string
+		mayHave      bool
 	}{
-		{store.OutcomeSeq(11, 0), 1, 150, []string{"db.t"}, ""},              // the failed transaction's own
-		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.t"}, ReasonFailedTrx}, // after it, same table
-		{store.OutcomeSeq(30, 0), 3, 90, []string{"db.t"}, ""},               // ended before it
-		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.v"}, ""},              // another table
-		{store.OutcomeSeq(21, 0), 2, 250, []string{"db.u"}, ReasonReplayOrder},
-		{store.OutcomeSeq(40, 0), 5, 250, []string{"db.u"}, ReasonReplayOrder},
-		{store.OutcomeSeq(40, 0), 5, 150, []string{"db.u"}, ""},
+		{store.OutcomeSeq(11, 0), 1, 150, []string{"db.t"}, "", false},              // the failed transaction's own
+		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.t"}, ReasonFailedTrx, false}, // after it, same table
+		{store.OutcomeSeq(30, 0), 3, 90, []string{"db.t"}, "", false},               // ended before it
+		{store.OutcomeSeq(30, 0), 3, 150, []string{"db.v"}, "", false},              // another table
+		{store.OutcomeSeq(21, 0), 2, 250, []string{"db.u"}, ReasonReplayOrder, false},
+		{store.OutcomeSeq(40, 0), 5, 250, []string{"db.u"}, ReasonReplayOrder, false},
+		{store.OutcomeSeq(40, 0), 5, 150, []string{"db.u"}, "", false},
+		// A transaction that yielded only may have let a change go
+		// ahead: asked for apart, after the causes known for certain.
+		{store.OutcomeSeq(70, 0), 7, 350, []string{"db.w"}, "", false},
+		{store.OutcomeSeq(70, 0), 7, 350, []string{"db.w"}, ReasonReplayOrder, true},
+		{store.OutcomeSeq(70, 0), 7, 350, []string{"db.u"}, "", true},
 	} {
-		why, reason := fs.Before(c.key, c.session, c.to, c.tables)
+		why, reason := fs.Before(c.key, c.session, c.to, c.tables, c.mayHave)
 		if reason != c.reason || (why == "") != (c.reason == "") {
-			t.Errorf("Before(seq %d, session %d, to %d, %v) = %q, %q; want reason %q", c.key, c.session, c.to, c.tables, why, reason, c.reason)
+			t.Errorf("Before(seq %d, session %d, to %d, %v, %v) = %q, %q; want reason %q", c.key, c.session, c.to, c.tables, c.mayHave, why, reason, c.reason)
 		}
+	}
+	if why, _ := fs.Before(store.OutcomeSeq(70, 0), 7, 350, []string{"db.w"}, true); !strings.Contains(why, "rolled back a transaction of session 6 (from seq 60) on b and ran it again") {
+		t.Errorf("a yielded transaction's why: %q", why)
 	}
 	if got := fs.Explain("db.t"); !strings.Contains(got, "failed for good on b (1213 after 4 attempts)") {
 		t.Errorf("Explain(db.t) = %q", got)
@@ -361,8 +371,8 @@ func TestFailuresExplainLaterDifferences(t *testing.T) {
 	if got := fs.Explain("db.v"); got != "" {
 		t.Errorf("Explain(db.v) = %q, want nothing", got)
 	}
-	if fs.Len() != 2 {
-		t.Errorf("Len %d, want 2", fs.Len())
+	if fs.Len() != 3 {
+		t.Errorf("Len %d, want 3", fs.Len())
 	}
 }
 
@@ -422,5 +432,32 @@ func TestFailedTransactionUnderCoarseTimesIsCountedApart(t *testing.T) {
 		case coarse != "" && (d.Total() != 0 || d.AmbiguousBy[ReasonCoarseTimes] != 1):
 			t.Errorf("coarse times: %+v, want it counted apart (coarse-times)", d)
 		}
+	}
+}
+
+// A write that bypassed the proxy is a cause known for certain: it is
+// named before a transaction that yielded, which only may have let a
+// change go ahead; a change sent ahead (known) is named before both.
+// (The production path's shadow, which yielded once, labelled the reads
+// after the write around the proxy as the yield's.)
+func TestJudgeNamesTheCertainCauseFirst(t *testing.T) {
+	fs := NewFailures()
+	fs.AddReorder("shadow", store.Reorder{Session: 5, Seq: 377, Tables: []string{"sb.sbtest1"}, At: 100, Kind: store.ReorderYielded})
+	by := NewBypassed()
+	by.Add(BypassedWrite{Table: "sb.sbtest1", At: 150, GTID: "0-1-9", Transactions: 1})
+	tl := &Tally{Failed: fs, Bypassed: by}
+	st := Statement{Session: 3, From: 180, To: 200, Tables: []string{"sb.sbtest1"}}
+	if _, reason := tl.Judge(store.OutcomeSeq(583, 0), st, true, OrderKept); reason != ReasonBypassed {
+		t.Errorf("after a bypassed write and a yield: %q, want %q", reason, ReasonBypassed)
+	}
+	st.Tables = []string{"sb.sbtest2"}
+	fs.AddReorder("shadow", store.Reorder{Session: 5, Seq: 400, Tables: []string{"sb.sbtest2"}, At: 100, Kind: store.ReorderYielded})
+	if why, reason := tl.Judge(store.OutcomeSeq(583, 0), st, true, OrderKept); reason != ReasonReplayOrder || !strings.Contains(why, "rolled back a transaction of session 5 (from seq 400)") {
+		t.Errorf("after a yield alone: %q, %q", why, reason)
+	}
+	fs.AddReorder("shadow", store.Reorder{Session: 4, Seq: 390, Tables: []string{"sb.sbtest1"}, At: 120})
+	st.Tables = []string{"sb.sbtest1"}
+	if why, reason := tl.Judge(store.OutcomeSeq(583, 0), st, true, OrderKept); reason != ReasonReplayOrder || !strings.Contains(why, "ahead of a conflicting change") {
+		t.Errorf("after a change sent ahead, a bypassed write and a yield: %q, %q", why, reason)
 	}
 }

@@ -31,6 +31,11 @@ type failure struct {
 	first, last uint64 // outcome keys of its first and last record
 	why         string
 	reason      string // ReasonFailedTrx or ReasonReplayOrder
+	// mayHave: the order may have been lost (a transaction that yielded:
+	// a change that waited for its locks, if there was one, went ahead of
+	// it), not surely; a cause known for certain (a write that bypassed
+	// the proxy) is named before it (Before).
+	mayHave bool
 }
 
 // AnyTable in a failure's tables stands for every table (it ran a
@@ -65,11 +70,12 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 func (fs *Failures) AddReorder(side string, r store.Reorder) {
 	why := fmt.Sprintf("replay sent a change of %s (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
 		store.SessionName(r.Session), r.Seq, side)
-	if r.Kind == store.ReorderYielded {
+	yielded := r.Kind == store.ReorderYielded
+	if yielded {
 		why = fmt.Sprintf("replay rolled back a transaction of %s (from seq %d) on %s and ran it again, to let a statement stuck behind its locks through; a change waiting for those locks went on at the rollback, ahead of its writes, so the data may differ from then on",
 			store.SessionName(r.Session), r.Seq, side)
 	}
-	x := failure{at: r.At, session: r.Session, why: why, reason: ReasonReplayOrder}
+	x := failure{at: r.At, session: r.Session, why: why, reason: ReasonReplayOrder, mayHave: yielded}
 	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
@@ -91,14 +97,16 @@ func (fs *Failures) Len() int {
 // whose captured interval ends at to, on tables, follows a failed
 // transaction (or a change out of order) that wrote one of its tables (or
 // any) before it, and the reason's name: "" when none did, or when the
-// statement is one of that transaction's own.
-func (fs *Failures) Before(key, session uint64, to int64, tables []string) (why, reason string) {
+// statement is one of that transaction's own. mayHave asks for the
+// transactions that only may have lost the order (those that yielded)
+// instead of the others.
+func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHave bool) (why, reason string) {
 	if fs == nil || len(fs.byTable) == 0 {
 		return "", ""
 	}
 	check := func(t, name string) (string, string) {
 		for _, f := range fs.byTable[t] {
-			if f.at < to && (f.reason != ReasonFailedTrx || !(f.session == session && f.first <= key && key <= f.last)) {
+			if f.mayHave == mayHave && f.at < to && (f.reason != ReasonFailedTrx || !(f.session == session && f.first <= key && key <= f.last)) {
 				return f.why + ", and wrote " + name + " before this", f.reason
 			}
 		}
