@@ -466,7 +466,7 @@ func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 		ok, restart := w.replayTrx(ctx, flag, p)
 		if restart {
 			w.st.count(func(c *counters) { c.orderReruns++ })
-			w.noteRunAgain(store.ReorderYielded, w.trx)
+			w.noteYield(w.trx)
 			continue
 		}
 		if !ok {
@@ -631,7 +631,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 					// first, run the unit's records so far again.
 					rerun = true
 					w.st.count(func(c *counters) { c.orderReruns++ })
-					w.noteRunAgain(store.ReorderYielded, w.trx)
+					w.noteYield(w.trx)
 					w.rollbackReopen(ctx, w.trx)
 					b.Until(ctx, k, w.rn.cfg.OrderTimeout)
 					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx, j.rec.Session) {
