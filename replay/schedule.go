@@ -565,10 +565,10 @@ func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job, held []*jo
 
 // noteYield lists the open transaction trx, about to be rolled back so
 // that a statement stuck behind its locks goes first (an order rerun), as
-// a Reorder (store.ReorderYielded) on the tables it locked: a change of another session that waited on the
-// server for one of those locks goes on at the rollback, ahead of the
-// transaction's writes (those run again, and those not run yet) that
-// came before it in the capture. Nothing can hold it back (it is on the
+// a Reorder (store.ReorderYielded) on the tables it locked: a change of
+// another session that waited on the server for one of those locks goes
+// on at the rollback, ahead of the transaction's writes (those run again,
+// and those not run yet) that came before it in the capture. Nothing can hold it back (it is on the
 // server already), so from then on those tables may differ by replay's
 // doing. A transaction that locked nothing is not listed, nor one
 // already listed as it starts over again.
