@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/tandemdb/tandem/internal/freeport"
 )
 
 const stateFile = "sandbox.json"
@@ -162,14 +164,15 @@ func findInstallDB(server string) (string, error) {
 	return "", fmt.Errorf("%w: mariadb-install-db not found on PATH nor in %s; install the Debian package mariadb-server", ErrNoServer, strings.Join(tried, ", "))
 }
 
-// freePort asks the kernel for a free loopback port.
+// freePort picks a free loopback port outside the ephemeral range, so
+// that no client's outgoing connection takes it while the server is
+// initialised and started (see package freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
-		return 0, fmt.Errorf("sandbox: find a free port: %w", err)
+		return 0, fmt.Errorf("sandbox: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p, nil
 }
 
 func checkPortFree(port int) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/internal/freeport"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 )
 
@@ -34,15 +35,16 @@ func Main(m *testing.M, pkg string, bin *string) int {
 	return sandboxtest.Main(m)
 }
 
-// FreeAddr is a loopback address nothing listens on now.
+// FreeAddr is a loopback address nothing listens on now, outside the
+// ephemeral range so that no outgoing connection takes it before the
+// test starts its server there.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // WaitTCP waits up to 20 s for something to listen on addr.
