@@ -258,7 +258,14 @@ func TestInvariantsHoldAfterReplay(t *testing.T) {
 					}
 
 					// Releases at the gate's timeout are rare faults: at most 1
-					// in 10,000 records in a session replay; regrouped
+					// in 10,000 records in a session replay, and at least one
+					// is allowed: on a loaded machine (CI runs three test
+					// packages on two cores) a statement can outlast
+					// innodb-1s's 1 s lock wait, and the retry that follows
+					// can hold a waiter past the 2 s bound (seen once in CI:
+					// 1205 ×2 and 1 release of 3,463 records). A release is
+					// labelled, so it costs time, not truth: the divergence
+					// and end-state checks above stay exact. Regrouped
 					// (--concurrency), which may request locks in another
 					// order than the capture's, at most 0.5 %.
 					bound := int64(10000)
@@ -266,8 +273,8 @@ func TestInvariantsHoldAfterReplay(t *testing.T) {
 						bound = 200
 					}
 					for _, x := range rep.Targets {
-						if bound*x.OrderReleased > records {
-							t.Errorf("%s: %d records released at --order-timeout, want at most 1 in %d of %d", x.Name, x.OrderReleased, bound, records)
+						if allowed := max(1, records/bound); x.OrderReleased > allowed {
+							t.Errorf("%s: %d records released at --order-timeout, want at most %d (1 in %d of %d)", x.Name, x.OrderReleased, allowed, bound, records)
 						}
 					}
 					// Every insert got its captured id on the InnoDB copies.
