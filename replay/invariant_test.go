@@ -214,11 +214,24 @@ func TestInvariantsHoldAfterReplay(t *testing.T) {
 						t.Errorf("transactions failed for good on identical copies: innodb %d %v, innodb-1s %d %v", ra.FailedTransactions, ra.FailedByCode, rb.FailedTransactions, rb.FailedByCode)
 					}
 
-					// MyRocks: where no transaction failed for good, the
-					// invariants hold and the end state is the origin's;
-					// after one did, every invariant it breaks and every
-					// table unlike the origin's is one that transaction wrote,
-					// and the report names it for each such table.
+					// MyRocks: where no transaction failed for good and
+					// replay kept the capture's order, the invariants hold
+					// and the end state is the origin's. Otherwise every
+					// invariant broken and every table unlike the origin's
+					// is one that a transaction that failed for good wrote,
+					// or one that a change replay sent ahead of a
+					// conflicting one (released at --order-timeout) wrote:
+					// the capture's literal writes in another order need not
+					// keep the application's invariants (seen in CI: a
+					// released delivery read another order to deliver, then
+					// wrote the captured one's ids: 0 rows deleted, the
+					// district's pointer moved on). The report names the
+					// cause for each such table. A yield (a transaction run
+					// again to let a stuck statement through) is not taken
+					// as a cause here: it reorders only a change waiting on
+					// the server at that instant, and order entry's literal
+					// writes have converged in every run; the report labels
+					// it all the same.
 					bad, err := w.Check(ctx, dbr)
 					if err != nil {
 						t.Fatal(err)
@@ -230,30 +243,40 @@ func TestInvariantsHoldAfterReplay(t *testing.T) {
 							differ = append(differ, tbl)
 						}
 					}
-					failed := map[string]bool{}
+					cause := map[string]bool{}
+					unqualified := func(tb string) string { return tb[strings.Index(tb, ".")+1:] }
 					for _, f := range rr.Failures {
 						for _, tb := range f.Tables {
-							failed[tb[strings.Index(tb, ".")+1:]] = true
+							cause[unqualified(tb)] = true
 						}
 					}
-					t.Logf("  myrocks: %d transactions failed for good %v (tables %v); %d invariants broken %q, tables unlike the origin's %v",
-						rr.FailedTransactions, rr.FailedByCode, failed, len(bad), firstN(bad, 3), differ)
-					if rr.FailedTransactions == 0 && (len(bad) > 0 || len(differ) > 0) {
-						t.Errorf("myrocks: no transaction failed for good, yet %d invariants broken, tables %v differ", len(bad), differ)
+					sentAhead := 0
+					for _, r := range rr.Reorders {
+						if r.Kind == "" {
+							sentAhead++
+							for _, tb := range r.Tables {
+								cause[unqualified(tb)] = true
+							}
+						}
+					}
+					t.Logf("  myrocks: %d transactions failed for good %v, %d changes sent ahead (tables %v); %d invariants broken %q, tables unlike the origin's %v",
+						rr.FailedTransactions, rr.FailedByCode, sentAhead, cause, len(bad), firstN(bad, 3), differ)
+					if rr.FailedTransactions == 0 && sentAhead == 0 && (len(bad) > 0 || len(differ) > 0) {
+						t.Errorf("myrocks: no transaction failed for good and none was sent ahead, yet %d invariants broken, tables %v differ", len(bad), differ)
 					}
 					for _, v := range bad {
-						if !slices.ContainsFunc(violationTables(v), func(tb string) bool { return failed[tb] }) {
-							t.Errorf("myrocks: %q follows no transaction that failed for good (they wrote %v)", v, failed)
+						if !slices.ContainsFunc(violationTables(v), func(tb string) bool { return cause[tb] }) {
+							t.Errorf("myrocks: %q follows no transaction that failed for good or was sent ahead (they wrote %v)", v, cause)
 						}
 					}
 					for _, tbl := range differ {
-						if !failed[tbl] {
-							t.Errorf("myrocks: %s differs from the origin's and no transaction that failed for good wrote it", tbl)
+						if !cause[tbl] {
+							t.Errorf("myrocks: %s differs from the origin's and no transaction that failed for good or was sent ahead wrote it", tbl)
 						}
 					}
 					for _, ts := range rr.EndState.Tables {
 						if ts.Differs && ts.Because == "" {
-							t.Errorf("myrocks: the report says %s differs from the baseline and names no failed transaction", ts.Table)
+							t.Errorf("myrocks: the report says %s differs from the baseline and names no cause", ts.Table)
 						}
 					}
 
