@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	_ "github.com/tandemdb/tandem/internal/cmalloc"
 	"github.com/tandemdb/tandem/internal/version"
 )
 

@@ -1,0 +1,19 @@
+//go:build linux && cgo
+
+package cmalloc
+
+/*
+#include <malloc.h>
+
+static int limit_arenas(int n) {
+#ifdef M_ARENA_MAX
+	return mallopt(M_ARENA_MAX, n);
+#else
+	return 0;
+#endif
+}
+*/
+import "C"
+
+// limitArenas sets glibc's M_ARENA_MAX: true when it took.
+func limitArenas(n int) bool { return C.limit_arenas(C.int(n)) == 1 }

@@ -1,0 +1,23 @@
+package cmalloc
+
+import (
+	"os"
+	"testing"
+)
+
+// On this project's machines (Debian, glibc, cgo) the limit takes, unless
+// the environment set its own.
+func TestArenasAreLimited(t *testing.T) {
+	if _, set := os.LookupEnv("MALLOC_ARENA_MAX"); set {
+		if Limited {
+			t.Fatal("MALLOC_ARENA_MAX is set, yet the arenas were limited over it")
+		}
+		t.Skip("MALLOC_ARENA_MAX is set: glibc uses it")
+	}
+	if !Limited {
+		t.Fatalf("glibc's arenas were not limited to %d (cgo off, or no M_ARENA_MAX)", Arenas)
+	}
+	if !limitArenas(Arenas) {
+		t.Fatal("mallopt(M_ARENA_MAX) refused")
+	}
+}
