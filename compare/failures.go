@@ -30,10 +30,10 @@ type failure struct {
 	session     uint64
 	first, last uint64 // outcome keys of its first and last record
 	why         string
-	reason      string // ReasonFailedTrx or ReasonReplayOrder
-	// mayHave: the order may have been lost (a transaction that yielded:
-	// a change that waited for its locks, if there was one, went ahead of
-	// it), not surely; a cause known for certain (a write that bypassed
+	reason      string // ReasonFailedTrx, ReasonReplayOrder or ReasonRetried
+	// mayHave: the order may have been lost (a transaction rolled back and
+	// run again: a change that waited for its locks, if there was one,
+	// went ahead of it), not surely; a cause known for certain (a write that bypassed
 	// the proxy) is named before it (Before).
 	mayHave bool
 }
@@ -70,12 +70,17 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 func (fs *Failures) AddReorder(side string, r store.Reorder) {
 	why := fmt.Sprintf("replay sent a change of %s (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
 		store.SessionName(r.Session), r.Seq, side)
-	yielded := r.Kind == store.ReorderYielded
-	if yielded {
+	reason := ReasonReplayOrder
+	switch r.Kind {
+	case store.ReorderYielded:
 		why = fmt.Sprintf("replay rolled back a transaction of %s (from seq %d) on %s and ran it again, to let a statement stuck behind its locks through; a change waiting for those locks went on at the rollback, ahead of its writes, so the data may differ from then on",
 			store.SessionName(r.Session), r.Seq, side)
+	case store.ReorderRetried:
+		why = fmt.Sprintf("a transaction of %s (from seq %d) hit a deadlock or lock wait timeout on %s that the capture did not have and was retried; a change waiting for its locks went on at the rollback, ahead of its writes, so the data may differ from then on",
+			store.SessionName(r.Session), r.Seq, side)
+		reason = ReasonRetried
 	}
-	x := failure{at: r.At, session: r.Session, why: why, reason: ReasonReplayOrder, mayHave: yielded}
+	x := failure{at: r.At, session: r.Session, why: why, reason: reason, mayHave: r.Kind != ""}
 	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
@@ -98,8 +103,8 @@ func (fs *Failures) Len() int {
 // transaction (or a change out of order) that wrote one of its tables (or
 // any) before it, and the reason's name: "" when none did, or when the
 // statement is one of that transaction's own. mayHave asks for the
-// transactions that only may have lost the order (those that yielded)
-// instead of the others.
+// transactions that only may have lost the order (rolled back and run
+// again) instead of the others.
 func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHave bool) (why, reason string) {
 	if fs == nil || len(fs.byTable) == 0 {
 		return "", ""
@@ -130,7 +135,7 @@ func (fs *Failures) Explain(table string) string {
 	if fs == nil {
 		return ""
 	}
-	for _, reason := range []string{ReasonFailedTrx, ReasonReplayOrder} {
+	for _, reason := range []string{ReasonFailedTrx, ReasonReplayOrder, ReasonRetried} {
 		var l []failure
 		for _, t := range []string{table, AnyTable} {
 			for _, f := range fs.byTable[t] {

@@ -514,7 +514,7 @@ func (rn *runner) waitTurn(w *worker, t *order.Ticket, threshold int64, patience
 	if res == order.Stalled {
 		rerun = true
 		w.st.count(func(c *counters) { c.orderReruns++ })
-		w.noteYield(w.trx)
+		w.noteRunAgain(store.ReorderYielded, w.trx, nil)
 		if w.rollbackReopen(rn.ctx, w.trx) > 0 {
 			// A session's records run again one by one, each in its turn
 			// (rerunTrx); then t waits again.
@@ -563,20 +563,23 @@ func (w *worker) noteReorder(t *order.Ticket, first *job, unit []job, held []*jo
 	w.reorders = append(w.reorders, r)
 }
 
-// noteYield lists the open transaction trx, about to be rolled back so
-// that a statement stuck behind its locks goes first (an order rerun), as
-// a Reorder (store.ReorderYielded) on the tables it locked: a change of
-// another session that waited on the server for one of those locks goes
-// on at the rollback, ahead of the transaction's writes (those run again,
-// and those not run yet) that came before it in the capture. Nothing can hold it back (it is on the
-// server already), so from then on those tables may differ by replay's
-// doing. A transaction that locked nothing is not listed, nor one
-// already listed as it starts over again.
-func (w *worker) noteYield(trx []*job) {
+// noteRunAgain lists the open transaction trx (with failed, its
+// statement that failed, or nil), about to be rolled back and run again,
+// as a Reorder of kind on the tables it locked — store.ReorderYielded: so
+// that a statement stuck behind its locks goes first (an order rerun);
+// store.ReorderRetried: after a deadlock or lock wait timeout the capture
+// did not have. A change of another session that waited on the server
+// for one of those locks goes on at the rollback, ahead of the
+// transaction's writes (those run again, and those not run yet) that came
+// before it in the capture. Nothing can hold it back (it is on the server
+// already), so from then on those tables may differ by replay's doing. A
+// transaction that locked nothing is not listed, nor one already listed
+// as it starts over again.
+func (w *worker) noteRunAgain(kind string, trx []*job, failed *job) {
 	var tables []string
 	var first *job
-	for _, j := range trx {
-		if j.info == nil || !j.info.Changes() {
+	for _, j := range append(trx[:len(trx):len(trx)], failed) {
+		if j == nil || j.info == nil || !j.info.Changes() {
 			continue
 		}
 		n := len(tables)
@@ -591,7 +594,7 @@ func (w *worker) noteYield(trx []*job) {
 	if first == nil || len(w.reorders) >= store.MaxFailures {
 		return
 	}
-	r := store.Reorder{Session: first.rec.Session, Loop: first.loop, Seq: first.rec.Seq, At: w.rn.offset(first.rec, first.loop), Tables: tables, Kind: store.ReorderYielded}
+	r := store.Reorder{Session: first.rec.Session, Loop: first.loop, Seq: first.rec.Seq, At: w.rn.offset(first.rec, first.loop), Tables: tables, Kind: kind}
 	if n := len(w.reorders); n > 0 && w.reorders[n-1].Kind == r.Kind && w.reorders[n-1].Seq == r.Seq && w.reorders[n-1].Loop == r.Loop &&
 		w.reorders[n-1].Session == r.Session && len(w.reorders[n-1].Tables) >= len(tables) {
 		return // the same transaction, starting over again

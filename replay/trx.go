@@ -281,6 +281,9 @@ func (w *worker) retries(session uint64) int {
 func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.Outcome, bool) {
 	last := first
 	w.lastFail = first.ErrCode
+	if w.retries(j.rec.Session) > 0 {
+		w.noteRunAgain(store.ReorderRetried, w.trx, j)
+	}
 	for range w.retries(j.rec.Session) {
 		w.st.count(func(c *counters) { c.retries++ })
 		if !w.rerunTrx(ctx, store.OutcomeRetried, 1) {
@@ -307,6 +310,9 @@ func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.
 // a rerun of it met a deadlock or lock wait timeout: false when every
 // attempt did.
 func (w *worker) retryTrx(ctx context.Context, session uint64) bool {
+	if w.retries(session) > 0 {
+		w.noteRunAgain(store.ReorderRetried, w.trx, nil)
+	}
 	for range w.retries(session) {
 		w.st.count(func(c *counters) { c.retries++ })
 		if w.rerunTrx(ctx, store.OutcomeRetried, 1) {
@@ -466,7 +472,7 @@ func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 		ok, restart := w.replayTrx(ctx, flag, p)
 		if restart {
 			w.st.count(func(c *counters) { c.orderReruns++ })
-			w.noteYield(w.trx)
+			w.noteRunAgain(store.ReorderYielded, w.trx, nil)
 			continue
 		}
 		if !ok {
@@ -631,7 +637,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 					// first, run the unit's records so far again.
 					rerun = true
 					w.st.count(func(c *counters) { c.orderReruns++ })
-					w.noteYield(w.trx)
+					w.noteRunAgain(store.ReorderYielded, w.trx, nil)
 					w.rollbackReopen(ctx, w.trx)
 					b.Until(ctx, k, w.rn.cfg.OrderTimeout)
 					if !w.rerunTrx(ctx, store.OutcomeOrderRerun, 2) && !w.retryTrx(ctx, j.rec.Session) {

@@ -524,10 +524,14 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				" A larger --order-timeout lets replay wait longer for the order\n",
 				t.Name, t.Reordered, strings.Join(tables, ", "))
 		}
-		if n, tables := reorderedTables(store.ReorderYielded); n > 0 {
-			p("transactions holding locks that replay rolled back on %s and ran again, to let a statement stuck behind their locks through: %d;"+
-				" a change that waited on the server for those locks went on at the rollback, ahead of their writes, so %s may differ from then on: differences there are counted order-ambiguous\n",
-				t.Name, n, strings.Join(tables, ", "))
+		for _, k := range []struct{ kind, what string }{
+			{store.ReorderYielded, "transactions holding locks that replay rolled back on %s and ran again, to let a statement stuck behind their locks through: %d"},
+			{store.ReorderRetried, "transactions holding locks that hit a deadlock or lock wait timeout on %s the capture did not have, and were retried: %d"},
+		} {
+			if n, tables := reorderedTables(k.kind); n > 0 {
+				p(k.what+"; a change that waited on the server for those locks went on at the rollback, ahead of their writes, so %s may differ from then on: differences there are counted order-ambiguous\n",
+					t.Name, n, strings.Join(tables, ", "))
+			}
 		}
 	}
 	// End state: which tables differ.

@@ -226,9 +226,10 @@ type FailedTrx struct {
 // order: ahead of a conflicting change (same rows or table) that came
 // before it in the capture and was not done yet on the target, because
 // the longest wait (--order-timeout) ran out or the two waited for each
-// other. Or (ReorderYielded) a transaction rolled back and run again to
-// let a statement stuck behind its locks through, whose writes a change
-// waiting on the server for those locks may then have overtaken. Two
+// other. Or (Kind) a transaction rolled back and run again — to let a
+// statement stuck behind its locks through, or after a deadlock — whose
+// writes a change waiting on the server for those locks may then have
+// overtaken. Two
 // writes to the same rows applied in the other order leave other data:
 // from then on the tables it writes may differ on that target by
 // replay's doing, not the engine's.
@@ -244,16 +245,21 @@ type Reorder struct {
 	// At is when it started in the capture (ns, Unix; shifted by whole
 	// capture spans for later passes).
 	At int64 `json:"at_ns"`
-	// Kind says how the order was lost: "" sent ahead, or
-	// ReorderYielded.
+	// Kind says how the order was lost: "" sent ahead, ReorderYielded or
+	// ReorderRetried.
 	Kind string `json:"kind,omitempty"`
 }
 
-// ReorderYielded is the Reorder kind of a transaction that replay rolled
-// back so that a statement stuck behind its locks goes first (an order
-// rerun), and ran again: a change that waited on the server for its
-// locks went ahead of its writes.
-const ReorderYielded = "yielded"
+// Reorder kinds of a transaction rolled back and run again, whose writes
+// a change that waited on the server for its locks then went ahead of.
+const (
+	// ReorderYielded: replay rolled it back so that a statement stuck
+	// behind its locks goes first (an order rerun).
+	ReorderYielded = "yielded"
+	// ReorderRetried: it hit a deadlock or lock wait timeout the capture
+	// did not have, and was retried (--retries).
+	ReorderRetried = "retried"
+)
 
 // MaxFailures bounds TargetResult.Failures and TargetResult.Reorders.
 const MaxFailures = 100000

@@ -223,7 +223,10 @@ Transactions. A captured transaction runs on every target whole or not at
 all. A deadlock or lock wait timeout (1213, 1205) that the capture did not
 have is the target's engine behaviour, counted; then the transaction is
 rolled back and retried from its first statement, as the client would,
-up to --retries times; only the retried outcome is compared. A
+up to --retries times; only the retried outcome is compared. The
+rollback lets a change that waited on the server for its locks go ahead
+of its writes, so later differences on the tables it locked are counted
+apart ("retried"), and the report lists such transactions. A
 transaction that fails on every retry (or whose connection is lost) has
 failed for good on that target: it is rolled back, the rest of it is not
 run (it would commit in part), and it is listed with its error and the

@@ -70,7 +70,8 @@
 // for one of the rolled-back locks (rightly: it came after the
 // transaction in the capture) is granted it at the rollback, ahead of
 // the writes that run again. The caller lists such a transaction as it
-// lists a ticket overtaken (replay's Reorder, of kind yielded), so that what
+// lists a ticket overtaken (replay's Reorder, of kind yielded; a retry
+// after a deadlock is listed alike, of kind retried), so that what
 // differs on its tables from then on is labelled, not taken for the
 // engine's. Any other statement the waiter waits
 // for, directly or behind its own session's, is stalled only past
