@@ -371,6 +371,16 @@ func TestFailuresExplainLaterDifferences(t *testing.T) {
 	if got := fs.Explain("db.v"); got != "" {
 		t.Errorf("Explain(db.v) = %q, want nothing", got)
 	}
+	// A yield only may explain a table: ExplainCertain leaves it out.
+	if got := fs.Explain("db.w"); !strings.Contains(got, "rolled back a transaction of session 6 (from seq 60) on b and ran it again") {
+		t.Errorf("Explain(db.w) = %q", got)
+	}
+	if got := fs.ExplainCertain("db.w"); got != "" {
+		t.Errorf("ExplainCertain(db.w) = %q, want nothing: the yield only may have lost the order", got)
+	}
+	if got := fs.ExplainCertain("db.t"); !strings.Contains(got, "failed for good on b (1213 after 4 attempts)") {
+		t.Errorf("ExplainCertain(db.t) = %q", got)
+	}
 	if fs.Len() != 3 {
 		t.Errorf("Len %d, want 3", fs.Len())
 	}

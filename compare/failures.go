@@ -131,7 +131,14 @@ func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHa
 // Explain says which failed transaction — or, if none, which change out
 // of order — a table that differs at the end follows from ("" if none
 // wrote it).
-func (fs *Failures) Explain(table string) string {
+func (fs *Failures) Explain(table string) string { return fs.explain(table, true) }
+
+// ExplainCertain is Explain without the transactions that only may have
+// lost the order (rolled back and run again): a cause known for certain
+// (a transaction that failed for good, a change sent ahead) or "".
+func (fs *Failures) ExplainCertain(table string) string { return fs.explain(table, false) }
+
+func (fs *Failures) explain(table string, mayHave bool) string {
 	if fs == nil {
 		return ""
 	}
@@ -139,7 +146,7 @@ func (fs *Failures) Explain(table string) string {
 		var l []failure
 		for _, t := range []string{table, AnyTable} {
 			for _, f := range fs.byTable[t] {
-				if f.reason == reason {
+				if f.reason == reason && (mayHave || !f.mayHave) {
 					l = append(l, f)
 				}
 			}

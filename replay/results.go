@@ -388,10 +388,16 @@ func endStates(ctx context.Context, runners []*runner, baseK int, x *captureInde
 				if ts.Differs {
 					// A transaction that failed for good on one side and
 					// wrote the table explains the difference; so does a
-					// change replay sent out of the capture's order.
-					ts.Because = fs.Explain(x.tables[i])
+					// change replay sent out of the capture's order, and
+					// free order (--order none) on a table several
+					// sessions write; then a transaction rolled back and
+					// run again, which only may have lost the order.
+					ts.Because = fs.ExplainCertain(x.tables[i])
 					if ts.Because == "" && free && x.writers.Several(x.tables[i]) {
 						ts.Because = "sessions ran freely (--order none) and several write it: its rows depend on the order replay gave their writes"
+					}
+					if ts.Because == "" {
+						ts.Because = fs.Explain(x.tables[i])
 					}
 				}
 			}
