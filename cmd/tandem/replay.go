@@ -277,6 +277,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			tuneReplayGC()
 			var err error
 			if cfg.Key, err = keys.load(); err != nil {
 				return err

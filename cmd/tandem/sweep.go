@@ -62,6 +62,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			tuneReplayGC()
 			var err error
 			if cfg.Key, err = keys.load(); err != nil {
 				return err
