@@ -33,36 +33,8 @@ import (
 // the capture and target b found v = 20. Before, that read was counted as
 // a real divergence, from the capture and between the targets.
 func TestRetriedTransactionLabelsWhatOvertookItsLocks(t *testing.T) {
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	q := func(s uint64, ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	waits := q(2, 5, "UPDATE t SET v = v * 10 WHERE id = 1", upd)
-	waits.Duration = 7 * time.Millisecond // until session 1's COMMIT
-	capDir := writeRecords(t, []store.Record{
-		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 2, Start: at(0.1), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 4, Start: at(0.3), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		q(1, 0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
-		q(1, 1, "BEGIN", ok),
-		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1", upd),
-		waits,
-		q(1, 8, "UPDATE t SET v = v + 100 WHERE id = 2", upd),
-		q(1, 11, "COMMIT", ok),
-		q(4, 20, "SELECT v FROM t WHERE id = 1 AND v = 20", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
-		{Session: 4, Start: at(21), Kind: store.KindQuit},
-		{Session: 2, Start: at(23), Kind: store.KindQuit},
-		{Session: 1, Start: at(24), Kind: store.KindQuit},
-	})
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
-	}
+	capDir := waitedForCapture(t, "SET SESSION innodb_lock_wait_timeout = 1")
+	dba, dbb, a, b := twoCopiesOfT(t)
 	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
 
 	// The outside lock on a's row 2, let go once the retry waits for it.
@@ -155,4 +127,55 @@ func TestRetriedTransactionLabelsWhatOvertookItsLocks(t *testing.T) {
 	if va, vb := valueOf(t, dba, 1), valueOf(t, dbb, 1); va != 11 || vb != 20 {
 		t.Errorf("row 1 holds %d on a and %d on b; want 11 (session 2's UPDATE went ahead of the retry) and 20", va, vb)
 	}
+}
+
+// waitedForCapture is the capture both tests replay: session 1 updates
+// row 1 (v = 1 → 2) and row 2 in a transaction that commits at 11 ms;
+// session 2's UPDATE of row 1 (v × 10), begun at 5 ms, waited for session
+// 1's lock and ended at 12 ms (v = 20); session 4 reads row 1 at 20 ms
+// (as captured: v = 20). set, when not "", is session 1's first
+// statement.
+func waitedForCapture(t *testing.T, set string) string {
+	t.Helper()
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	q := func(s uint64, ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	waits := q(2, 5, "UPDATE t SET v = v * 10 WHERE id = 1", upd)
+	waits.Duration = 7 * time.Millisecond // until session 1's COMMIT
+	recs := []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.1), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 4, Start: at(0.3), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+	}
+	if set != "" {
+		recs = append(recs, q(1, 0.5, set, ok))
+	}
+	return writeRecords(t, append(recs,
+		q(1, 1, "BEGIN", ok),
+		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1", upd),
+		waits,
+		q(1, 8, "UPDATE t SET v = v + 100 WHERE id = 2", upd),
+		q(1, 11, "COMMIT", ok),
+		q(4, 20, "SELECT v FROM t WHERE id = 1 AND v = 20", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
+		store.Record{Session: 4, Start: at(21), Kind: store.KindQuit},
+		store.Record{Session: 2, Start: at(23), Kind: store.KindQuit},
+		store.Record{Session: 1, Start: at(24), Kind: store.KindQuit},
+	))
+}
+
+// twoCopiesOfT gives two fresh databases on the shared InnoDB server with
+// table t (rows 1 and 2, v = 1 and 2): their handles and DSNs.
+func twoCopiesOfT(t *testing.T) (dba, dbb *sql.DB, a, b string) {
+	t.Helper()
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a = srv.FreshDB(t)
+	dbb, b = srv.FreshDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
+	}
+	return dba, dbb, a, b
 }

@@ -1,12 +1,8 @@
 package replay
 
 import (
-	"database/sql"
 	"testing"
 	"time"
-
-	"github.com/tandemdb/tandem/sandbox/sandboxtest"
-	"github.com/tandemdb/tandem/store"
 )
 
 // Regrouped (--concurrency), a change on its own that waited in the
@@ -24,35 +20,8 @@ import (
 // both targets, and session 4's read differed from the capture's,
 // unlabelled.
 func TestRegroupedChangeWaitsForTheLockItWaitedFor(t *testing.T) {
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	q := func(s uint64, ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	waits := q(2, 5, "UPDATE t SET v = v * 10 WHERE id = 1", upd)
-	waits.Duration = 7 * time.Millisecond // until session 1's COMMIT
-	capDir := writeRecords(t, []store.Record{
-		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 2, Start: at(0.1), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		{Session: 4, Start: at(0.3), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		q(1, 1, "BEGIN", ok),
-		q(1, 2, "UPDATE t SET v = v + 1 WHERE id = 1", upd),
-		waits,
-		q(1, 8, "UPDATE t SET v = v + 100 WHERE id = 2", upd),
-		q(1, 11, "COMMIT", ok),
-		q(4, 20, "SELECT v FROM t WHERE id = 1 AND v = 20", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
-		{Session: 4, Start: at(21), Kind: store.KindQuit},
-		{Session: 2, Start: at(23), Kind: store.KindQuit},
-		{Session: 1, Start: at(24), Kind: store.KindQuit},
-	})
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1), (2, 2)")
-	}
+	capDir := waitedForCapture(t, "")
+	dba, dbb, a, b := twoCopiesOfT(t)
 	rep := replayRun(t, capDir, func(cfg *Config) {
 		cfg.Order = OrderCapture
 		cfg.OrderTimeout = 30 * time.Second
