@@ -129,7 +129,7 @@ func TestRetriedTransactionLabelsWhatOvertookItsLocks(t *testing.T) {
 	}
 }
 
-// waitedForCapture is the capture both tests replay: session 1 updates
+// waitedForCapture is a capture where session 1 updates
 // row 1 (v = 1 → 2) and row 2 in a transaction that commits at 11 ms;
 // session 2's UPDATE of row 1 (v × 10), begun at 5 ms, waited for session
 // 1's lock and ended at 12 ms (v = 20); session 4 reads row 1 at 20 ms

@@ -945,8 +945,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if len(u.jobs) == 0 {
 			return true
 		}
-		// A unit's ticket ends where its COMMIT starts (a change on its own:
-		// where it ends, see unit.commitStart): units wait for those
+		// A unit's ticket ends where its COMMIT starts: units wait for those
 		// whose COMMIT began before they did (to start) and before their own
 		// COMMIT began (to commit). Commit starts, not ends, because a
 		// transaction blocked on another's locks is released inside the

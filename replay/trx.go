@@ -575,21 +575,6 @@ func (w *worker) rollbackReopen(ctx context.Context, trx []*job) int {
 // did not have, and one that fails for good is rolled back with the rest
 // of its records skipped.
 func (w *worker) runUnit(ctx context.Context, u *unit) {
-	if b := w.rn.board; b != nil {
-		// On the board before connecting, so that a unit that began later
-		// in the capture, taken by another connection, waits for this one's
-		// statements that ended before its own began.
-		b.Running(w.slot, u.t)
-		defer func() {
-			b.Set(w.slot, -1, false, nil, nil) // idle, however the unit ended
-			b.Running(w.slot, nil)
-		}()
-		if u.t != nil && len(u.jobs) > 0 {
-			j := &u.jobs[0]
-			at := w.rn.offset(j.rec, j.loop)
-			b.Set(w.slot, at+int64(j.rec.Duration), j.info == nil || j.info.Changes(), nil, nil)
-		}
-	}
 	if err := w.adopt(ctx, u); err != nil && w.c == nil {
 		// Every record fails as the connection did.
 		for i := range u.jobs {
@@ -606,6 +591,10 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	}
 	w.endTrx()
 	w.failing = -1
+	if b := w.rn.board; b != nil {
+		b.Running(w.slot, u.t)
+		defer b.Running(w.slot, nil)
+	}
 	var tx sqlinfo.Trx
 	if u.manual {
 		tx.Apply(&manualInfo, 0)
@@ -642,7 +631,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 				keys = w.rn.rowKeys(j.info, j.rec)
 			}
 			b.Set(w.slot, end, changes, tables, keys)
-			{ // the first statement too: see order.Board
+			if i > 0 {
 				if k := b.Wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.Locks()); k >= 0 {
 					// Stuck behind this unit's locks: roll back, let it go
 					// first, run the unit's records so far again.
@@ -684,6 +673,9 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	}
 	w.endTrx()
 	w.failing = -1
+	if b := w.rn.board; b != nil {
+		b.Set(w.slot, -1, false, nil, nil)
+	}
 }
 
 // publishLocks tells the gate what the first n records of the open

@@ -43,10 +43,7 @@ type unit struct {
 	client  clientFlags
 	jobs    []job
 	// start and end bound the unit in the capture (ns, loop-adjusted);
-	// commitStart is when its last statement (the COMMIT) started, and for
-	// a change on its own (autocommit), when it ended: it commits as it
-	// ends, and one that waited for another transaction's lock started
-	// before that transaction's COMMIT but committed after it.
+	// commitStart is when its last statement (the COMMIT) started.
 	start, end, commitStart int64
 	// open: the capture ended (or the session quit) with the transaction
 	// open; the server rolled it back.
@@ -214,12 +211,6 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 		if db, ok := sqlinfo.UseSchema(j.sql); ok {
 			s.schema = db
 		}
-	}
-	if !step.In && len(u.jobs) == 1 && info.Changes() {
-		// A change on its own commits as it ends, not as it starts: one
-		// that waited for another transaction's lock started before that
-		// transaction's COMMIT and committed after it.
-		u.commitStart = u.end
 	}
 	if !step.In || step.End != sqlinfo.EndNone {
 		closeOpen() // a statement on its own, or the transaction's end

@@ -31,11 +31,6 @@ import (
 // would see the same stall only at its COMMIT, and meanwhile every other
 // unit waits behind the stuck statement.
 //
-// A unit is on the board from when its connection takes it, before it
-// connects, with its first statement: a unit that began later in the
-// capture, taken by another connection that was ready sooner, then waits
-// for it too (its first statement as much as the others).
-//
 // Each connection has a slot, written by its worker alone; a statement's
 // cost when nobody waits is a few atomic stores.
 type Board struct {
