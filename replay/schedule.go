@@ -919,7 +919,11 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					if rn.failed() == "" {
 						pace.SleepUntil(ctx, u.jobs[0].intended)
 						if u.t != nil {
-							rn.waitTurn(w, u.t, u.t.Start, 0, &u.jobs[0], u.jobs)
+							at := u.t.Start
+							if u.lone {
+								at = u.t.End // see unit.lone
+							}
+							rn.waitTurn(w, u.t, at, 0, &u.jobs[0], u.jobs)
 						}
 					}
 					w.runUnit(rn.ctx, u)
@@ -945,7 +949,8 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if len(u.jobs) == 0 {
 			return true
 		}
-		// A unit's ticket ends where its COMMIT starts: units wait for those
+		// A unit's ticket ends where its COMMIT starts (a lone change's
+		// where it ends: see unit.lone): units wait for those
 		// whose COMMIT began before they did (to start) and before their own
 		// COMMIT began (to commit). Commit starts, not ends, because a
 		// transaction blocked on another's locks is released inside the

@@ -43,8 +43,16 @@ type unit struct {
 	client  clientFlags
 	jobs    []job
 	// start and end bound the unit in the capture (ns, loop-adjusted);
-	// commitStart is when its last statement (the COMMIT) started.
+	// commitStart is when its last statement (the COMMIT) started, and for
+	// a lone change, when it ended (see lone).
 	start, end, commitStart int64
+	// lone: a change on its own (autocommit). It commits as it ends, not
+	// as it starts: one that waited on the server for another
+	// transaction's lock started before that transaction's COMMIT and
+	// committed after it. So it goes out after the units whose COMMIT
+	// started before it ended, and waits for them (not only for those
+	// committed when it started) before it runs.
+	lone bool
 	// open: the capture ended (or the session quit) with the transaction
 	// open; the server rolled it back.
 	open bool
@@ -211,6 +219,9 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 		if db, ok := sqlinfo.UseSchema(j.sql); ok {
 			s.schema = db
 		}
+	}
+	if !step.In && len(u.jobs) == 1 && info.Changes() {
+		u.lone, u.commitStart = true, u.end
 	}
 	if !step.In || step.End != sqlinfo.EndNone {
 		closeOpen() // a statement on its own, or the transaction's end

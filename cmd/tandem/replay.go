@@ -214,7 +214,9 @@ snapshot taken at a moment), range writes and statements reading other
 tables stay order-ambiguous there. The report says which rule a run used;
 --commit-order time orders commits by the capture's clock as before, to
 compare the two. --concurrency regroups transactions and orders commits by
-the clock.
+the clock: a transaction's at its COMMIT's start, a change on its own at
+its end (one that waited on the server for another transaction's lock
+ended after that COMMIT, and runs after it).
 --order none replays sessions freely (a load generator; divergences of
 concurrent writes then mean little); it is the default for a capture made
 by tandem synth, whose timeline is made up.
