@@ -632,7 +632,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			}
 			b.Set(w.slot, end, changes, tables, keys)
 			if i > 0 {
-				if k := b.Wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.Locks()); k >= 0 {
+				if k := b.Wait(ctx, w.slot, at, end, changes, tables, keys, w.cursor.Locks()); k.Slot >= 0 {
 					// Stuck behind this unit's locks: roll back, let it go
 					// first, run the unit's records so far again.
 					rerun = true

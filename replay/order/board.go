@@ -27,7 +27,7 @@ import (
 //
 // A unit that waits here behind another's statement that has been on the
 // server for lockBound, and that its own transaction's locks may block
-// (lockSet.mayBlock), yields at once (wait returns that slot): the gate
+// (lockSet.mayBlock), yields at once (Wait returns that connection): the gate
 // would see the same stall only at its COMMIT, and meanwhile every other
 // unit waits behind the stuck statement.
 //
@@ -160,13 +160,31 @@ func (b *Board) stuck(j int, locks *LockSet, now int64) bool {
 	return sent != 0 && time.Duration(now-sent) >= lockBound(t) && locks.mayBlock(t)
 }
 
+// Holder is a connection found running a statement stuck behind a
+// waiter's locks (Wait), as it was then: Slot -1 for none.
+type Holder struct {
+	Slot int
+	end  int64
+	unit *Ticket
+}
+
+// noHolder is Wait's answer when no one is stuck.
+var noHolder = Holder{Slot: -1}
+
+// holder is connection j as it is now.
+func (b *Board) holder(j int) Holder {
+	s := &b.slots[j]
+	return Holder{Slot: j, end: s.end.Load(), unit: s.unit.Load()}
+}
+
 // Wait holds connection i until no statement it must follow is running,
 // or boardWait has passed; it returns the connection whose stuck
-// statement locks may block (see board), or -1.
-func (b *Board) Wait(ctx context.Context, i int, start, end int64, changes bool, tables, keys []string, locks *LockSet) int {
+// statement locks may block (see board), as it was when found, or
+// Holder.Slot -1.
+func (b *Board) Wait(ctx context.Context, i int, start, end int64, changes bool, tables, keys []string, locks *LockSet) Holder {
 	j := b.behind(i, start, end, changes, tables, keys)
 	if j < 0 {
-		return -1
+		return noHolder
 	}
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
@@ -176,14 +194,15 @@ func (b *Board) Wait(ctx context.Context, i int, start, end int64, changes bool,
 		ch := b.ch
 		b.mu.Unlock()
 		if j = b.behind(i, start, end, changes, tables, keys); j < 0 {
-			return -1
+			return noHolder
 		}
-		if b.stuck(j, locks, time.Now().UnixNano()) {
-			return j
+		h := b.holder(j)
+		if b.stuck(j, locks, time.Now().UnixNano()) && b.holder(j) == h {
+			return h
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return -1
+			return noHolder
 		}
 		timer := time.NewTimer(min(left, lockBoundMin))
 		select {
@@ -191,30 +210,38 @@ func (b *Board) Wait(ctx context.Context, i int, start, end int64, changes bool,
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return -1
+			return noHolder
 		}
 		timer.Stop()
 	}
 }
 
-// Until waits, up to limit, until connection j no longer runs the
-// statement it ran (it finished, or its unit moved on).
-func (b *Board) Until(ctx context.Context, j int, limit time.Duration) {
-	s := &b.slots[j]
-	e, t := s.end.Load(), s.unit.Load()
+// Until waits, up to limit, until h's connection no longer runs the
+// statement Wait found it running (it finished, or its unit moved on),
+// and reports whether it did (false: the limit or ctx ended the wait).
+// It compares with the statement as Wait found it, not as it is when
+// Until begins: the holder may have moved on meanwhile (while the waiter
+// rolled back), to a wait at the gate for the waiter's own unit, and
+// waiting for it to move again would hold both until the limit.
+func (b *Board) Until(ctx context.Context, h Holder, limit time.Duration) bool {
+	s := &b.slots[h.Slot]
+	moved := func() bool { return s.end.Load() != h.end || s.unit.Load() != h.unit }
+	if moved() {
+		return true
+	}
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
 	deadline := time.Now().Add(limit)
-	for s.end.Load() == e && s.unit.Load() == t {
+	for {
 		b.mu.Lock()
 		ch := b.ch
 		b.mu.Unlock()
-		if s.end.Load() != e || s.unit.Load() != t {
-			return
+		if moved() {
+			return true
 		}
 		left := time.Until(deadline)
-		if left <= 0 {
-			return
+		if left <= 0 || ctx.Err() != nil {
+			return false
 		}
 		timer := time.NewTimer(left)
 		select {
@@ -223,9 +250,6 @@ func (b *Board) Until(ctx context.Context, j int, limit time.Duration) {
 		case <-ctx.Done():
 		}
 		timer.Stop()
-		if ctx.Err() != nil {
-			return
-		}
 	}
 }
 
