@@ -149,15 +149,34 @@ func shareTable(p *[]string, tables []string) bool {
 }
 
 // stuck reports whether connection j's statement has been on the server
-// for lockBound and locks may block it.
+// for lockBound and locks may block it. What may be blocked is that
+// statement, not the rest of its unit: a plain read takes no row locks,
+// and a change waits only for the rows it names (its tables' when it
+// names none). Judged by the unit's rows, every read of a writing unit
+// that outlasted the bound (2 ms at most: any statement, on a loaded
+// machine) made a waiter yield.
 func (b *Board) stuck(j int, locks *LockSet, now int64) bool {
 	s := &b.slots[j]
 	t := s.unit.Load()
-	if t == nil || !s.sent.Load() || locks == nil {
+	if t == nil || !s.sent.Load() || locks == nil || !s.changes.Load() {
 		return false
 	}
 	sent := t.sent.Load()
-	return sent != 0 && time.Duration(now-sent) >= lockBound(t) && locks.mayBlock(t)
+	if sent == 0 || time.Duration(now-sent) < lockBound(t) {
+		return false
+	}
+	// The statement, as far as mayBlock asks: from the unit's start (its
+	// own start is not kept; an earlier one rules out fewer locks).
+	st := Ticket{Start: t.Start, Changes: true, Unclocked: t.Unclocked}
+	if p := s.tables.Load(); p != nil && *p != nil {
+		st.Tables = *p
+	} else {
+		st.AnyTable = true
+	}
+	if p := s.keys.Load(); p != nil {
+		st.Keys = *p
+	}
+	return locks.mayBlock(&st)
 }
 
 // Holder is a connection found running a statement stuck behind a
