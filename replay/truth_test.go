@@ -341,6 +341,15 @@ func TestTruthInnoDBVsMyRocks(t *testing.T) {
 // ordering on and four sessions: the statements that read it diverge
 // (or, where the capture leaves their order open, are ambiguous), and no
 // other statement diverges.
+//
+// Most of the row's reads overlapped a commit on its table in the capture
+// and are ambiguous for that; the rest are verdicts. An order rerun or a
+// retry on the table (replay's own doing, under load) makes every later
+// difference there ambiguous too: when that left none of the row's reads
+// a verdict (seen once in make test: 0 divergent of 33 reads, after a
+// yield early in the run), the attempt shows nothing either way and the
+// replay is run again, up to three times. Without such a cause, no
+// divergent read fails at once.
 func TestTruthInjectedDifferenceFoundExactly(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
@@ -348,33 +357,44 @@ func TestTruthInjectedDifferenceFoundExactly(t *testing.T) {
 	ta, tb := tgt(t, "a", a, ""), tgt(t, "b", b, "")
 	capDir := truthCapture(t, 4)
 	x := readsOfAnUnwrittenRow(t, capDir)
-	prepareTruth(t, ta, tb)
-	if _, err := dbb.Exec("UPDATE sbtest1 SET c = 'injected' WHERE id = ?", x.id); err != nil {
-		t.Fatal(err)
-	}
-	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.Samples = 0, 1000000 }, ta, tb)
-	d := rep.Divergences[0]
-	var divergent, ambiguous []uint64
-	for _, s := range d.Samples {
-		if s.Ambiguous {
-			ambiguous = append(ambiguous, s.Seq)
-		} else {
-			divergent = append(divergent, s.Seq)
+	for attempt := 1; ; attempt++ {
+		prepareTruth(t, ta, tb)
+		if _, err := dbb.Exec("UPDATE sbtest1 SET c = 'injected' WHERE id = ?", x.id); err != nil {
+			t.Fatal(err)
 		}
-	}
-	t.Logf("row sbtest1.id=%d is read by %d statements; %d divergent, %d ambiguous (%v)", x.id, len(x.reads), len(divergent), len(ambiguous), d.ByClass)
-	for _, s := range divergent {
-		if !slices.Contains(x.reads, s) {
-			t.Errorf("seq %d diverged but does not read the changed row", s)
+		rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.Samples = 0, 1000000 }, ta, tb)
+		d := rep.Divergences[0]
+		var divergent, ambiguous []uint64
+		for _, s := range d.Samples {
+			if s.Ambiguous {
+				ambiguous = append(ambiguous, s.Seq)
+			} else {
+				divergent = append(divergent, s.Seq)
+			}
 		}
-	}
-	for _, s := range x.reads {
-		if !slices.Contains(divergent, s) && !slices.Contains(ambiguous, s) {
-			t.Errorf("seq %d reads the changed row but did not diverge", s)
+		var reordered int64
+		for _, tr := range rep.Targets {
+			reordered += tr.OrderReruns + tr.OrderReleased + tr.Retries
 		}
-	}
-	if len(divergent) == 0 || d.ByClass[compare.Content] != int64(len(divergent)) || d.Total() != int64(len(divergent)) {
-		t.Errorf("divergences %v, %d sampled", d.ByClass, len(divergent))
+		t.Logf("attempt %d: row sbtest1.id=%d is read by %d statements; %d divergent, %d ambiguous (%v); reruns, releases and retries: %d",
+			attempt, x.id, len(x.reads), len(divergent), len(ambiguous), d.ByClass, reordered)
+		for _, s := range divergent {
+			if !slices.Contains(x.reads, s) {
+				t.Errorf("seq %d diverged but does not read the changed row", s)
+			}
+		}
+		for _, s := range x.reads {
+			if !slices.Contains(divergent, s) && !slices.Contains(ambiguous, s) {
+				t.Errorf("seq %d reads the changed row but did not diverge", s)
+			}
+		}
+		if len(divergent) == 0 && reordered > 0 && attempt < 3 {
+			continue // inconclusive: see above
+		}
+		if len(divergent) == 0 || d.ByClass[compare.Content] != int64(len(divergent)) || d.Total() != int64(len(divergent)) {
+			t.Errorf("divergences %v, %d sampled", d.ByClass, len(divergent))
+		}
+		return
 	}
 }
 
