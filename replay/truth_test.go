@@ -183,9 +183,9 @@ func TestTruthIdenticalInnoDBCopies(t *testing.T) {
 				rep := replayRun(t, capDir, mode.mod, ta, tb)
 				d, vc := rep.Divergences[0], rep.VsCapture[1]
 				ra, rb := rep.Targets[0], rep.Targets[1]
-				t.Logf("compared %d (skipped %d): divergent %d %v, order-ambiguous %d %v; vs capture: compared %d, divergent %d, ambiguous %d; "+
+				t.Logf("compared %d (skipped %d): divergent %d %v, order-ambiguous %d %v; vs capture: compared %d, divergent %d, ambiguous %d %v; "+
 					"order waits %d/%d, reruns %d/%d, released %d/%d; %.1fs",
-					d.Compared, d.Skipped, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, vc.Compared, vc.Total(), vc.Ambiguous,
+					d.Compared, d.Skipped, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, vc.Compared, vc.Total(), vc.Ambiguous, vc.AmbiguousBy,
 					ra.OrderWaits, rb.OrderWaits, ra.OrderReruns, rb.OrderReruns, ra.OrderReleased, rb.OrderReleased, rep.Elapsed)
 				for _, s := range d.Samples {
 					if !s.Ambiguous {
