@@ -157,9 +157,9 @@
 // the least in-flight bound (--order-inflight), or when a lock chain
 // leads to it from h — and every chain blocksLocked finds ends at a
 // statement in flight that h's own locks may block. The gate files the
-// pending changes by the rows they name (by table those that name none;
-// changeIndex), so h looks for the second at the changes filed under its
-// own rows: O(rows h holds × changes pending on them). For the first, one
+// changes sent and not done by the rows they name (by table those that
+// name none; changeIndex), so h looks for the second at the changes filed
+// under its own rows: O(rows h holds × changes in flight on them). For the first, one
 // look at the tickets in flight (at most one per worker; the gate lists
 // them as they are sent and done) every half of --order-inflight, for the
 // whole gate, lists those in flight for half of it or more; a statement
@@ -175,10 +175,22 @@
 // O(transactions). Filing costs O(1) a row: lists that grow with the
 // sessions (a table's holders, every holder) keep their members' places,
 // and a transaction's new set changes only the lists that differ from its
-// last. A waiter that found nothing stuck looks again after 2 ms, then 4,
-// 8, … up to 64 ms, so that a thousand waiters do not take the one mutex
-// every 2 ms each. A stall behind its locks is then seen up to that much
-// later, which costs time, never order. A waiter that holds no
+// last.
+//
+// A waiter whose look found neither (calm) looks again only on an event,
+// not on a clock: a blocker moves (done, or sent); a change its locks may
+// block is sent — Sent asks the lock index for the waiting transactions
+// whose locks may block it (O(candidates), and only while a waiter is
+// parked) and pokes them, and the waiter marks itself before it looks, so
+// that a change sent meanwhile is either seen by the look or pokes it; or
+// a statement in flight may reach the least in-flight bound (from the
+// scan above: at most half of --order-inflight away). A waiter that found
+// something that may become stuck looks again when it may (its lockBound,
+// its in-flight bound), at least 2 ms and then 4, 8, … up to 64 ms apart
+// while nothing is, so that a thousand waiters do not take the one mutex
+// every 2 ms each. Looking on a clock while calm too (2, 4, 8 … ms) made
+// half the looks at a thousand sessions, and saw a stall behind a change
+// sent later up to 64 ms late. A waiter that holds no
 // transaction looks again only every quarter of the hard bound (for
 // progress and cycles): looking every --order-inflight made three
 // quarters of the gate's wake-ups at a thousand sessions.

@@ -221,13 +221,17 @@ func (ix *lockIndex) candidates(s *Ticket, f func(c *Cursor) bool) {
 	}
 }
 
-// changeIndex files the pending tickets that change what others see by
-// what a lock may block them on (LockSet.mayBlock): those that name their
-// rows under each row, those that name none under each table, and those
-// that may touch any table in a list. A waiter finds the statements in
-// flight its own locks may block by asking for its rows, without walking
-// the rest (Gate.mayStallLocked). Kept under the gate's lock: a ticket is
-// filed when it is added or reopened and leaves when it is done.
+// changeIndex files the tickets that change what others see and have been
+// sent (not done: in flight, or a unit between its statements) by what a
+// lock may block them on (LockSet.mayBlock): those that name their rows
+// under each row, those that name none under each table, and those that
+// may touch any table in a list. A waiter finds the statements in flight
+// its own locks may block by asking for its rows, without walking the
+// rest (Gate.mayStallLocked). Kept under Gate.fmu: a ticket is filed when
+// it is first sent (again after a Reopen) and leaves when it is done.
+// Filing the pending ones instead, registered ahead of the replay, made
+// each look pass the sessions' queued tickets: at a thousand sessions a
+// third of the gate's time, in cache misses.
 type changeIndex struct {
 	byKey   map[string]*members[*Ticket]
 	keyless map[string]*members[*Ticket]

@@ -203,7 +203,7 @@ func TestStallCheckWalksOnlyWhenSomethingCanBeStuck(t *testing.T) {
 		look := func() []*Ticket {
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			first, stuck, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
+			first, stuck, _, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1, h)
 			if first != inflight[0] {
 				t.Fatalf("first blocker %v, want the earliest", first)
 			}
@@ -325,7 +325,7 @@ func TestStallCheckSkipsOnlyWalksThatFindNothing(t *testing.T) {
 					defer g.mu.Unlock()
 					g.walkAlways = always
 					walks := g.walks
-					first, stuck, cyclic, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1+rng.IntN(2)*0, h)
+					first, stuck, cyclic, _, _ := g.blockerLocked(g.lane(waiter), waiter, waiter.Start, 1+rng.IntN(2)*0, h)
 					if !always {
 						if g.walks > walks {
 							walked++

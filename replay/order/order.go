@@ -22,16 +22,24 @@ type Gate struct {
 	inflightMin, hardBound time.Duration
 	now                    func() time.Time
 	// locks files what the workers' open transactions have locked (see
-	// blocksLocked); epoch marks what one search has looked at.
+	// blocksLocked), under lmu (taken after the gate's lock, never before
+	// it, and never with fmu): Publish and the pokes of Sent take only
+	// lmu. epoch marks what one search has looked at.
+	lmu   sync.Mutex
 	locks lockIndex
 	epoch uint64
+	// quiet counts the waiters parked with a transaction whose last look
+	// found nothing that could be stuck (Cursor.quiet): Sent pokes those
+	// whose locks may block the change it sends.
+	quiet atomic.Int32
 	// pass marks the in-flight tickets one blocker search has looked at
 	// (Ticket.checked); it counts the searches with a stall check too.
 	pass uint64
 	// commits keeps commits in the server's order (Ticket.Commit, Floor,
 	// Trx).
 	commits commitOrder
-	// inflight files the pending changes by row and table, and old holds
+	// inflight files the changes sent and not done by row and table
+	// (under fmu), and old holds
 	// the tickets that had been in flight for half of inflightMin or more
 	// at oldAt (unix ns): what a waiter's stall check can find stuck
 	// (mayStallLocked). walks counts the checks that walked; walkAlways
@@ -162,7 +170,7 @@ type Ticket struct {
 	// commit order's pending list does.
 	in        [2]bool
 	inCommits bool
-	// filed: the gate's change index holds it (changeIndex).
+	// filed: the gate's change index holds it (changeIndex; under fmu).
 	filed bool
 	// flyAt is its place in Gate.flying, plus one (0: not there).
 	flyAt int
@@ -189,6 +197,13 @@ type Cursor struct {
 	cur   atomic.Pointer[Ticket]
 	locks atomic.Pointer[LockSet]
 	mark  uint64 // the gate's epoch of the last search that looked at it (under its lock)
+	// quiet: the worker waits in Gate.Wait with its transaction and
+	// looks again only when poked (a change its locks may block was
+	// sent), when its blockers move, or when a statement in flight may
+	// pass the in-flight bound. poke is made by the worker before quiet
+	// is first set.
+	quiet atomic.Bool
+	poke  chan struct{}
 }
 
 // LockSet is what a worker's open transaction may hold locks with: its
@@ -247,12 +262,12 @@ func (g *Gate) Publish(c *Cursor, ls *LockSet) {
 	if ls == nil && c.locks.Load() == nil {
 		return // nothing held before or now (a statement outside a transaction): no lock taken
 	}
-	g.mu.Lock()
+	g.lmu.Lock()
 	if old := c.locks.Load(); old != ls {
 		g.locks.set(c, old, ls)
 		c.locks.Store(ls)
 	}
-	g.mu.Unlock()
+	g.lmu.Unlock()
 }
 
 // blocksLocked reports whether waiter h's transaction may keep the
@@ -262,6 +277,8 @@ func (g *Gate) Publish(c *Cursor, ls *LockSet) {
 // waits here instead counts by what it waits for. Only the transactions
 // the lock index gives for a statement are looked at, each once.
 func (g *Gate) blocksLocked(h *Cursor, s *Ticket) bool {
+	g.lmu.Lock()
+	defer g.lmu.Unlock()
 	g.epoch++
 	return g.blocksFrom(h, s, 0, g.epoch)
 }
@@ -386,7 +403,6 @@ func (g *Gate) Add(t *Ticket, c *Cursor) *Ticket {
 	g.all.insert(t)
 	if t.Changes {
 		g.changes.insert(t)
-		g.inflight.add(t)
 	}
 	g.commits.add(t)
 	g.mu.Unlock()
@@ -402,6 +418,9 @@ func (g *Gate) Sent(t *Ticket, span time.Duration) {
 		}
 		t.sent.Store(g.now().UnixNano())
 		g.fly(t)
+		if t.Changes && g.quiet.Load() > 0 {
+			g.pokeBlockers(t)
+		}
 		if t.sendWaiters.Load() {
 			g.mu.Lock()
 			g.sentLocked(t)
@@ -410,13 +429,34 @@ func (g *Gate) Sent(t *Ticket, span time.Duration) {
 	}
 }
 
-// fly lists t as in flight (once).
+// pokeBlockers wakes the quiet waiters whose locks may block t, a change
+// just sent: t may now be stuck behind them, which their next look sees
+// (at t's lockBound). A waiter marks itself quiet before it looks, and t
+// was filed as in flight before this: either its look finds t or t finds
+// it here.
+func (g *Gate) pokeBlockers(t *Ticket) {
+	g.lmu.Lock()
+	g.locks.candidates(t, func(c *Cursor) bool {
+		if c.quiet.Load() && c.locks.Load().mayBlock(t) {
+			select {
+			case c.poke <- struct{}{}:
+			default: // poked already
+			}
+		}
+		return true
+	})
+	g.lmu.Unlock()
+}
+
+// fly lists t as in flight (once), and files it, a change, in the index
+// of those sent (until it is done).
 func (g *Gate) fly(t *Ticket) {
 	g.fmu.Lock()
 	if t.flyAt == 0 {
 		g.flying = append(g.flying, t)
 		t.flyAt = len(g.flying)
 	}
+	g.inflight.add(t)
 	g.fmu.Unlock()
 }
 
@@ -466,7 +506,9 @@ func (g *Gate) Finish(t *Ticket) {
 	g.all.pop()
 	if t.Changes {
 		g.changes.pop()
+		g.fmu.Lock()
 		g.inflight.remove(t)
+		g.fmu.Unlock()
 	}
 }
 
@@ -496,7 +538,6 @@ func (g *Gate) Reopen(ts []*Ticket) {
 		if t.Changes && !t.in[1] {
 			g.changes.insert(t)
 		}
-		g.inflight.add(t)
 	}
 }
 
@@ -542,12 +583,27 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 	// t waited for it to be sent.
 	var last *Ticket
 	lastSent := false
+	// A waiter with a transaction is poked when a change its locks may
+	// block is sent (pokeBlockers); it says so before its first look.
+	var poke <-chan struct{}
+	if patience > 0 && h != nil {
+		if h.poke == nil {
+			h.poke = make(chan struct{}, 1)
+		}
+		h.quiet.Store(true)
+		g.quiet.Add(1)
+		defer func() {
+			h.quiet.Store(false)
+			g.quiet.Add(-1)
+		}()
+		poke = h.poke
+	}
 	for {
 		g.mu.Lock()
 		if at := progressAt(last, lastSent); at > began.UnixNano() {
 			began = time.Unix(0, at)
 		}
-		blocker, stuck, cyclic, wake := g.blockerLocked(ln, t, threshold, patience, h)
+		blocker, stuck, cyclic, wake, calm := g.blockerLocked(ln, t, threshold, patience, h)
 		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
 			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
 		}
@@ -607,6 +663,15 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		// the limit.
 		left := limit - g.now().Sub(began)
 		switch {
+		case patience > 0 && calm:
+			// Nothing can be stuck (mayStallLocked): the waiter looks
+			// again when a blocker moves, when a change its locks may
+			// block is sent (poke), or when wake says a statement in
+			// flight may pass the in-flight bound or its lockBound. At a
+			// thousand sessions, looking at 2, 4, 8 … ms doubled the
+			// looks, each a wake-up and the gate's lock.
+			left = min(left, wake)
+			quiet = 0
 		case patience > 0:
 			// A waiter that found nothing stuck looks again less and less
 			// often (up to 32 times lockBoundMax): a thousand waiters each
@@ -629,6 +694,11 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		select {
 		case <-wake1:
 			timer.Stop()
+			t.waiting.Store(nil)
+			continue
+		case <-poke:
+			timer.Stop()
+			g.drop(ln, w)
 			t.waiting.Store(nil)
 			continue
 		case <-timer.C:
@@ -860,8 +930,11 @@ func conflicts(a, b *Ticket) bool {
 // blockerLocked returns the earliest ticket that ended before threshold
 // and is not done (nil if none); with patience > 0, the tickets stuck on
 // the server behind any such ticket (see the package documentation), and how long until one
-// may be; and whether one was passed over because it depends on t itself.
-func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int, h *Cursor) (*Ticket, []*Ticket, bool, time.Duration) {
+// may be; whether one was passed over because it depends on t itself;
+// and calm: with patience > 0, nothing in flight could be stuck
+// (mayStallLocked), so that only a statement sent from now on (a poke)
+// or one passing the in-flight bound (by wake) can change that.
+func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int, h *Cursor) (*Ticket, []*Ticket, bool, time.Duration, bool) {
 	var first *Ticket
 	var stuck []*Ticket
 	cyclic := false
@@ -878,8 +951,12 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 	// The walk below looks for what is stuck; when nothing can be, only
 	// the earliest blocker matters (as for a waiter that holds nothing).
 	walk := patience > 0 && (g.walkAlways || g.mayStallLocked(h, now))
+	calm := patience > 0 && !walk
 	if walk {
 		g.walks++
+	}
+	if calm {
+		wake = g.untilOldLocked(now)
 	}
 	for _, p := range ln.pending {
 		if p.End >= threshold {
@@ -916,7 +993,22 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 			stuck = append(stuck, s)
 		}
 	}
-	return first, stuck, cyclic, wake
+	return first, stuck, cyclic, wake, calm
+}
+
+// untilOldLocked is how long, after mayStallLocked found nothing that
+// could be stuck at now, until a statement in flight may have been in
+// flight for inflightMin: one its scan found old at its own time, any
+// other (in flight for less than half of inflightMin at the scan, or sent
+// since) no sooner than half of inflightMin after the scan.
+func (g *Gate) untilOldLocked(now int64) time.Duration {
+	at := g.oldAt + int64(g.inflightMin/2)
+	for _, p := range g.old {
+		if s := p.sent.Load(); !p.done && s != 0 {
+			at = min(at, s+int64(g.inflightMin))
+		}
+	}
+	return time.Duration(max(at-now, 0))
 }
 
 // mayStallLocked reports whether a stall check by waiter h (nil: it holds
@@ -949,7 +1041,12 @@ func (g *Gate) mayStallLocked(h *Cursor, now int64) bool {
 			return true
 		}
 	}
-	return h != nil && g.inflight.inflightMayBlock(h.locks.Load())
+	if h == nil {
+		return false
+	}
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
+	return g.inflight.inflightMayBlock(h.locks.Load())
 }
 
 // stuckLocked reports whether the in-flight ticket s that waiter h waits
