@@ -163,12 +163,20 @@ func (k *Key) aead(salt []byte) (cipher.AEAD, error) {
 // Option is an option of Open, OpenRun, CreateRun, Seal, Pack and Unpack.
 type Option func(*options)
 
-type options struct{ key *Key }
+type options struct {
+	key       *Key
+	cacheSize int64
+}
 
 // WithKey gives the key of an encrypted store (a new run directory is
 // encrypted with it). A store that is not encrypted opens as it is: the
 // key is for those that are.
 func WithKey(k *Key) Option { return func(o *options) { o.key = k } }
+
+// WithCacheSize gives a capture reader (Open) a block cache of n bytes
+// instead of Pebble's 8 MiB default: for a reader that reads the capture
+// once, in order, where blocks are not read again.
+func WithCacheSize(n int64) Option { return func(o *options) { o.cacheSize = n } }
 
 func optionsOf(opts []Option) options {
 	var o options

@@ -46,11 +46,16 @@ func Open(dir string, opts ...Option) (*Reader, error) {
 	if err := checkCaptureDir(dir); err != nil {
 		return nil, err
 	}
-	key, err := storeKey(dir, optionsOf(opts).key)
+	o := optionsOf(opts)
+	key, err := storeKey(dir, o.key)
 	if err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler), key))
+	po := pebbleOptions(true, slog.New(slog.DiscardHandler), key)
+	if o.cacheSize > 0 {
+		po.CacheSize = o.cacheSize
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openErr(dir, err)
 	}

@@ -423,8 +423,20 @@ type RunWriter struct {
 	dir string
 }
 
-// runMemTableSize is a run store's memtable size.
-const runMemTableSize = 8 << 20
+// runMemTableSize is a run store's memtable size. Pebble starts a DB's
+// memtables at 256 KiB and doubles them up to this size, and keeps the
+// last one flushed for reuse: a run's memtables hold up to about twice
+// this, reached only after some 15 MiB of outcomes at 8 MiB (a 64-session
+// replay of 200,000 records had reached 12 MiB, one of 800,000 records
+// 16 MiB, one of 25,000 records 2 MiB): memory that grew with the
+// capture's length up to 16 MiB. At 2 MiB it is 4 MiB within seconds.
+const runMemTableSize = 2 << 20
+
+// runCacheSize is the block cache of a run store, written or read: a run
+// is read in order (the outcomes compared at a replay's end, a report),
+// so a block is not read again. Pebble's default 8 MiB filled as a long
+// replay compared its outcomes at its end, beside the replay's memory.
+const runCacheSize = 1 << 20
 
 // runL0CompactionThreshold is how many flushed files a run store's L0
 // holds before Pebble compacts them.
@@ -442,12 +454,16 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	po := pebbleOptions(false, slog.New(slog.DiscardHandler), optionsOf(opts).key)
 	// A run's outcomes are small and come at the targets' pace: a
 	// capture's 64 MiB memtables (up to four of them while flushes lag)
-	// would be most of a replay's memory, growing as each fills.
+	// would be most of a replay's memory, growing as each fills (see
+	// runMemTableSize).
 	po.MemTableSize = runMemTableSize
+	po.CacheSize = runCacheSize
 	// Compactions of a run's outcomes would run beside the replay, on the
 	// cores the targets and the replay share (3.6 % of a point-select
 	// replay's CPU with the capture's threshold of 8): let L0 hold up to
-	// 32 flushes (256 MiB of outcomes) first. Reading a run merges them.
+	// 32 flushes first (a flush takes about 1 MiB of outcomes: 25,000
+	// records of a 64-session read/write replay, so some 800,000 records
+	// go by before the first compaction). Reading a run merges them.
 	po.L0CompactionThreshold = runL0CompactionThreshold
 	po.L0StopWritesThreshold = 4 * runL0CompactionThreshold
 	db, err := pebble.Open(dir, po)
@@ -606,7 +622,9 @@ func OpenRun(dir string, opts ...Option) (*RunReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, pebbleOptions(true, slog.New(slog.DiscardHandler), key))
+	po := pebbleOptions(true, slog.New(slog.DiscardHandler), key)
+	po.CacheSize = runCacheSize
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, openErr(dir, err)
 	}

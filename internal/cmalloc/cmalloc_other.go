@@ -3,3 +3,5 @@
 package cmalloc
 
 func limitArenas(int) bool { return false }
+
+func fixMmapThreshold(int) bool { return false }

@@ -2,6 +2,7 @@ package cmalloc
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -19,5 +20,18 @@ func TestArenasAreLimited(t *testing.T) {
 	}
 	if !limitArenas(Arenas) {
 		t.Fatal("mallopt(M_ARENA_MAX) refused")
+	}
+}
+
+// The mmap threshold is fixed too (glibc then no longer raises it).
+func TestMmapThresholdIsFixed(t *testing.T) {
+	if _, set := os.LookupEnv("MALLOC_MMAP_THRESHOLD_"); set {
+		t.Skip("MALLOC_MMAP_THRESHOLD_ is set: glibc uses it")
+	}
+	if strings.Contains(os.Getenv("GLIBC_TUNABLES"), "mmap_threshold") {
+		t.Skip("GLIBC_TUNABLES sets the mmap threshold: glibc uses it")
+	}
+	if !MmapFixed {
+		t.Fatalf("glibc's mmap threshold was not fixed at %d (cgo off, or no M_MMAP_THRESHOLD)", MmapThreshold)
 	}
 }
