@@ -28,10 +28,10 @@ type Gate struct {
 	lmu   sync.Mutex
 	locks lockIndex
 	epoch uint64
-	// quiet counts the waiters parked with a transaction whose last look
-	// found nothing that could be stuck (Cursor.quiet): Sent pokes those
-	// whose locks may block the change it sends.
-	quiet atomic.Int32
+	// parked counts the waiters in Wait with a transaction and patience
+	// (Cursor.parked): Sent pokes those whose locks may block the change
+	// it sends.
+	parked atomic.Int32
 	// pass marks the in-flight tickets one blocker search has looked at
 	// (Ticket.checked); it counts the searches with a stall check too.
 	pass uint64
@@ -197,13 +197,12 @@ type Cursor struct {
 	cur   atomic.Pointer[Ticket]
 	locks atomic.Pointer[LockSet]
 	mark  uint64 // the gate's epoch of the last search that looked at it (under its lock)
-	// quiet: the worker waits in Gate.Wait with its transaction and
-	// looks again only when poked (a change its locks may block was
-	// sent), when its blockers move, or when a statement in flight may
-	// pass the in-flight bound. poke is made by the worker before quiet
-	// is first set.
-	quiet atomic.Bool
-	poke  chan struct{}
+	// parked: the worker waits in Gate.Wait with its transaction, and a
+	// change its locks may block, once sent, pokes it to look again (a
+	// calm waiter looks on no clock). poke is made by the worker before
+	// parked is first set.
+	parked atomic.Bool
+	poke   chan struct{}
 }
 
 // LockSet is what a worker's open transaction may hold locks with: its
@@ -418,7 +417,7 @@ func (g *Gate) Sent(t *Ticket, span time.Duration) {
 		}
 		t.sent.Store(g.now().UnixNano())
 		g.fly(t)
-		if t.Changes && g.quiet.Load() > 0 {
+		if t.Changes && g.parked.Load() > 0 {
 			g.pokeBlockers(t)
 		}
 		if t.sendWaiters.Load() {
@@ -429,15 +428,15 @@ func (g *Gate) Sent(t *Ticket, span time.Duration) {
 	}
 }
 
-// pokeBlockers wakes the quiet waiters whose locks may block t, a change
+// pokeBlockers wakes the parked waiters whose locks may block t, a change
 // just sent: t may now be stuck behind them, which their next look sees
-// (at t's lockBound). A waiter marks itself quiet before it looks, and t
+// (at t's lockBound). A waiter marks itself parked before it looks, and t
 // was filed as in flight before this: either its look finds t or t finds
 // it here.
 func (g *Gate) pokeBlockers(t *Ticket) {
 	g.lmu.Lock()
 	g.locks.candidates(t, func(c *Cursor) bool {
-		if c.quiet.Load() && c.locks.Load().mayBlock(t) {
+		if c.parked.Load() && c.locks.Load().mayBlock(t) {
 			select {
 			case c.poke <- struct{}{}:
 			default: // poked already
@@ -590,11 +589,11 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		if h.poke == nil {
 			h.poke = make(chan struct{}, 1)
 		}
-		h.quiet.Store(true)
-		g.quiet.Add(1)
+		h.parked.Store(true)
+		g.parked.Add(1)
 		defer func() {
-			h.quiet.Store(false)
-			g.quiet.Add(-1)
+			h.parked.Store(false)
+			g.parked.Add(-1)
 		}()
 		poke = h.poke
 	}
