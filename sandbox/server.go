@@ -212,7 +212,7 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 		return s, err
 	}
 	if _, err := os.Stat(filepath.Join(s.dataDir(), "mysql")); errors.Is(err, os.ErrNotExist) {
-		if err := installDB(ctx, bin, s.dataDir(), s.tmpDir(), root); err != nil {
+		if err := newDataDir(ctx, bin, s.dataDir(), s.tmpDir(), root); err != nil {
 			return s, err
 		}
 	}
@@ -285,16 +285,10 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 	return s, nil
 }
 
-func installDB(ctx context.Context, bin, dataDir, tmpDir string, root bool) error {
-	tool, err := findInstallDB(bin)
-	if err != nil {
-		return err
-	}
+// installDB runs the install tool with args into dataDir.
+func installDB(ctx context.Context, tool string, args []string, dataDir, tmpDir string) error {
 	// --tmpdir goes through to the bootstrap server (see Server.tmpDir).
-	args := []string{"--no-defaults", "--datadir=" + dataDir, "--tmpdir=" + tmpDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
-	if root {
-		args = append(args, "--user=root")
-	}
+	args = append(args[:len(args):len(args)], "--datadir="+dataDir, "--tmpdir="+tmpDir)
 	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s failed: %v\n%s", ErrStartFailed, tool, err, installErrors(string(out)))

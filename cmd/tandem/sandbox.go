@@ -25,7 +25,12 @@ row-based), replica-innodb, replica-rocksdb, replica-zstd (MyRocks with zstd
 column families) and reference (InnoDB, for production's end state), each
 with a server id of its own; 'tandem sandbox replicate' seeds the replicas
 from the primary and starts replication. Servers keep running after the
-command ends; stop them with 'tandem sandbox down'.`,
+command ends; stop them with 'tandem sandbox down'.
+
+A new server's data directory is a copy of a pristine one that
+mariadb-install-db made once per server build, kept in ~/.cache/tandem/sandbox;
+$` + sandbox.CacheEnv + ` names another directory, or is off to install
+every server.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", sandbox.DefaultDir, "sandbox directory (one sub-directory per profile)")
 	cmd.AddCommand(newSandboxUpCmd(&dir), newSandboxStatusCmd(&dir), newSandboxDownCmd(&dir), newSandboxEnvCmd(&dir), newSandboxReplicateCmd(&dir))
