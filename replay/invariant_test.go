@@ -106,26 +106,29 @@ func lockCounters(t *testing.T, db *sql.DB, engine string) (deadlocks, timeouts 
 // The servers are the test's own, not the package's shared ones: the lock
 // counters it checks the report against are the whole server's, so no
 // other test may run statements there meanwhile; with servers to itself
-// it runs beside the other parallel tests.
+// it runs beside the other parallel tests, each workload on servers of
+// its own.
 func TestInvariantsHoldAfterReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB servers; skipped with -short")
 	}
 	t.Parallel()
-	inno, rocks := ownServers(t)
-	innoRoot, err := sql.Open("mysql", inno.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer innoRoot.Close()
-	rocksRoot, err := sql.Open("mysql", rocks.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rocksRoot.Close()
 	ctx := context.Background()
 	for _, w := range []invariant.Workload{invariant.Bank{}, invariant.Orders{}} {
 		t.Run(w.Name(), func(t *testing.T) {
+			// Each workload has servers of its own, so the two run at once.
+			t.Parallel()
+			inno, rocks := ownServers(t)
+			innoRoot, err := sql.Open("mysql", inno.DSN(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer innoRoot.Close()
+			rocksRoot, err := sql.Open("mysql", rocks.DSN(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rocksRoot.Close()
 			origin, originDSN := inno.FreshDB(t)
 			if err := w.Setup(ctx, origin, "InnoDB"); err != nil {
 				t.Fatal(err)

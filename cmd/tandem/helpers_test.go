@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +18,9 @@ import (
 // The long tests that mostly wait (on servers, sysbench's pace, sleeps)
 // and have what they touch to themselves — databases (FreshDB), servers
 // (ownServer, sandbox up), addresses (freeAddr) — call t.Parallel. The
-// others stay sequential, and parallel tests never run beside them: the
-// go-sql-driver suite takes every connection the shared server allows,
-// and a t.Setenv changes the whole process.
+// others stay sequential, and parallel tests never run beside them: a
+// t.Setenv changes the whole process. (The go-sql-driver suite, which
+// takes every connection its server allows, runs on servers of its own.)
 
 // ownServer starts an InnoDB server of the test's own, one it may stop,
 // kill or restart (the shared sandboxtest servers must stay up), with
@@ -36,6 +38,33 @@ func ownServer(t *testing.T, options ...string) (sandbox.Server, sandbox.Config)
 	t.Cleanup(func() { sandbox.Down(context.Background(), cfg.Dir, nil, true) })
 	cfg.Port = srvs[0].Port
 	return srvs[0], cfg
+}
+
+// ownServers starts one InnoDB server per entry of options (its server
+// options), all at once, each in a sandbox of its own.
+func ownServers(t *testing.T, options [][]string) []sandbox.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srvs := make([]sandbox.Server, len(options))
+	errs := make([]error, len(options))
+	var wg sync.WaitGroup
+	for i, opts := range options {
+		cfg := sandbox.Config{Dir: filepath.Join(t.TempDir(), "sandbox"), Profiles: []string{"innodb"}, ServerOptions: opts}
+		t.Cleanup(func() { sandbox.Down(context.Background(), cfg.Dir, nil, true) })
+		wg.Go(func() {
+			s, err := sandbox.Up(ctx, cfg)
+			if err == nil {
+				srvs[i] = s[0]
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return srvs
 }
 
 // rootSQL runs statements as root on the server at port with the mariadb CLI.
