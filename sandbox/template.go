@@ -91,11 +91,22 @@ func newDataDir(ctx context.Context, bin, dataDir, tmpDir string, root bool) err
 			return installDB(ctx, tool, args, dataDir, tmpDir) // the cache is not usable
 		}
 	}
-	if err := copyTree(tpl, dataDir); err != nil {
-		os.RemoveAll(dataDir)
+	// The copy is made beside dataDir and renamed into place, so that a
+	// copy cut short leaves no data directory that looks whole. What is
+	// at dataDir has no system tables (see start): what an install or a
+	// copy that was cut short left, of no use.
+	tmp := dataDir + ".copy"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := copyTree(tpl, tmp); err != nil {
+		os.RemoveAll(tmp)
 		return fmt.Errorf("sandbox: copy the pristine data directory %s to %s: %w (%s=off installs each server instead)", tpl, dataDir, err, CacheEnv)
 	}
-	return nil
+	if err := os.RemoveAll(dataDir); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dataDir)
 }
 
 // makeTemplate installs a pristine data directory into a staging

@@ -151,3 +151,60 @@ func TestCopyTreeRefusesWhatIsNotAFile(t *testing.T) {
 		t.Fatalf("copying a fifo: err = %v", err)
 	}
 }
+
+// A data directory left without system tables (an install or a copy cut
+// short) is replaced by a whole copy of the pristine one; a copy cut
+// short beside it is removed first.
+func TestNewDataDirReplacesWhatAnInterruptedStartLeft(t *testing.T) {
+	bin := t.TempDir()
+	server, tool := filepath.Join(bin, "mariadbd"), filepath.Join(bin, "mariadb-install-db")
+	for _, f := range []string{server, tool} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	t.Setenv(CacheEnv, cache)
+	key, err := templateKey(server, tool, installArgs(os.Geteuid() == 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := filepath.Join(cache, "datadir-"+key)
+	for f, body := range map[string]string{"mysql/db.frm": "db", "ibdata1": "pages"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tpl, f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tpl, f), []byte(body), 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	for _, f := range []string{filepath.Join(data, "ibdata1"), filepath.Join(data+".copy", "mysql", "half")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("left over"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fake install tool fails: the data directory must come from the
+	// pristine copy, not from an install.
+	if err := newDataDir(context.Background(), server, data, t.TempDir(), os.Geteuid() == 0); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	filepath.WalkDir(data, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(data, p)
+			got[rel] = string(b)
+		}
+		return nil
+	})
+	if len(got) != 2 || got["mysql/db.frm"] != "db" || got["ibdata1"] != "pages" {
+		t.Errorf("data directory holds %v, want the pristine copy's mysql/db.frm and ibdata1", got)
+	}
+	if _, err := os.Stat(data + ".copy"); !os.IsNotExist(err) {
+		t.Errorf("%s.copy is still there (%v)", data, err)
+	}
+}
