@@ -117,11 +117,10 @@ func makeTemplate(ctx context.Context, tool string, args []string, cache, tpl st
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
 	}
-	if old, _ := filepath.Glob(filepath.Join(cache, "staging-*")); len(old) > 0 {
-		for _, d := range old {
-			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.RemoveAll(d)
-			}
+	old, _ := filepath.Glob(filepath.Join(cache, "staging-*"))
+	for _, d := range old {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.RemoveAll(d)
 		}
 	}
 	stage, err := os.MkdirTemp(cache, "staging-")
