@@ -60,3 +60,73 @@ func TestReaderNeverWaitsForOneStuckSession(t *testing.T) {
 		t.Errorf("%d statements replayed, want %d", got, after+4)
 	}
 }
+
+// The reader's backlog grows with the sessions open, 64 records each,
+// between 4,096 and 16,384: a 64-session replay held some 12,000 records
+// read ahead under the fixed 16,384 once it had run for a few seconds.
+func TestBacklogGrowsWithTheSessions(t *testing.T) {
+	for _, c := range []struct {
+		sessions int
+		want     int64
+	}{{0, 4096}, {1, 4096}, {64, 4096}, {65, 4160}, {100, 6400}, {256, 16384}, {1024, 16384}, {100000, 16384}} {
+		if got := backlogFor(c.sessions); got != c.want {
+			t.Errorf("backlogFor(%d) = %d, want %d", c.sessions, got, c.want)
+		}
+	}
+}
+
+// The reader waits once the backlog passes its limit, and goes on when
+// the workers have brought it down to 7/8 of it, not before.
+func TestBacklogWaitsForRoomBelowItsLimit(t *testing.T) {
+	var b backlog
+	b.setLimit(16)
+	for range 16 {
+		b.add() // room for each: does not wait
+	}
+	added := make(chan struct{})
+	go func() { b.add(); close(added) }() // the 17th waits
+	for !b.waiting.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 17; i > 15; i-- { // 17 → 15: still above 14 (7/8 of 16)
+		b.done()
+		select {
+		case <-added:
+			t.Fatalf("the reader went on with %d records in the backlog, above 14", i-1)
+		default:
+		}
+	}
+	b.done() // 14
+	<-added
+	if n := b.n.Load(); n != 14 {
+		t.Errorf("backlog holds %d records, want 14", n)
+	}
+}
+
+// A job queue emptied after a deep moment lets its room go, so that a
+// replay's sessions do not each keep the room of their deepest moment; a
+// shallow one keeps it, for the next records.
+func TestFifoLetsGoOfTheRoomOfADeepMoment(t *testing.T) {
+	var q fifo[job]
+	for range 1000 {
+		q.items = append(q.items, job{loop: 1})
+	}
+	for range 1000 {
+		q.pop()
+	}
+	if c := cap(q.items); c != 0 || q.len() != 0 {
+		t.Errorf("emptied after 1,000 jobs: room for %d, %d left; want 0 and 0", c, q.len())
+	}
+	for range 10 {
+		q.items = append(q.items, job{loop: 2})
+	}
+	c := cap(q.items)
+	for range 10 {
+		if j := q.pop(); j.loop != 2 {
+			t.Fatalf("popped loop %d, want 2", j.loop)
+		}
+	}
+	if cap(q.items) != c || c > fifoKeep {
+		t.Errorf("emptied after 10 jobs: room for %d (was %d), want it kept and at most %d", cap(q.items), c, fifoKeep)
+	}
+}

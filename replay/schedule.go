@@ -696,22 +696,52 @@ func (rn *runner) spawn(ctx context.Context, sr *sessionRunner) *jobQueue {
 // COMMIT was still unread, both waited until the server's lock wait
 // timeout. With a bound in all, the reader waits until any record is
 // done, and a session may fall behind by up to the whole backlog.
-const sessionBacklog = 16 << 10
+//
+// The bound grows with the sessions open, backlogPerSession each, from
+// backlogMin up to sessionBacklog: how far the reader must read to reach
+// a lock holder's COMMIT grows with the sessions whose records come
+// between. A fixed 16,384 held some 12,000 records (7 MiB and their
+// tickets) read ahead of 64 sessions once a replay had run for a few
+// seconds: memory a short replay never reached, so its peak grew with
+// the capture's length. 4,096 for all widths made 256 and 1,024 sessions
+// a third slower, and released records at --order-timeout at 1,024.
+const (
+	sessionBacklog    = 16 << 10
+	backlogMin        = 4 << 10
+	backlogPerSession = 64
+)
+
+// backlogFor is the backlog's bound with n sessions open.
+func backlogFor(n int) int64 {
+	return min(max(int64(n)*backlogPerSession, backlogMin), sessionBacklog)
+}
 
 // backlog counts records read and not yet run. The reader, once it has
-// sessionBacklog of them, waits until no more than 7/8 of that are left:
+// its limit of them, waits until no more than 7/8 of that are left:
 // waking it for every record done cost a wake-up per record (a quarter of
 // a 64-session replay's speed).
 type backlog struct {
 	n       atomic.Int64
+	limit   atomic.Int64 // 0: backlogMin (setLimit)
 	waiting atomic.Bool
 	mu      sync.Mutex
 	cond    *sync.Cond
 }
 
+// setLimit sets the bound; only the reader calls it, between its adds.
+func (b *backlog) setLimit(n int64) { b.limit.Store(n) }
+
+func (b *backlog) max() int64 {
+	if l := b.limit.Load(); l > 0 {
+		return l
+	}
+	return backlogMin
+}
+
 // add counts a record read, first waiting for room.
 func (b *backlog) add() {
-	if b.n.Add(1) <= sessionBacklog {
+	limit := b.max()
+	if b.n.Add(1) <= limit {
 		return
 	}
 	b.mu.Lock()
@@ -719,7 +749,7 @@ func (b *backlog) add() {
 		b.cond = sync.NewCond(&b.mu)
 	}
 	b.waiting.Store(true) // before the check: done sees it if it lowered n after
-	for b.n.Load() > sessionBacklog*7/8 {
+	for b.n.Load() > limit*7/8 {
 		b.cond.Wait()
 	}
 	b.waiting.Store(false)
@@ -729,7 +759,7 @@ func (b *backlog) add() {
 // done counts a record run (or dropped), waking the reader when there is
 // room again.
 func (b *backlog) done() {
-	if b.n.Add(-1) <= sessionBacklog*7/8 && b.waiting.Load() {
+	if b.n.Add(-1) <= b.max()*7/8 && b.waiting.Load() {
 		b.mu.Lock()
 		if b.cond != nil {
 			b.cond.Broadcast()
@@ -797,6 +827,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if q == nil {
 		q = rn.spawn(ctx, sr)
 		sr.sessions[key] = q
+		sr.backlog.setLimit(backlogFor(len(sr.sessions)))
 	}
 	start := rn.offset(rec, loop)
 	c := sr.cursors[key]
@@ -831,6 +862,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if rec.Kind == store.KindQuit {
 		q.close()
 		delete(sr.sessions, key)
+		sr.backlog.setLimit(backlogFor(len(sr.sessions)))
 		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
 		delete(sr.foot, key)
@@ -1058,11 +1090,18 @@ func (q *unitQueue) push(u *unit) {
 }
 
 // fifo is a queue on a slice: items leave from the front, whose room is
-// reused once it is most of the slice.
+// reused once it is most of the slice. A slice emptied with more than
+// fifoKeep items of room is let go: a queue keeps the room of its
+// deepest moment otherwise, and each of a replay's sessions has one (a
+// 64-session replay of 200,000 records held 2.6 MiB of empty job queue
+// room, some 36,000 slots, beside a backlog of 4,096 records).
 type fifo[T any] struct {
 	items []T
 	head  int // items[:head] are gone
 }
+
+// fifoKeep is the room an emptied fifo keeps.
+const fifoKeep = 64
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 
@@ -1073,6 +1112,9 @@ func (q *fifo[T]) pop() T {
 	q.head++
 	switch {
 	case q.head == len(q.items):
+		if cap(q.items) > fifoKeep {
+			q.items = nil
+		}
 		q.items, q.head = q.items[:0], 0
 	case q.head >= 256 && 2*q.head >= len(q.items):
 		n := copy(q.items, q.items[q.head:])
