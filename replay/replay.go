@@ -491,6 +491,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	if n := commitOrderNote(&cfg, x); n != "" {
 		notes = append(notes, n)
 	}
+	if cfg.Order == OrderCapture && nothingToOrder(x, followed) {
+		notes = append(notes, "the capture changes nothing other sessions could see (no write, DDL, locking read or statement of unknown effect): under --order capture a read waits only for earlier changes, so no record had anything to wait for, and the sessions ran as freely as with --order none")
+	}
 	command := "replay"
 	switch {
 	case sw != nil:

@@ -52,6 +52,11 @@ type captureIndex struct {
 	killedQuits map[uint64]bool
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
+	// changes: some record changes what other sessions see, or may (the
+	// rule of trxChanges: a write, DDL, a locking read, a statement of
+	// unknown effect, one replay cannot run). Without one, --order
+	// capture has nothing to order (runner.ordered).
+	changes bool
 	// lost: the records the capture lacks (a crash, a damaged file).
 	lost store.SeqGaps
 	// writers: which sessions write each table (for --order none).
@@ -235,6 +240,7 @@ func (sc *scanner) add(rec *store.Record) {
 	if unknownWrites(rec, s.sqlOf) {
 		// Replay skips it and cannot name what it wrote: from here on any
 		// table may differ from the capture's.
+		x.changes = true
 		if capture.MayHaveWritten(rec) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
@@ -319,6 +325,9 @@ func (sc *scanner) add(rec *store.Record) {
 		return
 	}
 	if sql == "" {
+		// An execute of a statement the session did not prepare here:
+		// replay's worker takes it for a change (trxChanges).
+		x.changes = x.changes || rec.Kind == store.KindExecute || an.Info(sql).Changes()
 		return
 	}
 	// Names in the statement are in the session's character set; the
@@ -334,6 +343,9 @@ func (sc *scanner) add(rec *store.Record) {
 	if info.Kill && rec.Kind == store.KindQuery && rec.Resp.Kind == store.RespOK {
 		sc.kill(rec.SQL, start)
 	}
+	// An end of a transaction is a change only when the transaction
+	// changed something, which set changes already.
+	x.changes = x.changes || info.Changes() && !onlyEnds(info)
 	d := x.digests[info.Digest.ID]
 	if d == nil {
 		d = &digestCount{text: info.Digest.Text, class: info.Class}

@@ -121,3 +121,56 @@ func TestScanFindsTheEndsKillsCaused(t *testing.T) {
 		t.Errorf("ends left to a KILL: %v, want %v", sc.x.killedQuits, want)
 	}
 }
+
+// The scan says whether a capture changes anything other sessions see, by
+// trxChanges' rule: without such a record, --order capture has nothing to
+// order (nothingToOrder). A read-only transaction's COMMIT, a read and a
+// prepared read change nothing; a write, a locking read, a KILL, and an
+// execute of a statement the session did not prepare in the capture each
+// may.
+func TestScanTellsWhetherTheCaptureChangesAnything(t *testing.T) {
+	ok := store.Response{Kind: store.RespOK}
+	rows := store.Response{Kind: store.RespResultSet}
+	reads := []store.Record{
+		{Session: 1, Kind: store.KindConnect, Resp: ok},
+		{Session: 1, Kind: store.KindQuery, SQL: "BEGIN", Resp: ok},
+		{Session: 1, Kind: store.KindQuery, SQL: "SELECT c FROM sbtest1 WHERE id = 7", Resp: rows},
+		{Session: 2, Kind: store.KindQuery, SQL: "SELECT SUM(k) FROM sbtest2 WHERE id BETWEEN 1 AND 99", Resp: rows},
+		{Session: 1, Kind: store.KindQuery, SQL: "COMMIT", Resp: ok},
+		{Session: 2, Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT c FROM sbtest3 WHERE id = ?", Resp: ok},
+		{Session: 2, Kind: store.KindExecute, StmtID: 1, Resp: rows},
+		{Session: 2, Kind: store.KindQuery, SQL: "SET autocommit = 1", Resp: ok},
+		{Session: 1, Kind: store.KindQuit},
+	}
+	for _, c := range []struct {
+		name string
+		last *store.Record // appended to reads (nil: none)
+		want bool
+	}{
+		{"reads", nil, false},
+		{"a write", &store.Record{Session: 2, Kind: store.KindQuery, SQL: "UPDATE sbtest1 SET k = k + 1 WHERE id = 7", Resp: ok}, true},
+		{"a write that failed", &store.Record{Session: 2, Kind: store.KindQuery, SQL: "DELETE FROM sbtest1 WHERE id = 7",
+			Resp: store.Response{Kind: store.RespError, ErrCode: mysql.ER_LOCK_DEADLOCK}}, true},
+		{"a locking read", &store.Record{Session: 2, Kind: store.KindQuery, SQL: "SELECT c FROM sbtest1 WHERE id = 7 FOR UPDATE", Resp: rows}, true},
+		{"DDL", &store.Record{Session: 2, Kind: store.KindQuery, SQL: "CREATE TABLE t2 (id INT PRIMARY KEY)", Resp: ok}, true},
+		{"a KILL", &store.Record{Session: 2, Kind: store.KindQuery, SQL: "KILL 12", Resp: ok}, true},
+		{"an execute prepared before the capture", &store.Record{Session: 2, Kind: store.KindExecute, StmtID: 9, Resp: rows}, true},
+	} {
+		sc := newScanner(sqlinfo.NewAnalyzer())
+		recs := slices.Clone(reads)
+		if c.last != nil {
+			recs = append(recs, *c.last)
+		}
+		for i, r := range recs {
+			r.Seq, r.Schema, r.Start, r.Duration = uint64(i+1), "s", time.Unix(1, 0).Add(time.Duration(i)*time.Millisecond), 100*time.Microsecond
+			sc.add(&r)
+		}
+		sc.finish()
+		if sc.x.changes != c.want || nothingToOrder(sc.x, false) == c.want {
+			t.Errorf("%s: changes %v, nothing to order %v; want changes %v", c.name, sc.x.changes, nothingToOrder(sc.x, false), c.want)
+		}
+		if nothingToOrder(sc.x, true) {
+			t.Errorf("%s: a followed capture's records to come are not known; it must be ordered", c.name)
+		}
+	}
+}

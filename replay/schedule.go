@@ -85,6 +85,9 @@ type runner struct {
 	}
 	// board orders the statements of regrouped units running at once.
 	board *order.Board
+	// ordered: records take tickets at the gate (--order capture, and the
+	// capture changes something: nothingToOrder).
+	ordered bool
 	// commitOrder: records that commit keep the server's commit order on
 	// this target (Config.commitOrdered).
 	commitOrder bool
@@ -159,7 +162,8 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 		return nil, err
 	}
 	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
-		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed()}
+		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed(),
+		ordered: cfg.Order == OrderCapture && !nothingToOrder(x, rs.src.followed())}
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -467,7 +471,7 @@ func (rn *runner) closeAwaitingKill() {
 // A bypassed write's ticket is unclocked (order.Ticket.Unclocked): its
 // interval is its place in the server's order, not when it ran.
 func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes, unclocked bool, cm *commitPlace, infos ...*sqlinfo.Info) *order.Ticket {
-	if rn.cfg.Order != OrderCapture {
+	if !rn.ordered {
 		return nil
 	}
 	tables, anyT := ticketTables(nil, infos...)
@@ -479,6 +483,15 @@ func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, chang
 	}
 	return rn.gate.Add(t, c)
 }
+
+// nothingToOrder reports whether the records of the capture x need no
+// order between sessions: none changes what others see
+// (captureIndex.changes), so under --order capture's rules (a read waits
+// for the changes before it, a change for every record before it) none
+// waits for another, and a ticket per record would cost the gate's time
+// for nothing. A followed capture's records to come are not known yet:
+// they are ordered.
+func nothingToOrder(x *captureIndex, followed bool) bool { return !x.changes && !followed }
 
 // commitPlace is a record's place in the server's commit order, and what
 // its transaction locked.
