@@ -172,10 +172,13 @@ cannot be edited stops that target (--on-unrewritable skip runs the rest
 without it). Credentials come from the targets, never from the capture; a
 target whose DSN names a database runs every session in it.
 
-Order. With --order capture (the default), on each target a record starts
-only after every record that ended, in the capture, before it started has
-completed there, at every --speed: concurrent read-write traffic then does
-to identical targets the same thing in the same order. Records that
+Order. With --order capture (the default), on each target a change (a
+write, the COMMIT of a transaction that wrote, a locking read) starts only
+after every record that ended, in the capture, before it started has
+completed there, and a read after every such change, at every --speed:
+concurrent read-write traffic then does to identical targets the same
+thing in the same order. A capture without changes (read-only traffic)
+has nothing to order: its records run as with --order none. Records that
 overlapped in the capture run concurrently, as they did; conflicting
 writes and locking reads among them go to the server in the order they
 ended in the capture, which is the order the capture's server granted
@@ -331,7 +334,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")
-	f.StringVar(&cfg.Order, "order", "", "capture: a record starts after every record that ended before it in the capture has completed; none: sessions run freely (default: capture, or none for a synthesized capture)")
+	f.StringVar(&cfg.Order, "order", "", "capture: a change (write, COMMIT of a write, locking read) starts after every record that ended before it in the capture has completed, a read after every such change (a capture without changes has nothing to order); none: sessions run freely (default: capture, or none for a synthesized capture)")
 	gate.add(f, &cfg)
 	f.StringVar(&reference, "reference", "", "NAME=DSN of a server holding production's end state (a replica stopped at the capture's end point by tandem align --end): every target's end state is compared with it, and it is never replayed onto")
 	f.BoolVar(&cfg.ApplyBypassed, "apply-bypassed", false, "also run the transactions that bypassed the proxy (the capture holds them, from the binary log's row images) where the server ran them, so that end states can equal production's")
