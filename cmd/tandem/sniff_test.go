@@ -580,25 +580,44 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	// this part tests, and its exact counts need a whole capture (the 1 %
 	// dropped below is the part about losses). Such a capture is taken
 	// again, up to three times, each attempt's losses logged.
+	//
+	// The copies and tcpdump must be done while sysbench still runs: on a
+	// loaded machine they can take the 3 s left of its 8, and a run that
+	// ends less than a second after them is taken again, twice as long.
 	var lateCap string
 	var lateCopies []string
+	benchSecs := 8
 	for attempt := 1; ; attempt++ {
 		late := filepath.Join(dir, fmt.Sprintf("late%d.pcap", attempt))
 		common := []string{"oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1", fmt.Sprintf("--mysql-port=%d", port), "--mysql-user=root", "--mysql-db=sb",
-			"--tables=2", "--table-size=2000", "--threads=8", "--time=8", pcapSysbenchRate(), "--db-ps-mode=disable", "--report-interval=0", "run"}
+			"--tables=2", "--table-size=2000", "--threads=8", fmt.Sprintf("--time=%d", benchSecs), pcapSysbenchRate(), "--db-ps-mode=disable", "--report-interval=0", "run"}
 		bench := exec.Command("sysbench", common...)
 		var benchOut strings.Builder
 		bench.Stdout, bench.Stderr = &benchOut, &benchOut
 		if err := bench.Start(); err != nil {
 			t.Fatal(err)
 		}
+		var benchErr error
+		var benchEnded time.Time
+		benchDone := make(chan struct{})
+		go func() { benchErr = bench.Wait(); benchEnded = time.Now(); close(benchDone) }()
 		time.Sleep(5 * time.Second)
 		var stopLate func() string
 		lateCopies = snapshotCopies(t, port, "sb", func() { stopLate = tcpdumpDropping(t, port, late) })
-		if err := bench.Wait(); err != nil {
-			t.Fatalf("sysbench: %v: %s", err, benchOut.String())
+		copied := time.Now()
+		<-benchDone
+		if benchErr != nil {
+			t.Fatalf("sysbench: %v: %s", benchErr, benchOut.String())
 		}
 		dropped := stopLate()
+		if left := benchEnded.Sub(copied); left < time.Second {
+			if attempt == 3 {
+				t.Fatalf("late pcap: sysbench ended %v after the copies and tcpdump were ready, 3 times (--time up to %d s): the machine is too loaded for this part", left.Round(time.Millisecond), benchSecs)
+			}
+			benchSecs *= 2
+			t.Logf("late pcap, attempt %d: sysbench ended %v after the copies and tcpdump were ready; again with --time=%d", attempt, left.Round(time.Millisecond), benchSecs)
+			continue
+		}
 		lateCap = filepath.Join(dir, fmt.Sprintf("late%d", attempt))
 		out = captureFrom(t, lateCap, late, "--port", fmt.Sprint(port), "--schema", "sb")
 		st = sourceStats(t, lateCap)
