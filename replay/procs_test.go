@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -8,13 +9,22 @@ import (
 	"github.com/tandemdb/tandem/targets"
 )
 
+// --io auto (the default) gives each connection a thread up to 8 per CPU
+// and waits on the poller beyond, saying so in the log only; --io blocking
+// is honoured up to the Ps it may add.
 func TestIOMode(t *testing.T) {
+	auto := 8 * runtime.NumCPU()
 	for _, c := range []struct {
 		asked      string
 		conns      int
 		want, note string
 	}{
+		{IOAuto, 1, IOBlocking, ""},
+		{IOAuto, auto, IOBlocking, ""},
+		{IOAuto, auto + 1, IOPoller, fmt.Sprintf("%d connections, more than 8 per CPU: waiting on the poller", auto+1)},
+		{IOAuto, maxBlockingConns + 1, IOPoller, "more than 8 per CPU"},
 		{IOBlocking, 16, IOBlocking, ""},
+		{IOBlocking, auto + 1, IOBlocking, ""},
 		{IOBlocking, maxBlockingConns, IOBlocking, ""},
 		{IOBlocking, maxBlockingConns + 1, IOPoller, "513 connections need more than the 512 Ps --io blocking allows"},
 		{IOPoller, 16, IOPoller, ""},
@@ -29,12 +39,12 @@ func TestIOMode(t *testing.T) {
 func TestConfigIO(t *testing.T) {
 	base := Config{Capture: "c", RunDir: "r", Targets: []targets.Target{{Name: "a", DSN: "root@tcp(127.0.0.1:1)/"}}}
 	c := base
-	if err := c.check(); err != nil || c.IO != IOBlocking {
-		t.Fatalf("default: IO %q, err %v; want blocking", c.IO, err)
+	if err := c.check(); err != nil || c.IO != IOAuto {
+		t.Fatalf("default: IO %q, err %v; want auto", c.IO, err)
 	}
 	c = base
 	c.IO = "epoll"
-	if err := c.check(); err == nil || !strings.Contains(err.Error(), `--io "epoll": want blocking or poller`) {
+	if err := c.check(); err == nil || !strings.Contains(err.Error(), `--io "epoll": want auto, blocking or poller`) {
 		t.Fatalf("--io epoll: %v", err)
 	}
 }

@@ -143,8 +143,8 @@ type Config struct {
 	ReportInterval, SeriesInterval time.Duration
 	// Samples kept per (digest, divergence class).
 	Samples int
-	// IO is how connections wait for replies: IOBlocking (the default,
-	// "" too) or IOPoller.
+	// IO is how connections wait for replies: IOAuto (the default, ""
+	// too), IOBlocking or IOPoller.
 	IO string
 	// Shard replays the sessions of one shard: Index of Count (Count ≤ 1:
 	// all).
@@ -202,10 +202,10 @@ func (c *Config) check() error {
 	}
 	switch c.IO {
 	case "":
-		c.IO = IOBlocking
-	case IOBlocking, IOPoller:
+		c.IO = IOAuto
+	case IOAuto, IOBlocking, IOPoller:
 	default:
-		return fmt.Errorf("replay: --io %q: want %s or %s", c.IO, IOBlocking, IOPoller)
+		return fmt.Errorf("replay: --io %q: want %s, %s or %s", c.IO, IOAuto, IOBlocking, IOPoller)
 	}
 	switch c.Order {
 	case "", OrderCapture, OrderNone: // "": capture, or none for a synthesized capture
@@ -661,7 +661,10 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 	conns *= len(idxs)
 	mode, why := ioMode(pcfg.IO, conns)
 	var notes []string
-	if why != "" {
+	switch {
+	case why != "" && pcfg.IO == IOAuto:
+		pcfg.Logger.Info(why)
+	case why != "":
 		pcfg.Logger.Warn(why)
 		notes = append(notes, why)
 	}

@@ -129,7 +129,7 @@ func TestCLIErrors(t *testing.T) {
 		{"replay without targets", nil, []string{"replay", empty}, "no targets; give --target"},
 		{"replay missing capture", nil, []string{"replay", empty + "/nope", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + "/nope does not exist"},
 		{"replay foreign directory", nil, []string{"replay", empty, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "not a tandem capture: " + empty + " holds no Pebble store"},
-		{"replay unknown io", nil, []string{"replay", empty, "--io", "epoll", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--io "epoll": want blocking or poller`},
+		{"replay unknown io", nil, []string{"replay", empty, "--io", "epoll", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--io "epoll": want auto, blocking or poller`},
 		{"replay negative speed", nil, []string{"replay", empty, "--speed", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed must not be negative"},
 		// Values that were accepted silently (#29 item 11).
 		{"replay NaN speed", nil, []string{"replay", synthCap, "--speed", "NaN", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed NaN: want 0 (no clock waits) or a factor from 0.001 to 1000"},
