@@ -39,7 +39,19 @@ const maxBlockingConns = 512
 const blockingPerCPU = 8
 
 // autoBlockingConns is the most connections IOAuto runs blocking.
-func autoBlockingConns() int { return min(blockingPerCPU*runtime.NumCPU(), maxBlockingConns) }
+func autoBlockingConns() int { return min(blockingPerCPU*cpus(), maxBlockingConns) }
+
+// cpus is how many CPUs the process may use: GOMAXPROCS as it was before
+// any run raised it (addProcs). Go sets it from a container's CPU quota
+// too, where runtime.NumCPU counts the whole machine's.
+func cpus() int {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.extra > 0 {
+		return procs.base
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // ioMode decides how this run's connections wait: conns is how many the
 // run opens at most. The reason is for the log when blocking was asked for

@@ -13,7 +13,7 @@ import (
 // and waits on the poller beyond, saying so in the log only; --io blocking
 // is honoured up to the Ps it may add.
 func TestIOMode(t *testing.T) {
-	auto := 8 * runtime.NumCPU()
+	auto := 8 * runtime.GOMAXPROCS(0)
 	for _, c := range []struct {
 		asked      string
 		conns      int
@@ -50,12 +50,16 @@ func TestConfigIO(t *testing.T) {
 }
 
 // Runs at once add their Ps up; the last one out restores the setting.
+// The CPUs --io auto counts are the setting found, not the Ps added.
 func TestAddProcsNests(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	undoA := addProcs(3)
 	undoB := addProcs(5)
 	if got := runtime.GOMAXPROCS(0); got != before+8 {
 		t.Fatalf("two runs: GOMAXPROCS %d, want %d", got, before+8)
+	}
+	if got := cpus(); got != before {
+		t.Errorf("two runs: %d CPUs for --io auto, want %d (GOMAXPROCS before them)", got, before)
 	}
 	undoA()
 	if got := runtime.GOMAXPROCS(0); got != before+5 {
