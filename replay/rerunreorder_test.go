@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,13 +43,37 @@ import (
 // yields in turn (listed too), and session 1 and then session 2 run again
 // in the capture's order. Row 1 ends at 20, as captured, and session 4's
 // read agrees with the capture.
+//
+// Which of these happens depends on timing: under load, session 2's
+// UPDATE may not yet wait for the lock when session 1 yields, and then
+// goes after its rerun, as in the capture (v = 20, nothing to count
+// apart), or a transaction yields once more. Either is true to what ran
+// and is checked as such (no divergence, no error, nothing released, the
+// row's value and the count apart agreeing); the run is then taken again,
+// up to three times, until it went the way this test is about (CI saw
+// one such run in about 60 under load, with the code of long before).
 func TestYieldingTransactionLabelsWhatOvertookItsLocks(t *testing.T) {
 	t.Run("sessions", func(t *testing.T) {
-		yieldOvertaken(t, yieldCase{mod: func(*Config) {}, yielded: []uint64{1}, v: 11, apart: 1})
+		yieldUntilOvertaken(t, yieldCase{mod: func(*Config) {}, yielded: []uint64{1}, v: 11, apart: 1})
 	})
 	t.Run("concurrency", func(t *testing.T) {
-		yieldOvertaken(t, yieldCase{mod: func(c *Config) { c.Concurrency = 4 }, trx: true, yielded: []uint64{1, 2}, reruns: 2, v: 20})
+		yieldUntilOvertaken(t, yieldCase{mod: func(c *Config) { c.Concurrency = 4 }, trx: true, yielded: []uint64{1, 2}, reruns: 2, v: 20})
 	})
+}
+
+// yieldUntilOvertaken runs tc until a run goes as tc wants (three
+// attempts); every attempt must be true to what ran (yieldOvertaken).
+func yieldUntilOvertaken(t *testing.T, tc yieldCase) {
+	for attempt := 1; ; attempt++ {
+		miss := yieldOvertaken(t, tc)
+		if miss == "" || t.Failed() {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("3 attempts, none timed as this test needs; the last: %s", miss)
+		}
+		t.Logf("attempt %d timed otherwise (%s): again", attempt, miss)
+	}
 }
 
 // yieldCase is one run of the yield test and what it must give.
@@ -66,7 +91,12 @@ type yieldCase struct {
 	v, apart int
 }
 
-func yieldOvertaken(t *testing.T, tc yieldCase) {
+// yieldOvertaken runs tc once. What no timing excuses is an error: a
+// divergence, an error, a record released, a row value the count apart
+// does not explain, a report that does not name the yield. A run that
+// went another true way (see TestYieldingTransactionLabelsWhatOvertookItsLocks)
+// is returned as a miss.
+func yieldOvertaken(t *testing.T, tc yieldCase) (miss string) {
 	trx := tc.trx
 	rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
 		ok := store.Response{Kind: store.RespOK}
@@ -100,10 +130,12 @@ func yieldOvertaken(t *testing.T, tc yieldCase) {
 			store.Record{Session: 1, Start: at(24), Kind: store.KindQuit},
 		)
 	}, tc.mod)
+	const captured = 20 // row 1 at the capture's end
+	var misses []string
 	for i, tr := range rep.Targets {
-		if tr.OrderReruns == 0 || (tc.reruns > 0 && tr.OrderReruns != tc.reruns) || tr.OrderReleased != 0 || tr.Errors != 0 {
-			t.Errorf("%s: %d reruns, %d released, %d errors; want sessions %v to yield (%d reruns; 0: some), nothing released, no error",
-				tr.Name, tr.OrderReruns, tr.OrderReleased, tr.Errors, tc.yielded, tc.reruns)
+		if tr.OrderReruns == 0 || tr.OrderReleased != 0 || tr.Errors != 0 {
+			t.Errorf("%s: %d reruns, %d released, %d errors; want sessions %v to yield, nothing released, no error",
+				tr.Name, tr.OrderReruns, tr.OrderReleased, tr.Errors, tc.yielded)
 		}
 		var yielded []uint64
 		for _, r := range tr.Reorders {
@@ -111,13 +143,28 @@ func yieldOvertaken(t *testing.T, tc yieldCase) {
 				yielded = append(yielded, r.Session)
 			}
 		}
-		if slices.Sort(yielded); !slices.Equal(yielded, tc.yielded) || len(tr.Reorders) != len(tc.yielded) || tr.Reordered != 0 {
-			t.Errorf("%s: reorders %+v, %d changes sent ahead; want sessions %v listed as yielded on shop.t, nothing sent ahead", tr.Name, tr.Reorders, tr.Reordered, tc.yielded)
+		slices.Sort(yielded)
+		if len(yielded) == 0 || len(tr.Reorders) != len(yielded) || tr.Reordered != 0 {
+			t.Errorf("%s: reorders %+v, %d changes sent ahead; want sessions listed as yielded on shop.t, nothing sent ahead", tr.Name, tr.Reorders, tr.Reordered)
 		}
 		c := rep.VsCapture[i]
-		if c.Total() != 0 || c.Ambiguous != int64(tc.apart) || c.AmbiguousBy[compare.ReasonReplayOrder] != int64(tc.apart) {
-			t.Errorf("%s vs capture: divergent %v, counted apart %v; want 0 divergent, %d counted apart (replay-order)", tr.Name, c.ByClass, c.AmbiguousBy, tc.apart)
+		v := valueOf(t, dbs[i], 1)
+		apart := c.AmbiguousBy[compare.ReasonReplayOrder]
+		// Session 4's read differs from the capture exactly when row 1
+		// does, and is then counted apart, never as the engine's.
+		if c.Total() != 0 || c.Ambiguous != apart || (v == captured) != (apart == 0) || (v != captured && v != tc.v) {
+			t.Errorf("%s: row 1 holds %d; vs capture: divergent %v, counted apart %v; want 0 divergent, and 1 counted apart (replay-order) if row 1 is not %d (want %d)",
+				tr.Name, v, c.ByClass, c.AmbiguousBy, captured, tc.v)
 		}
+		switch {
+		case v != tc.v || apart != int64(tc.apart):
+			misses = append(misses, fmt.Sprintf("%s: row 1 holds %d, %d counted apart, want %d and %d", tr.Name, v, apart, tc.v, tc.apart))
+		case !slices.Equal(yielded, tc.yielded) || tc.reruns > 0 && tr.OrderReruns != tc.reruns:
+			misses = append(misses, fmt.Sprintf("%s: sessions %v yielded, %d records ran again, want %v and %d", tr.Name, yielded, tr.OrderReruns, tc.yielded, tc.reruns))
+		}
+	}
+	if len(misses) > 0 {
+		return strings.Join(misses, "; ")
 	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
@@ -126,9 +173,5 @@ func yieldOvertaken(t *testing.T, tc yieldCase) {
 	if !strings.Contains(text.String(), "that replay rolled back on a and ran again, to let a statement stuck behind their locks through: "+strconv.Itoa(len(tc.yielded))+"; a change that waited on the server for those locks went on at the rollback, ahead of their writes, so shop.t may differ from then on") {
 		t.Errorf("the report does not say which tables the yield left to replay's order:\n%s", text.String())
 	}
-	for _, db := range dbs {
-		if v := valueOf(t, db, 1); v != tc.v {
-			t.Errorf("row 1 holds %d, want %d", v, tc.v)
-		}
-	}
+	return ""
 }
