@@ -16,12 +16,7 @@ import (
 // among them, and they are ordered again.
 func TestReadOnlyCaptureHasNothingToOrder(t *testing.T) {
 	db, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
-	if _, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("INSERT INTO t VALUES (1, 0), (2, 0)"); err != nil {
-		t.Fatal(err)
-	}
+	exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)")
 	at := time.Now().Truncate(time.Millisecond)
 	us := func(n int) time.Time { return at.Add(time.Duration(n) * time.Microsecond) }
 	ok := store.Response{Kind: store.RespOK}
