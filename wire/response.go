@@ -37,14 +37,17 @@ type OK struct {
 	Status       uint16
 	Warnings     uint16
 	// Info is the human-readable message and, with session tracking, the
-	// session state changes, kept raw.
+	// session state changes, kept raw. ParseOK leaves it in the packet
+	// parsed: a caller that keeps it past the packet copies it.
 	Info []byte
 }
 
 // ParseOK parses an OK packet from a server talking to a client with caps.
-func ParseOK(b []byte, caps uint64) (*OK, error) {
+// It returns a value, not a pointer, and does not copy Info: a replay and a
+// capture parse one per write, and neither keeps it.
+func ParseOK(b []byte, caps uint64) (OK, error) {
 	r := reader{b: b}
-	o := &OK{Header: r.u8()}
+	o := OK{Header: r.u8()}
 	if r.err == nil && o.Header != HeaderOK && o.Header != HeaderEOF {
 		r.pos = 0
 		r.fail("not an OK packet")
@@ -57,9 +60,9 @@ func ParseOK(b []byte, caps uint64) (*OK, error) {
 	if uint32(caps)&mysql.CLIENT_PROTOCOL_41 != 0 {
 		o.Warnings = r.u16()
 	}
-	o.Info = clone(r.rest())
+	o.Info = r.rest()
 	if r.err != nil {
-		return nil, r.err
+		return OK{}, r.err
 	}
 	return o, nil
 }
@@ -123,15 +126,16 @@ type EOF struct {
 	Status   uint16
 }
 
-// ParseEOF parses a 5-byte EOF packet (a bare 0xfe is accepted too).
-func ParseEOF(b []byte) (*EOF, error) {
+// ParseEOF parses a 5-byte EOF packet (a bare 0xfe is accepted too). It
+// returns a value: replay parses two per result set.
+func ParseEOF(b []byte) (EOF, error) {
 	r := reader{b: b}
 	if r.u8() != HeaderEOF {
 		r.pos = 0
 		r.fail("not an EOF packet")
-		return nil, r.err
+		return EOF{}, r.err
 	}
-	e := &EOF{}
+	var e EOF
 	if r.left() >= 4 {
 		e.Warnings, e.Status = r.u16(), r.u16()
 	}
@@ -139,7 +143,7 @@ func ParseEOF(b []byte) (*EOF, error) {
 		r.fail("trailing bytes")
 	}
 	if r.err != nil {
-		return nil, r.err
+		return EOF{}, r.err
 	}
 	return e, nil
 }

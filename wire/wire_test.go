@@ -71,12 +71,37 @@ func TestHandshakeResponseRoundTrip(t *testing.T) {
 	}
 }
 
+// A replay parses an OK or two EOFs per statement: neither may allocate.
+func TestOKAndEOFParseWithoutAllocating(t *testing.T) {
+	caps := uint64(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_TRANSACTIONS)
+	ok := (&OK{Header: HeaderOK, AffectedRows: 1, Status: 2, Info: []byte("Rows matched: 1  Changed: 1  Warnings: 0")}).Append(nil, caps)
+	eof := (&EOF{Status: 2}).Append(nil)
+	var affected uint64
+	var status uint16
+	if n := testing.AllocsPerRun(100, func() {
+		o, err := ParseOK(ok, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := ParseEOF(eof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		affected, status = o.AffectedRows, e.Status
+	}); n != 0 {
+		t.Errorf("ParseOK and ParseEOF: %v allocations, want 0", n)
+	}
+	if affected != 1 || status != 2 {
+		t.Errorf("parsed affected %d, status %d; want 1 and 2", affected, status)
+	}
+}
+
 func TestOKErrEOFPrepareRoundTrip(t *testing.T) {
 	caps := uint64(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_TRANSACTIONS)
 	ok := &OK{Header: HeaderOK, AffectedRows: 70000, InsertID: 1 << 40, Status: 0x0022, Warnings: 3, Info: []byte("Rows matched: 1")}
 	b := ok.Append(nil, caps)
 	got, err := ParseOK(b, caps)
-	if err != nil || !reflect.DeepEqual(got, ok) {
+	if err != nil || !reflect.DeepEqual(got, *ok) {
 		t.Fatalf("OK: %+v %v", got, err)
 	}
 	e := &Err{Code: 1062, HasState: true, State: "23000", Message: "Duplicate entry '1' for key 'PRIMARY'"}
@@ -84,7 +109,7 @@ func TestOKErrEOFPrepareRoundTrip(t *testing.T) {
 		t.Fatalf("ERR: %+v %v", got, err)
 	}
 	eof := &EOF{Warnings: 1, Status: mysql.SERVER_MORE_RESULTS_EXISTS}
-	if got, err := ParseEOF(eof.Append(nil)); err != nil || !reflect.DeepEqual(got, eof) {
+	if got, err := ParseEOF(eof.Append(nil)); err != nil || !reflect.DeepEqual(got, *eof) {
 		t.Fatalf("EOF: %+v %v", got, err)
 	}
 	p := &PrepareOK{StmtID: 9, Columns: 4, Params: 2, Warnings: 1}
