@@ -18,11 +18,11 @@ func (c *Conn) BulkExecute(ctx context.Context, st *Stmt, data []byte, r *Result
 		return &ServerError{Code: mysql.ER_UNKNOWN_COM_ERROR, State: "08S01",
 			Message: "the target does not offer MariaDB's bulk execute (COM_STMT_BULK_EXECUTE), which the capture ran; it was not sent"}
 	}
-	end, err := c.begin(ctx, "bulk execute")
+	stop, err := c.begin(ctx, "bulk execute")
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	c.buf = append(c.buf[:0], store.ComStmtBulkExecute)
 	c.buf = binary.LittleEndian.AppendUint32(c.buf, st.ID)
 	c.buf = append(c.buf, data...)

@@ -306,8 +306,12 @@ func (c *Conn) BusyFor() time.Duration {
 func (c *Conn) Broken() error { return c.broken }
 
 // begin starts a call: it applies ctx's deadline and, for a context other
-// than the connection's own, closes the connection if ctx ends first.
-func (c *Conn) begin(ctx context.Context, op string) (func(), error) {
+// than the connection's own, closes the connection if ctx ends first. The
+// call ends with c.end(stop) (deferred), stop being what begin returned:
+// nil for the connection's own context, so that a call allocates nothing
+// for its bookkeeping (a closure per statement was one of the replay's
+// allocations per statement).
+func (c *Conn) begin(ctx context.Context, op string) (stop func() bool, err error) {
 	if c.broken != nil {
 		return nil, c.broken
 	}
@@ -321,10 +325,17 @@ func (c *Conn) begin(ctx context.Context, op string) (func(), error) {
 	}
 	c.busy.Store(time.Now().UnixNano())
 	if ctx == c.life || ctx.Done() == nil {
-		return func() { c.busy.Store(0) }, nil
+		return nil, nil
 	}
-	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
-	return func() { stop(); c.busy.Store(0) }, nil
+	return context.AfterFunc(ctx, func() { c.nc.Close() }), nil
+}
+
+// end ends a call begun by begin, which returned stop.
+func (c *Conn) end(stop func() bool) {
+	if stop != nil {
+		stop()
+	}
+	c.busy.Store(0)
 }
 
 // fail classifies a client-side failure; the connection is broken after it.
@@ -459,11 +470,11 @@ func serverError(p []byte) error {
 
 // simple sends a command answered by one OK or ERR.
 func (c *Conn) simple(ctx context.Context, op string, payload []byte) error {
-	end, err := c.begin(ctx, op)
+	stop, err := c.begin(ctx, op)
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	c.buf = append(c.buf[:0], payload...)
 	if err := c.send(); err != nil {
 		return c.fail(op, err, ctx)
@@ -516,11 +527,11 @@ func (c *Conn) ResetConnection(ctx context.Context) error {
 
 // Query sends COM_QUERY and reads every result into r.
 func (c *Conn) Query(ctx context.Context, sql string, r *Result) error {
-	end, err := c.begin(ctx, "query")
+	stop, err := c.begin(ctx, "query")
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	c.buf = append(append(c.buf[:0], mysql.COM_QUERY), sql...)
 	if err := c.send(); err != nil {
 		return c.fail("query", err, ctx)
@@ -533,11 +544,11 @@ func (c *Conn) Query(ctx context.Context, sql string, r *Result) error {
 
 // Prepare sends COM_STMT_PREPARE and reads its definitions.
 func (c *Conn) Prepare(ctx context.Context, sql string) (*Stmt, error) {
-	end, err := c.begin(ctx, "prepare")
+	stop, err := c.begin(ctx, "prepare")
 	if err != nil {
 		return nil, err
 	}
-	defer end()
+	defer c.end(stop)
 	c.buf = append(append(c.buf[:0], mysql.COM_STMT_PREPARE), sql...)
 	if err := c.send(); err != nil {
 		return nil, c.fail("prepare", err, ctx)
@@ -596,11 +607,11 @@ func (c *Conn) ResetStmt(ctx context.Context, st *Stmt) error {
 
 // SendLongData sends one COM_STMT_SEND_LONG_DATA chunk, which has no response.
 func (c *Conn) SendLongData(ctx context.Context, st *Stmt, param uint16, data []byte) error {
-	end, err := c.begin(ctx, "long-data")
+	stop, err := c.begin(ctx, "long-data")
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	l := wire.LongData{StmtID: st.ID, Param: param, Data: data}
 	c.buf = l.Append(c.buf[:0])
 	if err := c.send(); err != nil {
@@ -623,11 +634,11 @@ func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor b
 		return &ServerError{Code: mysql.ER_WRONG_ARGUMENTS, State: "HY000",
 			Message: fmt.Sprintf("the capture has %d parameters for a statement that takes %d", len(ps), st.Params)}
 	}
-	end, err := c.begin(ctx, "execute")
+	stop, err := c.begin(ctx, "execute")
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	c.params = wireParams(c.params[:0], ps)
 	e := wire.Execute{StmtID: st.ID, CursorType: cursor, Iterations: 1, NewParamsBound: true, Params: c.params}
 	c.buf = e.Append(c.buf[:0])
@@ -642,11 +653,11 @@ func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor b
 
 // Fetch sends COM_STMT_FETCH for rows of st's open cursor into r.
 func (c *Conn) Fetch(ctx context.Context, st *Stmt, rows uint32, r *Result) error {
-	end, err := c.begin(ctx, "fetch")
+	stop, err := c.begin(ctx, "fetch")
 	if err != nil {
 		return err
 	}
-	defer end()
+	defer c.end(stop)
 	cmd := wire.StmtCommand{Command: mysql.COM_STMT_FETCH, StmtID: st.ID, Rows: rows}
 	c.buf = cmd.Append(c.buf[:0])
 	if err := c.send(); err != nil {
