@@ -382,6 +382,14 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) string() string { return string(d.bytes()) }
 
+// stringLike is string, returning prev itself when the bytes are prev's.
+func (d *decoder) stringLike(prev string) string {
+	if b := d.bytes(); string(b) != prev {
+		return string(b)
+	}
+	return prev
+}
+
 // DecodeRecord decodes a value written by AppendRecord into r, replacing
 // its contents; r.Seq is left as it is. Slices in r (Params, Data, Bytes of
 // values) reuse r's memory where they can and never alias b. An error wraps
@@ -408,6 +416,7 @@ func DecodeRecord(b []byte, base int64, r *Record) error {
 		d.fail(fmt.Errorf("unknown fields (mask %#x)", mask))
 	}
 	params, data := r.Params[:0], r.Data[:0]
+	schema, sql := r.Schema, r.SQL
 	*r = Record{Seq: r.Seq, Kind: kind}
 	if d.err == nil && (kind == 0 || kind > kindMax) {
 		d.fail(fmt.Errorf("unknown kind %d", kind))
@@ -420,11 +429,14 @@ func DecodeRecord(b []byte, base int64, r *Record) error {
 		d.fail(errOverflow)
 	}
 	r.Duration = time.Duration(dur)
+	// A reader decodes record after record into one Record: the schema,
+	// and often the text, are the previous record's, kept rather than
+	// allocated again.
 	if mask&hasSchema != 0 {
-		r.Schema = d.string()
+		r.Schema = d.stringLike(schema)
 	}
 	if mask&hasSQL != 0 {
-		r.SQL = d.string()
+		r.SQL = d.stringLike(sql)
 	}
 	if mask&hasStmtID != 0 {
 		r.StmtID = uint32(d.uvarintMax(math.MaxUint32, "statement id"))

@@ -180,3 +180,60 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// A reader decodes every record of a capture into one Record and replay
+// clones each it reads ahead: a statement's schema and repeated text are
+// not allocated again, and a clone with few parameters is one allocation.
+func TestDecodeAndCloneAllocateOnlyWhatChanges(t *testing.T) {
+	t0 := time.Unix(0, testBase)
+	exec := Record{Session: 4, Start: t0, Kind: KindExecute, Schema: "sbtest", StmtID: 3,
+		Params: []Value{{Type: TypeLong, Int: 42}}, Resp: Response{Kind: RespResultSet, Columns: 1, Rows: 1}}
+	query := Record{Session: 4, Start: t0, Kind: KindQuery, Schema: "sbtest", SQL: "SELECT c FROM sbtest1 WHERE id=7",
+		Resp: Response{Kind: RespResultSet, Columns: 1, Rows: 1}}
+	bExec, bQuery := AppendRecord(nil, &exec, testBase), AppendRecord(nil, &query, testBase)
+	var r Record
+	for _, b := range [][]byte{bExec, bQuery} {
+		if err := DecodeRecord(b, testBase, &r); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(50, func() {
+			if err := DecodeRecord(b, testBase, &r); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("decoding %s again into the same record: %v allocations, want 0", r.Kind, n)
+		}
+	}
+	if r.Schema != "sbtest" || r.SQL != query.SQL {
+		t.Fatalf("decoded schema %q, SQL %q", r.Schema, r.SQL)
+	}
+	// Another text, then the first again: each decode gives its own text.
+	other := query
+	other.SQL = "SELECT c FROM sbtest1 WHERE id=8"
+	if err := DecodeRecord(AppendRecord(nil, &other, testBase), testBase, &r); err != nil || r.SQL != other.SQL {
+		t.Fatalf("decoded %q (%v), want %q", r.SQL, err, other.SQL)
+	}
+
+	for _, n := range []int{1, 2, 3, 4, 5} {
+		rec := exec
+		rec.Params = nil
+		for i := range n {
+			rec.Params = append(rec.Params, Value{Type: TypeLong, Int: int64(i)})
+		}
+		want := 1.0
+		if n > 4 {
+			want = 2
+		}
+		var c *Record
+		if got := testing.AllocsPerRun(50, func() { c = rec.Clone() }); got != want {
+			t.Errorf("Clone of a record with %d parameters: %v allocations, want %v", n, got, want)
+		}
+		if !reflect.DeepEqual(*c, rec) || len(c.Params) != n || cap(c.Params) != n {
+			t.Errorf("Clone of %d parameters: %+v (cap %d), want %+v", n, c.Params, cap(c.Params), rec.Params)
+		}
+		c.Params[0].Int = 99 // the clone shares nothing with rec
+		if rec.Params[0].Int != 0 {
+			t.Errorf("Clone of %d parameters shares them with the original", n)
+		}
+	}
+}

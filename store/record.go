@@ -277,9 +277,39 @@ func classOf(t byte) valueClass {
 
 // Clone returns a deep copy of r that shares no memory with it.
 func (r *Record) Clone() *Record {
-	c := *r
+	// A record and its few parameters go in one allocation (replay clones
+	// every record it reads ahead), no larger than the two would be.
+	var c *Record
+	switch n := len(r.Params); {
+	case n == 1:
+		x := &struct {
+			r Record
+			p [1]Value
+		}{r: *r}
+		c = &x.r
+		c.Params = x.p[:]
+	case n == 2:
+		x := &struct {
+			r Record
+			p [2]Value
+		}{r: *r}
+		c = &x.r
+		c.Params = x.p[:]
+	case n == 3 || n == 4:
+		x := &struct {
+			r Record
+			p [4]Value
+		}{r: *r}
+		c = &x.r
+		c.Params = x.p[:n:n]
+	default:
+		c = new(Record)
+		*c = *r
+		if r.Params != nil {
+			c.Params = make([]Value, n)
+		}
+	}
 	if r.Params != nil {
-		c.Params = make([]Value, len(r.Params))
 		for i, v := range r.Params {
 			c.Params[i] = v
 			if v.Bytes != nil {
@@ -291,7 +321,7 @@ func (r *Record) Clone() *Record {
 		c.Data = append([]byte(nil), r.Data...)
 	}
 	c.Resp = r.Resp.clone()
-	return &c
+	return c
 }
 
 func (r Response) clone() Response {
