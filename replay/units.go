@@ -63,6 +63,9 @@ type unit struct {
 	// or may have, in commands a packet capture lost.
 	commitAtEnd bool
 	t           *order.Ticket
+	// first holds jobs[0] of a unit of one job (most units outside
+	// transactions), so that such a unit is one allocation, not two.
+	first [1]job
 }
 
 // clientFlags are the captured client's result-relevant flags.
@@ -91,6 +94,7 @@ type regrouper struct {
 	an       *sqlinfo.Analyzer
 	sessions map[uint64]*regroupSession
 	offset   func(rec *store.Record, loop int) int64
+	done     []*unit // add's result, reused
 }
 
 func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *regrouper {
@@ -109,10 +113,17 @@ func (g *regrouper) session(rec *store.Record) *regroupSession {
 var defaultClient = clientFlags{caps: defaultCaps}
 
 // add takes the next record (rec is not kept: jobs hold clones) and returns
-// the units it completes, in order.
+// the units it completes, in order, in a slice that is the regrouper's:
+// valid until the next add.
 func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit {
+	clear(g.done)
+	g.done = g.addTo(g.done[:0], rec, loop, intended)
+	return g.done
+}
+
+// addTo is add, appending the completed units to done.
+func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended time.Time) []*unit {
 	s := g.session(rec)
-	var done []*unit
 	closeOpen := func() {
 		if s.open != nil {
 			done = append(done, s.open)
@@ -231,8 +242,10 @@ func (g *regrouper) add(rec *store.Record, loop int, intended time.Time) []*unit
 
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
-	return &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
+	u := &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
 		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.trx.Autocommit()}
+	u.jobs = u.first[:0]
+	return u
 }
 
 // setVar records a's value as the session's latest for its variable.

@@ -612,7 +612,10 @@ func (w *worker) record(j *job, o *store.Outcome) {
 		w.trxFlags |= o.Flags & (store.OutcomeOrderReleased | store.OutcomeOrderRerun | store.OutcomeRetried)
 	}
 	if obs := w.rn.obs; obs != nil {
-		obs.Outcome(Done{Rec: j.rec, SQL: j.sql, Info: j.info, Outcome: o})
+		// A copy: an observer is an interface, and handing it o would
+		// move every statement's outcome to the heap, followed or not.
+		oc := *o
+		obs.Outcome(Done{Rec: j.rec, SQL: j.sql, Info: j.info, Outcome: &oc})
 	}
 	w.out.Add(o)
 	if w.out.Len() >= w.outBatch {
