@@ -114,8 +114,8 @@ func TestFifoLetsGoOfTheRoomOfADeepMoment(t *testing.T) {
 	for range 1000 {
 		q.pop()
 	}
-	if c := cap(q.items); c != 0 || q.len() != 0 {
-		t.Errorf("emptied after 1,000 jobs: room for %d, %d left; want 0 and 0", c, q.len())
+	if c := cap(q.items); c > fifoKeep || q.len() != 0 {
+		t.Errorf("emptied after 1,000 jobs: room for %d, %d left; want at most %d and 0", c, q.len(), fifoKeep)
 	}
 	for range 10 {
 		q.items = append(q.items, job{loop: 2})
@@ -128,5 +128,44 @@ func TestFifoLetsGoOfTheRoomOfADeepMoment(t *testing.T) {
 	}
 	if cap(q.items) != c || c > fifoKeep {
 		t.Errorf("emptied after 10 jobs: room for %d (was %d), want it kept and at most %d", cap(q.items), c, fifoKeep)
+	}
+}
+
+// A queue that never empties keeps room for what it holds, not for the
+// hundreds of items that went through it: each session of a replay has
+// one, and busy ones rarely empty.
+func TestFifoRoomFollowsItsDepth(t *testing.T) {
+	for _, depth := range []int{3, 40, 200, 1000} {
+		var q fifo[job]
+		next, want := 0, 0
+		most := 0
+		for range 20000 {
+			for q.len() < depth {
+				q.items = append(q.items, job{loop: next})
+				next++
+			}
+			most = max(most, cap(q.items))
+			if j := q.pop(); j.loop != want {
+				t.Fatalf("depth %d: popped %d, want %d", depth, j.loop, want)
+			}
+			want++
+		}
+		if limit := max(4*depth, fifoKeep); most > limit {
+			t.Errorf("depth %d: room for %d items at most, want at most %d", depth, most, limit)
+		}
+		// Then shallower: the room shrinks with it.
+		for range 20000 {
+			for q.len() < 2 {
+				q.items = append(q.items, job{loop: next})
+				next++
+			}
+			if j := q.pop(); j.loop != want {
+				t.Fatalf("depth %d then 2: popped %d, want %d", depth, j.loop, want)
+			}
+			want++
+		}
+		if c := cap(q.items); c > fifoKeep {
+			t.Errorf("depth %d then 2: room for %d, want at most %d", depth, c, fifoKeep)
+		}
 	}
 }

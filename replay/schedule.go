@@ -1103,11 +1103,16 @@ func (q *unitQueue) push(u *unit) {
 }
 
 // fifo is a queue on a slice: items leave from the front, whose room is
-// reused once it is most of the slice. A slice emptied with more than
-// fifoKeep items of room is let go: a queue keeps the room of its
-// deepest moment otherwise, and each of a replay's sessions has one (a
-// 64-session replay of 200,000 records held 2.6 MiB of empty job queue
-// room, some 36,000 slots, beside a backlog of 4,096 records).
+// reused once it is half the slice (and at least fifoKeep/2 items). Its
+// room follows its depth: a slice emptied with more than fifoKeep items
+// of room is let go, and one at least four times as large as what it
+// holds is halved when the room is reused. Otherwise a queue keeps the
+// room of its deepest moment, or hundreds of items it never holds at
+// once, and each of a replay's sessions has one: a 64-session replay of
+// 200,000 records held 2.6 MiB of empty job queue room, some 36,000
+// slots, beside a backlog of 4,096 records; then, with the emptied
+// queues' room let go, still 3 MiB in queues that never emptied, each
+// holding a few dozen jobs in room for 512 or more.
 type fifo[T any] struct {
 	items []T
 	head  int // items[:head] are gone
@@ -1129,8 +1134,17 @@ func (q *fifo[T]) pop() T {
 			q.items = nil
 		}
 		q.items, q.head = q.items[:0], 0
-	case q.head >= 256 && 2*q.head >= len(q.items):
-		n := copy(q.items, q.items[q.head:])
+	case q.head >= fifoKeep/2 && 2*q.head >= len(q.items):
+		// At least as many items left since the last move as the n
+		// moved now: O(1) per item.
+		n := len(q.items) - q.head
+		if c := cap(q.items); c > fifoKeep && c >= 4*n {
+			s := make([]T, n, max(2*n, fifoKeep))
+			copy(s, q.items[q.head:])
+			q.items, q.head = s, 0
+			break
+		}
+		copy(q.items, q.items[q.head:])
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
 	}
