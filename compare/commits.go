@@ -21,7 +21,15 @@ type Commits struct {
 	// statement the analysis could not read).
 	any commitList
 	n   int
+	// forgotten: commits that ended before it were let go (Forget); an
+	// interval that begins before it cannot be told apart.
+	forgotten int64
 }
+
+// Forgotten is the Table of the Commit that Overlapping returns for an
+// interval that began before the commits Forget let go: whether one
+// overlapped it is not known any more.
+const Forgotten = "(commits no longer kept)"
 
 // Commit is one moment writes became visible: [Start, End] in the
 // capture's clock (ns), by Session, on Table ("" for any table).
@@ -92,6 +100,60 @@ func (l *commitList) add(c commit) {
 	l.maxSpan = max(l.maxSpan, c.end-c.start)
 }
 
+// Forget lets go of the commits that ended before before: a followed
+// capture (a live shadow) is indexed for as long as it runs, and would
+// otherwise hold every commit it ever saw, 32 bytes per commit and table.
+// An interval that begins before the latest such bound is not looked up
+// any more: Overlapping reports it as Forgotten. It returns how many
+// entries went.
+func (cs *Commits) Forget(before int64) int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if before <= cs.forgotten {
+		return 0
+	}
+	cs.forgotten = before
+	gone := cs.any.forget(before)
+	for t, l := range cs.byTable {
+		gone += l.forget(before)
+		if len(l.c) == 0 {
+			delete(cs.byTable, t)
+		}
+	}
+	cs.n -= gone
+	return gone
+}
+
+// Forgotten is the bound of the latest Forget (0: none).
+func (cs *Commits) Forgotten() int64 {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.forgotten
+}
+
+// forget drops the list's commits that ended before before, keeping the
+// others in their order; a list much larger than what it keeps is
+// reallocated.
+func (l *commitList) forget(before int64) int {
+	kept := l.c[:0]
+	for _, c := range l.c {
+		if c.end >= before {
+			kept = append(kept, c)
+		}
+	}
+	gone := len(l.c) - len(kept)
+	clear(l.c[len(kept):])
+	if cap(kept) > 64 && cap(kept) >= 4*len(kept) {
+		kept = append([]commit(nil), kept...)
+	}
+	l.c = kept
+	l.maxSpan = 0
+	for _, c := range l.c {
+		l.maxSpan = max(l.maxSpan, c.end-c.start)
+	}
+	return gone
+}
+
 // overlapping finds a commit of another session overlapping [from, to]
 // (with deletedOnly, one that deleted rows).
 func (l *commitList) overlapping(session uint64, from, to int64, deletedOnly bool) (commit, bool) {
@@ -125,6 +187,9 @@ func (cs *Commits) OverlappingDelete(session uint64, from, to int64, tables []st
 func (cs *Commits) overlapping(session uint64, from, to int64, tables []string, deletedOnly bool) (Commit, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if from < cs.forgotten && len(tables) > 0 {
+		return Commit{Table: Forgotten}, true
+	}
 	for _, t := range tables {
 		if l := cs.byTable[t]; l != nil {
 			if c, ok := l.overlapping(session, from, to, deletedOnly); ok {

@@ -363,6 +363,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
 	case ok && t.commits != nil && !st.Locked:
 		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
+			if c.Table == Forgotten {
+				return forgottenWhy, ReasonCommitOverlap
+			}
 			return fmt.Sprintf("a commit of %s on %s overlapped it in the capture", store.SessionName(c.Session), c.Table), ReasonCommitOverlap
 		}
 	case ok && t.commits != nil:
@@ -370,6 +373,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		// row that a transaction it waited for deleted (and perhaps
 		// inserted again): then it depends on whether it waited.
 		if c, hit := t.commits.OverlappingDelete(st.Session, st.From, st.To, st.Tables); hit {
+			if c.Table == Forgotten {
+				return forgottenWhy, ReasonCommitOverlap
+			}
 			return fmt.Sprintf("a commit of %s that deleted rows of %s overlapped it in the capture (InnoDB skips a row deleted by a transaction it waited for, so its answer depends on whether it waited)", store.SessionName(c.Session), c.Table), ReasonCommitOverlap
 		}
 	}
@@ -386,6 +392,10 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 	}
 	return "", ""
 }
+
+// forgottenWhy says why a statement is ambiguous whose transaction began
+// before the commits a live shadow still keeps (Commits.Forget).
+const forgottenWhy = "its transaction began before the commits this shadow still keeps (it keeps those of the last minutes before what it is replaying), so whether a commit of another session overlapped it in the capture is not known"
 
 func (t *Tally) sample(key uint64, class string, st Statement, ok bool, base, target, why string) {
 	if !ok || t.seen[st.Digest+"\x00"+class] >= t.per {

@@ -242,6 +242,78 @@ func TestCommitsOverlap(t *testing.T) {
 	}
 }
 
+// A live shadow lets go of old commits: what is kept is still found,
+// and an interval that begins before what went is reported as such, not
+// as overlapping nothing; a differing answer there is ambiguous.
+func TestForgottenCommitsMakeOlderTransactionsAmbiguous(t *testing.T) {
+	cs := NewCommits()
+	cs.Add(1, 100, 200, []string{"a"}, false)
+	cs.Add(2, 150, 5000, []string{"a", "b"}, false) // a long one: ends after the bound
+	cs.AddDeleting(3, 400, 450, []string{"b"}, []string{"b"}, false)
+	cs.Add(4, 300, 310, nil, true) // may have written anything
+	cs.Add(5, 2000, 2100, []string{"a"}, false)
+	for i := range 200 {
+		cs.Add(6, int64(600+i), int64(601+i), []string{"c"}, false)
+	}
+	if cs.Len() != 206 {
+		t.Fatalf("Len %d, want 206", cs.Len())
+	}
+	if n := cs.Forget(1000); n != 203 || cs.Len() != 3 || cs.Forgotten() != 1000 {
+		t.Fatalf("Forget(1000) let %d go, kept %d, bound %d; want 203, 3 and 1000", n, cs.Len(), cs.Forgotten())
+	}
+	if n := cs.Forget(900); n != 0 || cs.Forgotten() != 1000 {
+		t.Fatalf("an earlier bound let %d go and moved it to %d", n, cs.Forgotten())
+	}
+	for _, c := range []struct {
+		session  uint64
+		from, to int64
+		tables   []string
+		table    string
+		hit      bool
+	}{
+		{9, 2050, 2060, []string{"a"}, "a", true},      // session 5's, kept
+		{9, 4000, 4100, []string{"b"}, "b", true},      // session 2's long commit, kept
+		{9, 1500, 1600, []string{"a"}, "a", true},      // session 2's long commit again
+		{9, 1500, 1600, []string{"c"}, "", false},      // table c's commits all went; none after 1000
+		{9, 120, 1600, []string{"a"}, Forgotten, true}, // began before the bound
+		{9, 999, 1600, []string{"z"}, Forgotten, true}, // any table: what went may have written it
+		{9, 120, 130, nil, "", false},                  // no tables: nothing to look up
+	} {
+		got, hit := cs.Overlapping(c.session, c.from, c.to, c.tables)
+		if hit != c.hit || got.Table != c.table {
+			t.Errorf("[%d, %d] %v: %+v %v, want table %q %v", c.from, c.to, c.tables, got, hit, c.table, c.hit)
+		}
+	}
+	if got, hit := cs.OverlappingDelete(9, 420, 430, []string{"b"}); !hit || got.Table != Forgotten {
+		t.Errorf("deletes before the bound: %+v %v, want forgotten", got, hit)
+	}
+
+	// Judged: the statement whose transaction began before the bound is
+	// ambiguous, and says why.
+	base := outcomes(store.Outcome{Seq: 1, Affected: 1, Results: 1}, store.Outcome{Seq: 2, Affected: 1, Results: 1})
+	tgt := outcomes(store.Outcome{Seq: 1, Affected: 0, Results: 1}, store.Outcome{Seq: 2, Affected: 0, Results: 1})
+	src := fakeSource{
+		1: {Session: 9, SQL: "UPDATE a SET v = 1", Digest: "u", From: 500, To: 1600, Tables: []string{"a"}},
+		2: {Session: 9, SQL: "UPDATE c SET v = 2", Digest: "u2", From: 1500, To: 1600, Tables: []string{"c"}},
+	}
+	tl := NewTally(4, cs, src)
+	if err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
+		class, nondet := Classify(b, o)
+		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := tl.D
+	if d.Compared != 2 || d.Total() != 1 || d.Ambiguous != 1 || d.AmbiguousBy[ReasonCommitOverlap] != 1 {
+		t.Fatalf("tally %+v: want the first UPDATE ambiguous (commit-overlap), the second a divergence", d)
+	}
+	for _, s := range d.Samples {
+		if s.Seq == 1 && !strings.Contains(s.Why, "still keeps") {
+			t.Errorf("the first UPDATE is ambiguous because %q", s.Why)
+		}
+	}
+}
+
 // A difference from the capture on a table a skipped write reached
 // earlier is ambiguous ("not-replayed") until the table starts over; on
 // other tables, before the gap, or after the reset, it is a divergence.

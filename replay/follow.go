@@ -65,12 +65,20 @@ type Feed struct {
 func NewFeed() *Feed {
 	sc := newScanner(sqlinfo.NewAnalyzer())
 	sc.ended = nil // a followed session's end is replayed before any KILL after it is seen
+	sc.followed = true
 	return &Feed{sc: sc}
 }
 
 // Index adds rec to what the run knows of the capture (its session's
 // prepared statements and transactions, the tables it writes).
 func (f *Feed) Index(rec *store.Record) { f.sc.add(rec) }
+
+// ForgetCommits lets go of the index's commits that ended before before
+// (ns, the capture's clock): a followed capture is indexed for as long as
+// it runs. A statement whose transaction began before that bound and
+// whose outcome differs is then counted order-ambiguous, its commits not
+// known (compare.Commits.Forget). It returns how many entries went.
+func (f *Feed) ForgetCommits(before int64) int { return f.sc.x.commits.Forget(before) }
 
 // Send replays rec (already indexed). False: the run is ending; send
 // nothing more.

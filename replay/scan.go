@@ -167,6 +167,10 @@ type scanner struct {
 	// id: their end record's seq and start (nil: not kept, for a followed
 	// capture).
 	ended map[uint32]endedAt
+	// followed: a live capture, indexed as long as it runs: nothing is
+	// kept per session beyond the session's end (recordsOf, for shards
+	// of a whole capture, is not kept).
+	followed bool
 }
 
 type endedAt struct {
@@ -229,7 +233,9 @@ func unknownWrites(rec *store.Record, sqlOf map[uint32]string) bool {
 func (sc *scanner) add(rec *store.Record) {
 	x, an := sc.x, sc.an
 	x.records++
-	x.recordsOf[rec.Session]++
+	if !sc.followed {
+		x.recordsOf[rec.Session]++
+	}
 	x.sessionsBy.Add(rec)
 	s := sc.sessions[rec.Session]
 	if s == nil {

@@ -52,6 +52,11 @@ type Config struct {
 	// (default 10s). TargetTimeout fails a shadow whose server stops
 	// answering a call (default 30s).
 	MaxLag, StatusInterval, TargetTimeout time.Duration
+	// KeepCommits is how long before what it replays a shadow keeps the
+	// capture's commits for its verdicts (0: 10 minutes): a difference in
+	// a statement whose transaction began earlier is counted
+	// order-ambiguous. About 32 bytes per commit and table written.
+	KeepCommits time.Duration
 	// Worker is the command line that starts a shadow's worker process
 	// (default: this executable's WorkerCommand).
 	Worker []string
@@ -96,6 +101,9 @@ func (cfg *Config) Check() error {
 	}
 	if cfg.MaxLag < 0 {
 		return errors.New("--shadow-max-lag must not be negative")
+	}
+	if cfg.KeepCommits < 0 {
+		return errors.New("--shadow-keep-commits must not be negative (0 keeps the default, 10m)")
 	}
 	return nil
 }
@@ -155,7 +163,8 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
 			lv = startFollower(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
 				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key, Bypassed: s.bypassed.Load},
-				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe})
+				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe,
+					keepCommits: cfg.KeepCommits})
 		})
 		s.lives = append(s.lives, lv)
 		s.lats = append(s.lats, lat)
