@@ -14,7 +14,9 @@ import (
 )
 
 // Sink takes the records a Session builds (a *Recorder; nil records
-// nothing).
+// nothing). The record, and what it holds (its parameters, their bytes:
+// the packet's), are the session's and valid only during the call: a sink
+// that keeps one clones it (store.Record.Clone).
 type Sink interface{ Record(*store.Record) }
 
 // Options say what a Session keeps of what it sees.
@@ -81,9 +83,13 @@ type Session struct {
 	// prepParams, prepSeen: a prepare's parameter definitions, and the
 	// definitions read so far, while learnEOF.
 	prepParams, prepSeen int
-	stmts                map[uint32]*stmt
-	rec                  store.Record
-	quit                 bool // a COM_QUIT was recorded
+	// exec is the execute being parsed, its room for parameters reused;
+	// params the record's parameters, likewise.
+	exec   wire.Execute
+	params []store.Value
+	stmts  map[uint32]*stmt
+	rec    store.Record
+	quit   bool // a COM_QUIT was recorded
 	// wrote: a statement of the open transaction (or the last one on its
 	// own) changed rows or ran DDL; ended: that transaction has ended
 	// (Options.Commits); endedSelf: the command that ended it wrote too
@@ -878,7 +884,8 @@ func (s *Session) parseCommand(p []byte) error {
 		if st.longData != nil {
 			longData = func(i int) bool { return i < len(st.longData) && st.longData[i] }
 		}
-		e, err := wire.ParseExecute(p, st.params, st.types, longData)
+		e := &s.exec
+		err = e.Parse(p, st.params, st.types, longData)
 		switch {
 		case errors.Is(err, wire.ErrUnknownParamTypes):
 			r.Flags |= store.FlagNotReplayable
@@ -896,7 +903,8 @@ func (s *Session) parseCommand(p []byte) error {
 			if st.secret {
 				r.Flags |= store.FlagMasked
 			} else {
-				r.Params = Params(r.Params[:0], e.Params)
+				s.params = Params(s.params[:0], e.Params)
+				r.Params = s.params
 			}
 		}
 		st.longData = nil // long data applies to one execute

@@ -609,3 +609,44 @@ func TestMayHaveWritten(t *testing.T) {
 		}
 	}
 }
+
+// discard is a sink that keeps nothing.
+type discard struct{ n int }
+
+func (d *discard) Record(*store.Record) { d.n++ }
+
+// A capturing proxy records every execute: once its statement and its
+// parameters' types are known, recording one and its answer allocates
+// nothing (the parsed execute, its parameters and the record's values were
+// three allocations).
+func TestRecordingAnExecuteDoesNotAllocate(t *testing.T) {
+	var out discard
+	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45}, Options{}, &out)
+	s.Connect(time.Unix(99, 0), time.Millisecond, true, "")
+	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT c FROM t WHERE id = ?"...), Read,
+		frame{(&wire.PrepareOK{StmtID: 5, Params: 1, Columns: 1}).Append(nil), Read}, frame{colDef, Read}, frame{eofp(0, 2), Read},
+		frame{colDef, Read}, frame{eofp(0, 2), Done})
+	e := wire.Execute{StmtID: 5, Iterations: 1, NewParamsBound: true,
+		Params: []wire.Param{{ParamType: wire.ParamType{Type: mysql.MYSQL_TYPE_LONGLONG}, Int: 42}}}
+	exec := e.Append(nil) // the first binds the types, as clients do
+	e.NewParamsBound = false
+	again := e.Append(nil)
+	count, eof, row := []byte{1}, eofp(0, 2), []byte{0x00, 0x00, 0x01, 'a'}
+	at := time.Unix(100, 0)
+	run := func() {
+		s.Command(exec, false, at)
+		exec = again
+		for _, p := range [][]byte{count, colDef, eof, row, eof} {
+			s.Server(p)
+		}
+		s.End(at.Add(time.Millisecond))
+	}
+	run()
+	before := out.n
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Errorf("an execute and its result set: %v allocations, want 0", n)
+	}
+	if out.n-before != 101 || s.Err() != nil {
+		t.Errorf("recorded %d executes (err %v), want 101", out.n-before, s.Err())
+	}
+}

@@ -51,29 +51,50 @@ type Execute struct {
 // statement with numParams parameters. prev are the types bound by an
 // earlier execute of the statement (nil if none); longData reports the
 // parameters whose value came through COM_STMT_SEND_LONG_DATA (nil: none).
+// With ErrUnknownParamTypes it returns the command without its values.
 func ParseExecute(b []byte, numParams int, prev []ParamType, longData func(int) bool) (*Execute, error) {
+	e := &Execute{}
+	if err := e.Parse(b, numParams, prev, longData); err != nil && !errors.Is(err, ErrUnknownParamTypes) {
+		return nil, err
+	} else if err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// Parse is ParseExecute into e, whose room for parameters it reuses (a
+// capturing proxy parses one execute per statement). Types sent with the
+// command are always new (a caller keeps them for the statement's later
+// executes); values alias b.
+func (e *Execute) Parse(b []byte, numParams int, prev []ParamType, longData func(int) bool) error {
+	params := e.Params[:0]
+	*e = Execute{}
 	r := reader{b: b}
 	if r.u8() != mysql.COM_STMT_EXECUTE {
 		r.pos = 0
 		r.fail("not COM_STMT_EXECUTE")
-		return nil, r.err
+		return r.err
 	}
-	e := &Execute{StmtID: r.u32(), CursorType: r.u8(), Iterations: r.u32()}
+	e.StmtID, e.CursorType, e.Iterations = r.u32(), r.u8(), r.u32()
 	if r.err != nil || numParams == 0 {
 		if r.err == nil && r.left() > 0 {
 			r.fail("trailing bytes")
 		}
-		return e, r.err
+		return r.err
 	}
 	nulls := r.bytes((numParams + 7) / 8)
 	e.NewParamsBound = r.u8() == 1
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if e.Types = readTypes(&r, e.NewParamsBound, numParams, prev); e.Types == nil {
-		return e, ErrUnknownParamTypes
+		return ErrUnknownParamTypes
 	}
-	e.Params = make([]Param, numParams)
+	if cap(params) < numParams {
+		params = make([]Param, numParams)
+	}
+	e.Params = params[:numParams]
+	clear(e.Params)
 	for i := 0; i < numParams && r.err == nil; i++ {
 		p := &e.Params[i]
 		p.ParamType = e.Types[i]
@@ -89,10 +110,7 @@ func ParseExecute(b []byte, numParams int, prev []ParamType, longData func(int) 
 	if r.err == nil && r.left() > 0 {
 		r.fail("trailing bytes")
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return e, nil
+	return r.err
 }
 
 // readTypes reads numParams parameter types when sent says the command
