@@ -642,11 +642,11 @@ func newSessionRunner() *sessionRunner {
 		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
 }
 
-// statementOf returns the analysis of rec's statement for its ticket: a
-// query's, an execute's prepared SQL's (nil when the session prepared
-// none: it may change anything); none for other records, which change
-// nothing others see.
-func (rn *runner) statementOf(sr *sessionRunner, key uint64, rec *store.Record) []*sqlinfo.Info {
+// statementOf returns the analysis of rec's statement for its ticket, in
+// one (no allocation per record): a query's, an execute's prepared SQL's
+// (nil when the session prepared none: it may change anything); none for
+// other records, which change nothing others see.
+func (rn *runner) statementOf(sr *sessionRunner, key uint64, rec *store.Record, one *[1]*sqlinfo.Info) []*sqlinfo.Info {
 	switch rec.Kind {
 	case store.KindPrepare:
 		if sr.sqlOf[key] == nil {
@@ -654,12 +654,14 @@ func (rn *runner) statementOf(sr *sessionRunner, key uint64, rec *store.Record) 
 		}
 		sr.sqlOf[key][rec.StmtID] = rec.SQL
 	case store.KindQuery:
-		return []*sqlinfo.Info{rn.an.Info(rec.SQL)}
+		one[0] = rn.an.Info(rec.SQL)
+		return one[:]
 	case store.KindExecute:
+		one[0] = nil
 		if sql, ok := sr.sqlOf[key][rec.StmtID]; ok {
-			return []*sqlinfo.Info{rn.an.Info(sql)}
+			one[0] = rn.an.Info(sql)
 		}
-		return []*sqlinfo.Info{nil}
+		return one[:]
 	}
 	return nil
 }
@@ -848,7 +850,8 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		c = &order.Cursor{}
 		sr.cursors[key] = c
 	}
-	infos := rn.statementOf(sr, key, rec)
+	var one [1]*sqlinfo.Info
+	infos := rn.statementOf(sr, key, rec, &one)
 	var keys []string
 	if len(infos) == 1 && infos[0] != nil && infos[0].Changes() {
 		keys = rn.rowKeys(infos[0], rec)
