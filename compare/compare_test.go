@@ -182,6 +182,17 @@ func TestJoinAndTally(t *testing.T) {
 // that overlapped a commit that deleted rows of its table (InnoDB skips a
 // row deleted by a transaction it waited for: its answer depends on
 // whether it waited). Before, all three were ambiguous alike.
+// noteAll joins base and tgt and notes every pair in tl.
+func noteAll(t *testing.T, tl *Tally, base, tgt iter.Seq2[*store.Outcome, error]) {
+	t.Helper()
+	if err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
+		class, nondet := Classify(b, o)
+		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLockedStatementOverlappingACommitIsAVerdict(t *testing.T) {
 	affected := func(seq, n uint64) store.Outcome { return store.Outcome{Seq: seq, Affected: n, Results: 1} }
 	rows := func(seq uint64, sum uint64) store.Outcome {
@@ -198,12 +209,7 @@ func TestLockedStatementOverlappingACommitIsAVerdict(t *testing.T) {
 		3: {Session: 1, SQL: "UPDATE u SET v = 1 WHERE id = 1", Digest: "u2", From: 900, To: 2200, Tables: []string{"db.u"}, Locked: true},
 	}
 	tl := NewTally(4, commits, src)
-	if err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
-		class, nondet := Classify(b, o)
-		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	noteAll(t, tl, base, tgt)
 	d := tl.D
 	if d.Compared != 3 || d.ByClass[Affected] != 1 || d.Total() != 1 || d.Ambiguous != 2 || d.AmbiguousBy[ReasonCommitOverlap] != 2 {
 		t.Fatalf("tally %+v: want the UPDATE of t a divergence (affected-rows), the SELECT and the UPDATE of u ambiguous (commit-overlap)", d)
@@ -297,12 +303,7 @@ func TestForgottenCommitsMakeOlderTransactionsAmbiguous(t *testing.T) {
 		2: {Session: 9, SQL: "UPDATE c SET v = 2", Digest: "u2", From: 1500, To: 1600, Tables: []string{"c"}},
 	}
 	tl := NewTally(4, cs, src)
-	if err := Join(base, tgt, &tl.D, func(b, o *store.Outcome) {
-		class, nondet := Classify(b, o)
-		tl.Note(b.Seq, class, nondet, OrderOf(b, o), Describe(b), Describe(o))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	noteAll(t, tl, base, tgt)
 	d := tl.D
 	if d.Compared != 2 || d.Total() != 1 || d.Ambiguous != 1 || d.AmbiguousBy[ReasonCommitOverlap] != 1 {
 		t.Fatalf("tally %+v: want the first UPDATE ambiguous (commit-overlap), the second a divergence", d)
