@@ -169,3 +169,49 @@ func TestFifoRoomFollowsItsDepth(t *testing.T) {
 		}
 	}
 }
+
+// A reader that waits for room while no record at all is done makes room:
+// every session may be waiting for a lock whose holder's next record is
+// not read yet, and nothing would end before the server's lock wait
+// timeout. Once the backlog has drained below its limit, the room goes
+// back to it. With records being done, it only waits.
+func TestBacklogMakesRoomWhenNothingIsDone(t *testing.T) {
+	defer func(d time.Duration) { backlogStall = d }(backlogStall)
+	backlogStall = 20 * time.Millisecond
+	var b backlog
+	b.setLimit(16)
+	for range 17 {
+		b.add() // the 17th waits, nothing is done: the room doubles
+	}
+	if b.stalls.Load() != 1 || b.max() != 32 {
+		t.Fatalf("after a stall: grew %d times, room for %d; want 1 and 32", b.stalls.Load(), b.max())
+	}
+	for range 15 {
+		b.add() // 32 in all: room for each
+	}
+	for range 17 {
+		b.done() // 15 left: below the limit of 16
+	}
+	if b.max() != 16 {
+		t.Errorf("drained to %d: room for %d, want 16 again", b.n.Load(), b.max())
+	}
+	// Records being done, slowly: the reader waits for room, and the room
+	// does not grow.
+	for b.n.Load() < 16 {
+		b.add()
+	}
+	backlogStall = time.Second // far longer than between two records done
+	added := make(chan struct{})
+	go func() { b.add(); close(added) }()
+	for i := 0; ; i++ {
+		select {
+		case <-added:
+			if b.stalls.Load() != 1 || b.max() != 16 {
+				t.Errorf("with records done: grew %d times, room for %d; want 1 and 16", b.stalls.Load(), b.max())
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+			b.done()
+		}
+	}
+}

@@ -318,6 +318,7 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 	}
 	t := time.NewTicker(min(rn.cfg.TargetTimeout/4, 500*time.Millisecond))
 	defer t.Stop()
+	waitWarned := false
 	for {
 		select {
 		case <-stop:
@@ -358,10 +359,45 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 				rn.mu.Unlock()
 				continue
 			}
+			switch answers := rn.answers(); {
+			case answers && stuck <= maxAnsweredWaits*rn.cfg.TargetTimeout:
+				// The server answers a new connection: the call waits on
+				// its work (a row lock another session holds, a long
+				// statement), which is not the server failing. (A target
+				// on a loaded machine was failed as hung for a lock wait
+				// of 3 s: make faults, target-killed.)
+				if !waitWarned {
+					waitWarned = true
+					rn.cfg.Logger.Warn("a call has waited past --target-timeout while the server answers new connections: a lock wait or a long statement; the target is not failed for it",
+						"target", rn.t.Name, "waited", stuck.Round(time.Millisecond), "target_timeout", rn.cfg.TargetTimeout)
+				}
+				continue
+			case answers:
+				why = fmt.Sprintf("a call waited %s while the server answered new connections (--target-timeout %s, %dx): a lock that is never released, or a statement that does not end",
+					stuck.Round(time.Millisecond), rn.cfg.TargetTimeout, maxAnsweredWaits)
+			}
 			rn.fail(why)
 			return
 		}
 	}
+}
+
+// maxAnsweredWaits bounds, in --target-timeouts, how long a call may wait
+// while its server answers new connections before the target is failed.
+const maxAnsweredWaits = 10
+
+// answers reports whether the target's server completes a new
+// connection's handshake within --target-timeout (at most 5 s): a server
+// that is stopped, hung or unreachable does not.
+func (rn *runner) answers() bool {
+	ctx, cancel := context.WithTimeout(rn.ctx, min(rn.cfg.TargetTimeout, 5*time.Second))
+	defer cancel()
+	c, err := conn.Dial(ctx, rn.connCfg)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // offset is a record's start on the capture's clock, shifted by whole
@@ -735,51 +771,93 @@ func backlogFor(n int) int64 {
 // its limit of them, waits until no more than 7/8 of that are left:
 // waking it for every record done cost a wake-up per record (a quarter of
 // a 64-session replay's speed).
+//
+// While it waits, when no record at all is done for backlogStall, every
+// session is waiting on the target, and it may be on a record not read
+// yet: sessions waiting for a row lock whose holder's next statement (its
+// COMMIT) lies beyond the records the backlog holds, so nothing can end
+// until the server's lock wait timeout. The backlog then doubles its room,
+// up to backlogStalledMax, and goes back to its limit once it has drained
+// below it. (make faults, target-killed: an InnoDB target's sessions
+// waited 30 s on the locks of a session whose next statement was not
+// read, and the target was failed as hung.)
 type backlog struct {
 	n       atomic.Int64
 	limit   atomic.Int64 // 0: backlogMin (setLimit)
+	grown   atomic.Int64 // room added past limit while stalled
+	doneN   atomic.Int64 // records done, ever: whether any progress is made
 	waiting atomic.Bool
-	mu      sync.Mutex
-	cond    *sync.Cond
+	once    sync.Once
+	room    chan struct{} // signalled by done when a waiting reader has room (roomCh)
+	stalls  atomic.Int64  // times the room grew
 }
+
+func (b *backlog) roomCh() chan struct{} {
+	b.once.Do(func() { b.room = make(chan struct{}, 1) })
+	return b.room
+}
+
+// backlogStall is how long the reader waits with no record done before the
+// backlog grows; backlogStalledMax bounds how far it grows (about 600
+// bytes a record: 150 MB at most).
+var backlogStall = 200 * time.Millisecond
+
+const backlogStalledMax = 256 << 10
 
 // setLimit sets the bound; only the reader calls it, between its adds.
 func (b *backlog) setLimit(n int64) { b.limit.Store(n) }
 
-func (b *backlog) max() int64 {
+func (b *backlog) base() int64 {
 	if l := b.limit.Load(); l > 0 {
 		return l
 	}
 	return backlogMin
 }
 
+func (b *backlog) max() int64 { return b.base() + b.grown.Load() }
+
 // add counts a record read, first waiting for room.
 func (b *backlog) add() {
-	limit := b.max()
-	if b.n.Add(1) <= limit {
+	if b.n.Add(1) <= b.max() {
 		return
 	}
-	b.mu.Lock()
-	if b.cond == nil {
-		b.cond = sync.NewCond(&b.mu)
-	}
+	room := b.roomCh()
+	t := time.NewTimer(backlogStall)
+	defer t.Stop()
 	b.waiting.Store(true) // before the check: done sees it if it lowered n after
-	for b.n.Load() > limit*7/8 {
-		b.cond.Wait()
+	defer b.waiting.Store(false)
+	for {
+		if b.n.Load() <= b.max()*7/8 {
+			return
+		}
+		progress := b.doneN.Load()
+		select {
+		case <-room:
+		case <-t.C:
+			if b.doneN.Load() == progress && b.max() < backlogStalledMax {
+				// Nothing done for backlogStall: make room.
+				b.grown.Store(min(2*b.max(), backlogStalledMax) - b.base())
+				b.stalls.Add(1)
+			}
+			t.Reset(backlogStall)
+		}
 	}
-	b.waiting.Store(false)
-	b.mu.Unlock()
 }
 
 // done counts a record run (or dropped), waking the reader when there is
-// room again.
+// room again. A backlog that grew goes back to its limit once it has
+// drained below it.
 func (b *backlog) done() {
-	if b.n.Add(-1) <= b.max()*7/8 && b.waiting.Load() {
-		b.mu.Lock()
-		if b.cond != nil {
-			b.cond.Broadcast()
+	b.doneN.Add(1)
+	n := b.n.Add(-1)
+	if b.grown.Load() > 0 && n < b.base() {
+		b.grown.Store(0)
+	}
+	if n <= b.max()*7/8 && b.waiting.Load() {
+		select {
+		case b.roomCh() <- struct{}{}:
+		default:
 		}
-		b.mu.Unlock()
 	}
 }
 
