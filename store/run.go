@@ -429,8 +429,12 @@ type RunWriter struct {
 // this, reached only after some 15 MiB of outcomes at 8 MiB (a 64-session
 // replay of 200,000 records had reached 12 MiB, one of 800,000 records
 // 16 MiB, one of 25,000 records 2 MiB): memory that grew with the
-// capture's length up to 16 MiB. At 2 MiB it is 4 MiB within seconds.
-const runMemTableSize = 2 << 20
+// capture's length up to 16 MiB. At 2 MiB it was 4 MiB, reached within
+// seconds but not by a short replay: a 64-session replay of a 5 s capture
+// (20,000 statements, 1 MiB of outcomes) peaked at 28–30 MiB outside the
+// binary's pages, that of a 50 s capture at 39–40. At 1 MiB, 30 and 37–38:
+// a short replay already fills what a long one holds.
+const runMemTableSize = 1 << 20
 
 // runCacheSize is the block cache of a run store, written or read: a run
 // is read in order (the outcomes compared at a replay's end, a report),
@@ -439,8 +443,9 @@ const runMemTableSize = 2 << 20
 const runCacheSize = 1 << 20
 
 // runL0CompactionThreshold is how many flushed files a run store's L0
-// holds before Pebble compacts them.
-const runL0CompactionThreshold = 32
+// holds before Pebble compacts them: as many bytes of outcomes before the
+// first compaction (64 MiB) as with the 2 MiB memtables before.
+const runL0CompactionThreshold = 64
 
 // CreateRun makes a new run directory (it must not exist or be empty),
 // encrypted with the key of WithKey if one is given.
@@ -461,7 +466,7 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	// Compactions of a run's outcomes would run beside the replay, on the
 	// cores the targets and the replay share (3.6 % of a point-select
 	// replay's CPU with the capture's threshold of 8): let L0 hold up to
-	// 32 flushes first (a flush takes about 1 MiB of outcomes: 25,000
+	// 64 flushes first (a flush takes about 0.5 MiB of outcomes: 12,000
 	// records of a 64-session read/write replay, so some 800,000 records
 	// go by before the first compaction). Reading a run merges them.
 	po.L0CompactionThreshold = runL0CompactionThreshold
