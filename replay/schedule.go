@@ -826,11 +826,11 @@ func (b *backlog) add() {
 	defer t.Stop()
 	b.waiting.Store(true) // before the check: done sees it if it lowered n after
 	defer b.waiting.Store(false)
+	progress := b.doneN.Load() // as the timer starts
 	for {
 		if b.n.Load() <= b.max()*7/8 {
 			return
 		}
-		progress := b.doneN.Load()
 		select {
 		case <-room:
 		case <-t.C:
@@ -839,6 +839,7 @@ func (b *backlog) add() {
 				b.grown.Store(min(2*b.max(), backlogStalledMax) - b.base())
 				b.stalls.Add(1)
 			}
+			progress = b.doneN.Load()
 			t.Reset(backlogStall)
 		}
 	}
