@@ -2,6 +2,7 @@ package replay
 
 import (
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,25 +22,42 @@ import (
 // session 2's UPDATE. Before, the transaction was forgotten before the
 // wait: nothing was seen to be in the way, and the BEGIN went only when
 // --order-timeout released it, unordered.
+//
+// Under load the transaction run again can meet session 2's UPDATE still
+// waiting and yield once more (CI saw 2 reruns on each target, every
+// other figure as wanted): that run is true to the capture too, and is
+// taken again, up to 3 attempts, for the one this test is about.
 func TestImplicitlyEndedTransactionYieldsWhileItsEndWaits(t *testing.T) {
-	rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
-		return append(rowOneHeld(q, at),
-			q(1, 10, "BEGIN"),
-			q(1, 11, "SELECT v FROM t WHERE id = 2"),
-			q(1, 12, "COMMIT"),
-			store.Record{Session: 2, Start: at(13), Kind: store.KindQuit},
-			store.Record{Session: 1, Start: at(14), Kind: store.KindQuit})
-	})
-	for _, tr := range rep.Targets {
-		if tr.OrderReleased != 0 || tr.OrderReruns != 1 || tr.FailedTransactions != 0 || tr.Errors != 0 {
-			t.Errorf("%s: %d released, %d reruns, %d failed transactions, %d errors; want 0 released, 1 rerun (session 1's transaction yields to session 2's UPDATE), 0, 0",
-				tr.Name, tr.OrderReleased, tr.OrderReruns, tr.FailedTransactions, tr.Errors)
+	for attempt := 1; ; attempt++ {
+		rep, dbs := lockStep(t, func(q func(uint64, float64, string) store.Record, at func(float64) time.Time) []store.Record {
+			return append(rowOneHeld(q, at),
+				q(1, 10, "BEGIN"),
+				q(1, 11, "SELECT v FROM t WHERE id = 2"),
+				q(1, 12, "COMMIT"),
+				store.Record{Session: 2, Start: at(13), Kind: store.KindQuit},
+				store.Record{Session: 1, Start: at(14), Kind: store.KindQuit})
+		})
+		again := ""
+		for _, tr := range rep.Targets {
+			if tr.OrderReleased != 0 || tr.OrderReruns < 1 || tr.FailedTransactions != 0 || tr.Errors != 0 {
+				t.Errorf("%s: %d released, %d reruns, %d failed transactions, %d errors; want 0 released, 1 rerun (session 1's transaction yields to session 2's UPDATE), 0, 0",
+					tr.Name, tr.OrderReleased, tr.OrderReruns, tr.FailedTransactions, tr.Errors)
+			} else if tr.OrderReruns != 1 {
+				again += fmt.Sprintf(" %s: %d reruns", tr.Name, tr.OrderReruns)
+			}
 		}
-	}
-	for _, db := range dbs {
-		if v := valueOf(t, db, 1); v != 12 {
-			t.Errorf("row 1 holds %d, want 12 (both UPDATEs committed)", v)
+		for _, db := range dbs {
+			if v := valueOf(t, db, 1); v != 12 {
+				t.Errorf("row 1 holds %d, want 12 (both UPDATEs committed)", v)
+			}
 		}
+		if again == "" || t.Failed() {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("3 attempts, none with exactly 1 rerun; the last:%s", again)
+		}
+		t.Logf("attempt %d yielded more than once (%s): again", attempt, again)
 	}
 }
 
