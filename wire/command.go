@@ -54,12 +54,11 @@ type Execute struct {
 // With ErrUnknownParamTypes it returns the command without its values.
 func ParseExecute(b []byte, numParams int, prev []ParamType, longData func(int) bool) (*Execute, error) {
 	e := &Execute{}
-	if err := e.Parse(b, numParams, prev, longData); err != nil && !errors.Is(err, ErrUnknownParamTypes) {
+	err := e.Parse(b, numParams, prev, longData)
+	if err != nil && !errors.Is(err, ErrUnknownParamTypes) {
 		return nil, err
-	} else if err != nil {
-		return e, err
 	}
-	return e, nil
+	return e, err
 }
 
 // Parse is ParseExecute into e, whose room for parameters it reuses (a
