@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -179,12 +180,17 @@ func TestBacklogMakesRoomWhenNothingIsDone(t *testing.T) {
 	defer func(d time.Duration) { backlogStall = d }(backlogStall)
 	backlogStall = 20 * time.Millisecond
 	var b backlog
+	var told []string // what grew was told (by the reader: add's goroutine)
+	b.grew = func(to int64, idle time.Duration) { told = append(told, fmt.Sprintf("%d after %s", to, idle)) }
 	b.setLimit(16)
 	for range 17 {
 		b.add() // the 17th waits, nothing is done: the room doubles
 	}
 	if b.stalls.Load() != 1 || b.max() != 32 {
 		t.Fatalf("after a stall: grew %d times, room for %d; want 1 and 32", b.stalls.Load(), b.max())
+	}
+	if want := "[32 after 20ms]"; fmt.Sprint(told) != want {
+		t.Errorf("told %v, want %s", told, want)
 	}
 	for range 15 {
 		b.add() // 32 in all: room for each
@@ -206,8 +212,8 @@ func TestBacklogMakesRoomWhenNothingIsDone(t *testing.T) {
 	for i := 0; ; i++ {
 		select {
 		case <-added:
-			if b.stalls.Load() != 1 || b.max() != 16 {
-				t.Errorf("with records done: grew %d times, room for %d; want 1 and 16", b.stalls.Load(), b.max())
+			if b.stalls.Load() != 1 || b.max() != 16 || len(told) != 1 {
+				t.Errorf("with records done: grew %d times (told %v), room for %d; want 1 and 16", b.stalls.Load(), told, b.max())
 			}
 			return
 		case <-time.After(10 * time.Millisecond):

@@ -673,9 +673,14 @@ type sessionRunner struct {
 	sqlOf   map[uint64]map[uint32]string // each session's prepared statements
 }
 
-func newSessionRunner() *sessionRunner {
-	return &sessionRunner{sessions: map[uint64]*jobQueue{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
+func (rn *runner) newSessionRunner() *sessionRunner {
+	sr := &sessionRunner{sessions: map[uint64]*jobQueue{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
 		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
+	sr.backlog.grew = func(to int64, idle time.Duration) {
+		rn.cfg.Logger.Info("nothing was done on the target with the read-ahead full: reading further into the capture, where a statement the sessions wait for (a lock holder's COMMIT) may lie",
+			"target", rn.t.Name, "idle", idle, "read_ahead", to, "read_ahead_max", int64(backlogStalledMax))
+	}
+	return sr
 }
 
 // statementOf returns the analysis of rec's statement for its ticket, in
@@ -790,6 +795,9 @@ type backlog struct {
 	once    sync.Once
 	room    chan struct{} // signalled by done when a waiting reader has room (roomCh)
 	stalls  atomic.Int64  // times the room grew
+	// grew, if set, is told (by the reader, in add) each time the room
+	// grows: to how many records, and how long nothing was done.
+	grew func(to int64, idle time.Duration)
 }
 
 func (b *backlog) roomCh() chan struct{} {
@@ -827,6 +835,7 @@ func (b *backlog) add() {
 	b.waiting.Store(true) // before the check: done sees it if it lowered n after
 	defer b.waiting.Store(false)
 	progress := b.doneN.Load() // as the timer starts
+	idle := time.Duration(0)   // how long nothing has been done
 	for {
 		if b.n.Load() <= b.max()*7/8 {
 			return
@@ -834,10 +843,15 @@ func (b *backlog) add() {
 		select {
 		case <-room:
 		case <-t.C:
-			if b.doneN.Load() == progress && b.max() < backlogStalledMax {
+			if b.doneN.Load() != progress {
+				idle = 0
+			} else if idle += backlogStall; b.max() < backlogStalledMax {
 				// Nothing done for backlogStall: make room.
 				b.grown.Store(min(2*b.max(), backlogStalledMax) - b.base())
 				b.stalls.Add(1)
+				if b.grew != nil {
+					b.grew(b.max(), idle)
+				}
 			}
 			progress = b.doneN.Load()
 			t.Reset(backlogStall)
@@ -973,7 +987,7 @@ func (sr *sessionRunner) closeAll() {
 
 // runSessions replays each captured session on its own connection, in order.
 func (rn *runner) runSessions(ctx context.Context) error {
-	sr := newSessionRunner()
+	sr := rn.newSessionRunner()
 	err := rn.src.records(ctx, rn, func(rec *store.Record, loop int) bool {
 		if rn.inShard(rec.Session) {
 			rn.dispatchSession(ctx, sr, rec, loop)
@@ -1143,7 +1157,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		}
 		return true
 	}
-	sr := newSessionRunner()
+	sr := rn.newSessionRunner()
 	pinned := map[uint64]bool{}
 	g := newRegrouper(rn.an, rn.offset)
 	// Units close in the order their COMMITs end (the capture's order);
