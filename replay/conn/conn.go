@@ -77,7 +77,8 @@ type Config struct {
 // bufSize is a replay connection's read and write buffer, as MariaDB's
 // client library's (net_buffer_length): a replay holds one connection per
 // captured session, and the proxy's 64 KiB each way came to 128 MiB of a
-// thousand-session replay's heap.
+// thousand-session replay's heap. The buffers are pooled
+// (wire.NewPooledConn): a connection holds them only while a call runs.
 const bufSize = 16 << 10
 
 // Cause says what went wrong when an error is not the server's.
@@ -241,7 +242,7 @@ func dial(ctx context.Context, cfg Config) (*Conn, error) {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		c.TLS = tls.CipherSuiteName(tc.ConnectionState().CipherSuite)
 	}
-	c.wc = wire.NewConnSize(c.nc, bufSize, bufSize)
+	c.wc = wire.NewPooledConn(c.nc, bufSize, bufSize)
 	c.nc.SetDeadline(time.Time{})
 	c.stop = context.AfterFunc(ctx, func() { c.nc.Close() })
 	var set []string
@@ -330,11 +331,14 @@ func (c *Conn) begin(ctx context.Context, op string) (stop func() bool, err erro
 	return context.AfterFunc(ctx, func() { c.nc.Close() }), nil
 }
 
-// end ends a call begun by begin, which returned stop.
+// end ends a call begun by begin, which returned stop. The connection's
+// buffers go back to their pools unless something is left in them (a
+// call that failed, or a prelude answered ahead).
 func (c *Conn) end(stop func() bool) {
 	if stop != nil {
 		stop()
 	}
+	c.wc.Release()
 	c.busy.Store(0)
 }
 
