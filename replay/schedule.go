@@ -319,6 +319,11 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 	t := time.NewTicker(min(rn.cfg.TargetTimeout/4, 500*time.Millisecond))
 	defer t.Stop()
 	waitWarned := false
+	// answeredAt is when the server last answered a new connection while
+	// a call waited past --target-timeout: it is asked again once per
+	// --target-timeout, not at every tick (up to twice a second, each a
+	// login on a server that may be busy with the very wait).
+	var answeredAt time.Time
 	for {
 		select {
 		case <-stop:
@@ -333,6 +338,9 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 			stuck = max(stuck, c.BusyFor())
 		}
 		rn.mu.Unlock()
+		if stuck <= rn.cfg.TargetTimeout {
+			answeredAt = time.Time{}
+		}
 		if since := rn.unreachable.Load(); since != 0 && !rn.src.followed() && time.Since(time.Unix(0, since)) > rn.cfg.TargetTimeout {
 			msg := ""
 			if p := rn.dialErr.Load(); p != nil {
@@ -359,7 +367,11 @@ func (rn *runner) watchdog(stop <-chan struct{}) {
 				rn.mu.Unlock()
 				continue
 			}
-			switch answers := rn.answers(); {
+			answers := time.Since(answeredAt) < rn.cfg.TargetTimeout
+			if !answers && rn.answers() {
+				answers, answeredAt = true, time.Now()
+			}
+			switch {
 			case answers && stuck <= maxAnsweredWaits*rn.cfg.TargetTimeout:
 				// The server answers a new connection: the call waits on
 				// its work (a row lock another session holds, a long
@@ -396,7 +408,7 @@ func (rn *runner) answers() bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	c.Quit() // a word to the server: a connection closed without one counts as an aborted client
 	return true
 }
 
