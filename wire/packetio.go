@@ -106,28 +106,25 @@ var bufPools struct {
 func readerPool(n int) *bufStack[*bufio.Reader] {
 	bufPools.Lock()
 	defer bufPools.Unlock()
-	if bufPools.r == nil {
-		bufPools.r = map[int]*bufStack[*bufio.Reader]{}
-	}
-	p := bufPools.r[n]
-	if p == nil {
-		p = &bufStack[*bufio.Reader]{make: func() *bufio.Reader { return bufio.NewReaderSize(nil, n) }}
-		bufPools.r[n] = p
-	}
-	return p
+	return poolOf(&bufPools.r, n, func() *bufio.Reader { return bufio.NewReaderSize(nil, n) })
 }
 
 // writerPool is the pool of write buffers of size n.
 func writerPool(n int) *bufStack[*bufio.Writer] {
 	bufPools.Lock()
 	defer bufPools.Unlock()
-	if bufPools.w == nil {
-		bufPools.w = map[int]*bufStack[*bufio.Writer]{}
+	return poolOf(&bufPools.w, n, func() *bufio.Writer { return bufio.NewWriterSize(nil, n) })
+}
+
+// poolOf is the stack of size n in pools, made with mk if it is new.
+func poolOf[T any](pools *map[int]*bufStack[T], n int, mk func() T) *bufStack[T] {
+	if *pools == nil {
+		*pools = map[int]*bufStack[T]{}
 	}
-	p := bufPools.w[n]
+	p := (*pools)[n]
 	if p == nil {
-		p = &bufStack[*bufio.Writer]{make: func() *bufio.Writer { return bufio.NewWriterSize(nil, n) }}
-		bufPools.w[n] = p
+		p = &bufStack[T]{make: mk}
+		(*pools)[n] = p
 	}
 	return p
 }

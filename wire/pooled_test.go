@@ -4,39 +4,15 @@ import (
 	"bytes"
 	"net"
 	"testing"
-)
 
-// tcpPair is a connected loopback TCP pair: the kernel buffers what one
-// side writes, so a side can write several packets before the other reads.
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		acc <- c
-	}()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-acc
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
+	"github.com/tandemdb/tandem/internal/loopback"
+)
 
 // A pooled connection holds buffers only while it reads or writes: the
 // write buffer goes back once flushed, the read buffer when Release finds
 // nothing read ahead. What was read ahead stays, and is read next.
 func TestPooledConnHoldsBuffersOnlyWhileInUse(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := loopback.Pair(t, (&net.Dialer{}).DialContext)
 	w, r := NewPooledConn(a, 64, 64), NewPooledConn(b, 64, 64)
 	if w.r != nil || w.w != nil {
 		t.Fatal("a new pooled connection holds buffers")
@@ -111,7 +87,7 @@ func TestPooledConnHoldsBuffersOnlyWhileInUse(t *testing.T) {
 // A connection at rest costs no allocation to take buffers again: they
 // come back from the pool.
 func TestPooledConnReusesBuffers(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := loopback.Pair(t, (&net.Dialer{}).DialContext)
 	w, r := NewPooledConn(a, 1024, 1024), NewPooledConn(b, 1024, 1024)
 	payload := []byte("SELECT 1")
 	round := func() {
