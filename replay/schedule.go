@@ -1050,6 +1050,11 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	// point-select replay (1,000 times a second), and the threads' search
 	// for work was 6 % of its CPU.
 	room := make(chan struct{}, 1)
+	// idle counts the connections waiting for a batch (all of them at
+	// first, before their goroutines run): while more wait than batches
+	// are queued, a unit goes out alone at once (see send).
+	var idle atomic.Int32
+	idle.Store(int32(rn.cfg.Concurrency))
 	if rn.cfg.Order == OrderCapture {
 		rn.board = order.NewBoard(rn.cfg.Concurrency, rn.cfg.boardWait)
 	}
@@ -1065,7 +1070,12 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			defer w.close()
 			queue := &order.Cursor{}
 			w.cursor = queue
-			for us := range units {
+			for ; ; idle.Add(1) {
+				us, ok := <-units
+				idle.Add(-1)
+				if !ok {
+					break
+				}
 				if len(units) <= cap(units)/2 {
 					select {
 					case room <- struct{}{}:
@@ -1158,9 +1168,12 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		if len(pending) >= batch {
 			return flush()
 		}
-		if len(units) == 0 {
-			// The queue is empty: a connection may be free, with no
-			// reason to hold the unit back.
+		if int(idle.Load()) > len(units) {
+			// A connection waits with no batch queued for it: no reason
+			// to hold the unit back. (Only while connections wait: held
+			// until a full queue, the units of a short capture went out
+			// as one batch, on one connection, and transactions that ran
+			// at once in the capture ran one after the other.)
 			select {
 			case units <- pending:
 				pending = make([]*unit, 0, batch)
