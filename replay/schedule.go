@@ -1071,10 +1071,19 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			queue := &order.Cursor{}
 			w.cursor = queue
 			for ; ; idle.Add(1) {
+				if len(units) == 0 && w.c != nil {
+					// Nothing queued: the connection's buffers go back to
+					// the pools while it waits (it holds them while it
+					// runs batch after batch; see conn.Hold).
+					w.c.Hold(false)
+				}
 				us, ok := <-units
 				idle.Add(-1)
 				if !ok {
 					break
+				}
+				if w.c != nil {
+					w.c.Hold(true)
 				}
 				if len(units) <= cap(units)/2 {
 					select {

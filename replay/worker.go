@@ -130,6 +130,7 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	w.rn.unreachable.Store(0)
 	w.rn.setDown(nil)
 	w.rn.track(c)
+	c.Hold(w.regrouped) // see runConcurrent
 	if !w.regrouped && w.connOf != 0 {
 		w.rn.connIDs.Store(w.connOf, c.ID) // a KILL naming the session names this connection here
 	}

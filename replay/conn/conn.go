@@ -159,6 +159,8 @@ type Conn struct {
 	setVars string
 	// prelude is a text query that goes out with the next command.
 	prelude []byte
+	// hold: the connection keeps its buffers between calls (Hold).
+	hold bool
 }
 
 // Dial connects and logs in. The connection lives until Close or until
@@ -332,13 +334,15 @@ func (c *Conn) begin(ctx context.Context, op string) (stop func() bool, err erro
 }
 
 // end ends a call begun by begin, which returned stop. The connection's
-// buffers go back to their pools unless something is left in them (a
-// call that failed, or a prelude answered ahead).
+// buffers go back to their pools unless it holds them (Hold) or something
+// is left in them (a call that failed, or a prelude answered ahead).
 func (c *Conn) end(stop func() bool) {
 	if stop != nil {
 		stop()
 	}
-	c.wc.Release()
+	if !c.hold {
+		c.wc.Release()
+	}
 	c.busy.Store(0)
 }
 
@@ -402,7 +406,19 @@ func (c *Conn) Quit() {
 		c.buf = append(c.buf[:0], mysql.COM_QUIT)
 		c.send()
 	}
+	c.Hold(false)
 	c.Close()
+}
+
+// Hold(true) keeps the connection's buffers between calls, for one that
+// runs call after call (a connection of --concurrency, which takes a
+// batch of units at a time): by default they go back to the pools shared
+// by all connections at the end of every call, as suits the connections
+// of a thousand captured sessions that mostly wait. Hold(false) gives
+// them back if nothing is left in them. Call it between calls.
+func (c *Conn) Hold(on bool) {
+	c.hold = on
+	c.wc.Hold(on)
 }
 
 // send writes c.buf as a command (sequence 0).

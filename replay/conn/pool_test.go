@@ -63,3 +63,57 @@ func TestConnHoldsNoBuffersBetweenCalls(t *testing.T) {
 	}
 	held("the last execute")
 }
+
+// A connection that runs call after call (--concurrency) keeps the same
+// two buffers while it holds them, gives them back with Hold(false) and
+// at its Quit, and takes them at each call again after that.
+func TestHeldConnKeepsItsBuffersUntilLetGo(t *testing.T) {
+	h := sandboxtest.Server(t, "innodb")
+	ctx := context.Background()
+	c, err := Dial(ctx, Config{Addr: h.Addr(), User: "root", Caps: DefaultCaps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Hold(true)
+	var r Result
+	if err := c.Query(ctx, "SELECT 1", &r); err != nil || r.Rows != 1 {
+		t.Fatalf("SELECT 1: %+v %v", r, err)
+	}
+	if rb, wb := c.wc.Holds(); !rb || !wb {
+		t.Fatalf("held, after a query: holds a read buffer %v, a write buffer %v; want both", rb, wb)
+	}
+	rbuf, wbuf := c.wc.Buffers()
+	st, err := c.Prepare(ctx, "SELECT ? + 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r = Result{}
+		if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: int64(i)}}, 0, &r); err != nil || r.Rows != 1 {
+			t.Fatalf("execute %d: %+v %v", i, r, err)
+		}
+	}
+	if r2, w2 := c.wc.Buffers(); r2 != rbuf || w2 != wbuf {
+		t.Fatalf("held, after a prepare and 3 executes: the buffers changed (read %p → %p, write %p → %p); want the same two", rbuf, r2, wbuf, w2)
+	}
+	c.Hold(false)
+	if rb, wb := c.wc.Holds(); rb || wb {
+		t.Fatalf("let go: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
+	}
+	r = Result{}
+	if err := c.Query(ctx, "SELECT 2", &r); err != nil || r.Rows != 1 {
+		t.Fatalf("SELECT 2: %+v %v", r, err)
+	}
+	if rb, wb := c.wc.Holds(); rb || wb {
+		t.Fatalf("not held, after a query: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
+	}
+	c.Hold(true)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Quit()
+	if rb, wb := c.wc.Holds(); rb || wb {
+		t.Fatalf("held, after Quit: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
+	}
+}
