@@ -1232,12 +1232,35 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		held.push(u)
 	}
 	release(math.MaxInt64)
-	flush()
+	// The last units, which would wait for a batch that never fills, go
+	// out spread over the connections: as one batch they ran one after
+	// another on one connection while the others had nothing to do.
+	for _, b := range spread(pending, rn.cfg.Concurrency) {
+		pending = b
+		if !flush() {
+			break
+		}
+	}
 	close(units)
 	wg.Wait()
 	sr.closeAll()
 	rn.closeAwaitingKill()
 	return err
+}
+
+// spread cuts us, in order, into at most n batches of sizes that differ by
+// at most one. Batches are taken in order and run in order, so any cut
+// keeps the earliest unfinished unit on a running connection.
+func spread(us []*unit, n int) [][]*unit {
+	if len(us) == 0 {
+		return nil
+	}
+	n = min(max(n, 1), len(us))
+	out := make([][]*unit, 0, n)
+	for i := range n {
+		out = append(out, us[i*len(us)/n:(i+1)*len(us)/n])
+	}
+	return out
 }
 
 // unitQueue holds units in the order of their COMMIT's start (units with

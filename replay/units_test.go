@@ -168,3 +168,45 @@ func TestUnitQueueOrdersByCommitStart(t *testing.T) {
 		}
 	}
 }
+
+// The units left at a replay's end go out as at most one batch per
+// connection, in order, of sizes that differ by at most one (they went as
+// one batch, on one connection).
+func TestSpreadCutsTheLastUnitsAcrossConnections(t *testing.T) {
+	mk := func(n int) []*unit {
+		us := make([]*unit, n)
+		for i := range us {
+			us[i] = &unit{start: int64(i)}
+		}
+		return us
+	}
+	for _, c := range []struct {
+		units, conns int
+		sizes        []int
+	}{
+		{0, 8, nil},
+		{1, 8, []int{1}},
+		{5, 8, []int{1, 1, 1, 1, 1}},
+		{31, 8, []int{3, 4, 4, 4, 4, 4, 4, 4}},
+		{8, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
+		{7, 1, []int{7}},
+		{3, 0, []int{3}},
+	} {
+		us := mk(c.units)
+		bs := spread(us, c.conns)
+		var sizes []int
+		next := 0
+		for _, b := range bs {
+			sizes = append(sizes, len(b))
+			for _, u := range b {
+				if u.start != int64(next) {
+					t.Fatalf("%d units over %d: unit %d where %d comes next", c.units, c.conns, u.start, next)
+				}
+				next++
+			}
+		}
+		if !slices.Equal(sizes, c.sizes) || next != c.units {
+			t.Errorf("%d units over %d connections: batches %v (%d units), want %v", c.units, c.conns, sizes, next, c.sizes)
+		}
+	}
+}
