@@ -4,7 +4,7 @@
 # plain-relay reference), through tandem proxy without capture, with it, and
 # with capture and two shadows (an InnoDB copy and a MyRocks copy, replaying
 # live on servers that share this machine's CPUs).
-# Runs alternate, ROUNDS times, in one session; prints mean QPS, p95 and ratios,
+# Runs alternate, ROUNDS times (every other round in reverse order), in one session; prints mean QPS, p95 and ratios,
 # and CPU per statement, capture on with shadows against without: the proxy
 # process's (exact, from /proc: the shadows run in worker processes of their
 # own), its client path's (from a CPU profile: the goroutines serving
@@ -19,8 +19,8 @@
 #   few per cent: on 2 CPUs, single 10 s runs vary by 10-20 %.
 #   REF=<git revision> builds that revision's tandem (git archive into the
 #   temp dir) and adds target tandem@REF: its relay-only proxy, flags as
-#   tandem's, measured alternately with the others (tandem and tandem@REF
-#   swap places every other round). Prints the CPU per statement of every
+#   tandem's, measured alternately with the others (every other round runs
+#   the targets in reverse order). Prints the CPU per statement of every
 #   proxy process, and tandem / tandem@REF for QPS and CPU per statement
 #   with a verdict against >= 0.98 (CPU <= 1/0.98).
 #   TARGETS="haproxy tandem tandem@REF" (space-separated; direct is always
@@ -194,13 +194,14 @@ workloads=(oltp_point_select oltp_read_write)
 declare -A qps p95 ucpu ocpu fcpu
 
 for round in $(seq "$ROUNDS"); do
-  # tandem and tandem@REF swap places every other round, so that neither
-  # always runs after the other.
+  # Every other round runs the targets in reverse order, so that no target
+  # always runs before another (tandem+capture after HAProxy, tandem before
+  # tandem@REF): the machine drifts within a round, by up to 50 % within a
+  # minute here.
   order=("${targets[@]}")
-  if [ $((round % 2)) = 0 ] && want tandem && want tandem@REF; then
-    for i in "${!order[@]}"; do
-      case "${order[$i]}" in tandem) order[$i]=tandem@REF ;; tandem@REF) order[$i]=tandem ;; esac
-    done
+  if [ $((round % 2)) = 0 ]; then
+    order=()
+    for ((i = ${#targets[@]} - 1; i >= 0; i--)); do order+=("${targets[$i]}"); done
   fi
   for w in "${workloads[@]}"; do
     for tgt in "${order[@]}"; do
@@ -381,9 +382,13 @@ if want tandem+capture && want haproxy; then
   for w in "${workloads[@]}"; do
     printf '  %s direct: %.0f qps\n' "$w" "$(mean "${qps[$w,direct]}")"
   done
+  # per_round_ratio A B: the ratio of each round's A to its B.
+  per_round_ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), x[i]/y[i] }'; }
   for w in "${workloads[@]}"; do
     verdict "$w qps tandem+capture / haproxy" "$(div "$(mean "${qps[$w,tandem+capture]}")" "$(mean "${qps[$w,haproxy]}")")" ">=" 1.0
+    printf '  per round: %s\n' "$(per_round_ratio "${qps[$w,tandem+capture]}" "${qps[$w,haproxy]}")"
     verdict "$w cpu/stmt tandem+capture / haproxy" "$(div "$(mean "${proc[$w,tandem+capture]}")" "$(mean "${proc[$w,haproxy]}")")" "<=" 1.0
+    printf '  per round: %s\n' "$(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")"
   done
   if [ -n "$pair" ]; then
     for w in "${workloads[@]}"; do
