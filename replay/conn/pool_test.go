@@ -3,11 +3,15 @@ package conn
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
+
+// The servers the tests start stop when they end (sandboxtest.Main).
+func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 
 // A replay connection holds its read and write buffers only while a call
 // runs: a thousand-session replay held 34 MiB of them (16 KiB each way

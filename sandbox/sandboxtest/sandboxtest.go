@@ -36,11 +36,16 @@ var (
 	servers = map[string]*Handle{}
 	failed  = map[string]error{}
 	dbSeq   atomic.Int64
+	// inMain: the tests run under Main, which stops their servers.
+	inMain bool
 )
 
 // Main runs the package's tests, then stops every server they started and
 // removes the sandbox directory.
 func Main(m *testing.M) int {
+	mu.Lock()
+	inMain = true
+	mu.Unlock()
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
@@ -72,6 +77,11 @@ func Server(t testing.TB, profile string) *Handle {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if !inMain {
+		// Without Main the server outlives the test binary: every run of
+		// the package's tests left a mariadbd behind.
+		t.Fatalf("sandboxtest.Server needs the package's tests to run under sandboxtest.Main: add func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }")
+	}
 	if h, ok := servers[profile]; ok {
 		return h
 	}
