@@ -19,19 +19,9 @@ func TestMain(m *testing.M) { os.Exit(sandboxtest.Main(m)) }
 // Between calls it holds none, whatever the call read: rows, an error, a
 // result larger than a buffer.
 func TestConnHoldsNoBuffersBetweenCalls(t *testing.T) {
-	h := sandboxtest.Server(t, "innodb")
 	ctx := context.Background()
-	c, err := Dial(ctx, Config{Addr: h.Addr(), User: "root", Caps: DefaultCaps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	held := func(after string) {
-		t.Helper()
-		if r, w := c.wc.Holds(); r || w {
-			t.Fatalf("after %s: holds a read buffer %v, a write buffer %v; want neither", after, r, w)
-		}
-	}
+	c := dialSandbox(t)
+	held := func(after string) { t.Helper(); holdsNone(t, c, after) }
 	held("the login")
 	var r Result
 	if err := c.Query(ctx, "SELECT 1", &r); err != nil || r.Rows != 1 {
@@ -72,13 +62,8 @@ func TestConnHoldsNoBuffersBetweenCalls(t *testing.T) {
 // two buffers while it holds them, gives them back with Hold(false) and
 // at its Quit, and takes them at each call again after that.
 func TestHeldConnKeepsItsBuffersUntilLetGo(t *testing.T) {
-	h := sandboxtest.Server(t, "innodb")
 	ctx := context.Background()
-	c, err := Dial(ctx, Config{Addr: h.Addr(), User: "root", Caps: DefaultCaps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialSandbox(t)
 	c.Hold(true)
 	var r Result
 	if err := c.Query(ctx, "SELECT 1", &r); err != nil || r.Rows != 1 {
@@ -102,22 +87,38 @@ func TestHeldConnKeepsItsBuffersUntilLetGo(t *testing.T) {
 		t.Fatalf("held, after a prepare and 3 executes: the buffers changed (read %p → %p, write %p → %p); want the same two", rbuf, r2, wbuf, w2)
 	}
 	c.Hold(false)
-	if rb, wb := c.wc.Holds(); rb || wb {
-		t.Fatalf("let go: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
-	}
+	holdsNone(t, c, "Hold(false)")
 	r = Result{}
 	if err := c.Query(ctx, "SELECT 2", &r); err != nil || r.Rows != 1 {
 		t.Fatalf("SELECT 2: %+v %v", r, err)
 	}
-	if rb, wb := c.wc.Holds(); rb || wb {
-		t.Fatalf("not held, after a query: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
-	}
+	holdsNone(t, c, "a query, not held")
 	c.Hold(true)
 	if err := c.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.Quit()
-	if rb, wb := c.wc.Holds(); rb || wb {
-		t.Fatalf("held, after Quit: holds a read buffer %v, a write buffer %v; want neither", rb, wb)
+	holdsNone(t, c, "Quit, held")
+}
+
+// dialSandbox is a connection, as root, to the package's InnoDB sandbox;
+// it is closed when the test ends.
+func dialSandbox(t *testing.T) *Conn {
+	t.Helper()
+	h := sandboxtest.Server(t, "innodb")
+	c, err := Dial(context.Background(), Config{Addr: h.Addr(), User: "root", Caps: DefaultCaps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// holdsNone fails the test if c holds a read or a write buffer after what
+// it says.
+func holdsNone(t *testing.T, c *Conn, after string) {
+	t.Helper()
+	if r, w := c.wc.Holds(); r || w {
+		t.Fatalf("after %s: holds a read buffer %v, a write buffer %v; want neither", after, r, w)
 	}
 }
