@@ -27,6 +27,10 @@
 #   measured too, for the machine's figure) runs only those targets; default
 #   all. The capturing proxies, their shadows' servers and the side-by-side
 #   phase start only when selected. REF=HEAD measures the noise floor.
+#   Target tandem+capture@procs2 (only when named in TARGETS) is
+#   tandem+capture with --procs 2: on 2 CPUs the default runs the proxy's
+#   Go code on one, and with capture that one CPU is the bottleneck, e.g.
+#   TARGETS="haproxy tandem+capture tandem+capture@procs2".
 set -euo pipefail
 tandem=${1:-bin/tandem}
 SECS=${SECS:-10}
@@ -36,13 +40,14 @@ REF=${REF:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 all_targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
 [ -z "$REF" ] || all_targets+=(tandem@REF)
+extra_targets=(tandem+capture@procs2) # only when TARGETS names them
 if [ -n "${TARGETS:-}" ]; then
   targets=(direct)
   for t in $TARGETS; do
     [ "$t" != direct ] || continue
-    known=""; for a in "${all_targets[@]}"; do [ "$a" != "$t" ] || known=1; done
+    known=""; for a in "${all_targets[@]}" "${extra_targets[@]}"; do [ "$a" != "$t" ] || known=1; done
     if [ -z "$known" ]; then
-      echo "bench-proxy: unknown target $t (known: ${all_targets[*]}; tandem@REF needs REF=<revision>)" >&2
+      echo "bench-proxy: unknown target $t (known: ${all_targets[*]} ${extra_targets[*]}; tandem@REF needs REF=<revision>)" >&2
       exit 2
     fi
     targets+=("$t")
@@ -124,6 +129,11 @@ if want tandem-blocking; then
 p_port=$(free_port)
 "$tandem" proxy --io blocking --listen 127.0.0.1:$p_port --backend 127.0.0.1:$db_port --metrics-addr off --log-level warn >"$work/proxy-blocking.log" 2>&1 & pid_of[tandem-blocking]=$!; pids+=($!)
 port[tandem-blocking]=$p_port
+fi
+if want tandem+capture@procs2; then
+q_port=$(free_port)
+"$tandem" proxy --procs 2 --listen 127.0.0.1:$q_port --backend 127.0.0.1:$db_port --capture "$work/capture-procs2" --metrics-addr off --log-level warn >"$work/proxy-capture-procs2.log" 2>&1 & pid_of[tandem+capture@procs2]=$!; pids+=($!)
+port[tandem+capture@procs2]=$q_port
 fi
 declare -A prof=() ppid_of=()
 if want tandem+capture; then
@@ -390,6 +400,16 @@ if want tandem+capture && want haproxy; then
     verdict "$w cpu/stmt tandem+capture / haproxy" "$(div "$(mean "${proc[$w,tandem+capture]}")" "$(mean "${proc[$w,haproxy]}")")" "<=" 1.0
     printf '  per round: %s\n' "$(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")"
   done
+  if want tandem+capture@procs2; then
+    echo "  tandem+capture with --procs 2 (no target: the default is --procs 1 on 2 CPUs), against HAProxy and against --procs 1:"
+    for w in "${workloads[@]}"; do
+      printf '  %-18s qps %s (per round %s), cpu/stmt %s; against --procs 1: qps %s, cpu/stmt %s\n' "$w" \
+        "$(div "$(mean "${qps[$w,tandem+capture@procs2]}")" "$(mean "${qps[$w,haproxy]}")")" "$(per_round_ratio "${qps[$w,tandem+capture@procs2]}" "${qps[$w,haproxy]}")" \
+        "$(div "$(mean "${proc[$w,tandem+capture@procs2]}")" "$(mean "${proc[$w,haproxy]}")")" \
+        "$(div "$(mean "${qps[$w,tandem+capture@procs2]}")" "$(mean "${qps[$w,tandem+capture]}")")" \
+        "$(div "$(mean "${proc[$w,tandem+capture@procs2]}")" "$(mean "${proc[$w,tandem+capture]}")")"
+    done
+  fi
   if [ -n "$pair" ]; then
     for w in "${workloads[@]}"; do
       verdict "$w client cpu/stmt +2 shadows / capture only" "$(ratio "$(mean "${side_c[$w,a]}")" "$(mean "${side_c[$w,b]}")")" "<=" 1.05
