@@ -118,8 +118,8 @@ sysbench_qps() {
 # before and after its four replays, was a minute away from some of them.
 # The verdicts are on the means of these paired ratios.
 # pair VARIANT ARGS...: one replay (replay_qps ARGS) and one sysbench run,
-# adjacent; appends the replay's QPS to qps_VARIANT, the ratio to
-# rat_VARIANT and sysbench's QPS to sb.
+# adjacent; appends the replay's QPS to qps[VARIANT], the ratio to
+# rat[VARIANT] and sysbench's QPS to sb.
 declare -A qps=() rat=()
 n_pair=0
 pair() {
@@ -143,7 +143,7 @@ for round in $(seq "$ROUNDS"); do
   pair capture blocking capture
 done
 # mratio VARIANT: the mean of VARIANT's paired ratios.
-mratio() { printf '%s\n' ${rat[$1]} | awk '{s+=$1} END {printf "%.3f", s/NR}'; }
+mratio() { mean3 ${rat[$1]}; }
 printf '%-24s %8s %8s  %s\n' replay mean_qps ratio "paired ratios (replay / the sysbench run next to it)"
 for v in "${variants[@]}"; do
   printf '%-24s %8.0f %8.3f  %s\n' "$v" "$(mean ${qps[$v]})" "$(mratio "$v")" "${rat[$v]# }"
@@ -167,7 +167,7 @@ for round in $(seq "$ROUNDS"); do
   sim+=("$(ratio "$r" "$q")")
   printf 'at the same time, %d threads each, round %d: replay %8.0f qps, sysbench %8.0f, ratio %s\n' "$half" "$round" "$r" "$q" "$(ratio "$r" "$q")"
 done
-printf 'at the same time: replay / sysbench %s (mean of %d rounds)\n' "$(printf '%s\n' "${sim[@]}" | awk '{s+=$1} END {printf "%.3f", s/NR}')" "$ROUNDS"
+printf 'at the same time: replay / sysbench %s (mean of %d rounds)\n' "$(mean3 "${sim[@]}")" "$ROUNDS"
 verdict "replay --order none / sysbench qps" "$(mratio blocking)" ">=" 1.0
 verdict "replay --order capture / sysbench qps" "$(mratio capture)" ">=" 0.95
 fi
