@@ -619,7 +619,7 @@ func (w *worker) record(j *job, o *store.Outcome) {
 		obs.Outcome(Done{Rec: j.rec, SQL: j.sql, Info: j.info, Outcome: &oc})
 	}
 	w.out.Add(o)
-	if w.out.Len() >= w.outBatch {
+	if w.out.Len() >= w.outBatch || w.out.Full() {
 		w.rn.commit(w)
 	}
 }

@@ -577,6 +577,26 @@ func (ob *OutcomeBatch) Add(o *Outcome) {
 // Len is the number of outcomes buffered.
 func (ob *OutcomeBatch) Len() int { return ob.n }
 
+// Full reports whether the batch holds enough to commit now, whatever
+// its count: what its outcomes take in a memtable reaches a quarter of
+// one.
+//
+// Pebble applies a batch whose entries take half a memtable or more
+// (runMemTableSize) as a memtable of its own, flushed to a file at once,
+// and drops its buffer. 4,096 point-select outcomes, 180 KiB of data,
+// take 0.9 MiB in a memtable, its skiplist's room for each entry's node
+// counted at its full height: every commit of a --concurrency replay's
+// connection was a flush, a new file in L0, and a buffer grown again
+// from 1 KiB, a quarter of what the replay allocated.
+func (ob *OutcomeBatch) Full() bool {
+	return ob.b.Len()+ob.n*memtableEntryRoom >= runMemTableSize/4
+}
+
+// memtableEntryRoom is what Pebble counts an entry of a batch as taking
+// in a memtable beyond its key and value: a skiplist node at full height
+// (184 bytes in Pebble v2) and the key's 8-byte trailer.
+const memtableEntryRoom = 192
+
 // Commit writes the batch (without fsync: a run can be replayed again) and
 // resets it.
 func (ob *OutcomeBatch) Commit() error {

@@ -289,3 +289,53 @@ func FuzzDecodeIndex(f *testing.F) {
 		recordSeq(k)
 	})
 }
+
+// An outcome batch is Full before Pebble would take it for a large batch
+// (half a memtable of entries, flushed to a file of its own as it commits,
+// its buffer dropped): committed when Full, a batch keeps its buffer. Cut
+// at 4,096 point-select outcomes, as a --concurrency replay's connections
+// did, each commit was a flush of its own and a new buffer.
+func TestOutcomeBatchFullStaysOutOfLargeBatches(t *testing.T) {
+	w, err := CreateRun(t.TempDir(), RunMeta{RunID: "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	b := w.NewOutcomeBatch(0, 0)
+	seq := uint64(1 << 20)
+	add := func() {
+		seq++ // a point select's outcome
+		b.Add(&Outcome{Seq: seq, Session: 1 + seq%8, Service: 180 * time.Microsecond, Results: 1, Rows: 1, Columns: 1,
+			Ordered: seq * 0x9e3779b97f4a7c15, Unordered: seq * 0xbf58476d1ce4e5b9})
+	}
+	buffer := func() *byte { return &b.b.Repr()[0] }
+	for round := range 3 {
+		for !b.Full() {
+			add()
+		}
+		if n := b.Len(); n < 800 || n >= 4096 {
+			t.Fatalf("round %d: full at %d outcomes (%d bytes), want 800 to 4,095", round, n, b.b.Len())
+		}
+		was := buffer()
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		add()
+		if buffer() != was {
+			t.Errorf("round %d: a batch committed when Full dropped its buffer (Pebble took it for a large batch)", round)
+		}
+	}
+	// What the old cut did, for contrast: 4,096 outcomes make a large
+	// batch, so the test above can tell one from the other.
+	for b.Len() < 4096 {
+		add()
+	}
+	was := buffer()
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	add()
+	if buffer() == was {
+		t.Errorf("4,096 outcomes committed as an ordinary batch: the memtable accounting changed, check memtableEntryRoom")
+	}
+}
