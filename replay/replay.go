@@ -94,6 +94,10 @@ type Config struct {
 	// boardWait bounds a regrouped statement's wait on the board (0:
 	// boardWait); tests shorten it to make replay go out of order.
 	boardWait time.Duration
+	// spares (tests): a --concurrency run's spare units and records are
+	// reused even in a test binary that poisons them (poisonSpares), and
+	// counted here.
+	spares *sparesReused
 	// Reference, if set, is a server holding production's end state (a
 	// replica stopped at the capture's end point, tandem align --end):
 	// every target's end state is compared with it, not replayed onto.

@@ -1058,6 +1058,10 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	if rn.cfg.Order == OrderCapture {
 		rn.board = order.NewBoard(rn.cfg.Concurrency, rn.cfg.boardWait)
 	}
+	var sp *spares
+	if rn.obs == nil { // an observer may keep the records (see spares)
+		sp = newSpares(2*rn.cfg.Concurrency, rn.cfg.spares)
+	}
 	var wg sync.WaitGroup
 	for slot := range rn.cfg.Concurrency {
 		wg.Add(1)
@@ -1114,6 +1118,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					w.runUnit(rn.ctx, u)
 					rn.gate.Finish(u.t)
 				}
+				sp.give(us)
 			}
 		}()
 	}
@@ -1194,6 +1199,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	sr := rn.newSessionRunner()
 	pinned := map[uint64]bool{}
 	g := newRegrouper(rn.an, rn.offset)
+	g.spares = sp
 	// Units close in the order their COMMITs end (the capture's order);
 	// they go out in the order their COMMITs started, once no record still
 	// to come can hold a COMMIT that started earlier (none lasted longer

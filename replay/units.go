@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/tandemdb/tandem/replay/conn"
@@ -95,6 +97,7 @@ type regrouper struct {
 	sessions map[uint64]*regroupSession
 	offset   func(rec *store.Record, loop int) int64
 	done     []*unit // add's result, reused
+	spares   *spares // nil: every unit and record is a new one
 }
 
 func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *regrouper {
@@ -174,7 +177,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		delete(g.sessions, rec.Session)
 		return done
 	}
-	j := job{rec: rec.Clone(), loop: loop, intended: intended}
+	j := job{rec: g.spares.clone(rec), loop: loop, intended: intended}
 	switch rec.Kind {
 	case store.KindLongData:
 		// Long data goes with the execute that follows it.
@@ -242,7 +245,8 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
-	u := &unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
+	u := g.spares.unit()
+	*u = unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
 		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.trx.Autocommit()}
 	u.jobs = u.first[:0]
 	return u
@@ -287,3 +291,122 @@ const (
 	defaultCaps       = conn.DefaultCaps
 	clientInteractive = 0x400 // CLIENT_INTERACTIVE
 )
+
+// spares are units that ran, and the records of their jobs, handed back
+// by the connections of a --concurrency replay for the regrouper to fill
+// again. A point-select replay allocated some 600 bytes a statement for
+// them (the record read ahead, 390; its unit, 210): most of what its
+// garbage collector had to do. They go back a batch at a time, once every
+// unit of the batch has run (nothing holds a unit, its jobs or their
+// records after that: a worker's open transaction ends with its unit),
+// and only when no observer is told of outcomes (Done holds the record).
+// Only the unit, the record and the record's room for parameters are
+// reused (store.Record.CloneInto), not the strings, slices and bytes they
+// point to: those may still be referenced (by a ticket, an outcome, a
+// connection's last execute). The package's tests poison what is handed
+// back instead of reusing it (poisonSpares).
+type spares struct {
+	back  chan []*unit // batches that ran; a full channel drops them
+	units []*unit
+	recs  []*store.Record
+	// poison (tests): units and records are overwritten as they are
+	// handed back, with values no capture holds, and dropped: a use after
+	// the hand-back runs or reports a record that was never captured.
+	poison bool
+	reused *sparesReused // nil: not counted
+}
+
+// sparesReused counts the units and records a run filled again (tests).
+type sparesReused struct{ units, records atomic.Int64 }
+
+func newSpares(batches int, reused *sparesReused) *spares {
+	return &spares{back: make(chan []*unit, batches), poison: poisonSpares && reused == nil, reused: reused}
+}
+
+// poisonSpares: every run poisons its spares (see spares.poison) unless
+// its Config asks for them reused and counted. Set by the package's tests.
+var poisonSpares = false
+
+// give hands back a batch of units that ran (a connection's side).
+func (sp *spares) give(us []*unit) {
+	if sp == nil {
+		return
+	}
+	if sp.poison {
+		for _, u := range us {
+			for i := range u.jobs {
+				if r := u.jobs[i].rec; r != nil {
+					*r = poisonRecord
+				}
+			}
+			*u = poisonUnit
+		}
+		return
+	}
+	select {
+	case sp.back <- us:
+	default:
+	}
+}
+
+// refill takes back what the connections handed back, if the regrouper
+// has nothing spare.
+func (sp *spares) refill() {
+	for len(sp.units) == 0 || len(sp.recs) == 0 {
+		var us []*unit
+		select {
+		case us = <-sp.back:
+		default:
+			return
+		}
+		for _, u := range us {
+			for i := range u.jobs {
+				if r := u.jobs[i].rec; r != nil {
+					sp.recs = append(sp.recs, r)
+				}
+			}
+			*u = unit{}
+			sp.units = append(sp.units, u)
+		}
+	}
+}
+
+// poisonRecord and poisonUnit are what spares.poison overwrites with.
+var (
+	poisonRecord = store.Record{Seq: math.MaxUint64 - 1, Session: math.MaxUint64 - 1, Kind: store.KindQuery, SQL: "SELECT 'a record used after it was handed back'"}
+	poisonUnit   = unit{session: math.MaxUint64 - 1, schema: "poisoned-unit"}
+)
+
+// clone is rec.Clone, into a spare record if there is one.
+func (sp *spares) clone(rec *store.Record) *store.Record {
+	if sp == nil {
+		return rec.Clone()
+	}
+	sp.refill()
+	if n := len(sp.recs); n > 0 {
+		c := sp.recs[n-1]
+		sp.recs = sp.recs[:n-1]
+		if sp.reused != nil {
+			sp.reused.records.Add(1)
+		}
+		return rec.CloneInto(c)
+	}
+	return rec.Clone()
+}
+
+// unit returns a spare unit, zero, or a new one.
+func (sp *spares) unit() *unit {
+	if sp == nil {
+		return new(unit)
+	}
+	sp.refill()
+	if n := len(sp.units); n > 0 {
+		u := sp.units[n-1]
+		sp.units = sp.units[:n-1]
+		if sp.reused != nil {
+			sp.reused.units.Add(1)
+		}
+		return u
+	}
+	return new(unit)
+}

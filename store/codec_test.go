@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -235,5 +236,57 @@ func TestDecodeAndCloneAllocateOnlyWhatChanges(t *testing.T) {
 		if rec.Params[0].Int != 0 {
 			t.Errorf("Clone of %d parameters shares them with the original", n)
 		}
+	}
+}
+
+// CloneInto fills a record its owner is done with: what Clone gives,
+// in the record's own room for parameters when it has enough, and
+// sharing nothing with the original (replay's spare records).
+func TestCloneIntoReusesTheParameterRoom(t *testing.T) {
+	rec := Record{Session: 4, Kind: KindExecute, Schema: "sbtest", StmtID: 3, Data: []byte("chunk"),
+		Params: []Value{{Type: TypeLong, Int: 42}, {Type: TypeVarString, Bytes: []byte("abc")}},
+		Resp:   Response{Kind: RespResultSet, Columns: 1, Rows: 1, More: []Response{{Kind: RespOK}}}}
+	spareWith := func(room int) Record {
+		s := Record{Seq: 9, SQL: "old", User: "old"}
+		if room > 0 {
+			s.Params = make([]Value, 1, room)
+		}
+		return s
+	}
+	for _, room := range []int{0, 1, 2, 4} {
+		t.Run(fmt.Sprint("room=", room), func(t *testing.T) {
+			spare := spareWith(room)
+			was := spare.Params[:cap(spare.Params)]
+			got := rec.CloneInto(&spare)
+			if got != &spare || !reflect.DeepEqual(spare, rec) {
+				t.Fatalf("CloneInto gave %p %+v, want %p %+v", got, spare, &spare, rec)
+			}
+			if reused := room >= 2 && &spare.Params[0] == &was[0]; reused != (room >= 2) {
+				t.Errorf("room for %d parameters: reused %v", room, reused)
+			}
+			spare.Params[0].Int, spare.Params[1].Bytes[0], spare.Data[0], spare.Resp.More[0].Rows = 1, 'x', 'x', 7
+			if rec.Params[0].Int != 42 || string(rec.Params[1].Bytes) != "abc" || string(rec.Data) != "chunk" || rec.Resp.More[0].Rows != 0 {
+				t.Errorf("the clone shares memory with the original: %+v", rec)
+			}
+			// The spare's own room (if any), then the bytes of a parameter,
+			// Data and More; the parameters too when the room is short.
+			want := 3.0
+			if room > 0 {
+				want++
+			}
+			if room < 2 {
+				want++
+			}
+			if n := testing.AllocsPerRun(20, func() { s := spareWith(room); rec.CloneInto(&s) }); n != want {
+				t.Errorf("%v allocations, want %v", n, want)
+			}
+		})
+	}
+	// As with Clone, no parameters stay nil and an empty list stays empty.
+	if c := (&Record{}).CloneInto(&Record{Params: make([]Value, 2)}); c.Params != nil {
+		t.Errorf("nil parameters cloned as %#v", c.Params)
+	}
+	if c := (&Record{Params: []Value{}}).CloneInto(&Record{}); c.Params == nil || len(c.Params) != 0 {
+		t.Errorf("empty parameters cloned as %#v", c.Params)
 	}
 }

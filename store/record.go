@@ -309,6 +309,32 @@ func (r *Record) Clone() *Record {
 			c.Params = make([]Value, n)
 		}
 	}
+	r.cloneRest(c)
+	return c
+}
+
+// CloneInto is Clone into c, a record whose owner is done with it: c's
+// room for parameters is reused when it holds them all, so that a clone
+// into a record that held as many parameters allocates nothing but their
+// bytes. Nothing else of what c held is reused (its strings and byte
+// slices may still be referenced elsewhere). It returns c.
+func (r *Record) CloneInto(c *Record) *Record {
+	room := c.Params[:0]
+	*c = *r
+	if r.Params != nil {
+		if room != nil && cap(room) >= len(r.Params) {
+			c.Params = room[:len(r.Params)]
+		} else {
+			c.Params = make([]Value, len(r.Params))
+		}
+	}
+	r.cloneRest(c)
+	return c
+}
+
+// cloneRest deep-copies into c, a shallow copy of r with room for its
+// parameters, what the copy shares with r.
+func (r *Record) cloneRest(c *Record) {
 	if r.Params != nil {
 		for i, v := range r.Params {
 			c.Params[i] = v
@@ -321,7 +347,6 @@ func (r *Record) Clone() *Record {
 		c.Data = append([]byte(nil), r.Data...)
 	}
 	c.Resp = r.Resp.clone()
-	return c
 }
 
 func (r Response) clone() Response {
