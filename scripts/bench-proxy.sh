@@ -397,8 +397,10 @@ if want tandem+capture && want haproxy; then
   for w in "${workloads[@]}"; do
     verdict "$w qps tandem+capture / haproxy" "$(div "$(mean "${qps[$w,tandem+capture]}")" "$(mean "${qps[$w,haproxy]}")")" ">=" 1.0
     printf '  per round: %s\n' "$(per_round_ratio "${qps[$w,tandem+capture]}" "${qps[$w,haproxy]}")"
+    noise 1.0 $(per_round_ratio "${qps[$w,tandem+capture]}" "${qps[$w,haproxy]}")
     verdict "$w cpu/stmt tandem+capture / haproxy" "$(div "$(mean "${proc[$w,tandem+capture]}")" "$(mean "${proc[$w,haproxy]}")")" "<=" 1.0
     printf '  per round: %s\n' "$(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")"
+    noise 1.0 $(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")
   done
   if want tandem+capture@procs2; then
     echo "  tandem+capture with --procs 2 (no target: the default is --procs 1 on 2 CPUs), against HAProxy and against --procs 1:"
@@ -413,6 +415,7 @@ if want tandem+capture && want haproxy; then
   if [ -n "$pair" ]; then
     for w in "${workloads[@]}"; do
       verdict "$w client cpu/stmt +2 shadows / capture only" "$(ratio "$(mean "${side_c[$w,a]}")" "$(mean "${side_c[$w,b]}")")" "<=" 1.05
+      noise 1.05 $(per_round_ratio "${side_c[$w,a]}" "${side_c[$w,b]}")
     done
   fi
 fi

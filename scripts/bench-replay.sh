@@ -169,7 +169,9 @@ for round in $(seq "$ROUNDS"); do
 done
 printf 'at the same time: replay / sysbench %s (mean of %d rounds)\n' "$(mean3 "${sim[@]}")" "$ROUNDS"
 verdict "replay --order none / sysbench qps" "$(mratio blocking)" ">=" 1.0
+noise 1.0 ${rat[blocking]}
 verdict "replay --order capture / sysbench qps" "$(mratio capture)" ">=" 0.95
+noise 0.95 ${rat[capture]}
 fi
 
 if part 2 && [ "$MEM_RECORDS" -gt 0 ]; then
@@ -291,6 +293,7 @@ for b in "${builds[@]}"; do
   awk -v b="$b" -v c="${secs[oltp_read_only,$b,capture]}" -v n="${secs[oltp_read_only,$b,none]}" 'BEGIN{
     k = split(c, x, " "); split(n, y, " "); for (i = 1; i <= k; i++) { sc += x[i]; sn += y[i] }
     r = sc / sn; printf "verdict oltp_read_only %-10s --order capture/none %.3f %s 1.05: %s\n", b, r, (r <= 1.05 ? "<=" : ">"), (r <= 1.05 ? "MET" : "NOT MET") }'
+  noise 1.05 $(paste -d' ' <(tr ' ' '\n' <<<"${secs[oltp_read_only,$b,capture]}" | sed '/^$/d') <(tr ' ' '\n' <<<"${secs[oltp_read_only,$b,none]}" | sed '/^$/d') | awk '{printf "%.4f\n", $1/$2}')
 done
 [ -z "$REF" ] || echo "tandem@REF: REF=$REF ($ref_rev)"
 fi
@@ -323,4 +326,5 @@ for round in $(seq "$ROUNDS"); do
 done
 mr=$(mean3 "${rp[@]}"); ms=$(mean3 "${sp[@]}")
 verdict "replay p95 / sysbench p95 at --rate $RATE" "$(ratio "$mr" "$ms")" "<=" 1.05
+noise 1.05 $(for i in "${!rp[@]}"; do ratio "${rp[$i]}" "${sp[$i]}"; echo; done)
 fi
