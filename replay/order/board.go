@@ -49,6 +49,10 @@ type slot struct {
 	tables  atomic.Pointer[[]string]
 	keys    atomic.Pointer[[]string] // the rows it locks (nil: any of its tables')
 	unit    atomic.Pointer[Ticket]   // the unit the connection runs (nil: none)
+	// A slot fills a cache line of its own: its worker stores to it at
+	// every statement, and slots that shared a line made every other
+	// worker reading the board fetch it again.
+	_ [64 - 40]byte
 }
 
 // boardWait bounds a statement's wait on the board.
@@ -81,13 +85,17 @@ func (b *Board) Set(i int, end int64, changes bool, tables, keys []string) {
 	b.notify()
 }
 
-// ptrOrNil is &v, or nil (the same "unknown" to shareRow) for a nil v:
-// a read's statement, whose tables no one asks for, costs no allocation.
+// ptrOrNil is a pointer to v, or nil (the same "unknown" to shareRow)
+// for a nil v: a read's statement, whose tables no one asks for, costs no
+// allocation. (Returning &v moved the parameter to the heap on every
+// call, nil or not: two allocations a statement.)
 func ptrOrNil(v []string) *[]string {
 	if v == nil {
 		return nil
 	}
-	return &v
+	p := new([]string)
+	*p = v
+	return p
 }
 
 // Running records the ticket of the unit connection i runs (nil: none).

@@ -2,8 +2,10 @@ package order
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // stuckBoard is a board of two connections where connection 1 runs a
@@ -107,5 +109,31 @@ func TestBoardJudgesTheStatementNotItsUnit(t *testing.T) {
 		if got := b.stuck(1, locks, now); got != c.want {
 			t.Errorf("%s, on the server for a second: stuck %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A statement's cost on the board, when nobody waits, is a few stores:
+// a read's (no tables, no keys) allocates nothing, a change's one pointer
+// for each list it gives. Each slot has a cache line of its own.
+func TestBoardSetAllocatesOnlyForListsGiven(t *testing.T) {
+	b := NewBoard(4, 0)
+	tables, keys := []string{"sbtest.sbtest1"}, []string{"sbtest.sbtest1/7"}
+	for _, tc := range []struct {
+		name         string
+		tables, keys []string
+		want         float64
+	}{{"read", nil, nil, 0}, {"change of tables", tables, nil, 1}, {"change of rows", tables, keys, 2}} {
+		if n := testing.AllocsPerRun(100, func() {
+			b.Set(1, 5, tc.tables != nil, tc.tables, tc.keys)
+			b.Sent(1)
+		}); n != tc.want {
+			t.Errorf("%s: %v allocations a statement, want %v", tc.name, n, tc.want)
+		}
+	}
+	if got := b.slots[1].tables.Load(); got == nil || !slices.Equal(*got, tables) {
+		t.Errorf("slot's tables %v, want %v", got, tables)
+	}
+	if size := unsafe.Sizeof(slot{}); size != 64 {
+		t.Errorf("a slot takes %d bytes, want a cache line (64)", size)
 	}
 }
