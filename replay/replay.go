@@ -33,6 +33,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -463,15 +464,21 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	if _, closed := r.Summary(); !closed && !followed {
 		notes = append(notes, fmt.Sprintf("the capture was not closed cleanly (its writer crashed, was killed, or still runs): it was replayed up to its last record (seq %d); records after it may have been lost without a trace", x.lost.Last()))
 	}
-	if lost := x.lost.String(); lost != "" {
+	// A damaged file that held the records to the last leaves no gap in
+	// the sequence: the records read just end before it. Its damage is
+	// said all the same.
+	if lost, damaged := x.lost.String(), r.Damaged(); lost != "" || len(damaged) > 0 {
 		if !cfg.SkipDamaged {
 			return Result{}, fmt.Errorf("replay: capture %s lacks records: %s — a crash that emptied or cut a WAL, or a damaged file; the sessions there miss statements, and verdicts on what follows would be false. 'tandem inspect' shows what is there; replay it anyway with --skip-damaged (the report then says what is missing)", cfg.captureName(), lost)
 		}
-		why := ""
-		for _, d := range r.Damaged() {
-			why += fmt.Sprintf("; %s is damaged (%s), %s were passed over from its damaged block on", d.File, d.Detail, d.Held)
+		var why []string
+		if lost != "" {
+			why = append(why, lost)
 		}
-		notes = append(notes, fmt.Sprintf("the capture lacks records (%s%s; --skip-damaged): sessions with statements there replayed without them, so a difference from the captured responses after the first lost record may be the capture's damage, not the engines': such differences are counted apart (ambiguous: not-replayed), in every session; between targets, which all lack the same records, nothing changes", lost, why))
+		for _, d := range damaged {
+			why = append(why, fmt.Sprintf("%s is damaged (%s), %s were passed over from its damaged block on", d.File, d.Detail, d.Held))
+		}
+		notes = append(notes, fmt.Sprintf("the capture lacks records (%s; --skip-damaged): sessions with statements there replayed without them, so a difference from the captured responses after the first lost record may be the capture's damage, not the engines': such differences are counted apart (ambiguous: not-replayed), in every session; between targets, which all lack the same records, nothing changes", strings.Join(why, "; ")))
 	}
 	if x.lostEnded > 0 {
 		trx := "1 transaction"

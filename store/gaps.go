@@ -76,10 +76,15 @@ func (g *SeqGaps) String() string {
 
 // Damage is a table file that fails its checksums: the records in it
 // (From to To, by sequence number; 0 when the file's bounds are not
-// records) cannot be read.
+// records: From 0 is from the first, To 0 to the last when ToLast) cannot
+// be read.
 type Damage struct {
 	File     string
 	From, To uint64
+	// ToLast: the file's keys go on past the records (to the capture's
+	// index): it holds the records from From to the last, and there is
+	// nothing after it to read.
+	ToLast bool
 	// Held says which records the file holds, in words ("records 1 to
 	// the last"), as the error of a reader that meets it does.
 	Held   string
@@ -132,7 +137,7 @@ func (r *Reader) Verify() (*Verification, error) {
 		}
 		v.Damaged = append(v.Damaged, d)
 		next, ok := d.resume(lower)
-		if !ok {
+		if !ok || next == nil {
 			return v, nil // nothing after it to read, or no way past it
 		}
 		// The records after the damaged file; the ones in it are
@@ -159,13 +164,18 @@ func damageOf(err error) (Damage, bool) {
 	}
 	d.From, _ = recordSeq(lo) // 0: not a record
 	d.To, _ = recordSeq(hi)
+	d.ToLast = len(lo) > 0 && len(hi) > 0 && lo[0] <= prefixRecord && hi[0] > prefixRecord
 	return d, true
 }
 
 // resume is the key reading goes on from after d: past its last record,
-// and past lower (where reading began); false when the file's keys end
-// in no record, or that is no way past it.
+// and past lower (where reading began); nil and true when d holds the
+// records to the last (nothing after it to read); false when the file's
+// keys end in no record, or that is no way past it.
 func (d Damage) resume(lower []byte) ([]byte, bool) {
+	if d.ToLast {
+		return nil, true
+	}
 	if d.To == 0 {
 		return nil, false
 	}

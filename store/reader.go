@@ -437,7 +437,11 @@ func (r *Reader) records() iter.Seq2[*Record, error] {
 				yield(nil, r.wrap(raw))
 				return
 			}
-			lower, passed = next, true
+			passed = true
+			if next == nil {
+				break // the damaged file held the records to the last
+			}
+			lower = next
 		}
 		if s := r.summary; s != nil && n != s.Records && !passed {
 			yield(nil, fmt.Errorf("%w: %s: found %d records, its summary counts %d", ErrCorrupt, r.dir, n, s.Records))
@@ -460,7 +464,8 @@ func (r *Reader) Damaged() []Damage {
 }
 
 // pastDamage says where reading resumes after the damaged file raw
-// names (a key past lower), when the reader passes damage.
+// names (a key past lower), when the reader passes damage: nil when that
+// file held the records to the last.
 func (r *Reader) pastDamage(raw error, lower []byte) ([]byte, bool) {
 	if !r.pass.on {
 		return nil, false

@@ -809,6 +809,51 @@ func TestFlippedByteInATableIsAnErrorNotAPanic(t *testing.T) {
 	}
 }
 
+// A reader that passes damage (replay --skip-damaged) reads what is there
+// when the damaged file holds the records to the last (and the index
+// after them): it ends there, as Verify does, and names the file. It
+// ended with the damage's error instead, so --skip-damaged refused a
+// capture whose last table was damaged (TestInspectVerify met it when
+// the capture's files fell that way).
+func TestPassingDamageThatHoldsTheRecordsToTheLast(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	recs := make([]Record, 5000)
+	for i := range recs {
+		recs[i] = Record{Session: uint64(i%7 + 1), Start: time.Unix(0, testBase+int64(i)*1000), Kind: KindQuery,
+			SQL: fmt.Sprintf("SELECT c FROM sbtest1 WHERE id = %d /* %x */", i, i*7919)}
+	}
+	writeCapture(t, dir, WriterOptions{NoSync: true}, recs)
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) != 1 {
+		t.Fatalf("%d table files, want 1", len(ssts))
+	}
+	flip(t, ssts[0])
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v, err := r.Verify()
+	if err != nil || len(v.Damaged) != 1 || !v.Damaged[0].ToLast || v.Readable == 0 || v.Readable >= 5000 {
+		t.Fatalf("Verify: %+v, %v; want one damaged file holding the records to the last, some read before it", v, err)
+	}
+	r.PassDamaged()
+	n := 0
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatalf("passing damage, after %d records: %v", n, err)
+		}
+		if rec.Seq != uint64(n+1) {
+			t.Fatalf("record %d has seq %d", n, rec.Seq)
+		}
+		n++
+	}
+	want := Damage{File: filepath.Base(ssts[0]), ToLast: true, Held: "records 1 to the last", Detail: v.Damaged[0].Detail}
+	if d := r.Damaged(); uint64(n) != v.Readable || len(d) != 1 || d[0] != want {
+		t.Errorf("passing damage: %d records (Verify read %d), damaged %+v; want %+v", n, v.Readable, d, want)
+	}
+}
+
 // flip inverts one byte in the middle of a file.
 func flip(t *testing.T, path string) {
 	t.Helper()
