@@ -30,6 +30,6 @@ noise() {
     for (i = 1; i <= n; i++) ss += (v[i] - m) ^ 2
     split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131", t, " ")
     h = (n - 1 <= 15 ? t[n - 1] : 2.0) * sqrt(ss / (n - 1) / n)
-    printf "  95 %% interval of the mean of %d: %.3f to %.3f: %s\n", n, m - h, m + h,
+    printf "  95 %% interval of the mean of these %d ratios: %.3f to %.3f: %s\n", n, m - h, m + h,
       (m - h <= l && l <= m + h ? "holds " l ", not settled by this run" : "settled") }'
 }
