@@ -313,14 +313,20 @@ type spares struct {
 	// handed back, with values no capture holds, and dropped: a use after
 	// the hand-back runs or reports a record that was never captured.
 	poison bool
-	reused *sparesReused // nil: not counted
+	// reusedUnits and reusedRecords count what was filled again (tests;
+	// nil: not counted).
+	reusedUnits, reusedRecords *atomic.Int64
 }
 
 // sparesReused counts the units and records a run filled again (tests).
 type sparesReused struct{ units, records atomic.Int64 }
 
 func newSpares(batches int, reused *sparesReused) *spares {
-	return &spares{back: make(chan []*unit, batches), poison: poisonSpares && reused == nil, reused: reused}
+	sp := &spares{back: make(chan []*unit, batches), poison: poisonSpares && reused == nil}
+	if reused != nil {
+		sp.reusedUnits, sp.reusedRecords = &reused.units, &reused.records
+	}
+	return sp
 }
 
 // poisonSpares: every run poisons its spares (see spares.poison) unless
@@ -383,12 +389,7 @@ func (sp *spares) clone(rec *store.Record) *store.Record {
 		return rec.Clone()
 	}
 	sp.refill()
-	if n := len(sp.recs); n > 0 {
-		c := sp.recs[n-1]
-		sp.recs = sp.recs[:n-1]
-		if sp.reused != nil {
-			sp.reused.records.Add(1)
-		}
+	if c, ok := popSpare(&sp.recs, sp.reusedRecords); ok {
 		return rec.CloneInto(c)
 	}
 	return rec.Clone()
@@ -400,13 +401,23 @@ func (sp *spares) unit() *unit {
 		return new(unit)
 	}
 	sp.refill()
-	if n := len(sp.units); n > 0 {
-		u := sp.units[n-1]
-		sp.units = sp.units[:n-1]
-		if sp.reused != nil {
-			sp.reused.units.Add(1)
-		}
+	if u, ok := popSpare(&sp.units, sp.reusedUnits); ok {
 		return u
 	}
 	return new(unit)
+}
+
+// popSpare takes the last of *list, counting it in count (if not nil).
+func popSpare[T any](list *[]T, count *atomic.Int64) (T, bool) {
+	n := len(*list)
+	if n == 0 {
+		var zero T
+		return zero, false
+	}
+	x := (*list)[n-1]
+	*list = (*list)[:n-1]
+	if count != nil {
+		count.Add(1)
+	}
+	return x, true
 }

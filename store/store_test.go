@@ -778,18 +778,7 @@ func TestFollowSeesRecordsAsTheyAreCommitted(t *testing.T) {
 // records it held, for a capture's reader and a run's alike — never a
 // panic (Pebble's default for a reader meeting corruption is Fatalf).
 func TestFlippedByteInATableIsAnErrorNotAPanic(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cap")
-	recs := make([]Record, 5000)
-	for i := range recs {
-		recs[i] = Record{Session: uint64(i%7 + 1), Start: time.Unix(0, testBase+int64(i)*1000), Kind: KindQuery,
-			SQL: fmt.Sprintf("SELECT c FROM sbtest1 WHERE id = %d /* %x */", i, i*7919)}
-	}
-	writeCapture(t, dir, WriterOptions{NoSync: true}, recs)
-	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if len(ssts) != 1 {
-		t.Fatalf("%d table files, want the 1 a closed capture of 5,000 records flushes", len(ssts))
-	}
-	flip(t, ssts[0])
+	dir, ssts := flippedCapture(t)
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -816,18 +805,7 @@ func TestFlippedByteInATableIsAnErrorNotAPanic(t *testing.T) {
 // capture whose last table was damaged (TestInspectVerify met it when
 // the capture's files fell that way).
 func TestPassingDamageThatHoldsTheRecordsToTheLast(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cap")
-	recs := make([]Record, 5000)
-	for i := range recs {
-		recs[i] = Record{Session: uint64(i%7 + 1), Start: time.Unix(0, testBase+int64(i)*1000), Kind: KindQuery,
-			SQL: fmt.Sprintf("SELECT c FROM sbtest1 WHERE id = %d /* %x */", i, i*7919)}
-	}
-	writeCapture(t, dir, WriterOptions{NoSync: true}, recs)
-	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if len(ssts) != 1 {
-		t.Fatalf("%d table files, want 1", len(ssts))
-	}
-	flip(t, ssts[0])
+	dir, ssts := flippedCapture(t)
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -852,6 +830,26 @@ func TestPassingDamageThatHoldsTheRecordsToTheLast(t *testing.T) {
 	if d := r.Damaged(); uint64(n) != v.Readable || len(d) != 1 || d[0] != want {
 		t.Errorf("passing damage: %d records (Verify read %d), damaged %+v; want %+v", n, v.Readable, d, want)
 	}
+}
+
+// flippedCapture writes a closed capture of 5,000 queries, which flushes
+// them, with its header and indexes, to one table file, and flips a
+// byte in that file; it returns the directory and the file (as a list).
+func flippedCapture(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	recs := make([]Record, 5000)
+	for i := range recs {
+		recs[i] = Record{Session: uint64(i%7 + 1), Start: time.Unix(0, testBase+int64(i)*1000), Kind: KindQuery,
+			SQL: fmt.Sprintf("SELECT c FROM sbtest1 WHERE id = %d /* %x */", i, i*7919)}
+	}
+	writeCapture(t, dir, WriterOptions{NoSync: true}, recs)
+	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(ssts) != 1 {
+		t.Fatalf("%d table files, want the 1 a closed capture of 5,000 records flushes", len(ssts))
+	}
+	flip(t, ssts[0])
+	return dir, ssts
 }
 
 // flip inverts one byte in the middle of a file.
