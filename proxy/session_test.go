@@ -214,7 +214,7 @@ func testFailures(t *testing.T, tp *testProxy, reason string) float64 {
 // sysbench --threads=800 aborted.)
 func TestHandshakeBurstsWaitForASlot(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
-	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.MaxHandshakes, c.HandshakeTimeout = 2, 1500*time.Millisecond })
+	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.MaxHandshakes, c.HandshakeTimeout = 2, 3*time.Second })
 	var idle []net.Conn
 	for range 2 { // connect, read nothing, send nothing
 		nc, err := net.Dial("tcp", tp.Addr().String())
@@ -224,11 +224,12 @@ func TestHandshakeBurstsWaitForASlot(t *testing.T) {
 		defer nc.Close()
 		idle = append(idle, nc)
 	}
-	// Both hold the slots now. The burst comes 1 s into their 1.5 s: its
-	// clients wait up to 1.5 s each, so they have 1 s after the idle ones
-	// time out to log in two at a time (with 200 ms, a loaded CI machine
-	// did not fit 40 logins in the 200 ms left, and some were refused).
-	time.Sleep(time.Second)
+	// Both hold the slots now. The burst comes 2.5 s into their 3 s: its
+	// clients wait up to 3 s each, so they have 2.5 s after the idle ones
+	// time out to log in two at a time (a loaded CI machine did not fit 40
+	// logins in the 200 ms left, then, under --io blocking with three test
+	// packages at once, in 1 s: some were refused).
+	time.Sleep(2500 * time.Millisecond)
 	// 40 clients at once, 20 times the slots, two of them held by sockets
 	// that never log in: every one gets in once the idle ones time out.
 	var wg sync.WaitGroup
