@@ -1155,28 +1155,30 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		// transaction blocked on another's locks is released inside the
 		// other's COMMIT, before the proxy saw that COMMIT end: their commit
 		// intervals can overlap, their commit starts cannot.
-		infos := make([]*sqlinfo.Info, 0, len(u.jobs))
-		var keys []string
-		keyed := true
-		var tc trxChanges // a unit is one transaction: its end is a change if it changed anything
-		changes := false
-		for _, j := range u.jobs {
-			if statementRecord(j.rec) {
-				changes = tc.statement(j.info) || changes
-			}
-			if j.info != nil {
-				infos = append(infos, j.info)
-				if j.info.Changes() && keyed {
-					k := rn.rowKeys(j.info, j.rec)
-					keyed = k != nil
-					keys = append(keys, k...)
+		if rn.ordered { // else there is no ticket (runner.ticket): nothing to work out for it
+			infos := make([]*sqlinfo.Info, 0, len(u.jobs))
+			var keys []string
+			keyed := true
+			var tc trxChanges // a unit is one transaction: its end is a change if it changed anything
+			changes := false
+			for _, j := range u.jobs {
+				if statementRecord(j.rec) {
+					changes = tc.statement(j.info) || changes
+				}
+				if j.info != nil {
+					infos = append(infos, j.info)
+					if j.info.Changes() && keyed {
+						k := rn.rowKeys(j.info, j.rec)
+						keyed = k != nil
+						keys = append(keys, k...)
+					}
 				}
 			}
+			if !keyed {
+				keys = nil
+			}
+			u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, infos...) // queued where it is taken
 		}
-		if !keyed {
-			keys = nil
-		}
-		u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, infos...) // queued where it is taken
 
 		pending = append(pending, u)
 		if len(pending) >= batch {
