@@ -1069,6 +1069,9 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			defer wg.Done()
 			rn.active.Add(1)
 			defer rn.active.Add(-1)
+			// Up to 4,096 outcomes a commit; OutcomeBatch.Full cuts a batch
+			// first once it would take a quarter of the run store's memtable
+			// (about 1,100 point-select outcomes).
 			w := newWorker(rn, 4096)
 			w.regrouped, w.slot = true, slot
 			defer w.close()
