@@ -26,6 +26,13 @@ type Point struct {
 	// each row it writes.
 	Cols []string
 	Rows [][]PointValue
+	// Set lists the columns an UPDATE, or an INSERT's ON DUPLICATE KEY
+	// UPDATE, assigns (lower-case): an assignment to a key column moves
+	// the row to a key the statement does not name.
+	Set []string
+	// Subquery: the statement holds a subquery, which may read rows,
+	// of its own table too, that neither Where nor Rows names.
+	Subquery bool
 }
 
 // PointValue is a literal (Param -1), the Param-th parameter, or an
@@ -39,11 +46,25 @@ const unknownValue = -2
 
 // pointOf reads the rows of a single-table statement.
 func pointOf(st ast.StmtNode) *Point {
+	p := pointOfStmt(st)
+	if p != nil {
+		v := &subqueryVisitor{}
+		st.Accept(v)
+		p.Subquery = v.found
+	}
+	return p
+}
+
+func pointOfStmt(st ast.StmtNode) *Point {
 	params := paramOrder(st)
 	switch x := st.(type) {
 	case *ast.UpdateStmt:
 		if t, ok := singleTable(x.TableRefs); ok {
-			return whereOf(t, x.Where, params)
+			p := whereOf(t, x.Where, params)
+			if p != nil {
+				p.Set = assigned(x.List)
+			}
+			return p
 		}
 	case *ast.DeleteStmt:
 		if x.IsMultiTable {
@@ -87,10 +108,34 @@ func pointOf(st ast.StmtNode) *Point {
 			}
 			p.Rows = append(p.Rows, vals)
 		}
+		p.Set = assigned(x.OnDuplicate)
 		return p
 	}
 	return nil
 }
+
+// assigned lists the columns assignments set (lower-case).
+func assigned(as []*ast.Assignment) []string {
+	var cols []string
+	for _, a := range as {
+		if a.Column != nil && !slices.Contains(cols, a.Column.Name.L) {
+			cols = append(cols, a.Column.Name.L)
+		}
+	}
+	return cols
+}
+
+// subqueryVisitor finds a subquery anywhere in a statement.
+type subqueryVisitor struct{ found bool }
+
+func (v *subqueryVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.SubqueryExpr); ok {
+		v.found = true
+	}
+	return n, v.found
+}
+
+func (v *subqueryVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // singleTable returns the one table a FROM (or UPDATE's table list)
 // names, without a join or subquery.

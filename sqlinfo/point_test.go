@@ -106,3 +106,33 @@ func TestAnalyzerKeepsEachTextsLiterals(t *testing.T) {
 		t.Error("two texts of one digest without literal facts got an Info each; want the cached one")
 	}
 }
+
+// What a statement's rows may leave unnamed: the columns it assigns (an
+// assignment to a key column moves the row) and a subquery (it reads rows
+// the keys do not name). Replay's order gate lets a statement pass
+// another only by keys it can trust.
+func TestPointSetAndSubquery(t *testing.T) {
+	for _, c := range []struct {
+		sql      string
+		set      []string
+		subquery bool
+	}{
+		{"UPDATE t SET v = 1, W = v + 1 WHERE id = 5", []string{"v", "w"}, false},
+		{"UPDATE t SET id = id + 1 WHERE id = 5", []string{"id"}, false},
+		{"INSERT INTO t (id, v) VALUES (1, 2) ON DUPLICATE KEY UPDATE v = v + 1", []string{"v"}, false},
+		{"INSERT INTO t (id, v) VALUES (1, 2)", nil, false},
+		{"SELECT c FROM t WHERE id = 5", nil, false},
+		{"SELECT c FROM t WHERE id = 5 AND k > (SELECT AVG(k) FROM t)", nil, true},
+		{"UPDATE t SET v = (SELECT MAX(v) FROM t AS u) WHERE id = 5", []string{"v"}, true},
+		{"DELETE FROM t WHERE id = 5 AND EXISTS (SELECT 1 FROM u WHERE u.id = 5)", nil, true},
+	} {
+		p := Analyze(c.sql).Point
+		if p == nil {
+			t.Errorf("%s: no point", c.sql)
+			continue
+		}
+		if !slices.Equal(p.Set, c.set) || p.Subquery != c.subquery {
+			t.Errorf("%s: set %q, subquery %v; want %q, %v", c.sql, p.Set, p.Subquery, c.set, c.subquery)
+		}
+	}
+}
