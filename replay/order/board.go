@@ -118,7 +118,11 @@ func (b *Board) notify() {
 
 // behind returns the connection whose statement connection i's
 // statement [start, end] must wait for (see board), or -1.
+//
+// Units that do not depend on each other (their tickets' Access) are in
+// each other's way neither in time nor for locks.
 func (b *Board) behind(i int, start, end int64, changes bool, tables, keys []string) int {
+	mine := b.slots[i].unit.Load()
 	for j := range b.slots {
 		s := &b.slots[j]
 		if j == i {
@@ -127,8 +131,11 @@ func (b *Board) behind(i int, start, end int64, changes bool, tables, keys []str
 		e := s.end.Load()
 		switch {
 		case e < start && (changes || s.changes.Load()):
-			return j
 		case changes && e < end && e >= start && s.changes.Load() && !s.sent.Load() && shareRow(s.tables.Load(), s.keys.Load(), tables, keys):
+		default:
+			continue
+		}
+		if mine == nil || mine.Access == nil || dependent(mine, s.unit.Load()) {
 			return j
 		}
 	}

@@ -28,6 +28,17 @@
 // it in the capture. The Gate keeps the two sets apart (lanes), so a
 // read-only workload never waits at all.
 //
+// A ticket whose reads and changes are all known (Ticket.Access: the rows
+// its statements name by key, the tables of those that name none) waits
+// only for the earlier tickets it depends on: one of the two changes a
+// row (a table, when either names no rows there) the other reads or
+// changes. Two tickets that depend on neither's rows read the same and
+// leave the same data in either order, so the order between them is the
+// server's to choose, as between tickets that overlapped. A ticket
+// without Access depends on every other, as above. Replay gives Access to
+// regrouped units (--concurrency) and says when it cannot (see replay's
+// Access). The Board passes a unit it does not depend on in the same way.
+//
 // The Gate can deadlock against the server's row locks: a statement in
 // flight, blocked on a lock held by a transaction whose next statement
 // waits here for it. Statements that overlapped in the capture can take a
@@ -133,7 +144,10 @@
 //     leave the front as soon as the oldest pending one is done), plus,
 //     for a statement sent in lock order, a binary search (O(log P)) to
 //     the conflicting changes that overlapped it. A waiter parks in a
-//     heap ordered by threshold: O(log W).
+//     heap ordered by threshold: O(log W). A waiter with Access walks
+//     past the tickets it does not depend on (each compared by footprint:
+//     O(r·s) for r and s keys, on hashes) to the first it does, and
+//     parks until that one is done.
 //   - Finish pops the done front (amortized O(1) per ticket, each leaves
 //     once) and wakes the waiters it releases (O(log W) each).
 //

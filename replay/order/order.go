@@ -141,6 +141,11 @@ type Ticket struct {
 	Tables   []string
 	AnyTable bool
 	Keys     []string
+	// Access is what the ticket reads and what it changes, when all of it
+	// is known (nil: anything): it then waits only for the earlier
+	// tickets it depends on (dependent), not for every one (see the
+	// package documentation).
+	Access *Access
 	// SendOrder: a record's ticket that changes what others see; it goes
 	// to the server only after the conflicting ones that overlapped it
 	// and ended before it have (see the package documentation).
@@ -159,8 +164,11 @@ type Ticket struct {
 	// it was taken (LockSet.mayBlock).
 	Unclocked bool
 	// onSent, made by a waiter under the gate's lock, is closed when the
-	// ticket is sent or done; sendWaiters says one may exist.
+	// ticket is sent or done; sendWaiters says one may exist. onDone, made
+	// by a waiter with Access under the gate's lock, is closed when it is
+	// done.
 	onSent      chan struct{}
+	onDone      chan struct{}
 	sendWaiters atomic.Bool
 	// rerun: reopened (its transaction runs again after yielding): it
 	// goes after the conflicting ones that overlapped it and ended before
@@ -186,6 +194,27 @@ type Ticket struct {
 	// not yet done (see overtakeLocked); its worker lists it
 	// (store.Reorder) and clears it.
 	reordered atomic.Bool
+}
+
+// Access is what a ticket's statements read and what they change: a
+// statement that names its rows by key (replay's row keys, when they can
+// be trusted) adds its keys, any other its tables. Touches holds all of
+// them, writes included; Changes those that write, lock, or (a commit)
+// make writes visible.
+type Access struct {
+	Touches, Changes Footprint
+}
+
+// dependent reports whether the order of a and b can change what either
+// reads or leaves: one changes a row (a table, when one of them names no
+// rows there) the other touches. A ticket without Access depends on every
+// other; two that only read never depend on each other.
+func dependent(a, b *Ticket) bool {
+	if a == nil || b == nil || a.Access == nil || b.Access == nil {
+		return true
+	}
+	x, y := a.Access, b.Access
+	return x.Changes.conflicts(&y.Touches) || y.Changes.conflicts(&x.Touches)
 }
 
 // Cursor is where a worker stands in its queue of tickets: the one it
@@ -497,6 +526,10 @@ func (g *Gate) Finish(t *Ticket) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t.done, t.doneAt = true, g.now().UnixNano()
+	if t.onDone != nil {
+		close(t.onDone)
+		t.onDone = nil
+	}
 	g.land(t)
 	if t.Commit != 0 {
 		g.commits.pop()
@@ -635,6 +668,13 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		switch {
 		case blocker == nil: // a commit t follows, not registered yet
 			wake1 = unregistered
+		case blocker.End < threshold && t.Access != nil:
+			// t waits for the tickets it depends on, not for the lane's
+			// front: it looks again when this one is done.
+			if blocker.onDone == nil {
+				blocker.onDone = make(chan struct{})
+			}
+			wake1 = blocker.onDone
 		case blocker.End < threshold:
 			w = &waiter{start: threshold, ch: make(chan struct{})}
 			heap.Push(&ln.waiters, w)
@@ -785,7 +825,9 @@ func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64, h *Cursor) {
 		if p.End >= threshold {
 			break
 		}
-		mark(p)
+		if dependent(p, t) {
+			mark(p)
+		}
 	}
 	if t.SendOrder && threshold == t.Start {
 		pend := g.changes.pending
@@ -961,7 +1003,7 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 		if p.End >= threshold {
 			break
 		}
-		if p.done || p == t {
+		if p.done || p == t || !dependent(p, t) {
 			continue
 		}
 		if dependsOn(p, t, 0) {
@@ -975,7 +1017,7 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 			break // only the earliest matters
 		}
 		if p.sent.Load() == 0 && p.waiting.Load() == nil {
-			if a := p.ahead(); a != nil && a.End <= p.End {
+			if a := p.ahead(); a != nil && a.End <= p.End && dependent(a, t) {
 				// Queued behind its worker's current ticket, which came
 				// earlier in this walk (pending is sorted by end): what
 				// keeps p from finishing is what keeps that one.

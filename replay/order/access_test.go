@@ -1,0 +1,148 @@
+package order
+
+import (
+	"context"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// access builds a ticket's Access from statements "r" (reads) or "w"
+// (changes) on table:key ("" key: the whole table).
+func access(stmts ...[3]string) *Access {
+	a := &Access{}
+	for _, s := range stmts {
+		var keys []string
+		if s[2] != "" {
+			keys = []string{s[1] + "\x00" + s[2]}
+		}
+		a.Touches.Add([]string{s[1]}, keys, false)
+		if s[0] == "w" {
+			a.Changes.Add([]string{s[1]}, keys, false)
+		}
+	}
+	return a
+}
+
+// A ticket with Access waits only for the earlier tickets it depends on:
+// a read for the changes of what it reads, a change for whatever touched
+// what it changes. One without Access waits for all of them, as before.
+func TestGateWaitsOnlyForWhatItDependsOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		add := func(start, end int64, changes bool, a *Access) *Ticket {
+			return g.Add(&Ticket{Start: start, End: end, Changes: changes, Access: a}, nil)
+		}
+		w1 := add(0, 10, true, access([3]string{"w", "t1", "1"}))      // writes t1 row 1
+		r5 := add(2, 12, false, access([3]string{"r", "t2", "5"}))     // reads t2 row 5
+		other := add(20, 30, false, access([3]string{"r", "t2", "5"})) // t2 row 5: w1 is not its business
+		same := add(20, 30, false, access([3]string{"r", "t1", "1"}))  // t1 row 1: after w1
+		row2 := add(20, 30, false, access([3]string{"r", "t1", "2"}))  // another row of t1
+		scan := add(20, 30, false, access([3]string{"r", "t1", ""}))   // all of t1: after w1
+		blind := add(20, 30, false, nil)                               // unknown: after w1
+		w5 := add(20, 30, true, access([3]string{"w", "t2", "5"}))     // after the read of row 5
+		w9 := add(20, 30, true, access([3]string{"w", "t3", "9"}))     // depends on neither
+		ctx := context.Background()
+		for _, c := range []struct {
+			name string
+			t    *Ticket
+		}{{"other", other}, {"row2", row2}, {"w9", w9}} {
+			if r := first(g.Wait(ctx, c.t, c.t.Start, 0, 0, nil)); r != NotWaited {
+				t.Errorf("%s waited (%v) for tickets it does not depend on", c.name, r)
+			}
+		}
+		type res struct {
+			name string
+			r    WaitResult
+		}
+		done := make(chan res, 4)
+		for _, c := range []struct {
+			name string
+			t    *Ticket
+		}{{"same", same}, {"scan", scan}, {"blind", blind}, {"w5", w5}} {
+			go func() { done <- res{c.name, first(g.Wait(ctx, c.t, c.t.Start, 0, 0, nil))} }()
+		}
+		synctest.Wait()
+		select {
+		case r := <-done:
+			t.Fatalf("%s went (%v) before what it depends on was done", r.name, r.r)
+		default:
+		}
+		g.Finish(r5) // frees w5 alone
+		synctest.Wait()
+		if r := <-done; r.name != "w5" || r.r != Ordered {
+			t.Fatalf("after the read of row 5: %s %v, want w5 Ordered", r.name, r.r)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("%s went (%v) with w1 not done", r.name, r.r)
+		default:
+		}
+		g.Finish(w1)
+		synctest.Wait()
+		got := map[string]WaitResult{}
+		for range 3 {
+			r := <-done
+			got[r.name] = r.r
+		}
+		if got["same"] != Ordered || got["scan"] != Ordered || got["blind"] != Ordered {
+			t.Fatalf("after w1: %v, want same, scan and blind Ordered", got)
+		}
+	})
+}
+
+// Two tickets' dependence: by keys when both name the rows, by tables
+// when one does not; two reads never; no Access depends on all.
+func TestDependent(t *testing.T) {
+	tk := func(a *Access) *Ticket { return &Ticket{Access: a} }
+	for _, c := range []struct {
+		name string
+		a, b *Ticket
+		want bool
+	}{
+		{"two reads of a row", tk(access([3]string{"r", "t", "1"})), tk(access([3]string{"r", "t", "1"})), false},
+		{"two reads of a table", tk(access([3]string{"r", "t", ""})), tk(access([3]string{"r", "t", ""})), false},
+		{"write and read of a row", tk(access([3]string{"w", "t", "1"})), tk(access([3]string{"r", "t", "1"})), true},
+		{"read and write of a row", tk(access([3]string{"r", "t", "1"})), tk(access([3]string{"w", "t", "1"})), true},
+		{"write and read of other rows", tk(access([3]string{"w", "t", "1"})), tk(access([3]string{"r", "t", "2"})), false},
+		{"write of a row, scan of its table", tk(access([3]string{"w", "t", "1"})), tk(access([3]string{"r", "t", ""})), true},
+		{"write of a table, read of a row", tk(access([3]string{"w", "t", ""})), tk(access([3]string{"r", "t", "2"})), true},
+		{"writes of two tables", tk(access([3]string{"w", "t", ""})), tk(access([3]string{"w", "u", ""})), false},
+		{"one without access", tk(nil), tk(access([3]string{"r", "u", "1"})), true},
+		{"nil ticket", nil, tk(access([3]string{"r", "u", "1"})), true},
+	} {
+		if got := dependent(c.a, c.b); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// On the board, a unit goes past a running unit it does not depend on,
+// though that one's statement ended first in the capture; it waits for
+// one it depends on, and for any when either has no Access.
+func TestBoardPassesUnitsItDoesNotDependOn(t *testing.T) {
+	b := NewBoard(3, time.Hour)
+	w1 := &Ticket{Access: access([3]string{"w", "t1", "1"})}
+	b.Running(0, w1)
+	b.Set(0, 10, true, []string{"t1"}, []string{"t1\x001"}) // a change that ended at 10
+	b.Sent(0)
+	other := &Ticket{Access: access([3]string{"r", "t2", "5"})}
+	b.Running(1, other)
+	if j := b.behind(1, 20, 30, false, []string{"t2"}, nil); j != -1 {
+		t.Errorf("a read of another table waits behind connection %d", j)
+	}
+	same := &Ticket{Access: access([3]string{"r", "t1", "1"})}
+	b.Running(1, same)
+	if j := b.behind(1, 20, 30, false, []string{"t1"}, nil); j != 0 {
+		t.Errorf("a read of the row written: behind %d, want 0", j)
+	}
+	b.Running(1, &Ticket{})
+	if j := b.behind(1, 20, 30, false, []string{"t2"}, nil); j != 0 {
+		t.Errorf("a unit without access: behind %d, want 0", j)
+	}
+	b.Set(0, math.MaxInt64, false, nil, nil)
+	if j := b.behind(1, 20, 30, false, []string{"t2"}, nil); j != -1 {
+		t.Errorf("behind an idle connection: %d", j)
+	}
+}
