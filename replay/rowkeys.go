@@ -60,6 +60,9 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 			}
 		})
 	}
+	if rn.access {
+		rn.loadAccessTables(ctx, db, schemas, byTarget)
+	}
 }
 
 // generates reports whether rec's INSERT (info) can generate an

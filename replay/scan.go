@@ -57,6 +57,11 @@ type captureIndex struct {
 	// unknown effect, one replay cannot run). Without one, --order
 	// capture has nothing to order (runner.ordered).
 	changes bool
+	// schemaChanges: some statement may change what a table is (DDL, a
+	// statement replay cannot analyse, an execute of one prepared before
+	// the capture): the tables' views, triggers and keys read at the
+	// start may not hold to the end (runner.access).
+	schemaChanges bool
 	// lost: the records the capture lacks (a crash, a damaged file).
 	lost store.SeqGaps
 	// writers: which sessions write each table (for --order none).
@@ -247,6 +252,7 @@ func (sc *scanner) add(rec *store.Record) {
 		// Replay skips it and cannot name what it wrote: from here on any
 		// table may differ from the capture's.
 		x.changes = true
+		x.schemaChanges = true
 		if capture.MayHaveWritten(rec) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
@@ -334,6 +340,7 @@ func (sc *scanner) add(rec *store.Record) {
 		// An execute of a statement the session did not prepare here:
 		// replay's worker takes it for a change (trxChanges).
 		x.changes = x.changes || rec.Kind == store.KindExecute || an.Info(sql).Changes()
+		x.schemaChanges = x.schemaChanges || rec.Kind == store.KindExecute || mayChangeSchema(an.Info(sql))
 		return
 	}
 	// Names in the statement are in the session's character set; the
@@ -352,6 +359,7 @@ func (sc *scanner) add(rec *store.Record) {
 	// An end of a transaction is a change only when the transaction
 	// changed something, which set changes already.
 	x.changes = x.changes || info.Changes() && !onlyEnds(info)
+	x.schemaChanges = x.schemaChanges || mayChangeSchema(info)
 	d := x.digests[info.Digest.ID]
 	if d == nil {
 		d = &digestCount{text: info.Digest.Text, class: info.Class}

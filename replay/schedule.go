@@ -113,6 +113,14 @@ type runner struct {
 	// none; absent: not known) (loadPrimaryKeys).
 	pks     map[string][]string
 	autoinc map[string]string
+	// access: units carry what they read and change, and wait only for
+	// the earlier units they depend on (see Access); tangled (nil: not
+	// known, no Access) are the tables a statement cannot name all the
+	// rows of, uniq the unique secondary key columns of each table, by
+	// captured name (loadAccessTables).
+	access  bool
+	tangled map[string]bool
+	uniq    map[string][]string
 }
 
 // setDown records the outcome of a connection attempt.
@@ -164,6 +172,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
 		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed(),
 		ordered: cfg.Order == OrderCapture && !nothingToOrder(x, rs.src.followed())}
+	rn.access = rn.ordered && !x.schemaChanges && !rs.src.followed()
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -518,14 +527,14 @@ func (rn *runner) closeAwaitingKill() {
 // none).
 // A bypassed write's ticket is unclocked (order.Ticket.Unclocked): its
 // interval is its place in the server's order, not when it ran.
-func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes, unclocked bool, cm *commitPlace, infos ...*sqlinfo.Info) *order.Ticket {
+func (rn *runner) ticket(start, end int64, c *order.Cursor, keys []string, changes, unclocked bool, cm *commitPlace, acc *order.Access, infos ...*sqlinfo.Info) *order.Ticket {
 	if !rn.ordered {
 		return nil
 	}
 	tables, anyT := ticketTables(nil, infos...)
 	t := &order.Ticket{Start: start, End: end, Changes: changes, Tables: tables, AnyTable: anyT || slices.Contains(infos, nil),
 		Keys: keys, SendOrder: c != nil && changes && len(infos) > 0, // a record's statement (units: the board orders theirs)
-		Unclocked: unclocked}
+		Unclocked: unclocked, Access: acc}
 	if cm != nil {
 		t.Commit, t.Floor, t.Trx = cm.rank, cm.floor, cm.trx
 	}
@@ -971,7 +980,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if rn.commitOrder {
 		cm = sr.footprint(key, rec, infos, keys, rn.x.ranks, loop)
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, infos...)
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, nil, infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -1180,7 +1189,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			if !keyed {
 				keys = nil
 			}
-			u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, infos...) // queued where it is taken
+			u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, rn.unitAccess(u.jobs), infos...) // queued where it is taken
 		}
 
 		pending = append(pending, u)

@@ -1,0 +1,151 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/replay/order"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+)
+
+// Regrouped under --order capture, a unit waits only for the earlier
+// units it depends on (Access). Session 1's UPDATE of t row 1 is held on
+// both targets by a lock the test takes for a second, so session 1's
+// unit is not done until then. Session 2's read of another table's row
+// ended after session 1's COMMIT in the capture but depends on nothing of
+// it: it does not wait (before, every unit that ended later waited for
+// every change before it: 3 waits). Session 4's read of row 1 waits, and
+// reads the updated value as the capture did; session 5's read through a
+// view, whose rows no statement names, waits too.
+func TestUnitsWaitOnlyForWhatTheyDependOn(t *testing.T) {
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	one := store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}
+	q := func(s uint64, ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	var recs []store.Record
+	for _, s := range []uint64{1, 2, 4, 5} {
+		recs = append(recs, store.Record{Session: s, Start: at(float64(s) / 10), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok})
+	}
+	capDir := writeRecords(t, append(recs,
+		q(1, 1, "BEGIN", ok),
+		q(1, 2, "UPDATE t SET v = v + 10 WHERE id = 1", store.Response{Kind: store.RespOK, AffectedRows: 1}),
+		q(1, 5, "COMMIT", ok),
+		q(2, 20, "SELECT v FROM u WHERE id = 5", one),
+		q(4, 21, "SELECT v FROM t WHERE id = 1 AND v = 11", one),
+		q(5, 22, "SELECT COUNT(*) FROM vt WHERE v = 11", one),
+		store.Record{Session: 1, Start: at(30), Kind: store.KindQuit},
+		store.Record{Session: 2, Start: at(30), Kind: store.KindQuit},
+		store.Record{Session: 4, Start: at(30), Kind: store.KindQuit},
+		store.Record{Session: 5, Start: at(30), Kind: store.KindQuit},
+	))
+	dba, dbb, a, b := twoCopiesOfT(t)
+	held := make(chan struct{})
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (5, 5)", "CREATE VIEW vt AS SELECT * FROM t")
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, s := range []string{"BEGIN", "SELECT v FROM t WHERE id = 1 FOR UPDATE"} {
+			if _, err := c.ExecContext(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			<-held
+			time.Sleep(time.Second)
+			c.ExecContext(context.Background(), "COMMIT")
+		}()
+	}
+	close(held)
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.OrderTimeout = 30 * time.Second
+		cfg.Concurrency = 4
+	}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	for i, x := range rep.Targets {
+		if c := rep.VsCapture[i]; c.Total() != 0 || c.Compared != 6 {
+			t.Errorf("%s vs capture: %d compared, divergent %v, counted apart %v; want the 6 statements compared, 0 divergent", x.Name, c.Compared, c.ByClass, c.AmbiguousBy)
+		}
+		if x.OrderWaits != 2 || x.OrderReleased != 0 || x.Errors != 0 || x.OrderReruns != 0 {
+			t.Errorf("%s: %d waits, %d released, %d reruns, %d errors; want 2 waits (sessions 4 and 5), the rest 0", x.Name, x.OrderWaits, x.OrderReleased, x.OrderReruns, x.Errors)
+		}
+	}
+}
+
+// What a statement adds to its unit's Access, and when it makes the
+// unit's Access unknown (see Access).
+func TestStatementAccess(t *testing.T) {
+	rn := &runner{access: true,
+		pks:     map[string][]string{"shop.t": {"id"}, "shop.w": {"id"}},
+		uniq:    map[string][]string{"shop.t": {}, "shop.w": {"email"}},
+		tangled: map[string]bool{"vt": true, "child": true}}
+	an := sqlinfo.NewAnalyzer()
+	for _, c := range []struct {
+		sql              string
+		known            bool
+		touches, changes []string // keys, or "table" for a whole table
+	}{
+		{"SELECT v FROM t WHERE id = 1", true, []string{"shop.t\x001"}, nil},
+		{"SELECT v FROM t WHERE v = 1", true, []string{"t"}, nil},
+		{"UPDATE t SET v = 2 WHERE id = 1", true, []string{"shop.t\x001"}, []string{"shop.t\x001"}},
+		{"UPDATE t SET id = 2 WHERE id = 1", true, []string{"t"}, []string{"t"}},                   // the row moves
+		{"INSERT INTO w (id, email) VALUES (1, 'a')", true, []string{"w"}, []string{"w"}},           // a unique secondary key
+		{"INSERT INTO t (id, v) VALUES (3, 3)", true, []string{"shop.t\x003"}, []string{"shop.t\x003"}},
+		{"SELECT v FROM t WHERE id = 1 AND v > (SELECT MIN(v) FROM t)", true, []string{"t"}, nil}, // a subquery
+		{"SELECT t.v FROM t JOIN w ON w.id = t.id WHERE t.id = 1", true, []string{"t", "w"}, nil},
+		{"SELECT v FROM t WHERE id = 1 FOR UPDATE", true, []string{"shop.t\x001"}, []string{"shop.t\x001"}},
+		{"BEGIN", true, nil, nil},
+		{"COMMIT", true, nil, nil},
+		{"SET @a = 1", true, nil, nil},
+		{"SELECT 1", true, nil, nil},
+		{"SELECT NOW()", false, nil, nil},
+		{"SELECT v FROM t LIMIT 1", false, nil, nil},
+		{"SELECT * FROM vt", false, nil, nil},
+		{"DELETE FROM child WHERE id = 1", false, nil, nil},
+		{"SELECT * FROM information_schema.tables", false, nil, nil},
+		{"SHOW TABLES", false, nil, nil},
+		{"CALL p()", false, nil, nil},
+		{"ALTER TABLE t ADD COLUMN x INT", false, nil, nil},
+		{"SELECT GET_LOCK('x', 1)", false, nil, nil},
+		{"SELECT 1; SELECT 2", false, nil, nil},
+	} {
+		a := &order.Access{}
+		known := rn.addAccess(a, an.Info(c.sql), &store.Record{Kind: store.KindQuery, Schema: "shop", SQL: c.sql})
+		if known != c.known {
+			t.Errorf("%s: known %v, want %v", c.sql, known, c.known)
+			continue
+		}
+		if !known {
+			continue
+		}
+		for _, f := range []struct {
+			name string
+			fp   order.Footprint
+			want []string
+		}{{"touches", a.Touches, c.touches}, {"changes", a.Changes, c.changes}} {
+			got := append(append([]string{}, f.fp.Keys...), f.fp.Keyless...)
+			if len(got) != len(f.want) {
+				t.Errorf("%s: %s %q, want %q", c.sql, f.name, got, f.want)
+				continue
+			}
+			for i := range got {
+				if got[i] != f.want[i] {
+					t.Errorf("%s: %s %q, want %q", c.sql, f.name, got, f.want)
+					break
+				}
+			}
+		}
+	}
+	rn.access = false
+	if a := rn.unitAccess([]job{{rec: &store.Record{Kind: store.KindQuery, Schema: "shop"}, info: an.Info("BEGIN")}}); a != nil {
+		t.Error("a run without access (DDL in the capture) gave a unit Access")
+	}
+}
