@@ -110,6 +110,10 @@ func TestDependent(t *testing.T) {
 		{"write of a table, read of a row", tk(access([3]string{"w", "t", ""})), tk(access([3]string{"r", "t", "2"})), true},
 		{"writes of two tables", tk(access([3]string{"w", "t", ""})), tk(access([3]string{"w", "u", ""})), false},
 		{"one without access", tk(nil), tk(access([3]string{"r", "u", "1"})), true},
+		{"a read view and a read", tk(&Access{Touches: Footprint{Any: true}}), tk(access([3]string{"r", "u", "1"})), false},
+		{"a read view and a write", tk(&Access{Touches: Footprint{Any: true}}), tk(access([3]string{"w", "u", "1"})), true},
+		{"a read view that writes, and a read of another row", tk(&Access{Touches: Footprint{Any: true}, Changes: access([3]string{"w", "u", "1"}).Changes}), tk(access([3]string{"r", "u", "2"})), false},
+		{"nothing at all and a write", tk(&Access{}), tk(access([3]string{"w", "u", "1"})), false},
 		{"nil ticket", nil, tk(access([3]string{"r", "u", "1"})), true},
 	} {
 		if got := dependent(c.a, c.b); got != c.want {
@@ -145,4 +149,43 @@ func TestBoardPassesUnitsItDoesNotDependOn(t *testing.T) {
 	if j := b.behind(1, 20, 30, false, []string{"t2"}, nil); j != -1 {
 		t.Errorf("behind an idle connection: %d", j)
 	}
+}
+
+// A waiter with Access walks past at most maxPassed tickets it does not
+// depend on; past them it waits, as one without Access would, so that a
+// look costs what maxPassed sets, not what the backlog holds.
+func TestGatePassesAtMostMaxPassed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, n := range []int{maxPassed, maxPassed + 1} {
+			g := NewGate(time.Hour, time.Hour)
+			var ahead []*Ticket
+			for i := range n {
+				ahead = append(ahead, g.Add(&Ticket{Start: int64(i), End: int64(i) + 1, Changes: true,
+					Access: access([3]string{"w", "t2", string(rune('a' + i%26))})}, nil))
+			}
+			r := g.Add(&Ticket{Start: 1000, End: 1001, Access: access([3]string{"r", "t1", "1"})}, nil)
+			done := make(chan WaitResult, 1)
+			go func() { done <- first(g.Wait(context.Background(), r, r.Start, 0, 0, nil)) }()
+			synctest.Wait()
+			select {
+			case res := <-done:
+				if n > maxPassed {
+					t.Fatalf("%d tickets ahead: went (%v) past more than maxPassed", n, res)
+				}
+				if res != NotWaited {
+					t.Fatalf("%d tickets ahead: %v, want NotWaited", n, res)
+				}
+				continue
+			default:
+				if n <= maxPassed {
+					t.Fatalf("%d tickets ahead, none it depends on: it waits", n)
+				}
+			}
+			g.Finish(ahead[maxPassed])
+			synctest.Wait()
+			if res := <-done; res != Ordered {
+				t.Fatalf("after the ticket past maxPassed: %v, want Ordered", res)
+			}
+		}
+	})
 }

@@ -240,6 +240,9 @@ func (f *Footprint) conflicts(o *Footprint) bool {
 	return false
 }
 
+// none reports whether f holds nothing: no table, not Any.
+func (f *Footprint) none() bool { return !f.Any && len(f.Tables) == 0 && len(f.Keys) == 0 }
+
 // Add adds a statement that changes what others see: its tables, its
 // row keys (nil: it names no rows), whether it may touch any table.
 func (f *Footprint) Add(tables, keys []string, anyTable bool) {
@@ -256,6 +259,31 @@ func (f *Footprint) Add(tables, keys []string, anyTable bool) {
 		if !slices.Contains(f.Keys, k) {
 			f.Keys = append(f.Keys, k)
 			f.sums = append(f.sums, maphash.String(keySeed, k))
+		}
+	}
+}
+
+// Merge adds what o holds to f.
+func (f *Footprint) Merge(o *Footprint) {
+	f.Any = f.Any || o.Any
+	for _, t := range o.Tables {
+		if !slices.Contains(f.Tables, t) {
+			f.Tables = append(f.Tables, t)
+		}
+	}
+	for _, t := range o.Keyless {
+		if !slices.Contains(f.Keyless, t) {
+			f.Keyless = append(f.Keyless, t)
+		}
+	}
+	for i, k := range o.Keys {
+		if !slices.Contains(f.Keys, k) {
+			f.Keys = append(f.Keys, k)
+			if len(o.sums) == len(o.Keys) {
+				f.sums = append(f.sums, o.sums[i])
+			} else {
+				f.sums = append(f.sums, maphash.String(keySeed, k))
+			}
 		}
 	}
 }

@@ -36,8 +36,9 @@
 // leave the same data in either order, so the order between them is the
 // server's to choose, as between tickets that overlapped. A ticket
 // without Access depends on every other, as above. Replay gives Access to
-// regrouped units (--concurrency) and says when it cannot (see replay's
-// Access). The Board passes a unit it does not depend on in the same way.
+// regrouped units (--concurrency) and to records (see replay's Access and
+// trxAccess, which say when it cannot). The Board passes a unit it does
+// not depend on in the same way.
 //
 // The Gate can deadlock against the server's row locks: a statement in
 // flight, blocked on a lock held by a transaction whose next statement
@@ -146,8 +147,9 @@
 //     the conflicting changes that overlapped it. A waiter parks in a
 //     heap ordered by threshold: O(log W). A waiter with Access walks
 //     past the tickets it does not depend on (each compared by footprint:
-//     O(r·s) for r and s keys, on hashes) to the first it does, and
-//     parks until that one is done.
+//     O(r·s) for r and s keys, on hashes), at most maxPassed (64) of
+//     them, to the first it does (or the one past those), and parks
+//     until that one is done.
 //   - Finish pops the done front (amortized O(1) per ticket, each leaves
 //     once) and wakes the waiters it releases (O(log W) each).
 //

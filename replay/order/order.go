@@ -200,7 +200,9 @@ type Ticket struct {
 // statement that names its rows by key (replay's row keys, when they can
 // be trusted) adds its keys, any other its tables. Touches holds all of
 // them, writes included; Changes those that write, lock, or (a commit)
-// make writes visible.
+// make writes visible. Either may be Any: a statement that takes a
+// transaction's read view touches every table, though it may change
+// none.
 type Access struct {
 	Touches, Changes Footprint
 }
@@ -214,7 +216,17 @@ func dependent(a, b *Ticket) bool {
 		return true
 	}
 	x, y := a.Access, b.Access
-	return x.Changes.conflicts(&y.Touches) || y.Changes.conflicts(&x.Touches)
+	return changesTouch(&x.Changes, &y.Touches) || changesTouch(&y.Changes, &x.Touches)
+}
+
+// changesTouch reports whether changes (what one ticket changes) may
+// change what touches says another touches. Nothing changed touches
+// nothing, and nothing touched is touched by nothing, Any or not.
+func changesTouch(changes, touches *Footprint) bool {
+	if changes.none() || touches.none() {
+		return false
+	}
+	return changes.conflicts(touches)
 }
 
 // Cursor is where a worker stands in its queue of tickets: the one it
@@ -880,6 +892,10 @@ func lockBound(t *Ticket) time.Duration {
 	return min(max(2*time.Duration(t.span.Load()), lockBoundMin), lockBoundMax)
 }
 
+// maxPassed bounds how many pending tickets it does not depend on a
+// waiter with Access walks past, each time it looks.
+const maxPassed = 64
+
 const (
 	lockBoundMin = time.Millisecond
 	lockBoundMax = 2 * time.Millisecond
@@ -999,12 +1015,22 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 	if calm {
 		wake = g.untilOldLocked(now)
 	}
+	passed := 0
 	for _, p := range ln.pending {
 		if p.End >= threshold {
 			break
 		}
-		if p.done || p == t || !dependent(p, t) {
+		if p.done || p == t {
 			continue
+		}
+		if !dependent(p, t) {
+			if passed < maxPassed {
+				passed++
+				continue
+			}
+			// Past maxPassed, t waits for what it may not depend on:
+			// later, never wrongly, at a cost per look that the
+			// backlog does not set.
 		}
 		if dependsOn(p, t, 0) {
 			cyclic = true
