@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tandemdb/tandem/replay/order"
@@ -37,8 +38,9 @@ import (
 //     on the way (DDL, or a statement replay cannot read), or is followed
 //     (its records to come are unknown).
 //
-// Rows are named by primary key (rowKeys) only where the keys hold: one
-// table, no subquery, and for a change, no assignment to a key column
+// Rows are named by primary key (rowKeys) only where the keys hold: an
+// integer key (intKeys), one table, no subquery, and for a change, no
+// assignment to a key column
 // (the row moves) and no INSERT or REPLACE into a table with a unique
 // secondary key (it may clash with a row of another key); else the
 // statement touches its whole tables.
@@ -51,7 +53,7 @@ import (
 // byTarget gives the captured name ("schema.table", lower-case) of the
 // capture's tables by their schema and name on the target.
 func (rn *runner) loadAccessTables(ctx context.Context, db *sql.DB, schemas map[string]bool, byTarget map[[2]string]string) {
-	tangled := map[string]bool{}
+	tangled, intKeyed := map[string]bool{}, map[string]bool{}
 	uniq := map[string][]string{}
 	for schema := range schemas {
 		one := func(tbl, _ string) { tangled[strings.ToLower(tbl)] = true }
@@ -70,12 +72,28 @@ func (rn *runner) loadAccessTables(ctx context.Context, db *sql.DB, schemas map[
 				if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 					uniq[captured] = append(uniq[captured], strings.ToLower(col))
 				}
+			}, schema) &&
+			everyPair(ctx, db, "SELECT s.TABLE_NAME, c.DATA_TYPE FROM information_schema.STATISTICS s JOIN information_schema.COLUMNS c "+
+				"ON c.TABLE_SCHEMA = s.TABLE_SCHEMA AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME "+
+				"WHERE s.TABLE_SCHEMA = ? AND s.INDEX_NAME = 'PRIMARY'", func(tbl, typ string) {
+				captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]
+				if !ok {
+					return
+				}
+				if _, seen := intKeyed[captured]; !seen {
+					intKeyed[captured] = true
+				}
+				switch strings.ToLower(typ) {
+				case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
+				default:
+					intKeyed[captured] = false
+				}
 			}, schema)
 		if !ok {
 			return
 		}
 	}
-	rn.tangled, rn.uniq = tangled, uniq
+	rn.tangled, rn.uniq, rn.intKeyed = tangled, uniq, intKeyed
 }
 
 // everyPair runs query with args and calls f with each row's two
@@ -158,11 +176,14 @@ func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []str
 	if len(tables) != 1 || p == nil || p.Subquery {
 		return nil
 	}
-	keys := rn.rowKeys(info, rec)
+	table := strings.ToLower(p.Table.In(rec.Schema).String())
+	if !rn.intKeyed[table] {
+		return nil
+	}
+	keys := intKeys(rn.rowKeys(info, rec))
 	if keys == nil || !info.Changes() {
 		return keys
 	}
-	table := strings.ToLower(p.Table.In(rec.Schema).String())
 	uniq, known := rn.uniq[table]
 	if !known || p.Rows != nil && len(uniq) > 0 {
 		return nil
@@ -171,6 +192,33 @@ func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []str
 		if slices.Contains(rn.pks[table], c) || slices.Contains(uniq, c) {
 			return nil
 		}
+	}
+	return keys
+}
+
+// intKeys writes keys on an integer primary key as the server compares
+// them ('05', 5 and '5' name one row), or returns nil when a value is not
+// an integer as written (5.0, '5abc': the server's conversion decides
+// the row). Keys on other types are not used at all: a collation can
+// make two texts one row ('a' and 'A ').
+func intKeys(keys []string) []string {
+	for i, k := range keys {
+		table, vals, ok := strings.Cut(k, "\x00")
+		if !ok {
+			return nil
+		}
+		parts := strings.Split(vals, "\x01")
+		for j, v := range parts {
+			v = strings.TrimSpace(v)
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				parts[j] = strconv.FormatInt(n, 10)
+			} else if u, err := strconv.ParseUint(v, 10, 64); err == nil {
+				parts[j] = strconv.FormatUint(u, 10)
+			} else {
+				return nil
+			}
+		}
+		keys[i] = table + "\x00" + strings.Join(parts, "\x01")
 	}
 	return keys
 }

@@ -65,9 +65,10 @@ func TestUnitsWaitOnlyForWhatTheyDependOn(t *testing.T) {
 // unit's Access unknown (see Access).
 func TestStatementAccess(t *testing.T) {
 	rn := &runner{access: true,
-		pks:     map[string][]string{"shop.t": {"id"}, "shop.w": {"id"}},
-		uniq:    map[string][]string{"shop.t": {}, "shop.w": {"email"}},
-		tangled: map[string]bool{"vt": true, "child": true}}
+		pks:      map[string][]string{"shop.t": {"id"}, "shop.w": {"id"}, "shop.s": {"name"}},
+		uniq:     map[string][]string{"shop.t": {}, "shop.w": {"email"}, "shop.s": {}},
+		intKeyed: map[string]bool{"shop.t": true, "shop.w": true, "shop.s": false},
+		tangled:  map[string]bool{"vt": true, "child": true}}
 	an := sqlinfo.NewAnalyzer()
 	for _, c := range []struct {
 		sql              string
@@ -76,6 +77,10 @@ func TestStatementAccess(t *testing.T) {
 	}{
 		{"SELECT v FROM t WHERE id = 1", true, []string{"shop.t\x001"}, nil},
 		{"SELECT v FROM t WHERE v = 1", true, []string{"t"}, nil},
+		{"SELECT v FROM t WHERE id = '05'", true, []string{"shop.t\x005"}, nil}, // as the server compares it
+		{"SELECT v FROM t WHERE id = '5x'", true, []string{"t"}, nil},           // the server's conversion decides
+		{"SELECT v FROM s WHERE name = 'a'", true, []string{"s"}, nil},          // a collation may make 'A ' the same row
+		{"SELECT v FROM t WHERE id IN (1, 2)", true, []string{"shop.t\x001", "shop.t\x002"}, nil},
 		{"UPDATE t SET v = 2 WHERE id = 1", true, []string{"shop.t\x001"}, []string{"shop.t\x001"}},
 		{"UPDATE t SET id = 2 WHERE id = 1", true, []string{"t"}, []string{"t"}},          // the row moves
 		{"INSERT INTO w (id, email) VALUES (1, 'a')", true, []string{"w"}, []string{"w"}}, // a unique secondary key
@@ -213,7 +218,8 @@ func heldRowOne(t *testing.T) (a, b string) {
 // said, in a transaction after its read view, and the end of a
 // transaction with what it changed.
 func TestRecordAccessFollowsTheTransaction(t *testing.T) {
-	rn := &runner{access: true, pks: map[string][]string{"shop.t": {"id"}}, uniq: map[string][]string{"shop.t": {}}, tangled: map[string]bool{}}
+	rn := &runner{access: true, pks: map[string][]string{"shop.t": {"id"}}, uniq: map[string][]string{"shop.t": {}},
+		intKeyed: map[string]bool{"shop.t": true}, tangled: map[string]bool{}}
 	an := sqlinfo.NewAnalyzer()
 	ta := &trxAccess{}
 	type step struct {

@@ -117,10 +117,12 @@ type runner struct {
 	// the earlier units they depend on (see Access); tangled (nil: not
 	// known, no Access) are the tables a statement cannot name all the
 	// rows of, uniq the unique secondary key columns of each table, by
-	// captured name (loadAccessTables).
-	access  bool
-	tangled map[string]bool
-	uniq    map[string][]string
+	// captured name, intKeyed whether its primary key is integers
+	// (loadAccessTables).
+	access   bool
+	tangled  map[string]bool
+	uniq     map[string][]string
+	intKeyed map[string]bool // the primary key's columns are all integers
 }
 
 // setDown records the outcome of a connection attempt.
