@@ -147,7 +147,7 @@
 //     the conflicting changes that overlapped it. A waiter parks in a
 //     heap ordered by threshold: O(log W). A waiter with Access walks
 //     past the tickets it does not depend on (each compared by footprint:
-//     O(r·s) for r and s keys, on hashes), at most maxPassed (64) of
+//     O(r·s) for r and s keys, on hashes), at most maxPassed (256) of
 //     them, to the first it does (or the one past those), and parks
 //     until that one is done.
 //   - Finish pops the done front (amortized O(1) per ticket, each leaves

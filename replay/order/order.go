@@ -894,7 +894,7 @@ func lockBound(t *Ticket) time.Duration {
 
 // maxPassed bounds how many pending tickets it does not depend on a
 // waiter with Access walks past, each time it looks.
-const maxPassed = 64
+const maxPassed = 256
 
 const (
 	lockBoundMin = time.Millisecond
