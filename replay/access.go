@@ -295,9 +295,17 @@ func (rn *runner) recordAccess(ta *trxAccess, rec *store.Record, infos []*sqlinf
 		return nil
 	}
 	switch rec.Kind {
-	case store.KindConnect, store.KindQuit, store.KindResetConnection, store.KindChangeUser:
+	case store.KindQuit:
 		*ta = trxAccess{} // the server rolls back what was open: nothing becomes visible
 		return &order.Access{}
+	case store.KindConnect, store.KindResetConnection, store.KindChangeUser:
+		// As at a quit; but a login waits for every change before it,
+		// as before (nothing waits for it): logins let go early opened,
+		// at --speed 0, every connection of a connect-per-request
+		// capture at once (200 where the capture had 1), past the
+		// server's max_connections.
+		*ta = trxAccess{}
+		return &order.Access{AfterChanges: true}
 	case store.KindOther:
 		if rec.CommandsLost() {
 			return ta.end() // replay commits what was open there

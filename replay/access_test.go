@@ -244,7 +244,9 @@ func TestRecordAccessFollowsTheTransaction(t *testing.T) {
 			}
 		}
 	}
-	rn.recordAccess(ta, &store.Record{Kind: store.KindConnect}, nil)
+	if a := rn.recordAccess(ta, &store.Record{Kind: store.KindConnect}, nil); a == nil || !a.AfterChanges {
+		t.Errorf("a login has Access %+v; want AfterChanges (it waits for every change before it)", a)
+	}
 	run([]step{
 		{"SELECT v FROM t WHERE id = 1", statusAutocommit, "view:"}, // autocommit not known yet: it may take a read view
 		{"SELECT v FROM t WHERE id = 2", statusAutocommit, ""},      // on its own

@@ -92,9 +92,10 @@ func TestGateWaitsOnlyForWhatItDependsOn(t *testing.T) {
 	})
 }
 
-// Two tickets' dependence: by keys when both name the rows, by tables
-// when one does not; two reads never; no Access depends on all.
-func TestDependent(t *testing.T) {
+// Whether two tickets wait for each other: by keys when both name the
+// rows, by tables when one does not; two reads never; a ticket without
+// Access for all and all for it.
+func TestWaitsFor(t *testing.T) {
 	tk := func(a *Access) *Ticket { return &Ticket{Access: a} }
 	for _, c := range []struct {
 		name string
@@ -116,7 +117,7 @@ func TestDependent(t *testing.T) {
 		{"nothing at all and a write", tk(&Access{}), tk(access([3]string{"w", "u", "1"})), false},
 		{"nil ticket", nil, tk(access([3]string{"r", "u", "1"})), true},
 	} {
-		if got := dependent(c.a, c.b); got != c.want {
+		if got := waitsFor(c.a, c.b); got != c.want || waitsFor(c.b, c.a) != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -188,4 +189,26 @@ func TestGatePassesAtMostMaxPassed(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A login waits for every change before it, and nothing waits for it.
+func TestLoginWaitsForChangesAndNothingForIt(t *testing.T) {
+	login := &Ticket{Access: &Access{AfterChanges: true}}
+	for _, c := range []struct {
+		name       string
+		p          *Ticket
+		loginWaits bool
+	}{
+		{"a write", &Ticket{Access: access([3]string{"w", "t", "1"})}, true},
+		{"a read", &Ticket{Access: access([3]string{"r", "t", "1"})}, false},
+		{"one without access", &Ticket{}, true},
+		{"another login", &Ticket{Access: &Access{AfterChanges: true}}, false},
+	} {
+		if got := waitsFor(login, c.p); got != c.loginWaits {
+			t.Errorf("login after %s: waits %v, want %v", c.name, got, c.loginWaits)
+		}
+		if waitsFor(c.p, login) {
+			t.Errorf("%s waits for a login before it", c.name)
+		}
+	}
 }

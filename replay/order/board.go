@@ -135,7 +135,7 @@ func (b *Board) behind(i int, start, end int64, changes bool, tables, keys []str
 		default:
 			continue
 		}
-		if mine == nil || mine.Access == nil || dependent(mine, s.unit.Load()) {
+		if waitsFor(mine, s.unit.Load()) {
 			return j
 		}
 	}

@@ -143,7 +143,7 @@ type Ticket struct {
 	Keys     []string
 	// Access is what the ticket reads and what it changes, when all of it
 	// is known (nil: anything): it then waits only for the earlier
-	// tickets it depends on (dependent), not for every one (see the
+	// tickets it must follow (waitsFor), not for every one (see the
 	// package documentation).
 	Access *Access
 	// SendOrder: a record's ticket that changes what others see; it goes
@@ -205,17 +205,31 @@ type Ticket struct {
 // none.
 type Access struct {
 	Touches, Changes Footprint
+	// AfterChanges: the ticket waits for every change before it, and
+	// nothing waits for it (a login: it reads and changes no data, but
+	// let go early, a connect-per-request capture's logins would open
+	// every connection at once).
+	AfterChanges bool
 }
 
-// dependent reports whether the order of a and b can change what either
-// reads or leaves: one changes a row (a table, when one of them names no
-// rows there) the other touches. A ticket without Access depends on every
-// other; two that only read never depend on each other.
-func dependent(a, b *Ticket) bool {
-	if a == nil || b == nil || a.Access == nil || b.Access == nil {
+// waitsFor reports whether t must wait for p, an earlier ticket: the
+// order of the two can change what either reads or leaves, as one
+// changes a row (a table, when one of them names no rows there) the
+// other touches. A ticket without Access waits for every other, and
+// every other for it; two that only read never wait for each other.
+func waitsFor(t, p *Ticket) bool {
+	if t == nil || p == nil {
 		return true
 	}
-	x, y := a.Access, b.Access
+	x, y := t.Access, p.Access
+	switch {
+	case y != nil && y.AfterChanges:
+		return false
+	case x == nil || y == nil:
+		return true
+	case x.AfterChanges:
+		return !y.Changes.none()
+	}
 	return changesTouch(&x.Changes, &y.Touches) || changesTouch(&y.Changes, &x.Touches)
 }
 
@@ -837,7 +851,7 @@ func (g *Gate) overtakeLocked(ln *lane, t *Ticket, threshold int64, h *Cursor) {
 		if p.End >= threshold {
 			break
 		}
-		if dependent(p, t) {
+		if waitsFor(t, p) {
 			mark(p)
 		}
 	}
@@ -1023,7 +1037,7 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 		if p.done || p == t {
 			continue
 		}
-		if !dependent(p, t) {
+		if !waitsFor(t, p) {
 			if passed < maxPassed {
 				passed++
 				continue
@@ -1043,7 +1057,7 @@ func (g *Gate) blockerLocked(ln *lane, t *Ticket, threshold int64, patience int,
 			break // only the earliest matters
 		}
 		if p.sent.Load() == 0 && p.waiting.Load() == nil {
-			if a := p.ahead(); a != nil && a.End <= p.End && dependent(a, t) {
+			if a := p.ahead(); a != nil && a.End <= p.End && waitsFor(t, a) {
 				// Queued behind its worker's current ticket, which came
 				// earlier in this walk (pending is sorted by end): what
 				// keeps p from finishing is what keeps that one.
