@@ -13,9 +13,9 @@ import (
 )
 
 // Access: which earlier units a unit waits for. Under --order capture a
-// unit (--concurrency: a transaction, or a statement on its own; in
-// session mode a record, as trxAccess tells) whose reads and changes are
-// all known waits only for the earlier units it depends on — one of the two changes a row the other reads or changes
+// unit (--concurrency: a transaction, or a statement on its own) whose
+// reads and changes are all known waits only for the earlier units it
+// depends on — one of the two changes a row the other reads or changes
 // (order.Access) — not for every unit that ended before it began. Two
 // units that depend on neither's rows leave the same data and read the
 // same rows in either order, so the order between them is the target's
@@ -37,6 +37,16 @@ import (
 //   - and the whole run, when the capture may change a table's definition
 //     on the way (DDL, or a statement replay cannot read), or is followed
 //     (its records to come are unknown).
+//
+// Session mode (a connection per captured session, a ticket per record)
+// gives its records no Access. Tried (commit 95f5acb: a statement on its
+// own carried its rows, the statement that takes a transaction's read
+// view touched every table, the COMMIT what the transaction changed),
+// it kept the truth tests at 0 divergences and halved the gate's waits,
+// but gained no time on sysbench read/write, whose range reads make
+// nearly every transaction depend on every change before it, and at
+// 1,024 sessions let so many transactions run at once that the gate's
+// stall reruns went from 3 to 121 and 769, with 2,457 logins refused.
 //
 // Rows are named by primary key (rowKeys) only where the keys hold: an
 // integer key (intKeys), one table, no subquery, and for a change, no
@@ -241,183 +251,4 @@ func mayChangeSchema(info *sqlinfo.Info) bool {
 		return true
 	}
 	return info.ImplicitCommit && !info.Begin && !info.Set || info.TableDDL || info.Unanalysable && info.Class != sqlinfo.ClassRead || info.WritesUnknown
-}
-
-// trxAccess follows one session in capture order (session mode: a ticket
-// per record) for Access: what its open transaction has changed, which
-// the record that ends the transaction makes visible and carries as its
-// Access, and whether the transaction has taken its read view.
-//
-// A record on its own (autocommit) carries its statement's Access: what
-// it changes is seen as it ends. In a transaction, the first statement on
-// data takes the read view every later read of the transaction sees (a
-// REPEATABLE READ snapshot, of every table): it touches every table, so
-// it waits for every change before it, as every record did before (what
-// waits for it is what depends on its own changes). Later
-// statements carry their own (a read sees the snapshot, or with READ
-// COMMITTED the rows as they are; a change locks and reads the rows as
-// they are: both depend on the changes of the rows they name). What the
-// transaction changed is made visible by its end (COMMIT, ROLLBACK, an
-// implicit commit, the next BEGIN), whose Access is that, for both what
-// it touches and what it changes: the reads of those rows before it stay
-// before it, those after it wait for it.
-//
-// Whether a statement runs on its own is what the capture's server said
-// after the session's previous statement (its status flags: a
-// transaction open, autocommit on); where it said nothing (a new
-// session, whose server may set autocommit off at login; an error; a
-// synthesized capture), the state is followed from BEGIN, COMMIT and SET
-// autocommit, and autocommit counts as off until a SET or the server says
-// otherwise: the first statement on data after a login or an end then
-// counts as taking a read view. A transaction that changed more than
-// maxTrxKeys rows by key counts as changing anything.
-type trxAccess struct {
-	open     bool // a transaction is open
-	auto     bool // autocommit is known to be on
-	snapshot bool // the open transaction has taken its read view
-	changed  order.Footprint
-	unknown  bool // it may have changed what changed does not say
-}
-
-const maxTrxKeys = 256
-
-// Status flags of the server's answers (the protocol's
-// SERVER_STATUS_IN_TRANS and SERVER_STATUS_AUTOCOMMIT).
-const (
-	statusInTrans    = 0x0001
-	statusAutocommit = 0x0002
-)
-
-// recordAccess is rec's Access (nil: not all of it is known), infos its
-// statements (statementOf); it moves the session's state.
-func (rn *runner) recordAccess(ta *trxAccess, rec *store.Record, infos []*sqlinfo.Info) *order.Access {
-	if !rn.access || rn.tangled == nil {
-		return nil
-	}
-	switch rec.Kind {
-	case store.KindQuit:
-		*ta = trxAccess{} // the server rolls back what was open: nothing becomes visible
-		return &order.Access{}
-	case store.KindConnect, store.KindResetConnection, store.KindChangeUser:
-		// As at a quit; but a login waits for every change before it,
-		// as before (nothing waits for it): logins let go early opened,
-		// at --speed 0, every connection of a connect-per-request
-		// capture at once (200 where the capture had 1), past the
-		// server's max_connections.
-		*ta = trxAccess{}
-		return &order.Access{AfterChanges: true}
-	case store.KindOther:
-		if rec.CommandsLost() {
-			return ta.end() // replay commits what was open there
-		}
-		return &order.Access{}
-	case store.KindQuery, store.KindExecute:
-	default:
-		return &order.Access{} // a prepare, a ping: nothing on data
-	}
-	a := rn.statementAccess(ta, rec, infos)
-	if st := rec.Resp.Status; st != 0 && rec.Resp.Kind != store.RespError && len(rec.Resp.More) == 0 {
-		// What the server said: a transaction it rolled back (a
-		// deadlock) made nothing visible; one it says is open is.
-		if st&statusInTrans == 0 && ta.open {
-			ta.end()
-		}
-		ta.open, ta.auto = st&statusInTrans != 0, st&statusAutocommit != 0
-	}
-	if len(ta.changed.Keys) > maxTrxKeys {
-		ta.unknown = true
-		ta.changed = order.Footprint{}
-	}
-	return a
-}
-
-// statementAccess is recordAccess for a statement.
-func (rn *runner) statementAccess(ta *trxAccess, rec *store.Record, infos []*sqlinfo.Info) *order.Access {
-	var info *sqlinfo.Info
-	if len(infos) == 1 {
-		info = infos[0]
-	}
-	switch {
-	case rec.Session >= store.BypassedSessionBase: // placed by its GTID, not by when it ran
-		return nil
-	case info == nil || info.Statements != 1:
-		ta.open, ta.unknown, ta.snapshot = true, true, true
-		return nil
-	case info.Begin:
-		a := ta.end()
-		ta.open = true
-		switch {
-		case info.Verb != "BEGIN" && info.Verb != "START": // XA
-			ta.unknown, ta.snapshot = true, true
-			return nil
-		case strings.Contains(strings.ToUpper(info.Digest.Text), "CONSISTENT"):
-			ta.snapshot = true // takes the read view at once
-			return readView(a)
-		}
-		return a
-	case info.End:
-		a := ta.end()
-		if info.Verb != "COMMIT" && info.Verb != "ROLLBACK" {
-			a = nil // XA
-		}
-		ta.open = info.Chain
-		return a
-	case info.Set && info.ImplicitCommit: // SET autocommit = 1 commits what was open
-		ta.auto = true
-		return ta.end()
-	case info.ImplicitCommit:
-		ta.end()
-		return nil // DDL, LOCK TABLES: not all known (the run has no Access then anyway)
-	}
-	if info.SetAutocommit == '0' {
-		ta.auto = false
-	}
-	own := &order.Access{}
-	known := rn.addAccess(own, info, rec)
-	if !known {
-		own = nil
-	}
-	onData := !known
-	switch info.Verb {
-	case "SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE":
-		onData = true
-	}
-	if !ta.open && ta.auto {
-		return own // on its own
-	}
-	if onData {
-		ta.open = true
-	}
-	switch {
-	case !known:
-		ta.unknown = ta.unknown || info.Changes()
-	case info.Changes():
-		ta.changed.Merge(&own.Changes)
-	}
-	if onData && !ta.snapshot {
-		ta.snapshot = true
-		return readView(own) // takes the read view of the whole transaction
-	}
-	return own
-}
-
-// readView is the Access of a statement that takes its transaction's
-// read view and otherwise has Access a (nil: not known): it touches
-// every table; what it changes is a's.
-func readView(a *order.Access) *order.Access {
-	if a == nil {
-		return nil
-	}
-	return &order.Access{Touches: order.Footprint{Any: true}, Changes: a.Changes}
-}
-
-// end ends the open transaction: the Access of what ends it (nil: what it
-// changed is not all known).
-func (ta *trxAccess) end() *order.Access {
-	var a *order.Access
-	if !ta.unknown {
-		a = &order.Access{Touches: ta.changed, Changes: ta.changed}
-	}
-	ta.open, ta.snapshot, ta.unknown, ta.changed = false, false, false, order.Footprint{}
-	return a
 }

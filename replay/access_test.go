@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"testing"
 	"time"
 
@@ -136,58 +135,6 @@ func TestStatementAccess(t *testing.T) {
 	}
 }
 
-// In session mode a record waits only for the earlier records it depends
-// on. As in TestUnitsWaitOnlyForWhatTheyDependOn, session 1's UPDATE of
-// t row 1 is held on both targets for a second. Session 2's server said
-// autocommit was on (its SET's status), so its read of u runs on its own
-// and depends on nothing of session 1's: it does not wait, nor does
-// anything of session 2. Session 4's read of row 1 (the first statement
-// on data since its login: it may take a read view, so it depends on
-// every change before it) and session 5's read through a view wait for session
-// 1's COMMIT: 2 waits. Before, session 2's SET waited for session 1's
-// UPDATE as well (3 waits; 4 when session 1's UPDATE also found the
-// other sessions' logins not yet done).
-func TestRecordsWaitOnlyForWhatTheyDependOn(t *testing.T) {
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	auto := store.Response{Kind: store.RespOK, Status: statusAutocommit}
-	one := store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, Status: statusAutocommit}
-	q := func(s uint64, ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: s, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
-	var recs []store.Record
-	for _, s := range []uint64{1, 2, 4, 5} {
-		recs = append(recs, store.Record{Session: s, Start: at(float64(s) / 10), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok})
-	}
-	capDir := writeRecords(t, append(recs,
-		q(1, 1, "BEGIN", ok),
-		q(1, 2, "UPDATE t SET v = v + 10 WHERE id = 1", store.Response{Kind: store.RespOK, AffectedRows: 1}),
-		q(1, 5, "COMMIT", ok),
-		q(2, 10, "SET @x = 1", auto),
-		q(2, 20, "SELECT v FROM u WHERE id = 5", one),
-		q(4, 21, "SELECT v FROM t WHERE id = 1 AND v = 11", one),
-		q(5, 22, "SELECT COUNT(*) FROM vt WHERE v = 11", one),
-		store.Record{Session: 1, Start: at(30), Kind: store.KindQuit},
-		store.Record{Session: 2, Start: at(30), Kind: store.KindQuit},
-		store.Record{Session: 4, Start: at(30), Kind: store.KindQuit},
-		store.Record{Session: 5, Start: at(30), Kind: store.KindQuit},
-	))
-	a, b := heldRowOne(t)
-	rep := replayRun(t, capDir, func(cfg *Config) {
-		cfg.Order = OrderCapture
-		cfg.OrderTimeout = 30 * time.Second
-	}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
-	for i, x := range rep.Targets {
-		if c := rep.VsCapture[i]; c.Total() != 0 || c.Compared != 7 {
-			t.Errorf("%s vs capture: %d compared, divergent %v, counted apart %v; want the 7 statements compared, 0 divergent", x.Name, c.Compared, c.ByClass, c.AmbiguousBy)
-		}
-		if x.OrderWaits != 2 || x.OrderReleased != 0 || x.Errors != 0 || x.OrderReruns != 0 {
-			t.Errorf("%s: %d waits, %d released, %d reruns, %d errors; want 2 waits (sessions 4 and 5), the rest 0", x.Name, x.OrderWaits, x.OrderReleased, x.OrderReruns, x.Errors)
-		}
-	}
-}
-
 // heldRowOne gives two copies of t (twoCopiesOfT) with table u (row 5)
 // and view vt over t, and holds row 1 of t locked on both for a second
 // from now: their DSNs.
@@ -212,76 +159,4 @@ func heldRowOne(t *testing.T) (a, b string) {
 		}()
 	}
 	return a, b
-}
-
-// How a session's records get Access: on their own by what the server
-// said, in a transaction after its read view, and the end of a
-// transaction with what it changed.
-func TestRecordAccessFollowsTheTransaction(t *testing.T) {
-	rn := &runner{access: true, pks: map[string][]string{"shop.t": {"id"}}, uniq: map[string][]string{"shop.t": {}},
-		intKeyed: map[string]bool{"shop.t": true}, tangled: map[string]bool{}}
-	an := sqlinfo.NewAnalyzer()
-	ta := &trxAccess{}
-	type step struct {
-		sql    string
-		status uint16
-		want   string // "nil", or the keys and tables of its Access's changes
-	}
-	run := func(steps []step) {
-		t.Helper()
-		for _, s := range steps {
-			rec := &store.Record{Kind: store.KindQuery, Schema: "shop", SQL: s.sql, Resp: store.Response{Kind: store.RespOK, Status: s.status}}
-			a := rn.recordAccess(ta, rec, []*sqlinfo.Info{an.Info(s.sql)})
-			got := "nil"
-			if a != nil {
-				got = strings.Join(append(append([]string{}, a.Changes.Keys...), a.Changes.Keyless...), ",")
-				if a.Touches.Any {
-					got = "view:" + got
-				}
-			}
-			if got != s.want {
-				t.Errorf("%s: %q, want %q", s.sql, got, s.want)
-			}
-		}
-	}
-	if a := rn.recordAccess(ta, &store.Record{Kind: store.KindConnect}, nil); a == nil || !a.AfterChanges {
-		t.Errorf("a login has Access %+v; want AfterChanges (it waits for every change before it)", a)
-	}
-	run([]step{
-		{"SELECT v FROM t WHERE id = 1", statusAutocommit, "view:"}, // autocommit not known yet: it may take a read view
-		{"SELECT v FROM t WHERE id = 2", statusAutocommit, ""},      // on its own
-		{"UPDATE t SET v = 1 WHERE id = 3", statusAutocommit, "shop.t\x003"},
-		{"BEGIN", statusAutocommit | statusInTrans, ""},
-		{"SELECT v FROM t WHERE id = 4", statusAutocommit | statusInTrans, "view:"}, // the read view
-		{"UPDATE t SET v = 1 WHERE id = 5", statusAutocommit | statusInTrans, "shop.t\x005"},
-		{"UPDATE t SET v = 1 WHERE v = 0", statusAutocommit | statusInTrans, "t"},
-		{"SELECT v FROM t WHERE id = 6", statusAutocommit | statusInTrans, ""},
-		{"COMMIT", statusAutocommit, "shop.t\x005,t"}, // what the transaction changed
-		{"SET autocommit = 0", 0, ""},
-		{"UPDATE t SET v = 1 WHERE id = 7", 0, "view:shop.t\x007"}, // opens a transaction: its read view
-		{"SELECT v FROM t WHERE id = 8", 0, ""},
-		{"ROLLBACK", 0, "shop.t\x007"},
-		{"UPDATE t SET v = 1 WHERE id = 9", 0, "view:shop.t\x009"},
-		{"SELECT NOW()", 0, "nil"},
-		{"SELECT CONNECTION_ID()", 0, "nil"},
-		{"COMMIT", 0, "shop.t\x009"},
-		{"START TRANSACTION WITH CONSISTENT SNAPSHOT", 0, "view:"},
-		{"SELECT v FROM t WHERE id = 1", 0, ""},
-		{"CALL p()", 0, "nil"},
-		{"COMMIT", 0, "nil"}, // the CALL may have changed anything
-	})
-	// A transaction the server ended (a deadlock rolled it back) leaves
-	// nothing for the next end to carry.
-	rn.recordAccess(ta, &store.Record{Kind: store.KindConnect}, nil)
-	run([]step{
-		{"BEGIN", statusAutocommit | statusInTrans, ""},
-		{"SELECT v FROM t WHERE id = 1", statusAutocommit | statusInTrans, "view:"},
-		{"UPDATE t SET v = 1 WHERE id = 2", statusAutocommit | statusInTrans, "shop.t\x002"},
-		{"SELECT v FROM t WHERE id = 3", statusAutocommit, ""}, // the server says: no transaction
-		{"COMMIT", statusAutocommit, ""},
-	})
-	rn.access = false
-	if a := rn.recordAccess(ta, &store.Record{Kind: store.KindConnect}, nil); a != nil {
-		t.Error("a run without access gave a record Access")
-	}
 }

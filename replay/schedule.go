@@ -174,7 +174,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
 		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed(),
 		ordered: cfg.Order == OrderCapture && !nothingToOrder(x, rs.src.followed())}
-	rn.access = rn.ordered && !x.schemaChanges && !rs.src.followed()
+	rn.access = rn.ordered && cfg.Concurrency > 0 && !x.schemaChanges && !rs.src.followed() // units only: see Access
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -693,13 +693,12 @@ type sessionRunner struct {
 	cursors map[uint64]*order.Cursor     // where each session stands in its tickets
 	trx     map[uint64]*trxChanges       // whether each session's open transaction changed anything
 	foot    map[uint64]*order.Footprint  // what each session's open transaction locked (commit order)
-	acc     map[uint64]*trxAccess        // what each session's open transaction changed (Access)
 	sqlOf   map[uint64]map[uint32]string // each session's prepared statements
 }
 
 func (rn *runner) newSessionRunner() *sessionRunner {
 	sr := &sessionRunner{sessions: map[uint64]*jobQueue{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
-		foot: map[uint64]*order.Footprint{}, acc: map[uint64]*trxAccess{}, sqlOf: map[uint64]map[uint32]string{}}
+		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
 	sr.backlog.grew = func(to int64, idle time.Duration) {
 		rn.cfg.Logger.Info("nothing was done on the target with the read-ahead full: reading further into the capture, where a statement the sessions wait for (a lock holder's COMMIT) may lie",
 			"target", rn.t.Name, "idle", idle, "read_ahead", to, "read_ahead_max", int64(backlogStalledMax))
@@ -979,20 +978,11 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		sr.trx[key] = tc
 	}
 	changes := tc.record(rec, infos)
-	var acc *order.Access
-	if rn.ordered {
-		ta := sr.acc[key]
-		if ta == nil {
-			ta = &trxAccess{}
-			sr.acc[key] = ta
-		}
-		acc = rn.recordAccess(ta, rec, infos)
-	}
 	var cm *commitPlace
 	if rn.commitOrder {
 		cm = sr.footprint(key, rec, infos, keys, rn.x.ranks, loop)
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, acc, infos...)
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, nil, infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -1008,7 +998,6 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
 		delete(sr.foot, key)
-		delete(sr.acc, key)
 	}
 }
 

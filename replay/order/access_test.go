@@ -190,25 +190,3 @@ func TestGatePassesAtMostMaxPassed(t *testing.T) {
 		}
 	})
 }
-
-// A login waits for every change before it, and nothing waits for it.
-func TestLoginWaitsForChangesAndNothingForIt(t *testing.T) {
-	login := &Ticket{Access: &Access{AfterChanges: true}}
-	for _, c := range []struct {
-		name       string
-		p          *Ticket
-		loginWaits bool
-	}{
-		{"a write", &Ticket{Access: access([3]string{"w", "t", "1"})}, true},
-		{"a read", &Ticket{Access: access([3]string{"r", "t", "1"})}, false},
-		{"one without access", &Ticket{}, true},
-		{"another login", &Ticket{Access: &Access{AfterChanges: true}}, false},
-	} {
-		if got := waitsFor(login, c.p); got != c.loginWaits {
-			t.Errorf("login after %s: waits %v, want %v", c.name, got, c.loginWaits)
-		}
-		if waitsFor(c.p, login) {
-			t.Errorf("%s waits for a login before it", c.name)
-		}
-	}
-}

@@ -263,31 +263,6 @@ func (f *Footprint) Add(tables, keys []string, anyTable bool) {
 	}
 }
 
-// Merge adds what o holds to f.
-func (f *Footprint) Merge(o *Footprint) {
-	f.Any = f.Any || o.Any
-	for _, t := range o.Tables {
-		if !slices.Contains(f.Tables, t) {
-			f.Tables = append(f.Tables, t)
-		}
-	}
-	for _, t := range o.Keyless {
-		if !slices.Contains(f.Keyless, t) {
-			f.Keyless = append(f.Keyless, t)
-		}
-	}
-	for i, k := range o.Keys {
-		if !slices.Contains(f.Keys, k) {
-			f.Keys = append(f.Keys, k)
-			if len(o.sums) == len(o.Keys) {
-				f.sums = append(f.sums, o.sums[i])
-			} else {
-				f.sums = append(f.sums, maphash.String(keySeed, k))
-			}
-		}
-	}
-}
-
 // sharedSum reports whether a and b hold a number in common.
 func sharedSum(a, b []uint64) bool {
 	for _, x := range a {

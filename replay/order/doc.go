@@ -35,12 +35,9 @@
 // changes. Two tickets that depend on neither's rows read the same and
 // leave the same data in either order, so the order between them is the
 // server's to choose, as between tickets that overlapped. A ticket
-// without Access depends on every other, as above. A login
-// (Access.AfterChanges) waits for every change before it, and nothing
-// waits for it. Replay gives Access to
-// regrouped units (--concurrency) and to records (see replay's Access and
-// trxAccess, which say when it cannot). The Board passes a unit it does
-// not depend on in the same way.
+// without Access depends on every other, as above. Replay gives Access to
+// regrouped units (--concurrency) and says when it cannot (see replay's
+// Access). The Board passes a unit it does not depend on in the same way.
 //
 // The Gate can deadlock against the server's row locks: a statement in
 // flight, blocked on a lock held by a transaction whose next statement

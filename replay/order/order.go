@@ -199,17 +199,11 @@ type Ticket struct {
 // Access is what a ticket's statements read and what they change: a
 // statement that names its rows by key (replay's row keys, when they can
 // be trusted) adds its keys, any other its tables. Touches holds all of
-// them, writes included; Changes those that write, lock, or (a commit)
-// make writes visible. Either may be Any: a statement that takes a
-// transaction's read view touches every table, though it may change
-// none.
+// them, writes included; Changes those that write or lock. Either may be
+// Any (touches every table), and a ticket that changes nothing makes no
+// other wait, Any or not.
 type Access struct {
 	Touches, Changes Footprint
-	// AfterChanges: the ticket waits for every change before it, and
-	// nothing waits for it (a login: it reads and changes no data, but
-	// let go early, a connect-per-request capture's logins would open
-	// every connection at once).
-	AfterChanges bool
 }
 
 // waitsFor reports whether t must wait for p, an earlier ticket: the
@@ -222,13 +216,8 @@ func waitsFor(t, p *Ticket) bool {
 		return true
 	}
 	x, y := t.Access, p.Access
-	switch {
-	case y != nil && y.AfterChanges:
-		return false
-	case x == nil || y == nil:
+	if x == nil || y == nil {
 		return true
-	case x.AfterChanges:
-		return !y.Changes.none()
 	}
 	return changesTouch(&x.Changes, &y.Touches) || changesTouch(&y.Changes, &x.Touches)
 }
