@@ -44,9 +44,10 @@ import (
 // view touched every table, the COMMIT what the transaction changed),
 // it kept the truth tests at 0 divergences and halved the gate's waits,
 // but gained no time on sysbench read/write, whose range reads make
-// nearly every transaction depend on every change before it, and at
-// 1,024 sessions let so many transactions run at once that the gate's
-// stall reruns went from 3 to 121 and 769, with 2,457 logins refused.
+// nearly every transaction depend on every change before it; narrowing
+// the read view to the transaction's rows broke the order-entry
+// invariants on MyRocks (lock wait timeouts, records let go at
+// --order-timeout).
 //
 // Rows are named by primary key (rowKeys) only where the keys hold: an
 // integer key (intKeys), one table, no subquery, and for a change, no
