@@ -45,15 +45,8 @@ func TestUnitsWaitOnlyForWhatTheyDependOn(t *testing.T) {
 		store.Record{Session: 5, Start: at(30), Kind: store.KindQuit},
 	))
 	a, b := heldRowOne(t)
-	rep := replayRun(t, capDir, func(cfg *Config) {
-		cfg.Order = OrderCapture
-		cfg.OrderTimeout = 30 * time.Second
-		cfg.Concurrency = 4
-	}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
-	for i, x := range rep.Targets {
-		if c := rep.VsCapture[i]; c.Total() != 0 || c.Compared != 6 {
-			t.Errorf("%s vs capture: %d compared, divergent %v, counted apart %v; want the 6 statements compared, 0 divergent", x.Name, c.Compared, c.ByClass, c.AmbiguousBy)
-		}
+	rep := regroupedInOrder(t, capDir, a, b, 6)
+	for _, x := range rep.Targets {
 		if x.OrderWaits != 2 || x.OrderReleased != 0 || x.Errors != 0 || x.OrderReruns != 0 {
 			t.Errorf("%s: %d waits, %d released, %d reruns, %d errors; want 2 waits (sessions 4 and 5), the rest 0", x.Name, x.OrderWaits, x.OrderReleased, x.OrderReruns, x.Errors)
 		}
