@@ -51,10 +51,9 @@ import (
 //
 // Rows are named by primary key (rowKeys) only where the keys hold: an
 // integer key (intKeys), one table, no subquery, and for a change, no
-// assignment to a key column
-// (the row moves) and no INSERT or REPLACE into a table with a unique
-// secondary key (it may clash with a row of another key); else the
-// statement touches its whole tables.
+// assignment to a key column (the row moves) and no INSERT or REPLACE
+// into a table with a unique secondary key (it may clash with a row of
+// another key); else the statement touches its whole tables.
 
 // loadAccessTables reads, on the target, what makes a table's rows change or
 // be read without a statement naming them, and the unique secondary keys,
