@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,18 +46,18 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 	for schema := range schemas {
 		// Each table's primary key columns, in order; then which tables
 		// exist, and their AUTO_INCREMENT column ("" none).
-		if !pairs(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", schema, func(tbl, col string) {
+		if !everyPair(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.pks[captured] = append(rn.pks[captured], strings.ToLower(col))
 			}
-		}) {
+		}, schema) {
 			continue
 		}
-		pairs(ctx, db, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", schema, func(tbl, col string) {
+		everyPair(ctx, db, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.autoinc[captured] = strings.ToLower(col)
 			}
-		})
+		}, schema)
 	}
 	if rn.access {
 		rn.loadAccessTables(ctx, db, schemas, byTarget)
@@ -134,22 +133,4 @@ func keyText(v *store.Value) (string, bool) {
 		return strconv.FormatUint(uint64(v.Int), 10), true
 	}
 	return strconv.FormatInt(v.Int, 10), true
-}
-
-// pairs calls f with each (table, column) row the query gives for schema;
-// false when the query fails (what is not known is not used).
-func pairs(ctx context.Context, db *sql.DB, query, schema string, f func(tbl, col string)) bool {
-	rows, err := db.QueryContext(ctx, query, schema)
-	if err != nil {
-		return false
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tbl, col string
-		if rows.Scan(&tbl, &col) != nil {
-			break
-		}
-		f(tbl, col)
-	}
-	return true
 }

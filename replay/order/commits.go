@@ -203,7 +203,7 @@ type Footprint struct {
 	Keyless []string
 	Tables  []string
 	Any     bool
-	// sums are Keys' hashes (keySum), kept by Add: footprints compared
+	// sums are Keys' hashes (maphash, keySeed), kept by Add: footprints compared
 	// often (Access, for every earlier ticket a waiter looks at) compare
 	// numbers, not strings; equal sums of two different keys only make
 	// two footprints look as if they conflict.
