@@ -480,11 +480,12 @@ func (p *Proxy) handle(c net.Conn) {
 }
 
 // wrapIO puts a connection on raw non-blocking calls with the poller
-// (internal/rawio), or on blocking calls with --io blocking; if the switch
+// (internal/rawio, yielding before a read that follows a write: a relay's
+// next read is of what the peer answers), or on blocking calls with --io blocking; if the switch
 // to blocking fails the connection stays on Go's poller.
 func (p *Proxy) wrapIO(c net.Conn, log *slog.Logger) net.Conn {
 	if p.cfg.IO == IOPoller {
-		return rawio.Wrap(c)
+		return rawio.WrapYielding(c)
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {

@@ -12,12 +12,28 @@
 // itself does for its own non-blocking calls; when the socket is not ready
 // the goroutine parks on the poller exactly as before. Deadlines and Close
 // keep working through net.Conn.
+//
+// WrapYielding adds one thing for a relay, which answers each read with a
+// write on another connection: a read that follows a write on the same
+// connection (the proxy reading the server's answer after forwarding a
+// command, or the client's next command after relaying an answer) first
+// lets the goroutines that are already runnable go ahead
+// (runtime.Gosched). Read at once, such a socket is nearly always empty:
+// the read fails with EAGAIN and the goroutine parks, to be woken and read
+// again; after the others' turns its bytes have often arrived. Measured on
+// the proxy with one P (2 CPUs, sysbench point selects through a capturing
+// proxy, alternating 3 s rounds against the same proxy without it): 5 %
+// more statements a second and 6 % less CPU per statement at 8 threads,
+// 9.5 % and 7 % at 32, no difference at 1 thread or on read/write.
+// Replay's workers, which are not relays (a worker has nothing to do but
+// wait for its answer), lost 6 % with it.
 package rawio
 
 import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -35,6 +51,9 @@ type Conn struct {
 	r, w      ioState
 	readReady func(fd uintptr) bool
 	wrReady   func(fd uintptr) bool
+	// yield: Gosched before a read that follows a write (WrapYielding);
+	// wrote: a Write came since the last Read.
+	yield, wrote bool
 }
 
 // ioState is one direction's call under way: its buffer, what was done,
@@ -59,6 +78,17 @@ func Wrap(c net.Conn) net.Conn {
 	rw := &Conn{Conn: c, rc: rc}
 	rw.readReady, rw.wrReady = rw.readNow, rw.writeNow
 	return rw
+}
+
+// WrapYielding is Wrap for a relay: a Read that follows a Write on the
+// connection lets the runnable goroutines go first (see the package
+// comment).
+func WrapYielding(c net.Conn) net.Conn {
+	w := Wrap(c)
+	if rw, ok := w.(*Conn); ok {
+		rw.yield = true
+	}
+	return w
 }
 
 // readNow is a Read's callback: one read, false when there is nothing to
@@ -103,6 +133,12 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return 0, nil
 	}
 	c.r = ioState{b: b}
+	if c.wrote {
+		c.wrote = false
+		if c.yield {
+			runtime.Gosched()
+		}
+	}
 	err := c.rc.Read(c.readReady)
 	n, errno := c.r.n, c.r.errno
 	c.r.b = nil // the caller's buffer is not kept
@@ -119,6 +155,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 
 func (c *Conn) Write(b []byte) (int, error) {
 	c.w = ioState{b: b}
+	c.wrote = true
 	defer func() { c.w.b = nil }() // the caller's buffer is not kept
 	for c.w.n < len(b) && c.w.errno == 0 {
 		if err := c.rc.Write(c.wrReady); err != nil {

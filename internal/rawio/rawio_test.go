@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -110,5 +112,55 @@ func TestReadAndWriteDoNotAllocate(t *testing.T) {
 	}
 	if !bytes.Equal(in[:len(out)], out) {
 		t.Errorf("echoed %q, want %q", in[:len(out)], out)
+	}
+}
+
+// A yielding connection lets a runnable goroutine go first when it reads
+// after a write, and only then: with one P, a goroutine started just before
+// the Read runs before it only if the Read yields, since the bytes it reads
+// are already there (it never parks).
+func TestWrapYieldingYieldsOnlyOnAReadAfterAWrite(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var d net.Dialer
+	for _, tc := range []struct {
+		name      string
+		wrap      func(net.Conn) net.Conn
+		write     bool
+		wantFirst bool // the other goroutine ran before Read returned
+	}{
+		{"yielding, read after a write", WrapYielding, true, true},
+		{"yielding, read after a read", WrapYielding, false, false},
+		{"plain, read after a write", Wrap, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, srv := loopback.Pair(t, d.DialContext)
+			c := tc.wrap(nc)
+			if _, ok := c.(*Conn); !ok {
+				t.Fatalf("%T: not wrapped", c)
+			}
+			in := make([]byte, 1)
+			// Two bytes in one segment: the first Read takes one (and may
+			// park until they arrive), the second finds the other there. It
+			// is "after a read" unless a Write comes between.
+			if _, err := srv.Write([]byte("ab")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Read(in); err != nil || in[0] != 'a' {
+				t.Fatalf("first Read = %q, %v", in, err)
+			}
+			if tc.write {
+				if _, err := c.Write([]byte("q")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ran atomic.Bool
+			go ran.Store(true)
+			if _, err := c.Read(in); err != nil || in[0] != 'b' {
+				t.Fatalf("second Read = %q, %v", in, err)
+			}
+			if got := ran.Load(); got != tc.wantFirst {
+				t.Errorf("the runnable goroutine ran before the Read returned: %v, want %v", got, tc.wantFirst)
+			}
+		})
 	}
 }
