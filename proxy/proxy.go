@@ -155,10 +155,30 @@ type Metrics struct {
 	bytes    *prometheus.CounterVec
 	// roundtrip: command sent to the backend until its reply was relayed.
 	roundtrip *prometheus.HistogramVec
+	// byCommand: commands' and roundtrip's series of each command byte,
+	// looked up once (a label lookup hashes the label per statement).
+	byCommand [256]atomic.Pointer[commandMetrics]
 	// Captures: whether one runs, why each stopped, how sessions joined.
 	captureActive prometheus.Gauge
 	captureStops  *prometheus.CounterVec
 	joins         *prometheus.CounterVec
+}
+
+// commandMetrics are one command kind's series.
+type commandMetrics struct {
+	commands  prometheus.Counter
+	roundtrip prometheus.Observer
+}
+
+// command returns the series of command byte cmd.
+func (m *Metrics) command(cmd byte) *commandMetrics {
+	if c := m.byCommand[cmd].Load(); c != nil {
+		return c
+	}
+	kind := capture.CommandKind(cmd).String()
+	c := &commandMetrics{commands: m.commands.WithLabelValues(kind), roundtrip: m.roundtrip.WithLabelValues(kind)}
+	m.byCommand[cmd].Store(c) // a racing store holds the same series
+	return c
 }
 
 // NewMetrics creates the proxy's metrics and registers them with reg.

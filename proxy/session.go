@@ -151,8 +151,8 @@ func (s *session) serveCommands() error {
 		} else if err := s.backend.WriteFrame(seq, p); err != nil {
 			return s.backendErr(err)
 		}
-		kind := capture.CommandKind(cmd).String()
-		s.p.metrics.commands.WithLabelValues(kind).Inc()
+		cm := s.p.metrics.command(cmd)
+		cm.commands.Inc()
 
 		// The recorder reads what the client sent before the backend's
 		// answer can reuse the frame buffer. A command it cannot decode
@@ -188,7 +188,7 @@ func (s *session) serveCommands() error {
 			return fail(reasonClientGone, err, nil)
 		}
 		end := time.Now()
-		s.p.metrics.roundtrip.WithLabelValues(kind).Observe(end.Sub(start).Seconds())
+		cm.roundtrip.Observe(end.Sub(start).Seconds())
 		s.cs.End(end)
 		s.noteCommit()
 	}
