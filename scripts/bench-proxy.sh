@@ -415,8 +415,8 @@ if want tandem+capture && want haproxy; then
   if [ -n "$pair" ]; then
     for w in "${workloads[@]}"; do
       verdict "$w client cpu/stmt +2 shadows / capture only" "$(ratio "$(mean "${side_c[$w,a]}")" "$(mean "${side_c[$w,b]}")")" "<=" 1.05
-      printf '  per round: %s\n' "$(per_round_ratio "${side_c[$w,a]}" "${side_c[$w,b]}")"
-      noise 1.05 $(per_round_ratio "${side_c[$w,a]}" "${side_c[$w,b]}")
+      printf '  per round: %s\n' "$(per_round_ratio "${side_c[$w,b]}" "${side_c[$w,a]}")"
+      noise 1.05 $(per_round_ratio "${side_c[$w,b]}" "${side_c[$w,a]}")
     done
   fi
 fi
