@@ -14,9 +14,10 @@
 # Ends with one verdict line per target of issue #30: tandem+capture >= 1.0x
 # HAProxy's QPS and <= its CPU per statement on both workloads, shadows
 # <= 1.05x on the client path.
-#   SECS (default 10) seconds per run, ROUNDS (default 2), THREADS (default 8);
-#   SECS=20 ROUNDS=3 (about 25 minutes) narrows the side-by-side ratios to a
-#   few per cent: on 2 CPUs, single 10 s runs vary by 10-20 %.
+#   SECS (default 5) seconds per run, ROUNDS (default 6), THREADS (default 8):
+#   on 2 CPUs single runs vary by 10-20 % as the machine drifts, so many
+#   short alternating rounds pair each run with a close neighbour and narrow
+#   the intervals more than a few long ones (about 13 minutes with REF).
 #   REF=<git revision> builds that revision's tandem (git archive into the
 #   temp dir) and adds target tandem@REF: its relay-only proxy, flags as
 #   tandem's, measured alternately with the others (every other round runs
@@ -33,13 +34,17 @@
 #   TARGETS="haproxy tandem+capture tandem+capture@procs2".
 set -euo pipefail
 tandem=${1:-bin/tandem}
-SECS=${SECS:-10}
-ROUNDS=${ROUNDS:-2}
+SECS=${SECS:-5}
+ROUNDS=${ROUNDS:-6}
 THREADS=${THREADS:-8}
 REF=${REF:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-all_targets=(direct haproxy tandem tandem-blocking tandem+capture tandem+capture+2shadows)
+# In the order they run (reversed every other round): each verdict's two
+# targets next to each other (HAProxy and tandem+capture, tandem and
+# tandem@REF), so that the machine's drift between them is the least.
+all_targets=(direct haproxy tandem+capture tandem)
 [ -z "$REF" ] || all_targets+=(tandem@REF)
+all_targets+=(tandem-blocking tandem+capture+2shadows)
 extra_targets=(tandem+capture@procs2) # only when TARGETS names them
 if [ -n "${TARGETS:-}" ]; then
   targets=(direct)
@@ -350,8 +355,8 @@ for w in "${workloads[@]}"; do
   printf '%-18s %8s %9s %6s   %8s\n' "$w" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN{ if (a > 0) printf "%.3f", b/a; else print "-" }')" "$(mean "${wcpu[$w,tandem+capture+2shadows]}")"
 done
 echo
-echo "Of the proxy process, from its CPU profile (sampled at 100 Hz: a 10 s run holds a few hundred"
-echo "samples, so each figure is good to about ±5 %): the client path (the goroutines serving"
+echo "Of the proxy process, from its CPU profile (sampled at 100 Hz: a run of SECS holds a few hundred"
+echo "samples at most, so each figure is good to about ±5 % over the rounds): the client path (the goroutines serving"
 echo "clients), of it the part outside system calls, and the rest of the process (capture commits,"
 echo "the shadows' feeders, Go's scheduler and GC: an idle scheduler polls the network, so this grows"
 echo "per statement as QPS falls), and of it the shadows' feeders: all the shadow work in the proxy"
