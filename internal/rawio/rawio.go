@@ -36,6 +36,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -54,8 +55,10 @@ type Conn struct {
 	readReady func(fd uintptr) bool
 	wrReady   func(fd uintptr) bool
 	// yield: Gosched before a read that follows a write (WrapYielding);
-	// wrote: a Write came since the last Read.
-	yield, wrote bool
+	// wrote: a Write came since the last Read (atomic: a Write may run
+	// beside a Read).
+	yield bool
+	wrote atomic.Bool
 }
 
 // ioState is one direction's call under way: its buffer, what was done,
@@ -81,6 +84,9 @@ func Wrap(c net.Conn) net.Conn {
 	rw.readReady, rw.wrReady = rw.readNow, rw.writeNow
 	return rw
 }
+
+// gosched is runtime.Gosched, a variable for tests.
+var gosched = runtime.Gosched
 
 // WrapYielding is Wrap for a relay: a Read that follows a Write on the
 // connection lets the runnable goroutines go first (see the package
@@ -135,11 +141,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		return 0, nil
 	}
 	c.r = ioState{b: b}
-	if c.wrote {
-		c.wrote = false
-		if c.yield {
-			runtime.Gosched()
-		}
+	if c.yield && c.wrote.Load() {
+		c.wrote.Store(false)
+		gosched()
 	}
 	err := c.rc.Read(c.readReady)
 	n, errno := c.r.n, c.r.errno
@@ -157,7 +161,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 
 func (c *Conn) Write(b []byte) (int, error) {
 	c.w = ioState{b: b}
-	c.wrote = true
+	if c.yield {
+		c.wrote.Store(true)
+	}
 	defer func() { c.w.b = nil }() // the caller's buffer is not kept
 	for c.w.n < len(b) && c.w.errno == 0 {
 		if err := c.rc.Write(c.wrReady); err != nil {

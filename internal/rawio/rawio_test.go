@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -115,51 +113,53 @@ func TestReadAndWriteDoNotAllocate(t *testing.T) {
 	}
 }
 
-// A yielding connection lets a runnable goroutine go first when it reads
-// after a write, and only then: with one P, a goroutine started just before
-// the Read runs before it only if the Read yields, since the bytes it reads
-// are already there (it never parks).
+// A yielding connection yields once before a Read that follows a Write,
+// and only then; a plain one never does.
 func TestWrapYieldingYieldsOnlyOnAReadAfterAWrite(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	yields := 0
+	defer func(g func()) { gosched = g }(gosched)
+	gosched = func() { yields++ }
 	var d net.Dialer
 	for _, tc := range []struct {
-		name      string
-		wrap      func(net.Conn) net.Conn
-		write     bool
-		wantFirst bool // the other goroutine ran before Read returned
+		name string
+		wrap func(net.Conn) net.Conn
+		want int
 	}{
-		{"yielding, read after a write", WrapYielding, true, true},
-		{"yielding, read after a read", WrapYielding, false, false},
-		{"plain, read after a write", Wrap, true, false},
+		{"yielding", WrapYielding, 2},
+		{"plain", Wrap, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			yields = 0
 			nc, srv := loopback.Pair(t, d.DialContext)
+			go io.Copy(srv, srv) // echo
 			c := tc.wrap(nc)
 			if _, ok := c.(*Conn); !ok {
 				t.Fatalf("%T: not wrapped", c)
 			}
-			in := make([]byte, 1)
-			// Two bytes in one segment: the first Read takes one (and may
-			// park until they arrive), the second finds the other there. It
-			// is "after a read" unless a Write comes between.
-			if _, err := srv.Write([]byte("ab")); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Read(in); err != nil || in[0] != 'a' {
-				t.Fatalf("first Read = %q, %v", in, err)
-			}
-			if tc.write {
-				if _, err := c.Write([]byte("q")); err != nil {
+			b := make([]byte, 1)
+			read := func() {
+				t.Helper()
+				if _, err := io.ReadFull(c, b); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var ran atomic.Bool
-			go ran.Store(true)
-			if _, err := c.Read(in); err != nil || in[0] != 'b' {
-				t.Fatalf("second Read = %q, %v", in, err)
+			write := func(s string) {
+				t.Helper()
+				if _, err := c.Write([]byte(s)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if got := ran.Load(); got != tc.wantFirst {
-				t.Errorf("the runnable goroutine ran before the Read returned: %v, want %v", got, tc.wantFirst)
+			// A read after a write (yields), a read after a read (not),
+			// two writes and a read (once).
+			write("ab")
+			read()
+			read()
+			write("c")
+			write("d")
+			read()
+			read()
+			if yields != tc.want {
+				t.Errorf("%d yields, want %d", yields, tc.want)
 			}
 		})
 	}
