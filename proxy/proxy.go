@@ -501,11 +501,12 @@ func (p *Proxy) handle(c net.Conn) {
 }
 
 // wrapIO puts a connection on raw non-blocking calls with the poller
-// (internal/rawio; with one P, the default on up to 7 CPUs, yielding
-// before a read that follows a write: a relay's next read is of what the
-// peer answers, and the goroutines already woken go first; with two Ps on
-// 2 CPUs yielding cost 3 % of the QPS), or on blocking calls with --io blocking; if the switch
-// to blocking fails the connection stays on Go's poller.
+// (internal/rawio), or on blocking calls with --io blocking; if the switch
+// to blocking fails the connection stays on Go's poller. With one P (the
+// default on up to 7 CPUs) the poller's connections yield before a read
+// that follows a write: a relay's next read is of what the peer answers,
+// and the goroutines already woken go first. With two Ps on 2 CPUs that
+// cost 3 % of the QPS, so they do not.
 func (p *Proxy) wrapIO(c net.Conn, log *slog.Logger) net.Conn {
 	if p.cfg.IO == IOPoller {
 		if runtime.GOMAXPROCS(0) == 1 {
