@@ -24,9 +24,9 @@
 // the proxy with one P (2 CPUs, sysbench point selects at 8 threads
 // through a capturing proxy, alternating 3 s rounds against the same proxy
 // without it): reads per statement 3.47 to 2.58, epoll waits 0.34 to 0.20;
-// 3.5 to 6 % more statements a second and 1 to 4 % less CPU per statement
-// (three runs of 16 to 24 rounds), 4 to 9.5 % more at 32 threads, no
-// difference at 1 thread or on read/write. With two Ps on the same 2 CPUs
+// 0.3, 3.5 and 6 % more statements a second and 2, 1 and 4 % less CPU per
+// statement (three runs of 16 to 24 rounds, the first within its noise),
+// 4 % more at 32 threads, no difference at 1 thread or on read/write. With two Ps on the same 2 CPUs
 // it cost 3 % of the QPS (a yield there hands the goroutine to the global
 // queue), so the proxy yields with one P only. Replay's workers, which are not relays (a worker has nothing to do
 // but wait for its answer), lost 6 % with it.
