@@ -100,6 +100,10 @@ func WrapYielding(c net.Conn) net.Conn {
 	return w
 }
 
+// Yielding reports whether c yields before a read that follows a write
+// (WrapYielding).
+func (c *Conn) Yielding() bool { return c.yield }
+
 // readNow is a Read's callback: one read, false when there is nothing to
 // read yet (park until readable).
 func (c *Conn) readNow(fd uintptr) bool {
