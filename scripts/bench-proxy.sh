@@ -11,6 +11,9 @@
 # clients), and the shadows' workers'. Then both capturing proxies serve
 # sysbench at the same time, half the threads each, so that they share the
 # machine's load: the ratio of their CPU per statement is the shadows' own.
+# For every target, where each statement's time goes on the machine: the
+# proxy's CPU, the server's, the rest's, and the CPUs' idle time (a proxy
+# that makes the others wait shows as idle time, not as its own CPU).
 # Ends with one verdict line per target of issue #30: tandem+capture >= 1.0x
 # HAProxy's QPS and <= its CPU per statement on both workloads, shadows
 # <= 1.05x on the client path.
@@ -28,6 +31,8 @@
 #   measured too, for the machine's figure) runs only those targets; default
 #   all. The capturing proxies, their shadows' servers and the side-by-side
 #   phase start only when selected. REF=HEAD measures the noise floor.
+#   TARGETS="tandem+capture tandem+capture+2shadows" measures the shadows'
+#   verdict alone.
 #   Target tandem+capture@procs2 (only when named in TARGETS) is
 #   tandem+capture with --procs 2: on 2 CPUs the default runs the proxy's
 #   Go code on one, and with capture that one CPU is the bottleneck, e.g.
@@ -157,7 +162,12 @@ port[tandem+capture+2shadows]=$s_port; prof[tandem+capture+2shadows]=$s_metrics;
 fi
 sleep 1
 
-declare -A cpu pcpu wcpu proc
+declare -A cpu pcpu wcpu proc srv idle busy
+
+# The primary server's process, for where each statement's time goes.
+db_pid=$(cat "$work/sandbox/innodb/mysqld.pid")
+# machine_ticks: the machine's busy and idle (with iowait) clock ticks, all CPUs.
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 
 # ticks PID...: CPU time (user + system) of the processes, in clock ticks.
 ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
@@ -222,12 +232,20 @@ for round in $(seq "$ROUNDS"); do
     for tgt in "${order[@]}"; do
       ppid=""
       x0=""; [ -z "${pid_of[$tgt]:-}" ] || x0=$(ticks "${pid_of[$tgt]}")
+      d0=$(ticks "$db_pid"); read -r m0 i0 < <(machine_ticks)
       if [ -n "${prof[$tgt]:-}" ]; then
         workers=($(pgrep -P "${ppid_of[$tgt]}" || true))
         t0=$(ticks "${ppid_of[$tgt]}"); w0=$(ticks "${workers[@]}")
         curl -s -o "$work/cpu-$tgt.pb.gz" "http://127.0.0.1:${prof[$tgt]}/debug/pprof/profile?seconds=$((SECS - 1))" & ppid=$!
       fi
       out=$(sysbench "$w" "${sb_common[@]}" --mysql-port="${port[$tgt]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run)
+      d1=$(ticks "$db_pid"); read -r m1 i1 < <(machine_ticks)
+      qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
+      # The server's CPU and the machine's idle time per statement (busy
+      # and idle add up to the CPUs times the run's length).
+      srv[$w,$tgt]="${srv[$w,$tgt]:-} $(awk -v t=$((d1 - d0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
+      idle[$w,$tgt]="${idle[$w,$tgt]:-} $(awk -v t=$((i1 - i0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
+      busy[$w,$tgt]="${busy[$w,$tgt]:-} $(awk -v t=$((m1 - m0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
       if [ -n "$x0" ]; then
         # CPU per statement of the proxy process, exactly, over the whole run.
         x1=$(ticks "${pid_of[$tgt]}")
@@ -323,6 +341,19 @@ for w in "${workloads[@]}"; do
   for tgt in "${targets[@]}"; do [ -z "${pid_of[$tgt]:-}" ] || printf ' %15s' "$(mean "${proc[$w,$tgt]}")"; done
   echo
 done
+echo
+echo "Where each statement's time goes on this machine ($(nproc) CPUs: busy + idle = CPUs x the run's length / statements), µs:"
+echo "the proxy process, the server, everything else busy (sysbench, the kernel's threads, idle servers), and idle"
+echo "CPU time; a proxy that lets the server and sysbench wait leaves the CPUs idle, and QPS falls though its own CPU may not"
+printf '%-18s %-24s %8s %8s %8s %8s %8s\n' workload target proxy server rest idle total
+for w in "${workloads[@]}"; do
+  for tgt in "${targets[@]}"; do
+    px=0; [ -z "${pid_of[$tgt]:-}" ] || px=$(mean "${proc[$w,$tgt]}")
+    sv=$(mean "${srv[$w,$tgt]}"); bz=$(mean "${busy[$w,$tgt]}"); il=$(mean "${idle[$w,$tgt]}")
+    printf '%-18s %-24s %8s %8s %8.2f %8s %8.2f\n' "$w" "$tgt" "$([ -n "${pid_of[$tgt]:-}" ] && echo "$px" || echo -)" "$sv" \
+      "$(awk -v b="$bz" -v p="$px" -v s="$sv" 'BEGIN{print b - p - s}')" "$il" "$(awk -v b="$bz" -v i="$il" 'BEGIN{print b + i}')"
+  done
+done
 if want tandem && want tandem@REF; then
   echo
   echo "tandem ($tandem) against tandem@REF (REF=$REF, $ref_rev), both relaying without capture:"
@@ -391,7 +422,9 @@ verdict() {
     ok = (op == ">=" ? v + 0 >= l + 0 : v + 0 <= l + 0)
     printf "verdict %-60s %6.3f %s %s: %s\n", n, v, (ok ? op : (op == ">=" ? "<" : ">")), l, (ok ? "MET" : "NOT MET") }'
 }
-if want tandem+capture && want haproxy; then
+# The shadows' verdict needs only the two capturing proxies (TARGETS=
+# "tandem+capture tandem+capture+2shadows" measures it alone).
+if want tandem+capture && { want haproxy || [ -n "$pair" ]; }; then
   echo
   echo "Verdicts (issue #30; means of $ROUNDS rounds, references from this run; the direct figure is the machine's):"
   for w in "${workloads[@]}"; do
@@ -399,7 +432,7 @@ if want tandem+capture && want haproxy; then
   done
   # per_round_ratio A B: the ratio of each round's A to its B.
   per_round_ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) printf "%s%.3f", (i > 1 ? " " : ""), x[i]/y[i] }'; }
-  for w in "${workloads[@]}"; do
+  want haproxy && for w in "${workloads[@]}"; do
     verdict "$w qps tandem+capture / haproxy" "$(div "$(mean "${qps[$w,tandem+capture]}")" "$(mean "${qps[$w,haproxy]}")")" ">=" 1.0
     printf '  per round: %s\n' "$(per_round_ratio "${qps[$w,tandem+capture]}" "${qps[$w,haproxy]}")"
     noise 1.0 $(per_round_ratio "${qps[$w,tandem+capture]}" "${qps[$w,haproxy]}")
@@ -407,7 +440,7 @@ if want tandem+capture && want haproxy; then
     printf '  per round: %s\n' "$(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")"
     noise 1.0 $(per_round_ratio "${proc[$w,tandem+capture]}" "${proc[$w,haproxy]}")
   done
-  if want tandem+capture@procs2; then
+  if want tandem+capture@procs2 && want haproxy; then
     echo "  tandem+capture with --procs 2 (no target: the default is --procs 1 on 2 CPUs), against HAProxy and against --procs 1:"
     for w in "${workloads[@]}"; do
       printf '  %-18s qps %s (per round %s), cpu/stmt %s; against --procs 1: qps %s, cpu/stmt %s\n' "$w" \
