@@ -166,7 +166,8 @@ declare -A cpu pcpu wcpu proc srv idle busy
 
 # The primary server's process, for where each statement's time goes.
 db_pid=$(cat "$work/sandbox/innodb/mysqld.pid")
-# machine_ticks: the machine's busy and idle (with iowait) clock ticks, all CPUs.
+# machine_ticks: the machine's busy (steal included: time a hypervisor took)
+# and idle (with iowait) clock ticks, all CPUs.
 machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 
 # ticks PID...: CPU time (user + system) of the processes, in clock ticks.
@@ -249,13 +250,11 @@ for round in $(seq "$ROUNDS"); do
       if [ -n "$x0" ]; then
         # CPU per statement of the proxy process, exactly, over the whole run.
         x1=$(ticks "${pid_of[$tgt]}")
-        qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
         proc[$w,$tgt]="${proc[$w,$tgt]:-} $(awk -v t=$((x1 - x0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
       fi
       if [ -n "$ppid" ]; then
         t1=$(ticks "${ppid_of[$tgt]}"); w1=$(ticks "${workers[@]}")
         wait "$ppid"
-        qn=$(sed -n 's/.*queries:[[:space:]]*\([0-9]*\) .*/\1/p' <<<"$out")
         # The whole proxy process, exactly, over the whole run; and the
         # shadows' workers over the same time (they go on after it).
         pcpu[$w,$tgt]="${pcpu[$w,$tgt]:-} $(awk -v t=$((t1 - t0)) -v h="$hz" -v q="$qn" 'BEGIN{printf "%.2f", t/h*1e6/q}')"
@@ -343,7 +342,7 @@ for w in "${workloads[@]}"; do
 done
 echo
 echo "Where each statement's time goes on this machine ($(nproc) CPUs: busy + idle = CPUs x the run's length / statements), µs:"
-echo "the proxy process, the server, everything else busy (sysbench, the kernel's threads, idle servers), and idle"
+echo "the proxy process, the server, everything else busy (sysbench, the kernel's threads, idle servers, a hypervisor's steal), and idle"
 echo "CPU time; a proxy that lets the server and sysbench wait leaves the CPUs idle, and QPS falls though its own CPU may not"
 printf '%-18s %-24s %8s %8s %8s %8s %8s\n' workload target proxy server rest idle total
 for w in "${workloads[@]}"; do
