@@ -108,8 +108,10 @@ if [ "${#wals[@]}" -ge 3 ]; then
   # replay refuses it unless --skip-damaged, like the directory's.
   "$tandem" pack "$work/crashed" -o "$work/crashed.tar.zst" >/dev/null 2>"$work/e9"; c9=$?
   "$tandem" pack --crashed "$work/crashed" -o "$work/crashed.tar.zst" >"$work/o10" 2>&1; c10=$?
-  "$tandem" replay "$work/crashed.tar.zst" --target "$a" --run "$work/run-packed" --metrics-addr off >/dev/null 2>"$work/e11"; c11=$?
-  "$tandem" inspect "$work/crashed.tar.zst" >"$work/o12" 2>&1
+  # Unpacked under $work: the default ($TMPDIR) keeps the copy for reuse
+  # and would outlive this run.
+  "$tandem" replay "$work/crashed.tar.zst" --unpack-dir "$work/unpack-crashed" --target "$a" --run "$work/run-packed" --metrics-addr off >/dev/null 2>"$work/e11"; c11=$?
+  "$tandem" inspect "$work/crashed.tar.zst" --unpack-dir "$work/unpack-crashed" >"$work/o12" 2>&1
   ok=0
   if [ $c9 = 1 ] && grep -q -- "--crashed" "$work/e9" && [ $c10 = 0 ] && grep -q "sealed .*LOST" "$work/o10" &&
     [ $c11 = 1 ] && grep -q -- "--skip-damaged" "$work/e11" && grep -q "sealed at" "$work/o12"; then ok=1; fi

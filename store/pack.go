@@ -114,10 +114,10 @@ func Pack(dir string, w io.Writer, opts ...Option) (files int, err error) {
 // Unpack makes a packed capture (Pack) readable: it extracts archive into
 // a directory under tmp (os.TempDir() if empty) named after the archive's
 // path, size and time, once; later calls reuse it. It returns the
-// capture's directory. The files are extracted as they were packed
-// (encrypted, for an encrypted capture); an archive without checksums is
-// verified by reading it, which needs the key of an encrypted one
-// (WithKey).
+// capture's directory; tmp is made if missing. The files are extracted
+// as they were packed (encrypted, for an encrypted capture); an archive
+// without checksums is verified by reading it, which needs the key of an
+// encrypted one (WithKey).
 func Unpack(archive, tmp string, opts ...Option) (string, error) {
 	fi, err := os.Stat(archive)
 	if err != nil {
@@ -127,6 +127,11 @@ func Unpack(archive, tmp string, opts ...Option) (string, error) {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", abs, fi.Size(), fi.ModTime().UnixNano())))
 	if tmp == "" {
 		tmp = os.TempDir()
+	}
+	// A directory named for unpacking is made if it is not there yet
+	// (before: "stat DIR: no such file or directory").
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("store: unpack %s: the directory to unpack into: %w", archive, err)
 	}
 	dir := filepath.Join(tmp, "tandem-capture-"+hex.EncodeToString(h[:6]))
 	if _, err := os.Stat(filepath.Join(dir, unpackedMarker)); err == nil {

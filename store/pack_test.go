@@ -50,6 +50,14 @@ func TestPackAndUnpackVerify(t *testing.T) {
 	if sums, err := os.ReadDir(dir); err != nil || len(sums) < files {
 		t.Fatalf("unpacked %d entries, packed %d files (%v)", len(sums), files, err)
 	}
+	// A directory to unpack into that is not there yet is made (it was
+	// an error: stat DIR: no such file or directory).
+	fresh := filepath.Join(root, "new", "unpack")
+	if dir, err := Unpack(archive, fresh); err != nil || filepath.Dir(dir) != fresh {
+		t.Fatalf("unpack into a missing directory: %q, %v", dir, err)
+	} else if err := verifyCapture(dir, nil); err != nil {
+		t.Fatalf("capture unpacked into a missing directory: %v", err)
+	}
 
 	// A damaged capture is not packed.
 	bad := filepath.Join(root, "bad")

@@ -75,7 +75,7 @@ is encrypted.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "how many statement digests to list")
-	cmd.Flags().StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
+	cmd.Flags().StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once, made if missing (default $TMPDIR)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&verify, "verify", false, "read every record, past damaged files, and say what is readable, which files are damaged (and the records they held) and which records are lost; exit 1 if anything is")
 	keys.add(cmd.Flags(), keyReadHelp)

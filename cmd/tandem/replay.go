@@ -330,7 +330,7 @@ Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
 	f.StringVar(&configFile, "config", "", configFlagHelp)
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
-	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
+	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once, made if missing (default $TMPDIR)")
 	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 1, "pacing: 1 as captured, 2 twice as fast, 0 no clock waits (order still holds)")

@@ -115,7 +115,7 @@ metrics and the footprint work as in 'tandem replay'.`,
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times per point")
 	f.BoolVar(&sw.Together, "together", false, "replay all targets at once at each point (default: one target at a time)")
 	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP)")
-	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once (default $TMPDIR)")
+	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once, made if missing (default $TMPDIR)")
 	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
 	f.Float64Var(&cfg.Speed, "speed", 0, "pacing: 0 no clock waits (a sweep measures capacity), 1 as captured")
