@@ -17,19 +17,20 @@
 // write on another connection: a read that follows a write on the same
 // connection (the proxy reading the server's answer after forwarding a
 // command, or the client's next command after relaying an answer) first
-// lets the goroutines that are already runnable go ahead
-// (runtime.Gosched). Read at once, such a socket is nearly always empty:
-// the read fails with EAGAIN and the goroutine parks, to be woken and read
-// again; after the others' turns its bytes have often arrived. Measured on
-// the proxy with one P (2 CPUs, sysbench point selects at 8 threads
-// through a capturing proxy, alternating 3 s rounds against the same proxy
-// without it): reads per statement 3.47 to 2.58, epoll waits 0.34 to 0.20;
-// 0.3, 3.5 and 6 % more statements a second and 2, 1 and 4 % less CPU per
-// statement (three runs of 16 to 24 rounds, the first within its noise),
-// 4 % more at 32 threads, no difference at 1 thread or on read/write. With two Ps on the same 2 CPUs
-// it cost 3 % of the QPS (a yield there hands the goroutine to the global
-// queue), so the proxy yields with one P only. Replay's workers, which are not relays (a worker has nothing to do
-// but wait for its answer), lost 6 % with it.
+// lets the goroutines that are already runnable go ahead (runtime.Gosched).
+// Read at once, such a socket is nearly always empty: the read fails with
+// EAGAIN and the goroutine parks, to be woken and read again; after the
+// others' turns its bytes have often arrived. Measured on the proxy with
+// one P (2 CPUs, sysbench point selects at 8 threads through a capturing
+// proxy, alternating 3 s rounds against the same proxy without it): reads
+// per statement 3.47 to 2.58, epoll waits 0.34 to 0.20; 0.3, 3.5 and 6 %
+// more statements a second and 2, 1 and 4 % less CPU per statement (three
+// runs of 16 to 24 rounds, the first within its noise), 4 % more at 32
+// threads, no difference at 1 thread or on read/write. With two Ps on the
+// same 2 CPUs it cost 3 % of the QPS (a yield there hands the goroutine to
+// the global queue), so the proxy yields with one P only. Replay's workers,
+// which are not relays (a worker has nothing to do but wait for its
+// answer), lost 6 % with it.
 package rawio
 
 import (
