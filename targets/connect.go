@@ -32,7 +32,7 @@ var ErrTLS = errors.New("target: TLS")
 func (t Target) config() (*mysql.Config, error) {
 	c, err := mysql.ParseDSN(t.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: DSN %q: %v", ErrBadSpec, t.Name, t.DSN, err)
+		return nil, fmt.Errorf("%w %s: DSN %q: %v", ErrBadSpec, t.Name, RedactDSN(t.DSN), err)
 	}
 	if t.CA != "" {
 		tc, err := caConfig(t.CA, c.Addr)

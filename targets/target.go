@@ -57,8 +57,10 @@ func CanonicalEngine(name string) string {
 // new key only when a known key follows it.
 func Parse(spec string) (Target, error) {
 	name, rest, ok := strings.Cut(spec, "=")
-	if !ok || name == "" || rest == "" {
-		return Target{}, fmt.Errorf("%w %q: want name=DSN[,engine=X][,options=…][,ca=FILE][,baseline], e.g. innodb=root@tcp(127.0.0.1:3306)/sbtest,engine=innodb", ErrBadSpec, spec)
+	// A name holding what a DSN holds is a DSN given without a name (its
+	// "=" was a parameter's).
+	if !ok || name == "" || rest == "" || strings.ContainsAny(name, "@:/(") {
+		return Target{}, fmt.Errorf("%w %q: want name=DSN[,engine=X][,options=…][,ca=FILE][,baseline], e.g. innodb=root@tcp(127.0.0.1:3306)/sbtest,engine=innodb", ErrBadSpec, redactSpec(spec))
 	}
 	parts := strings.Split(rest, ",")
 	t := Target{Name: name, DSN: parts[0], Engine: "InnoDB"}
@@ -68,7 +70,7 @@ func Parse(spec string) (Target, error) {
 		switch key := strings.ToLower(strings.TrimSpace(k)); {
 		case key == "engine":
 			if strings.TrimSpace(v) == "" {
-				return Target{}, fmt.Errorf("%w %q: engine= names no engine (innodb, rocksdb, tokudb, …)", ErrBadSpec, spec)
+				return Target{}, fmt.Errorf("%w %q: engine= names no engine (innodb, rocksdb, tokudb, …)", ErrBadSpec, redactSpec(spec))
 			}
 			t.Engine = CanonicalEngine(strings.TrimSpace(v))
 		case key == "options":
@@ -81,7 +83,7 @@ func Parse(spec string) (Target, error) {
 			t.Options += "," + p // a comma inside the options
 			continue
 		default:
-			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, ca, baseline)", ErrBadSpec, spec, k)
+			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, ca, baseline)", ErrBadSpec, redactSpec(spec), k)
 		}
 		last = strings.ToLower(strings.TrimSpace(k))
 	}
@@ -119,7 +121,7 @@ func (t Target) validate() error {
 		return fmt.Errorf("%w %s: no DSN", ErrBadSpec, t.Name)
 	}
 	if _, err := mysql.ParseDSN(t.DSN); err != nil {
-		return fmt.Errorf("%w %s: DSN %q: %v", ErrBadSpec, t.Name, t.DSN, err)
+		return fmt.Errorf("%w %s: DSN %q: %v", ErrBadSpec, t.Name, RedactDSN(t.DSN), err)
 	}
 	if _, err := sqlinfo.ParseOptions(t.Options); err != nil {
 		return fmt.Errorf("%w %s: %v", ErrBadSpec, t.Name, err)
@@ -240,4 +242,32 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	}
 	return info, fmt.Errorf("%w: target %s: engine %s is not available on %s (available: %s)",
 		ErrEngineMissing, t.Name, t.Engine, info.Version, strings.Join(info.Available(), ", "))
+}
+
+// RedactDSN returns dsn with its password, if it has one, replaced by
+// "***", for messages: a DSN that does not parse is quoted back to say
+// what is wrong with it, and its password must not go with it. It works
+// on text go-sql-driver would refuse too: the user information is what
+// comes before the last "@" (a password may hold "@", as the driver
+// allows; an "@" further on only makes more of the text hidden), and the
+// password is what follows its first ":".
+func RedactDSN(dsn string) string {
+	at := strings.LastIndexByte(dsn, '@')
+	if at < 0 {
+		return dsn
+	}
+	colon := strings.IndexByte(dsn[:at], ':')
+	if colon < 0 {
+		return dsn
+	}
+	return dsn[:colon+1] + "***" + dsn[at:]
+}
+
+// redactSpec is RedactDSN for a whole --target value, name=DSN[,key=…].
+func redactSpec(spec string) string {
+	name, rest, ok := strings.Cut(spec, "=")
+	if !ok || strings.ContainsAny(name, "@:/(") {
+		return RedactDSN(spec) // no name: the text may be a DSN alone
+	}
+	return name + "=" + RedactDSN(rest)
 }

@@ -125,6 +125,52 @@ func TestLoadExpandsCredentials(t *testing.T) {
 	}
 }
 
+// A target that cannot be used is quoted back in its error, without its
+// password: a DSN that does not parse, a tls= the driver does not know, a
+// key Parse does not know, a spec without a name, and a targets file's
+// DSN whose password came from the environment.
+func TestBadTargetErrorsHideThePassword(t *testing.T) {
+	const pw = "Pw_Secret_1"
+	for _, spec := range []string{
+		"a=app:" + pw + "@tcp(127.0.0.1:3306/sbtest",            // no closing parenthesis
+		"a=app:" + pw + "@tcp(127.0.0.1:3306)/sbtest?tls=bogus", // unknown TLS config
+		"a=app:" + pw + "@tcp(127.0.0.1:3306)/sbtest,bogus=1",   // unknown key
+		"a=app:" + pw + "@tcp(127.0.0.1:3306)/sbtest,engine=",   // no engine
+		"app:" + pw + "@tcp(127.0.0.1:3306)/sbtest",             // no name
+		"app:" + pw + "@tcp(127.0.0.1:3306)/sbtest?timeout=1s",  // no name, an "=" in the DSN
+	} {
+		_, err := Parse(spec)
+		if !errors.Is(err, ErrBadSpec) {
+			t.Fatalf("Parse(%q): err = %v, want ErrBadSpec", spec, err)
+		}
+		if strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "app:***@") {
+			t.Errorf("Parse(%q): %v", spec, err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "targets.yaml")
+	os.WriteFile(p, []byte("targets:\n  - name: a\n    dsn: 'app:${TANDEM_TEST_PW}@tcp(127.0.0.1:3306/x'\n"), 0o644)
+	t.Setenv("TANDEM_TEST_PW", pw)
+	if _, err := Load(p); err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), `DSN "app:***@tcp(127.0.0.1:3306/x": invalid DSN`) {
+		t.Fatalf("Load: %v", err)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"root@tcp(127.0.0.1:3306)/db":             "root@tcp(127.0.0.1:3306)/db",
+		"root:pw@tcp(127.0.0.1:3306)/db":          "root:***@tcp(127.0.0.1:3306)/db",
+		"root:p@ss:w@rd@tcp(127.0.0.1:3306)/db":   "root:***@tcp(127.0.0.1:3306)/db",
+		"root:@tcp(127.0.0.1:3306)/db":            "root:***@tcp(127.0.0.1:3306)/db",
+		"app:pw@unix(/run/mysqld/mysqld.sock)/db": "app:***@unix(/run/mysqld/mysqld.sock)/db",
+		"/db": "/db",
+		"":    "",
+	} {
+		if got := RedactDSN(in); got != want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // One chooser of the baseline for every command: the one marked, else the
 // first; two marked or two with one name are refused, naming them.
 func TestBaseline(t *testing.T) {
