@@ -254,12 +254,13 @@ var secretStarts = [][]string{
 
 // secretHints are words without which no statement carries a password;
 // a text with none of them is not lexed at all.
-var secretHints = []string{"user", "password", "grant", "identified", "master", "server", "slave", "replica", "role", "source"}
+var secretHints = []string{"user", "password", "grant", "identified", "master", "server", "slave", "replica", "role", "source",
+	"connection", "wsrep_sst_auth", "authentication_string", "global_priv"}
 
 func mayCarrySecret(sql string) bool {
 	for i := 0; i < len(sql); i++ {
 		c := sql[i] | 0x20
-		if c != 'u' && c != 'p' && c != 'g' && c != 'i' && c != 'm' && c != 's' && c != 'r' {
+		if c != 'u' && c != 'p' && c != 'g' && c != 'i' && c != 'm' && c != 's' && c != 'r' && c != 'c' && c != 'w' && c != 'a' {
 			continue
 		}
 		for _, h := range secretHints {
@@ -288,11 +289,11 @@ func carries(sql string, depth int) bool {
 		return secretWords(sql, toks) || strings.Contains(strings.ToUpper(sql), "IDENTIFIED")
 	}
 	for _, st := range Statements(sql, toks) {
-		if secretWords(sql, st) {
+		if secretStatement(sql, st, depth) {
 			return true
 		}
 		for _, t := range st {
-			if t.Kind == TokIdent && t.Is(sql, "IDENTIFIED") || t.Kind == TokString && carries(Unquote(t.Text(sql)), depth+1) {
+			if t.Kind == TokString && carries(Unquote(t.Text(sql)), depth+1) {
 				return true
 			}
 		}
@@ -326,19 +327,11 @@ func mask(sql string, depth int) (string, bool) {
 	}
 	var cut []Token
 	for _, st := range Statements(sql, toks) {
-		secret := secretWords(sql, st)
-		for _, t := range st {
-			if t.Kind == TokIdent && t.Is(sql, "IDENTIFIED") {
-				secret = true
-			}
+		if !secretStatement(sql, st, depth) {
+			continue
 		}
 		for _, t := range st {
-			if t.Kind != TokString {
-				continue
-			}
-			if secret {
-				cut = append(cut, t)
-			} else if _, inner := mask(Unquote(t.Text(sql)), depth+1); inner {
+			if t.Kind == TokString {
 				cut = append(cut, t)
 			}
 		}
@@ -356,6 +349,124 @@ func mask(sql string, depth int) (string, bool) {
 	}
 	b.WriteString(sql[at:])
 	return b.String(), true
+}
+
+// secretStatement reports whether one statement (its tokens) can carry a
+// password, or a credential that logs in as well as one: then every
+// string in it is masked (the rest of a statement that holds a password
+// can hold pieces of it: EXECUTE IMMEDIATE '…' USING 'pw', CONCAT of
+// parts). It does:
+//   - when it begins as such a statement does (secretStarts);
+//   - with IDENTIFIED anywhere (GRANT … IDENTIFIED BY, and such a clause in
+//     a stored program's body);
+//   - with SET PASSWORD where a statement can begin inside another: a stored
+//     program's body (after BEGIN, THEN, ELSE, DO, FOR EACH ROW, a label,
+//     ")" of the routine's parameters) and SET STATEMENT … FOR;
+//   - with the functions PASSWORD( and OLD_PASSWORD( anywhere;
+//   - with MASTER_PASSWORD, wsrep_sst_auth (user:password) or
+//     authentication_string (a hash MariaDB logs in with), and when it
+//     names the grant tables mysql.user or mysql.global_priv;
+//   - a CREATE or ALTER with CONNECTION = '…' (FEDERATED and CONNECT
+//     tables: mysql://user:password@host/…);
+//   - holding a string whose text is such a statement, or holds a literal
+//     such a statement would mask (PREPARE s FROM '…', EXECUTE IMMEDIATE
+//     '…', SET @q = '…', CONCAT('CREATE USER u IDENTIFIED BY ', …)).
+//
+// A password in a user variable (SET @pw = '…') or built from pieces no
+// one of which says what it is cannot be told from any other value.
+func secretStatement(sql string, st []Token, depth int) bool {
+	if secretWords(sql, st) {
+		return true
+	}
+	ddl := len(st) > 0 && (st[0].Is(sql, "CREATE") || st[0].Is(sql, "ALTER"))
+	for i, t := range st {
+		switch t.Kind {
+		case TokIdent:
+			w := strings.ToUpper(t.Text(sql))
+			switch w {
+			case "IDENTIFIED", "MASTER_PASSWORD", "WSREP_SST_AUTH", "AUTHENTICATION_STRING":
+				return true
+			case "PASSWORD", "OLD_PASSWORD":
+				if i+1 < len(st) && st[i+1].Kind == TokPunct && strings.HasPrefix(st[i+1].Text(sql), "(") {
+					return true
+				}
+				if w == "PASSWORD" && i > 0 && st[i-1].Is(sql, "SET") && statementCanStart(sql, st, i-1) {
+					return true
+				}
+			case "CONNECTION":
+				if ddl && connectionString(sql, st[i+1:]) {
+					return true
+				}
+			case "MYSQL":
+				if grantTable(sql, st[i+1:]) {
+					return true
+				}
+			}
+		case TokQuotedIdent:
+			if strings.EqualFold(Unquote(t.Text(sql)), "mysql") && grantTable(sql, st[i+1:]) {
+				return true
+			}
+		case TokString:
+			inner := Unquote(t.Text(sql))
+			if _, masked := mask(inner, depth+1); masked {
+				return true
+			}
+			if itoks, err := Lex(inner); err == nil && mayCarrySecret(inner) {
+				for _, ist := range Statements(inner, itoks) {
+					if secretWords(inner, ist) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// statementCanStart reports whether a statement can begin at st[i]: the
+// first token, or after a word or mark that ends a compound statement's
+// head (BEGIN [NOT ATOMIC], THEN, ELSE, DO, LOOP, REPEAT, FOR EACH ROW,
+// SET STATEMENT … FOR), a label's ":" or a routine's ")". An UPDATE's
+// SET follows a table's name, which is none of these.
+func statementCanStart(sql string, st []Token, i int) bool {
+	if i == 0 {
+		return true
+	}
+	p := st[i-1]
+	if p.Kind == TokPunct {
+		t := p.Text(sql)
+		return strings.HasSuffix(t, ")") || strings.HasSuffix(t, ":")
+	}
+	for _, w := range []string{"BEGIN", "ATOMIC", "THEN", "ELSE", "DO", "LOOP", "REPEAT", "ROW", "FOR"} {
+		if p.Is(sql, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionString reports whether rest begins [=] 'text': a table's
+// CONNECTION option.
+func connectionString(sql string, rest []Token) bool {
+	if len(rest) > 0 && rest[0].IsPunct(sql, "=") {
+		rest = rest[1:]
+	}
+	return len(rest) > 0 && rest[0].Kind == TokString
+}
+
+// grantTable reports whether rest begins . user or . global_priv (after
+// mysql): a grant table, whose rows hold credentials.
+func grantTable(sql string, rest []Token) bool {
+	if len(rest) < 2 || !rest[0].IsPunct(sql, ".") {
+		return false
+	}
+	name := rest[1].Text(sql)
+	if rest[1].Kind == TokQuotedIdent {
+		name = Unquote(name)
+	} else if rest[1].Kind != TokIdent {
+		return false
+	}
+	return strings.EqualFold(name, "user") || strings.EqualFold(name, "global_priv")
 }
 
 // secretWords reports whether a statement's first words are those of a

@@ -217,6 +217,28 @@ func TestMaskSecrets(t *testing.T) {
 		{"EXECUTE IMMEDIATE 'ALTER USER u IDENTIFIED BY \"S3cret\"'", "EXECUTE IMMEDIATE '***'"},
 		{"SET @q = 'CREATE USER u IDENTIFIED BY \\'S3cret\\''", "SET @q = '***'"},
 		{"CREATE USER u IDENTIFEID BY 'S3cret'", "CREATE USER u IDENTIFEID BY '***'"},
+		// SET PASSWORD wherever a statement can begin inside another: stored
+		// programs' bodies, compound statements, SET STATEMENT … FOR.
+		{"CREATE DEFINER=app@'%' PROCEDURE p() SET PASSWORD FOR u = PASSWORD('S3cret')", "CREATE DEFINER=app@'***' PROCEDURE p() SET PASSWORD FOR u = PASSWORD('***')"},
+		{"CREATE EVENT e ON SCHEDULE AT CURRENT_TIMESTAMP DO SET PASSWORD FOR u = 'S3cret'", "CREATE EVENT e ON SCHEDULE AT CURRENT_TIMESTAMP DO SET PASSWORD FOR u = '***'"},
+		{"BEGIN NOT ATOMIC SET PASSWORD FOR u = PASSWORD('S3cret'); END", "BEGIN NOT ATOMIC SET PASSWORD FOR u = PASSWORD('***'); END"},
+		{"SET STATEMENT max_statement_time=10 FOR SET PASSWORD FOR u = 'S3cret'", "SET STATEMENT max_statement_time=10 FOR SET PASSWORD FOR u = '***'"},
+		{"CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET PASSWORD FOR u = 'S3cret'", "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET PASSWORD FOR u = '***'"},
+		{"IF 1 THEN SET PASSWORD FOR u = 'S3cret'; END IF", "IF 1 THEN SET PASSWORD FOR u = '***'; END IF"},
+		{"lbl: LOOP SET PASSWORD = 'S3cret'; END LOOP", "lbl: LOOP SET PASSWORD = '***'; END LOOP"},
+		// The password functions anywhere, and credentials of other kinds.
+		{"SELECT PASSWORD('S3cret')", "SELECT PASSWORD('***')"},
+		{"SELECT user FROM t WHERE h = OLD_PASSWORD ('S3cret')", "SELECT user FROM t WHERE h = OLD_PASSWORD ('***')"},
+		{"CREATE TABLE ft (id int) ENGINE=FEDERATED CONNECTION='mysql://app:S3cret@127.0.0.1:3306/db/t'", "CREATE TABLE ft (id int) ENGINE=FEDERATED CONNECTION='***'"},
+		{"ALTER TABLE ct CONNECTION 'mysql://app:S3cret@h/db/t'", "ALTER TABLE ct CONNECTION '***'"},
+		{"SET GLOBAL wsrep_sst_auth='u:S3cret'", "SET GLOBAL wsrep_sst_auth='***'"},
+		{`INSERT INTO mysql.global_priv VALUES ('%','u','{"authentication_string":"S3cret"}')`, "INSERT INTO mysql.global_priv VALUES ('***','***','***')"},
+		{"UPDATE `mysql`.`user` SET plugin='x', authentication_string='S3cret' WHERE user='u'", "UPDATE `mysql`.`user` SET plugin='***', authentication_string='***' WHERE user='***'"},
+		// A statement held in a string makes every string of its statement
+		// secret: the arguments go with it.
+		{"EXECUTE IMMEDIATE 'CREATE USER u IDENTIFIED BY ?' USING 'S3cret'", "EXECUTE IMMEDIATE '***' USING '***'"},
+		{"EXECUTE IMMEDIATE CONCAT('CREATE USER u IDENTIFIED BY ', QUOTE('S3cret'))", "EXECUTE IMMEDIATE CONCAT('***', QUOTE('***'))"},
+		{"EXECUTE IMMEDIATE CONCAT('CREATE USER u IDENTIFIED BY ''S3c', 'ret''')", "EXECUTE IMMEDIATE CONCAT('***', '***')"},
 	}
 	for _, c := range cases {
 		got, masked := MaskSecrets(c.in)
@@ -234,7 +256,7 @@ func TestMaskSecrets(t *testing.T) {
 	}
 	// Placeholders: nothing to mask, and yet the parameters are the
 	// password (a prepared statement's executes must not be recorded).
-	for _, prepared := range []string{"SET PASSWORD FOR x = PASSWORD(?)", "ALTER USER u IDENTIFIED BY ?", "CREATE USER u@h IDENTIFIED VIA ed25519 USING PASSWORD(?)"} {
+	for _, prepared := range []string{"SET PASSWORD FOR x = PASSWORD(?)", "ALTER USER u IDENTIFIED BY ?", "CREATE USER u@h IDENTIFIED VIA ed25519 USING PASSWORD(?)", "SELECT PASSWORD(?)"} {
 		if got, masked := MaskSecrets(prepared); got != prepared || masked || !CarriesSecret(prepared) {
 			t.Errorf("%q: MaskSecrets %q %v, CarriesSecret %v; want unchanged and carrying a secret", prepared, got, masked, CarriesSecret(prepared))
 		}
@@ -245,7 +267,10 @@ func TestMaskSecrets(t *testing.T) {
 		}
 	}
 	for _, keep := range []string{"SELECT 'IDENTIFIED BY' FROM t", "INSERT INTO users (password) VALUES ('x')",
-		"UPDATE t SET c='x' WHERE id=1", "SELECT user, password FROM accounts WHERE user = 'bob'", "PREPARE s FROM 'SELECT 1'"} {
+		"UPDATE t SET c='x' WHERE id=1", "SELECT user, password FROM accounts WHERE user = 'bob'", "PREPARE s FROM 'SELECT 1'",
+		// An application's own columns and tables: not MariaDB's credentials.
+		"UPDATE users SET password = 'x' WHERE id = 1", "UPDATE users u SET password = 'x'", "UPDATE t SET connection = 'x'",
+		"SELECT * FROM app.user WHERE name = 'bob'", "SELECT 'a password' FROM t"} {
 		if got, masked := MaskSecrets(keep); got != keep || masked {
 			t.Errorf("MaskSecrets(%q) changed an ordinary statement: %q", keep, got)
 		}
