@@ -237,3 +237,26 @@ func TestOverTimeLeavesOutThePartialLastInterval(t *testing.T) {
 		t.Errorf("whole intervals of 3 whole ones: %d", got)
 	}
 }
+
+// A transaction that failed for good is listed with the tables it writes,
+// and one that writes none says so (the line ended in "writing " before).
+func TestFailedTransactionsSayWhatTheyWrite(t *testing.T) {
+	var a Target
+	a.Name = "a"
+	a.FailedTransactions = 2
+	a.FailedByCode = map[string]int64{"1213": 2}
+	a.Failures = []store.FailedTrx{
+		{Session: 3, FirstSeq: 10, FailedSeq: 11, LastSeq: 12, Statements: 3, Code: 1213, Tables: []string{"sbtest.sbtest1"}},
+		{Session: 4, FirstSeq: 20, FailedSeq: 21, LastSeq: 22, Statements: 3, Code: 1213},
+	}
+	rep := &Report{Baseline: "a", Points: []Point{{Targets: []Target{a}}}}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"seq 10–12 (3 statements, failed at seq 11) writing sbtest.sbtest1\n", "seq 20–22 (3 statements, failed at seq 21) writing nothing\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("want %q in:\n%s", want, text.String())
+		}
+	}
+}

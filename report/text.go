@@ -496,7 +496,11 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			p("transactions that failed for good on %s (rolled back there, never committed in part; the rest of each not run): %d, by the last attempt's error: %s\n",
 				t.Name, t.FailedTransactions, counts(named))
 			for _, f := range t.Failures[:min(len(t.Failures), 3)] {
-				p("  %s, seq %d–%d (%d statements, failed at seq %d) writing %s\n", store.SessionName(f.Session), f.FirstSeq, f.LastSeq, f.Statements, f.FailedSeq, strings.Join(f.Tables, ", "))
+				writes := "writing " + strings.Join(f.Tables, ", ")
+				if len(f.Tables) == 0 {
+					writes = "writing nothing"
+				}
+				p("  %s, seq %d–%d (%d statements, failed at seq %d) %s\n", store.SessionName(f.Session), f.FirstSeq, f.LastSeq, f.Statements, f.FailedSeq, writes)
 			}
 			if len(t.Failures) > 3 {
 				p("  … %d more (all in --json and the run directory)\n", len(t.Failures)-3)

@@ -165,7 +165,7 @@ if head -3 "$work/o8r" | grep -qi "interrupted" && [ "$cancelled" = 0 ] && [ "$s
 result replay-sigint $ok "replay exit $c8, 2013 errors $cancelled, $stopped skipped as stopped: $(head -1 "$work/o8r")"
 
 # target-killed: the target whose server stops is marked failed; it is not
-# the fastest, and the other target's figures stand.
+# the fastest, the other target's figures stand, and replay exits with 2.
 "$tandem" replay "$work/good" --target "$a" --target "$b" --speed 1 --target-timeout 3s --run "$work/run-dead" --metrics-addr off --json >"$work/j9" 2>"$work/e9" &
 pid=$!
 sleep 3
@@ -173,7 +173,7 @@ sleep 3
 wait $pid; c9=$?
 read -r fa fb < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["points"][0]["targets"]; print(repr(t[0].get("failed","")), repr(t[1].get("failed","")))' "$work/j9" 2>/dev/null || echo "? ?")
 ok=0
-if [ "$fa" = "''" ] && [ "$fb" != "''" ] && [ "$fb" != "?" ]; then ok=1; fi
+if [ "$c9" = 2 ] && [ "$fa" = "''" ] && [ "$fb" != "''" ] && [ "$fb" != "?" ]; then ok=1; fi
 result target-killed $ok "replay exit $c9; a failed=$fa, b failed=$fb"
 "$tandem" sandbox up rocksdb --dir "$work/sandbox" >/dev/null 2>&1
 

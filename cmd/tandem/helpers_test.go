@@ -87,13 +87,21 @@ func replayJSON(t *testing.T, capDir string, args ...string) report.Report {
 // replayJSONIn is replayJSON into the run directory runDir.
 func replayJSONIn(t *testing.T, runDir, capDir string, args ...string) report.Report {
 	t.Helper()
+	rep, _ := replayJSONExit(t, 0, runDir, capDir, args...)
+	return rep
+}
+
+// replayJSONExit is replayJSONIn for a replay that must end with exit
+// status want; it returns the report and what the replay said on stderr.
+func replayJSONExit(t *testing.T, want int, runDir, capDir string, args ...string) (report.Report, string) {
+	t.Helper()
 	out, stderr, code := run(t, nil, append([]string{"replay", capDir, "--json", "--run", runDir, "--metrics-addr", "off"}, args...)...)
-	if code != 0 {
-		t.Fatalf("replay: exit %d: %s", code, stderr)
+	if code != want {
+		t.Fatalf("replay: exit %d, want %d: %s", code, want, stderr)
 	}
 	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("replay's report: %v: %s", err, out)
 	}
-	return rep
+	return rep, stderr
 }

@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,9 +29,24 @@ func main() {
 	stopProfile()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
-		os.Exit(1)
+		code := 1
+		if es := (*exitStatus)(nil); errors.As(err, &es) {
+			code = es.code
+		}
+		os.Exit(code)
 	}
 }
+
+// exitStatus is an error that ends the process with a status of its own
+// instead of 1: replay's and sweep's 2, a run that completed while a
+// target failed.
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string { return e.err.Error() }
+func (e *exitStatus) Unwrap() error { return e.err }
 
 // stopProfile ends a --cpuprofile; it runs whether the command failed or not.
 var stopProfile = func() {}

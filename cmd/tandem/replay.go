@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,14 +69,40 @@ func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger 
 		return err
 	}
 	res, err := run(*cfg)
+	var rep *report.Report
 	if err == nil {
-		var rep *report.Report
 		if rep, err = report.Load(res.RunDir, store.WithKey(cfg.Key)); err == nil {
 			err = writeReport(c.OutOrStdout(), rep, asJSON)
 		}
 	}
 	stop(err == nil)
-	return err
+	if err != nil {
+		return err
+	}
+	return targetsFailed(rep)
+}
+
+// targetsFailed is the run's outcome for its exit status: an error with
+// status 2 when a target failed during it (the report says why; its
+// figures and verdicts cover only what it ran before), so that a script
+// can tell a complete comparison from one that is not.
+func targetsFailed(rep *report.Report) error {
+	var names []string
+	for _, pt := range rep.Points {
+		for _, t := range pt.Targets {
+			if t.Failed != "" && !slices.Contains(names, t.Name) {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	what := "target " + names[0] + " failed"
+	if len(names) > 1 {
+		what = fmt.Sprintf("targets %s failed", strings.Join(names, ", "))
+	}
+	return &exitStatus{code: 2, err: fmt.Errorf("%s during the run (see the report above): its figures and verdicts cover only what it ran before; the others ran to the end", what)}
 }
 
 // defaultReplayMetrics is replay's metrics address (the proxy's is 9470).
@@ -270,7 +297,14 @@ settings for everyone on it; --run-global-sets runs them.
 At the end every table the capture touched is checksummed on every target
 ("end state: same as baseline", or which tables differ), and the engines
 of the tables the replay created are read from information_schema.
-Results are stored in --run DIR; 'tandem report DIR' prints them again.`,
+Results are stored in --run DIR; 'tandem report DIR' prints them again.
+
+Exit status: 0 when every target ran the replay to its end (divergences
+are findings, not failures: the report and its JSON count them); 2 when
+the replay ran to its end but a target failed during it (stopped, hung,
+unreachable past --target-timeout): the report says why, and that
+target's figures cover only what it ran before; 1 when the replay could
+not run or was stopped (the message says why).`,
 		Example: `  tandem replay ./capture --speed 0 \
       --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
       --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb'

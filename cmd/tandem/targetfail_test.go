@@ -55,7 +55,7 @@ func captureSleeps(t *testing.T, srv *sandboxtest.Handle, sessions, n int) strin
 // A target that stops answering (its server SIGSTOPped mid-replay) is
 // marked failed after --target-timeout with a reason that says so; the
 // other target replays every statement, and the run ends, with its end
-// state checked on the live target only. Before, nothing tested that a
+// state checked on the live target only, and exit status 2. Before, nothing tested that a
 // hung target cannot hang the run.
 func TestHungTargetTimesOutAndTheOthersFinish(t *testing.T) {
 	if testing.Short() {
@@ -74,8 +74,12 @@ func TestHungTargetTimesOutAndTheOthersFinish(t *testing.T) {
 		syscall.Kill(hung.PID, syscall.SIGSTOP)
 	}()
 	begin := time.Now()
-	rep := replayJSON(t, capDir, "--speed", "1", "--target-timeout", "2s", "--target", "live="+srv.DSN(""), "--target", "hung="+hung.DSN(""))
+	rep, stderr := replayJSONExit(t, 2, filepath.Join(t.TempDir(), "run"), capDir, "--speed", "1", "--target-timeout", "2s", "--target", "live="+srv.DSN(""), "--target", "hung="+hung.DSN(""))
 	took := time.Since(begin)
+	// Exit status 2 says the comparison is not complete (it was 0).
+	if !strings.Contains(stderr, "tandem: target hung failed during the run") {
+		t.Errorf("stderr does not name the failed target:\n%s", stderr)
+	}
 	<-stopped
 	live, h := rep.Points[0].Targets[0], rep.Points[0].Targets[1]
 	if live.Failed != "" || live.Errors != 0 || live.Reads != 300 {
