@@ -196,7 +196,7 @@ func (c *Config) check() error {
 	case c.Duration < 0:
 		return fmt.Errorf("replay: --duration %v must not be negative (0: the capture's own length)", c.Duration)
 	case c.Loop < 0:
-		return fmt.Errorf("replay: --loop %d must be at least 1", c.Loop)
+		return fmt.Errorf("replay: --loop %d: want 1 or more (passes over the capture)", c.Loop)
 	case c.Samples < 0:
 		return fmt.Errorf("replay: --samples %d must not be negative", c.Samples)
 	case c.Concurrency < 0:
@@ -388,9 +388,6 @@ func RunSweep(ctx context.Context, cfg Config, sw Sweep, progress io.Writer) (Re
 		if n < 1 {
 			return Result{}, fmt.Errorf("sweep: thread count %d: want 1 or more", n)
 		}
-	}
-	if cfg.Duration <= 0 && cfg.Loop <= 1 {
-		return Result{}, errors.New("sweep: give --duration (each point loops the capture that long) or --loop")
 	}
 	return run(ctx, cfg, &sw, &runState{src: closedCapture{}}, progress)
 }

@@ -76,6 +76,9 @@ func TestCLIErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", nil, []string{"sandbox", "up", "--bogus"}, "unknown flag: --bogus; see 'tandem sandbox up --help'"},
+		// It printed the help with exit status 0 (the servers stayed up).
+		{"sandbox stop", nil, []string{"sandbox", "stop"}, `unknown command "stop" for "tandem sandbox" (did you mean "down"?); its commands: down, env, replicate, status, up`},
+		{"sandbox typo", nil, []string{"sandbox", "statuss"}, `unknown command "statuss" for "tandem sandbox" (did you mean "status"?)`},
 		{"unknown profile", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "tokudb"}, `unknown profile "tokudb" (known profiles: innodb, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`},
 		{"no server", []string{"PATH=" + empty}, []string{"sandbox", "up", "--dir", t.TempDir()}, "install the Debian packages mariadb-server and mariadb-plugin-rocksdb"},
 		{"status takes no args", nil, []string{"sandbox", "status", "extra"}, `unexpected argument "extra"`},
@@ -135,11 +138,16 @@ func TestCLIErrors(t *testing.T) {
 		{"replay NaN speed", nil, []string{"replay", synthCap, "--speed", "NaN", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed NaN: want 0 (no clock waits) or a factor from 0.001 to 1000"},
 		{"replay tiny speed", nil, []string{"replay", synthCap, "--speed", "1e-300", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--speed 1e-300: want 0"},
 		{"replay negative duration", nil, []string{"replay", synthCap, "--duration", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--duration -1s must not be negative"},
-		{"replay negative loop", nil, []string{"replay", synthCap, "--loop", "-2", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--loop -2 must be at least 1"},
+		{"replay negative loop", nil, []string{"replay", synthCap, "--loop", "-2", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--loop -2: want 1 or more (passes over the capture)"},
 		{"replay negative retries", nil, []string{"replay", synthCap, "--retries", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--retries -1 must not be negative (0: never retry)"},
 		{"replay negative samples", nil, []string{"replay", synthCap, "--samples", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--samples -1 must not be negative"},
 		{"replay negative target timeout", nil, []string{"replay", synthCap, "--target-timeout", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--target-timeout -1s must not be negative (0: wait forever)"},
 		{"replay blank engine", nil, []string{"replay", synthCap, "--target", "x=root@tcp(127.0.0.1:1)/db,engine="}, "engine= names no engine"},
+		// --loop 1 (the default) given was refused as if no --loop came.
+		{"sweep loop 1", nil, []string{"sweep", synthCap, "--loop", "1", "--metrics-addr", "off", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
+		{"sweep no length", nil, []string{"sweep", synthCap, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "give --duration D (each point loops the capture that long) or --loop N"},
+		{"sweep zero duration", nil, []string{"sweep", synthCap, "--duration", "0s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--duration 0s: want how long each point runs, more than 0"},
+		{"replay loop 0", nil, []string{"replay", synthCap, "--loop", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--loop 0: want 1 or more"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},

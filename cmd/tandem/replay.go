@@ -316,6 +316,9 @@ not run or was stopped (the message says why).`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if cfg.Loop < 1 { // 0 was taken as 1
+				return fmt.Errorf("--loop %d: want 1 or more (passes over the capture)", cfg.Loop)
+			}
 			tuneReplayGC()
 			var err error
 			if cfg.Key, err = keys.load(); err != nil {

@@ -34,6 +34,27 @@ every server.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", sandbox.DefaultDir, "sandbox directory (one sub-directory per profile)")
 	cmd.AddCommand(newSandboxUpCmd(&dir), newSandboxStatusCmd(&dir), newSandboxDownCmd(&dir), newSandboxEnvCmd(&dir), newSandboxReplicateCmd(&dir))
+	// Without a command of its own, cobra answered a mistyped one
+	// ("tandem sandbox stop") with the help and exit status 0: a script
+	// went on with its servers still running.
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for \"tandem sandbox\"", args[0])
+		c.SuggestionsMinimumDistance = 2
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return fmt.Errorf("%s; its commands: %s; see 'tandem sandbox --help'", msg, strings.Join(names, ", "))
+	}
 	return cmd
 }
 
@@ -162,8 +183,9 @@ func newSandboxStatusCmd(dir *string) *cobra.Command {
 func newSandboxDownCmd(dir *string) *cobra.Command {
 	var purge bool
 	cmd := &cobra.Command{
-		Use:   "down [PROFILE...]",
-		Short: "Stop sandboxed servers cleanly (all, or the profiles named)",
+		Use:        "down [PROFILE...]",
+		SuggestFor: []string{"stop", "halt", "kill"},
+		Short:      "Stop sandboxed servers cleanly (all, or the profiles named)",
 		Example: `  tandem sandbox down            # stop all, keep their data for the next 'up'
   tandem sandbox down --purge    # stop all and remove their data`,
 		RunE: func(c *cobra.Command, args []string) error {

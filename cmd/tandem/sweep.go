@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -63,6 +64,16 @@ the sweep) work as in 'tandem replay'.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			// --loop 1 given was once taken for no --loop (its default).
+			fl := c.Flags()
+			switch {
+			case !fl.Changed("duration") && !fl.Changed("loop"):
+				return errors.New("give --duration D (each point loops the capture that long) or --loop N (each point replays it N times)")
+			case fl.Changed("duration") && cfg.Duration <= 0:
+				return fmt.Errorf("--duration %v: want how long each point runs, more than 0", cfg.Duration)
+			case cfg.Loop < 1:
+				return fmt.Errorf("--loop %d: want 1 or more (passes over the capture per point)", cfg.Loop)
+			}
 			tuneReplayGC()
 			var err error
 			if cfg.Key, err = keys.load(); err != nil {
