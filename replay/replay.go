@@ -405,6 +405,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 
 	// Every target must be usable before any statement runs anywhere.
 	infos := make([]store.RunTarget, len(cfg.Targets))
+	checked := make([]targets.Info, len(cfg.Targets))
 	for i, t := range cfg.Targets {
 		db, err := t.Open()
 		if err != nil {
@@ -420,6 +421,10 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
+		checked[i] = info
+	}
+	if err := targets.SameTables(cfg.Targets, checked); err != nil {
+		return Result{}, fmt.Errorf("replay: %w", err)
 	}
 	var notes []string
 	if cfg.ApplyBypassed {

@@ -459,6 +459,27 @@ func TestTargetWithoutItsDatabaseIsRefused(t *testing.T) {
 	}
 }
 
+// Two targets that are one server's one database are refused before
+// anything runs: each write ran twice on the same rows and the end state
+// was "same as baseline", the server compared with itself. Another
+// database on the same server is another target.
+func TestTargetsThatAreTheSameTablesAreRefused(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	_, a := srv.FreshDB(t)
+	_, other := srv.FreshDB(t)
+	name := tgt(t, "a", a, "").Database()
+	capDir := writeCapture(t, []string{"SELECT 1"})
+	ta, again := tgt(t, "a", a, ""), tgt(t, "b", a+"?timeout=3s", "")
+	_, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, again}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "targets a and b are the same tables: one server (") || !strings.Contains(err.Error(), fmt.Sprintf("and one database (%q)", name)) {
+		t.Fatalf("err %v, want targets a and b refused as the same tables", err)
+	}
+	res, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tgt(t, "b", other, "")}}, nil)
+	if err != nil || res.RunDir == "" {
+		t.Fatalf("another database on the same server: %v", err)
+	}
+}
+
 // --duration is kept: when it runs out, what is queued for each
 // connection is not run — only what is on the server ends — in session
 // mode and regrouped alike. (A 2 s replay ran 3.8 s, sweep points of 2 s

@@ -4,6 +4,7 @@
 package targets
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -162,6 +163,10 @@ type Info struct {
 	Engines []Engine
 	// TLS is the cipher the check's connection negotiated ("" in clear).
 	TLS string
+	// Server is which server process answered, as it names itself (host
+	// name, port and data directory): two targets with one Server and one
+	// database are the same tables, whatever address each was reached by.
+	Server string
 }
 
 // Available lists the engines the server can use.
@@ -212,6 +217,11 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	}
 	var name string
 	db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &info.TLS)
+	var host, datadir string
+	var port int
+	if db.QueryRowContext(ctx, "SELECT @@hostname, @@port, @@datadir").Scan(&host, &port, &datadir) == nil {
+		info.Server = fmt.Sprintf("%s:%d %s", host, port, datadir)
+	}
 	rows, err := db.QueryContext(ctx, "SHOW ENGINES")
 	if err != nil {
 		return info, fmt.Errorf("target %s: SHOW ENGINES: %w", t.Name, err)
@@ -242,6 +252,30 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	}
 	return info, fmt.Errorf("%w: target %s: engine %s is not available on %s (available: %s)",
 		ErrEngineMissing, t.Name, t.Engine, info.Version, strings.Join(info.Available(), ", "))
+}
+
+// SameTables returns an error naming the first two targets that are one
+// server's one database (infos[i] is Check's for ts[i]): every write
+// would run twice on the same rows, and comparing them would compare a
+// server with itself. Targets whose server did not say who it is are
+// compared by address.
+func SameTables(ts []Target, infos []Info) error {
+	key := func(i int) string {
+		server := infos[i].Server
+		if server == "" {
+			server = ts[i].Addr()
+		}
+		return server + "\x00" + ts[i].Database()
+	}
+	for i := range ts {
+		for j := range i {
+			if key(i) == key(j) {
+				return fmt.Errorf("targets %s and %s are the same tables: one server (%s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
+					ts[j].Name, ts[i].Name, cmp.Or(infos[i].Server, ts[i].Addr()), ts[i].Database())
+			}
+		}
+	}
+	return nil
 }
 
 // RedactDSN returns dsn with its password, if it has one, replaced by
