@@ -194,41 +194,62 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 	return notes, nil
 }
 
-// Live reads frames from a network interface ("any": every interface)
-// until ctx ends, then ends what is still open. It reads through a
-// memory-mapped ring of ringMB MiB (AF_PACKET, TPACKET_V3) in cooked mode
-// (frames from their IP header, whatever the link), behind a kernel
-// filter that passes only TCP to or from the Decoder's ports and drops
-// loopback's outgoing copies. The kernel drops what does not fit while
-// the reader is behind, which shows as gaps. It needs CAP_NET_RAW (root,
-// or setcap cap_net_raw+ep on the binary); the error says so.
-func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress func(frames uint64)) error {
+// LiveSource is a network interface opened for reading (OpenLive).
+type LiveSource struct {
+	h     *afpacket.TPacket
+	iface string
+	start time.Time
+}
+
+// OpenLive opens a network interface ("any": every interface) for Read:
+// a memory-mapped ring of ringMB MiB (AF_PACKET, TPACKET_V3) in cooked
+// mode (frames from their IP header, whatever the link), behind a kernel
+// filter that passes only TCP to or from ports and drops loopback's
+// outgoing copies. The kernel drops what does not fit while the reader is
+// behind, which shows as gaps. It needs CAP_NET_RAW (root, or setcap
+// cap_net_raw+ep on the binary); the error says so. Opening before
+// anything else is made lets a command fail on a wrong interface, a
+// missing capability or a ring the kernel refuses without leaving an
+// empty capture behind.
+func OpenLive(iface string, ringMB int, ports []uint16) (*LiveSource, error) {
 	bind := iface
 	if iface == "any" {
 		bind = ""
 	} else if _, err := net.InterfaceByName(iface); err != nil {
-		return fmt.Errorf("interface %q: %w (ip link lists them; \"any\" reads every one)", iface, err)
+		return nil, fmt.Errorf("interface %q: %w (ip link lists them; \"any\" reads every one)", iface, err)
 	}
-	filter, err := portFilter(d.cfg.Ports, loopbackIndex())
+	filter, err := portFilter(ports, loopbackIndex())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	const block = 1 << 20
 	h, err := afpacket.NewTPacket(afpacket.OptInterface(bind), afpacket.SocketDgram, afpacket.OptFrameSize(1<<16), afpacket.OptBlockSize(block),
 		afpacket.OptNumBlocks(max(ringMB, 4)), afpacket.OptPollTimeout(200*time.Millisecond), afpacket.OptBlockTimeout(10*time.Millisecond))
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || isPerm(err) {
-			return fmt.Errorf("capturing on %s needs CAP_NET_RAW: run as root, or give the binary the capability (setcap cap_net_raw+ep %s): %w", iface, os.Args[0], err)
+			return nil, fmt.Errorf("capturing on %s needs CAP_NET_RAW: run as root, or give the binary the capability (setcap cap_net_raw+ep %s): %w", iface, os.Args[0], err)
 		}
-		return fmt.Errorf("capture on interface %s: %w", iface, err)
+		if strings.Contains(err.Error(), "packet_rx_ring") {
+			return nil, fmt.Errorf("capture on interface %s: the kernel refused a packet ring of %d MiB (--ring-mb; the default is 64): %w", iface, max(ringMB, 4), err)
+		}
+		return nil, fmt.Errorf("capture on interface %s: %w", iface, err)
 	}
 	if err := h.SetBPF(filter); err != nil {
 		h.Close()
-		return fmt.Errorf("capture on interface %s: the port filter: %w", iface, err)
+		return nil, fmt.Errorf("capture on interface %s: the port filter: %w", iface, err)
 	}
 	// The capture begins once the filter is in place: the ring may hold
 	// frames of any kind taken before it.
-	start := time.Now()
+	return &LiveSource{h: h, iface: iface, start: time.Now()}, nil
+}
+
+// Close releases the interface (Read does when it returns).
+func (s *LiveSource) Close() { s.h.Close() }
+
+// Read hands the interface's frames to d until ctx ends, then ends what
+// is still open, and closes the source.
+func (s *LiveSource) Read(ctx context.Context, d *Decoder, progress func(frames uint64)) error {
+	h, iface := s.h, s.iface
 	defer h.Close()
 	var total uint64
 	lastReport := time.Now()
@@ -241,7 +262,7 @@ func Live(ctx context.Context, iface string, ringMB int, d *Decoder, progress fu
 			d.Finish()
 			return fmt.Errorf("capture on interface %s: %w", iface, err)
 		}
-		if ci.Timestamp.Before(start) {
+		if ci.Timestamp.Before(s.start) {
 			continue
 		}
 		d.Packet(ci.Timestamp, layers.LinkTypeRaw, data, ci.Length)

@@ -169,13 +169,22 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 	origin := &store.Origin{Kind: store.OriginPcap, Inputs: sf.pcaps, Ports: portsInt}
 	source := "pcap " + strings.Join(sf.pcaps, ",")
 	var base time.Time
+	var live *sniff.LiveSource
 	if sf.iface != "" {
 		origin.Kind, origin.Inputs, source = store.OriginInterface, []string{sf.iface}, "interface "+sf.iface
+		// Opened first: a wrong interface left an empty capture directory
+		// that the retry then refused.
+		if live, err = sniff.OpenLive(sf.iface, sf.ringMB, ports); err != nil {
+			return err
+		}
 	} else if base, err = firstPacketTime(sf.pcaps); err != nil {
 		return err
 	}
 	w, err := store.Create(dir, fileCaptureOptions(store.WriterOptions{Source: source, Origin: origin, BaseTime: base, Key: key}))
 	if err != nil {
+		if live != nil {
+			live.Close()
+		}
 		return err
 	}
 	rec := &appender{w: w}
@@ -193,7 +202,7 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 			defer cancel()
 		}
 		fmt.Fprintf(out, "reading %s (ports %v) into %s; Ctrl-C ends the capture\n", sf.iface, sf.ports, dir)
-		readErr = sniff.Live(ctx, sf.iface, sf.ringMB, d, nil)
+		readErr = live.Read(ctx, d, nil)
 	} else {
 		notes, readErr = sniff.ReadFiles(ctx, sf.pcaps, d, nil)
 	}
