@@ -55,10 +55,19 @@ before and after every replay, and their reports show it.`,
 				if err != nil {
 					return err
 				}
+				// A database that is not there measured "0 tables" and
+				// exited 0, as did tables named that are not there.
+				if err := t.CheckDatabase(c.Context(), db); err != nil {
+					db.Close()
+					return err // it names the target
+				}
 				fs, err := footprint.Measure(c.Context(), db, t.Database(), tablesOrNil(tables))
 				db.Close()
 				if err != nil {
 					return fmt.Errorf("target %s: %w", t.Name, err)
+				}
+				if missing := missingTables(tables, t.Database(), fs); len(missing) > 0 {
+					return fmt.Errorf("target %s: no table %s in database %s; --tables names tables of the DSN's database", t.Name, strings.Join(missing, ", "), t.Database())
 				}
 				results = append(results, result{t.Name, fs})
 			}
@@ -99,6 +108,25 @@ before and after every replay, and their reports show it.`,
 	f.StringSliceVar(&tables, "tables", nil, "only these tables (comma-separated)")
 	f.BoolVar(&asJSON, "json", false, "print JSON: [{target, tables: [{table, engine, rows, data_bytes, index_bytes, source}]}]")
 	return cmd
+}
+
+// missingTables lists the tables of names (--tables) that were not
+// measured in database db.
+func missingTables(names []string, db string, fs []store.TableFootprint) []string {
+	var missing []string
+	for _, n := range names {
+		found := false
+		for _, f := range fs {
+			if strings.EqualFold(f.Table, n) || strings.EqualFold(f.Table, db+"."+n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, n)
+		}
+	}
+	return missing
 }
 
 func tablesOrNil(t []string) []string {

@@ -635,3 +635,30 @@ func reportCells(out, label string) []string {
 	}
 	return nil
 }
+
+// footprint measured "0 tables" with exit status 0 for a database, or
+// tables, that are not there; now each is an error that names it.
+func TestFootprintRefusesWhatIsNotThere(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.Server(t, "innodb")
+	_, dsn := srv.FreshDB(t)
+	if _, stderr, code := run(t, nil, "prepare", "--tables", "1", "--table-size", "10", "--target", "a="+dsn); code != 0 {
+		t.Fatalf("prepare: %s", stderr)
+	}
+	out, stderr, code := run(t, nil, "footprint", "--target", "a="+dsn, "--tables", "sbtest1")
+	if code != 0 || !strings.HasPrefix(out, "a: 1 tables, ") {
+		t.Fatalf("footprint: exit %d: %s%s", code, out, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", "a=" + srv.DSN("tandem_no_such_db")}, `tandem: target: no such database: target a: database "tandem_no_such_db" does not exist on `},
+		{[]string{"--target", "a=" + dsn, "--tables", "sbtest1,nosuch"}, "tandem: target a: no table nosuch in database "},
+	} {
+		_, stderr, code := run(t, nil, append([]string{"footprint"}, c.args...)...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("footprint %v: exit %d, %q; want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
