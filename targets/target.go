@@ -20,6 +20,7 @@ import (
 var (
 	ErrBadSpec       = errors.New("target: bad target")
 	ErrUnreachable   = errors.New("target: unreachable")
+	ErrLogin         = errors.New("target: login refused")
 	ErrEngineMissing = errors.New("target: engine not available")
 	ErrNoDatabase    = errors.New("target: no such database")
 )
@@ -200,6 +201,9 @@ func (t Target) CheckDatabase(ctx context.Context, db *sql.DB) error {
 	}
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", name).Scan(&n); err != nil {
+		if err := t.loginErr(err); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: target %s: cannot look for database %s on %s: %v", ErrUnreachable, t.Name, name, t.Addr(), err)
 	}
 	if n == 0 {
@@ -209,10 +213,23 @@ func (t Target) CheckDatabase(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// loginErr is ErrLogin for err when the server refused the login (1045,
+// 1698), else nil: the server answered, so the network is not what to
+// look at.
+func (t Target) loginErr(err error) error {
+	if me := (*mysql.MySQLError)(nil); errors.As(err, &me) && (me.Number == 1045 || me.Number == 1698) {
+		return fmt.Errorf("%w: target %s: %s refused the login: %v; check the DSN's user and password", ErrLogin, t.Name, t.Addr(), err)
+	}
+	return nil
+}
+
 // Check connects, records the version, and verifies the engine is there.
 func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	var info Info
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&info.Version); err != nil {
+		if err := t.loginErr(err); err != nil {
+			return info, err
+		}
 		return info, fmt.Errorf("%w: target %s: cannot query %s: %v", ErrUnreachable, t.Name, t.Addr(), err)
 	}
 	var name string

@@ -637,7 +637,8 @@ func reportCells(out, label string) []string {
 }
 
 // footprint measured "0 tables" with exit status 0 for a database, or
-// tables, that are not there; now each is an error that names it.
+// tables, that are not there; now each is an error that names it. A
+// refused login is said to be one.
 func TestFootprintRefusesWhatIsNotThere(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.Server(t, "innodb")
@@ -655,10 +656,29 @@ func TestFootprintRefusesWhatIsNotThere(t *testing.T) {
 	}{
 		{[]string{"--target", "a=" + srv.DSN("tandem_no_such_db")}, `tandem: target: no such database: target a: database "tandem_no_such_db" does not exist on `},
 		{[]string{"--target", "a=" + dsn, "--tables", "sbtest1,nosuch"}, "tandem: target a: no table nosuch in database "},
+		// A refused login was "unreachable", pointing at the network.
+		{[]string{"--target", "a=" + strings.Replace(dsn, "root@", "root:Pw_Wrong_1@", 1)}, "tandem: target: login refused: target a: " + srv.Addr() + " refused the login: Error 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES); check the DSN's user and password"},
 	} {
 		_, stderr, code := run(t, nil, append([]string{"footprint"}, c.args...)...)
 		if code != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("footprint %v: exit %d, %q; want %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// proxy --binlog-user without $TANDEM_BINLOG_PASSWORD: the server's 1045
+// says "using password: NO", and the error says where the password is
+// read from (before, only the server's words).
+func TestBinlogUserWithoutPasswordSaysWhere(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.Server(t, "innodb")
+	dir := filepath.Join(t.TempDir(), "cap")
+	_, stderr, code := run(t, []string{"TANDEM_BINLOG_PASSWORD="}, "proxy", "--backend", srv.Addr(), "--listen", "127.0.0.1:0", "--metrics-addr", "off", "--capture", dir, "--binlog-user", "tandem_no_such_repl")
+	want := "(using password: NO) (the --binlog-user account's password is read from $TANDEM_BINLOG_PASSWORD, which is not set or empty)"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, %q; want %q", code, stderr, want)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("a capture was left in %s", dir)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/tandemdb/tandem/gtid"
@@ -210,7 +211,11 @@ closed cleanly all the same.`,
 				case <-ran:
 				}
 			}()
-			return proxy.Run(c.Context(), cfg, c.OutOrStdout())
+			err = proxy.Run(c.Context(), cfg, c.OutOrStdout())
+			if me := (*mysql.MySQLError)(nil); cfg.Binlog != nil && cfg.Binlog.Password == "" && errors.As(err, &me) && me.Number == 1045 {
+				err = fmt.Errorf("%w (the --binlog-user account's password is read from $TANDEM_BINLOG_PASSWORD, which is not set or empty)", err)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
