@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	_ "github.com/tandemdb/tandem/internal/cmalloc"
 	"github.com/tandemdb/tandem/internal/version"
 )
@@ -99,12 +101,41 @@ func commandPath(c *cobra.Command) string {
 	return ""
 }
 
-// exactArgs is cobra.ExactArgs with a message that says what to do.
+// noArgs is cobra.NoArgs with a message that says what to do.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
+		if hint := onOffHint(c, args); hint != "" {
+			return errors.New(hint)
+		}
 		return fmt.Errorf("unexpected argument %q; see 'tandem %s --help'", args[0], commandPath(c))
 	}
 	return nil
+}
+
+// onOffHint says how to give an on|off flag its value when args hold one
+// written after a space (--auto-inc off: the flag took its default "on",
+// and "off" became an argument), or "".
+func onOffHint(c *cobra.Command, args []string) string {
+	var value string
+	for _, a := range args {
+		switch strings.ToLower(a) {
+		case "on", "off", "true", "false", "yes", "no":
+			value = a
+		}
+	}
+	if value == "" {
+		return ""
+	}
+	var named []string
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if f.Value.Type() == "on|off" {
+			named = append(named, f.Name)
+		}
+	})
+	if len(named) != 1 {
+		return fmt.Sprintf("unexpected argument %q: an on|off flag takes its value with '=' (--flag=%s); see 'tandem %s --help'", value, value, commandPath(c))
+	}
+	return fmt.Sprintf("unexpected argument %q: --%s takes its value with '=': --%s=%s (alone it means on)", value, named[0], named[0], value)
 }
 
 // printJSON writes v as indented JSON: every --json flag prints this way.

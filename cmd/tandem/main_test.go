@@ -153,6 +153,9 @@ func TestCLIErrors(t *testing.T) {
 		// (checked below), and the retry was refused.
 		{"capture unknown interface", nil, []string{"capture", "--interface", "tandem-nosuch0", empty + "/c4"}, `interface "tandem-nosuch0": route ip+net: no such network interface (ip link lists them`},
 		{"capture ring too large", nil, []string{"capture", "--interface", "lo", "--ring-mb", "999999999", "--duration", "1s", empty + "/c4"}, "the kernel refused a packet ring of 999999999 MiB (--ring-mb; the default is 64)"},
+		// "--auto-inc off" took on and made "off" an argument: the
+		// message said to name a workload.
+		{"on|off after a space", nil, []string{"synth", "oltp_read_only", "--out", empty + "/s1", "--events", "10", "--auto-inc", "off"}, `unexpected argument "off": --auto-inc takes its value with '=': --auto-inc=off (alone it means on)`},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},

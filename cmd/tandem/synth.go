@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -63,6 +64,9 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
   tandem synth complex --out ./legacy --events 1000 --db-ps-mode disable`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
+				if hint := onOffHint(c, args); hint != "" {
+					return errors.New(hint)
+				}
 				return fmt.Errorf("synth takes one workload (%s); see 'tandem synth --help'", strings.Join(synth.Workloads(), ", "))
 			}
 			return nil
