@@ -140,6 +140,9 @@ closed cleanly all the same.`,
 			if cfg.Backend == "" {
 				return fmt.Errorf("--backend is required; see 'tandem proxy --help'")
 			}
+			if err := proxyLimits(&cfg); err != nil {
+				return err
+			}
 			cfg.CaptureResults = strings.ToLower(cfg.CaptureResults)
 			n, err := proxyProcs(procs, c.Flags().Changed("procs"), cfg.IO)
 			if err != nil {
@@ -365,4 +368,30 @@ func newShadowWorkerCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
+}
+
+// proxyLimits refuses a limit given out of its range. The library takes
+// 0 (and below) for its default, so without this --max-connections 0
+// let every client in, and a negative --drain-timeout or byte budget
+// passed as if it made sense.
+func proxyLimits(cfg *proxy.RunConfig) error {
+	switch {
+	case cfg.MaxConnections < 1:
+		return fmt.Errorf("--max-connections %d: want 1 or more clients at once", cfg.MaxConnections)
+	case cfg.MaxHandshakes < 1:
+		return fmt.Errorf("--max-handshakes %d: want 1 or more logins at once", cfg.MaxHandshakes)
+	case cfg.HandshakeTimeout <= 0:
+		return fmt.Errorf("--handshake-timeout %v: want a positive time", cfg.HandshakeTimeout)
+	case cfg.DrainTimeout < 0:
+		return fmt.Errorf("--drain-timeout %v: want a positive time (0: the default, 5s)", cfg.DrainTimeout)
+	case cfg.SyncInterval < 0:
+		return fmt.Errorf("--sync-interval %v: want a positive time (0: the default, 100ms)", cfg.SyncInterval)
+	case cfg.MaxRecordBytes < 1:
+		return fmt.Errorf("--max-record-bytes %d must be positive", cfg.MaxRecordBytes)
+	case cfg.CaptureMaxBytes < 0:
+		return fmt.Errorf("--capture-max-bytes %d: want a number of bytes (0: no budget)", cfg.CaptureMaxBytes)
+	case cfg.CaptureMinFree < 0:
+		return fmt.Errorf("--capture-min-free %d: want a number of bytes (0: no floor)", cfg.CaptureMinFree)
+	}
+	return nil
 }
