@@ -14,10 +14,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"syscall"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	_ "github.com/tandemdb/tandem/internal/cmalloc"
@@ -25,6 +27,11 @@ import (
 )
 
 func main() {
+	// go-sql-driver's own notes ("[mysql] 2026/12/06 … packets.go:58 read
+	// tcp …: connection reset by peer") came out as a foreign line before
+	// tandem's error; they say why a connection was lost, so they stay,
+	// said as tandem says things.
+	mysql.SetLogger(driverLog{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
@@ -49,6 +56,16 @@ type exitStatus struct {
 
 func (e *exitStatus) Error() string { return e.err.Error() }
 func (e *exitStatus) Unwrap() error { return e.err }
+
+// driverLog writes go-sql-driver's notes as "tandem: mysql driver: …",
+// without the driver's source position.
+type driverLog struct{}
+
+var driverPos = regexp.MustCompile(`^[a-z_]+\.go:\d+ `)
+
+func (driverLog) Print(v ...any) {
+	fmt.Fprintf(os.Stderr, "tandem: mysql driver: %s\n", driverPos.ReplaceAllString(strings.TrimSpace(fmt.Sprint(v...)), ""))
+}
 
 // stopProfile ends a --cpuprofile; it runs whether the command failed or not.
 var stopProfile = func() {}

@@ -685,3 +685,16 @@ func TestBinlogUserWithoutPasswordSaysWhere(t *testing.T) {
 		t.Errorf("a capture was left in %s", dir)
 	}
 }
+
+// go-sql-driver's notes lose the driver's source position and say who
+// speaks.
+func TestDriverLogLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"packets.go:58 read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer": "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer",
+		"busy buffer": "busy buffer",
+	} {
+		if got := driverPos.ReplaceAllString(in, ""); got != want {
+			t.Errorf("%q → %q, want %q", in, got, want)
+		}
+	}
+}
