@@ -49,6 +49,9 @@ is encrypted.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := atLeast1("--top", opts.Top); err != nil {
+				return err
+			}
 			key, err := keys.load()
 			if err != nil {
 				return err

@@ -18,6 +18,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
@@ -125,6 +126,23 @@ func noArgs(c *cobra.Command, args []string) error {
 			return errors.New(hint)
 		}
 		return fmt.Errorf("unexpected argument %q; see 'tandem %s --help'", args[0], commandPath(c))
+	}
+	return nil
+}
+
+// atLeast1 refuses a count flag below 1: the libraries read 0 as their
+// default, which a user who typed 0 did not mean.
+func atLeast1(flag string, v int) error {
+	if v < 1 {
+		return fmt.Errorf("%s %d: want 1 or more", flag, v)
+	}
+	return nil
+}
+
+// notNegative refuses a duration flag below 0.
+func notNegative(flag string, v time.Duration) error {
+	if v < 0 {
+		return fmt.Errorf("%s %v: want 0 or more", flag, v)
 	}
 	return nil
 }

@@ -156,6 +156,13 @@ func TestCLIErrors(t *testing.T) {
 		// "--auto-inc off" took on and made "off" an argument: the
 		// message said to name a workload.
 		{"on|off after a space", nil, []string{"synth", "oltp_read_only", "--out", empty + "/s1", "--events", "10", "--auto-inc", "off"}, `unexpected argument "off": --auto-inc takes its value with '=': --auto-inc=off (alone it means on)`},
+		// Counts and durations out of range ran as the default before.
+		{"prepare zero threads", nil, []string{"prepare", "--threads", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--threads 0: want 1 or more"},
+		{"prepare negative batch", nil, []string{"prepare", "--batch-rows", "-5", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--batch-rows -5: want 1 or more"},
+		{"inspect top 0", nil, []string{"inspect", synthCap, "--top", "0"}, "--top 0: want 1 or more"},
+		{"synth negative interval", nil, []string{"synth", "oltp_point_select", "--out", empty + "/s2", "--events", "10", "--stmt-interval", "-1s"}, "--stmt-interval -1s: want 0 or more"},
+		{"replay negative report interval", nil, []string{"replay", synthCap, "--report-interval", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--report-interval -1s: want 0 or more"},
+		{"sweep zero prepare threads", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-threads", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--prepare-threads 0: want 1 or more"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,6 +35,9 @@ flushed first so that its sizes count). --cleanup drops the tables.`,
   tandem prepare --cleanup --tables 4 --target innodb='root@tcp(127.0.0.1:3306)/sbtest'`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := cmp.Or(atLeast1("--threads", cfg.Threads), atLeast1("--batch-rows", cfg.BatchRows)); err != nil {
+				return err
+			}
 			ts, err := loadTargets(configFile, specs)
 			if err != nil {
 				return err

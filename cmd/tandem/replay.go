@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -318,6 +319,9 @@ not run or was stopped (the message says why).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if cfg.Loop < 1 { // 0 was taken as 1
 				return fmt.Errorf("--loop %d: want 1 or more (passes over the capture)", cfg.Loop)
+			}
+			if err := cmp.Or(notNegative("--report-interval", cfg.ReportInterval), notNegative("--metrics-linger", linger)); err != nil {
+				return err
 			}
 			tuneReplayGC()
 			var err error

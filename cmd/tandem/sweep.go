@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,14 @@ the sweep) work as in 'tandem replay'.`,
 				return fmt.Errorf("--duration %v: want how long each point runs, more than 0", cfg.Duration)
 			case cfg.Loop < 1:
 				return fmt.Errorf("--loop %d: want 1 or more (passes over the capture per point)", cfg.Loop)
+			case prep.Tables < 0:
+				return fmt.Errorf("--prepare-tables %d: want a number of tables (0: load none)", prep.Tables)
+			}
+			if err := atLeast1("--prepare-threads", prep.Threads); err != nil {
+				return err
+			}
+			if err := cmp.Or(notNegative("--report-interval", cfg.ReportInterval), notNegative("--metrics-linger", linger)); err != nil {
+				return err
 			}
 			tuneReplayGC()
 			var err error

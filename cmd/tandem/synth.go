@@ -72,6 +72,9 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := notNegative("--stmt-interval", cfg.StmtInterval); err != nil {
+				return err
+			}
 			cfg.Workload = args[0]
 			st, err := synth.Run(c.Context(), cfg, c.OutOrStdout())
 			if err != nil {
