@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -653,7 +654,10 @@ var ErrNotRun = errors.New("store: not a tandem run")
 func OpenRun(dir string, opts ...Option) (*RunReader, error) {
 	if err := checkCaptureDir(dir); err != nil {
 		if errors.Is(err, ErrNotCapture) {
-			return nil, fmt.Errorf("%w: %v", ErrNotRun, errors.Unwrap(err))
+			// What is wrong with the directory, said of a run (it said
+			// only "not a tandem capture", whatever it was).
+			why := strings.TrimPrefix(err.Error(), ErrNotCapture.Error()+": ")
+			return nil, fmt.Errorf("%w: %s", ErrNotRun, strings.Replace(why, "a capture is a directory", "a run is a directory", 1))
 		}
 		return nil, err
 	}

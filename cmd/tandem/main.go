@@ -84,7 +84,7 @@ you, per statement, which engine is faster and where results differ.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%v; see 'tandem %s --help'", err, commandPath(c))
+		return fmt.Errorf("%v; %s", err, helpHint(c))
 	})
 	var cpuProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of this command to `FILE` (for diagnosing Tandem itself; read with 'go tool pprof')")
@@ -119,13 +119,22 @@ func commandPath(c *cobra.Command) string {
 	return ""
 }
 
+// helpHint is "see 'tandem CMD --help'" for c ("see 'tandem --help'" for
+// the root: it read "tandem  --help").
+func helpHint(c *cobra.Command) string {
+	if p := commandPath(c); p != "" {
+		return "see 'tandem " + p + " --help'"
+	}
+	return "see 'tandem --help'"
+}
+
 // noArgs is cobra.NoArgs with a message that says what to do.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		if hint := onOffHint(c, args); hint != "" {
 			return errors.New(hint)
 		}
-		return fmt.Errorf("unexpected argument %q; see 'tandem %s --help'", args[0], commandPath(c))
+		return fmt.Errorf("unexpected argument %q; %s", args[0], helpHint(c))
 	}
 	return nil
 }
@@ -168,7 +177,7 @@ func onOffHint(c *cobra.Command, args []string) string {
 		}
 	})
 	if len(named) != 1 {
-		return fmt.Sprintf("unexpected argument %q: an on|off flag takes its value with '=' (--flag=%s); see 'tandem %s --help'", value, value, commandPath(c))
+		return fmt.Sprintf("unexpected argument %q: an on|off flag takes its value with '=' (--flag=%s); %s", value, value, helpHint(c))
 	}
 	return fmt.Sprintf("unexpected argument %q: --%s takes its value with '=': --%s=%s (alone it means on)", value, named[0], named[0], value)
 }

@@ -163,6 +163,11 @@ func TestCLIErrors(t *testing.T) {
 		{"synth negative interval", nil, []string{"synth", "oltp_point_select", "--out", empty + "/s2", "--events", "10", "--stmt-interval", "-1s"}, "--stmt-interval -1s: want 0 or more"},
 		{"replay negative report interval", nil, []string{"replay", synthCap, "--report-interval", "-1s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--report-interval -1s: want 0 or more"},
 		{"sweep zero prepare threads", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-threads", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--prepare-threads 0: want 1 or more"},
+		// Said "not a tandem run: store: not a tandem capture" for all three.
+		{"report missing", nil, []string{"report", empty + "/nope"}, "not a tandem run: " + empty + "/nope does not exist"},
+		{"report empty", nil, []string{"report", empty}, "not a tandem run: " + empty + " holds no Pebble store"},
+		{"report file", nil, []string{"report", replayConf}, "not a tandem run: " + replayConf + " is a file; a run is a directory"},
+		{"root unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus; see 'tandem --help'"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
@@ -256,6 +261,15 @@ func TestCLISandboxLifecycle(t *testing.T) {
 	out, _, _ = run(t, nil, "sandbox", "status", "--dir", dir)
 	if !strings.Contains(out, "no sandbox in") {
 		t.Fatalf("status after purge: %q", out)
+	}
+	// Nothing left to stop is said (it printed nothing), and is no failure.
+	out, _, code = run(t, nil, "sandbox", "down", "--dir", dir)
+	if code != 0 || out != "no sandbox in "+dir+": nothing to stop\n" {
+		t.Fatalf("down again: exit %d, %q", code, out)
+	}
+	out, _, code = run(t, nil, "sandbox", "down", "rocksdb", "--dir", dir)
+	if code != 0 || out != "rocksdb: not in the sandbox in "+dir+": nothing to stop\n" {
+		t.Fatalf("down rocksdb: exit %d, %q", code, out)
 	}
 }
 

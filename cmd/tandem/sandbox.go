@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -190,14 +191,28 @@ func newSandboxDownCmd(dir *string) *cobra.Command {
   tandem sandbox down --purge    # stop all and remove their data`,
 		RunE: func(c *cobra.Command, args []string) error {
 			srvs, err := sandbox.Down(c.Context(), *dir, args, purge)
+			out := c.OutOrStdout()
 			for _, s := range srvs {
 				what := "stopped"
 				if purge {
 					what = "stopped and purged"
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", s.Profile, what)
+				fmt.Fprintf(out, "%s: %s\n", s.Profile, what)
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			// Nothing to stop is no failure (a clean-up may run twice),
+			// but it is said: it printed nothing before.
+			if len(args) == 0 && len(srvs) == 0 {
+				fmt.Fprintf(out, "no sandbox in %s: nothing to stop\n", *dir)
+			}
+			for _, name := range args {
+				if !slices.ContainsFunc(srvs, func(s sandbox.Server) bool { return s.Profile == name }) {
+					fmt.Fprintf(out, "%s: not in the sandbox in %s: nothing to stop\n", name, *dir)
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "also remove the servers' directories and data")
