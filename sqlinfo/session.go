@@ -257,14 +257,21 @@ var secretStarts = [][]string{
 var secretHints = []string{"user", "password", "grant", "identified", "master", "server", "slave", "replica", "role", "source",
 	"connection", "wsrep_sst_auth", "authentication_string", "global_priv"}
 
+// hintsByFirst are secretHints by their first letter (either case).
+var hintsByFirst = func() (by [256][]string) {
+	for _, h := range secretHints {
+		by[h[0]] = append(by[h[0]], h)
+		by[h[0]-'a'+'A'] = append(by[h[0]-'a'+'A'], h)
+	}
+	return by
+}()
+
+// mayCarrySecret is the filter every recorded text goes through (a
+// capture calls MaskSecrets on each COM_QUERY and COM_STMT_PREPARE).
 func mayCarrySecret(sql string) bool {
 	for i := 0; i < len(sql); i++ {
-		c := sql[i] | 0x20
-		if c != 'u' && c != 'p' && c != 'g' && c != 'i' && c != 'm' && c != 's' && c != 'r' && c != 'c' && c != 'w' && c != 'a' {
-			continue
-		}
-		for _, h := range secretHints {
-			if h[0] == c && len(sql)-i >= len(h) && strings.EqualFold(sql[i:i+len(h)], h) {
+		for _, h := range hintsByFirst[sql[i]] {
+			if len(sql)-i >= len(h) && strings.EqualFold(sql[i:i+len(h)], h) {
 				return true
 			}
 		}
