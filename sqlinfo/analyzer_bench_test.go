@@ -45,6 +45,7 @@ func BenchmarkMaskSecrets(b *testing.B) {
 		{"point select", "SELECT c FROM sbtest1 WHERE id=5021"},
 		{"update non-index", "UPDATE sbtest3 SET c='83868641912-28773972837-60736120486-75162659906-27563526494-20381887404-41576422241-93426793964-56405065102-33518432330' WHERE id=4997"},
 		{"insert", "INSERT INTO sbtest2 (id, k, c, pad) VALUES (5013, 4981, '68487932199-96439406143-93774651418-41631865787-96406072701-20604855487-25459966574-28203206787-41238978918-19503783441', '22195207048-70116052123-74140395089-76317954521-98694025897')"},
+		{"insert into users (lexed: a hint word)", "INSERT INTO users (user_id, name, email, note) VALUES (17, 'Bob', 'bob@example.com', 'prefers mail'), (18, 'Ann', 'ann@example.com', 'none')"},
 		{"create user", "CREATE USER 'app'@'%' IDENTIFIED BY 's3cr3t'"},
 	} {
 		b.Run(c.name, func(b *testing.B) {

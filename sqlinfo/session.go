@@ -255,13 +255,14 @@ var secretStarts = [][]string{
 // secretHints are words without which no statement carries a password;
 // a text with none of them is not lexed at all.
 var secretHints = []string{"user", "password", "grant", "identified", "master", "server", "slave", "replica", "role", "source",
-	"connection", "wsrep_sst_auth", "authentication_string", "global_priv"}
+	"connection", "wsrep_sst_auth", "authentication_string", "global_priv", "spider"}
 
-// hintsByFirst are secretHints by their first letter (either case).
+// hintsByFirst are secretHints by their first letter, in either case
+// (every hint begins with a lower-case letter: TestSecretHints).
 var hintsByFirst = func() (by [256][]string) {
 	for _, h := range secretHints {
 		by[h[0]] = append(by[h[0]], h)
-		by[h[0]-'a'+'A'] = append(by[h[0]-'a'+'A'], h)
+		by[h[0]&^0x20] = append(by[h[0]&^0x20], h)
 	}
 	return by
 }()
@@ -293,39 +294,27 @@ func carries(sql string, depth int) bool {
 	}
 	toks, err := Lex(sql)
 	if err != nil {
-		return secretWords(sql, toks) || strings.Contains(strings.ToUpper(sql), "IDENTIFIED")
+		return true // a hint word in a text that cannot be read: assume the worst
 	}
 	for _, st := range Statements(sql, toks) {
 		if secretStatement(sql, st, depth) {
 			return true
-		}
-		for _, t := range st {
-			if t.Kind == TokString && carries(Unquote(t.Text(sql)), depth+1) {
-				return true
-			}
 		}
 	}
 	return false
 }
 
 // MaskSecrets returns sql with every string literal of every statement that
-// can carry a password replaced by '***' (and every string whose text is
-// such a statement), and whether it changed anything. Other text comes back
-// as it is. A text that cannot be lexed but names such a statement is
+// can carry a password (secretStatement) replaced by '***', and whether it
+// changed anything. Other text comes back as it is. A text that cannot be
+// lexed (an unterminated string or comment) but holds a hint word is
 // masked from its first quote to its end.
 func MaskSecrets(sql string) (string, bool) {
-	return mask(sql, 0)
-}
-
-func mask(sql string, depth int) (string, bool) {
-	if !mayCarrySecret(sql) || depth > 3 {
+	if !mayCarrySecret(sql) {
 		return sql, false
 	}
 	toks, err := Lex(sql)
 	if err != nil {
-		if !secretWords(sql, toks) && !strings.Contains(strings.ToUpper(sql), "IDENTIFIED") {
-			return sql, false
-		}
 		q := strings.IndexAny(sql, "'\"")
 		if q < 0 {
 			return sql, false
@@ -334,7 +323,7 @@ func mask(sql string, depth int) (string, bool) {
 	}
 	var cut []Token
 	for _, st := range Statements(sql, toks) {
-		if !secretStatement(sql, st, depth) {
+		if !secretStatement(sql, st, 0) {
 			continue
 		}
 		for _, t := range st {
@@ -365,43 +354,66 @@ func mask(sql string, depth int) (string, bool) {
 // parts). It does:
 //   - when it begins as such a statement does (secretStarts);
 //   - with IDENTIFIED anywhere (GRANT … IDENTIFIED BY, and such a clause in
-//     a stored program's body);
-//   - with SET PASSWORD where a statement can begin inside another: a stored
-//     program's body (after BEGIN, THEN, ELSE, DO, FOR EACH ROW, a label,
-//     ")" of the routine's parameters) and SET STATEMENT … FOR;
-//   - with the functions PASSWORD( and OLD_PASSWORD( anywhere;
-//   - with MASTER_PASSWORD, wsrep_sst_auth (user:password) or
-//     authentication_string (a hash MariaDB logs in with), and when it
-//     names the grant tables mysql.user or mysql.global_priv;
-//   - a CREATE or ALTER with CONNECTION = '…' (FEDERATED and CONNECT
-//     tables: mysql://user:password@host/…);
-//   - holding a string whose text is such a statement, or holds a literal
-//     such a statement would mask (PREPARE s FROM '…', EXECUTE IMMEDIATE
-//     '…', SET @q = '…', CONCAT('CREATE USER u IDENTIFIED BY ', …)).
+//     a stored program's body or after SET STATEMENT … FOR);
+//   - with SET PASSWORD anywhere (a stored program's body, a compound
+//     statement, SET STATEMENT … FOR), unless the statement is an UPDATE,
+//     INSERT, REPLACE or LOAD DATA, whose SET assigns a column;
+//   - with PASSWORD 'text' (a server's OPTIONS, IDENTIFIED BY PASSWORD);
+//   - with the functions PASSWORD(, OLD_PASSWORD( and ED25519_PASSWORD(
+//     (not a key's or index's column named password), and Spider's
+//     spider_direct_sql(, spider_bg_direct_sql(, spider_copy_tables(;
+//   - with MASTER_PASSWORD, wsrep_sst_auth (user:password, as a name or
+//     @@variable) or authentication_string (a hash MariaDB logs in with),
+//     and when it names mysql.user, mysql.global_priv or mysql.servers;
+//   - a CREATE or ALTER TABLE with a CONNECTION '…' (FEDERATED, CONNECT:
+//     mysql://user:password@host/…), or an OPTION_LIST or COMMENT holding
+//     a password or such a URL (CONNECT, Spider);
+//   - holding a string whose text is SQL (it begins as a statement does)
+//     that is such a statement (PREPARE s FROM '…', EXECUTE IMMEDIATE '…',
+//     SET @q = '…', CONCAT('CREATE USER u IDENTIFIED BY ', …)). Other
+//     strings are data, whatever words they hold.
 //
 // A password in a user variable (SET @pw = '…') or built from pieces no
 // one of which says what it is cannot be told from any other value.
 func secretStatement(sql string, st []Token, depth int) bool {
+	if len(st) == 0 {
+		return false
+	}
 	if secretWords(sql, st) {
 		return true
 	}
-	ddl := len(st) > 0 && (st[0].Is(sql, "CREATE") || st[0].Is(sql, "ALTER"))
+	verb := leadVerb(sql, st)
+	columnSet := st[verb].Is(sql, "UPDATE") || st[verb].Is(sql, "INSERT") || st[verb].Is(sql, "REPLACE") || st[verb].Is(sql, "LOAD")
+	object := ddlObject(sql, st, verb)
+	next := func(i int) Token {
+		if i+1 < len(st) {
+			return st[i+1]
+		}
+		return Token{}
+	}
 	for i, t := range st {
 		switch t.Kind {
 		case TokIdent:
-			w := strings.ToUpper(t.Text(sql))
-			switch w {
+			switch w := strings.ToUpper(t.Text(sql)); w {
 			case "IDENTIFIED", "MASTER_PASSWORD", "WSREP_SST_AUTH", "AUTHENTICATION_STRING":
 				return true
-			case "PASSWORD", "OLD_PASSWORD":
-				if i+1 < len(st) && st[i+1].Kind == TokPunct && strings.HasPrefix(st[i+1].Text(sql), "(") {
+			case "PASSWORD", "OLD_PASSWORD", "ED25519_PASSWORD":
+				n := next(i)
+				if n.IsPunct(sql, "(") && !keyColumn(sql, st, i, object) {
 					return true
 				}
-				if w == "PASSWORD" && i > 0 && st[i-1].Is(sql, "SET") && statementCanStart(sql, st, i-1) {
+				if w == "PASSWORD" && (n.Kind == TokString || i > 0 && st[i-1].Is(sql, "SET") && !columnSet) {
 					return true
 				}
-			case "CONNECTION":
-				if ddl && connectionString(sql, st[i+1:]) {
+			case "SPIDER_DIRECT_SQL", "SPIDER_BG_DIRECT_SQL", "SPIDER_COPY_TABLES":
+				if next(i).IsPunct(sql, "(") {
+					return true
+				}
+			case "CONNECTION", "OPTION_LIST", "COMMENT":
+				if object != "TABLE" || i > 0 && st[i-1].IsPunct(sql, ".") {
+					break
+				}
+				if v, ok := optionString(sql, st[i+1:]); ok && (w == "CONNECTION" || credentialText(v)) {
 					return true
 				}
 			case "MYSQL":
@@ -413,56 +425,99 @@ func secretStatement(sql string, st []Token, depth int) bool {
 			if strings.EqualFold(Unquote(t.Text(sql)), "mysql") && grantTable(sql, st[i+1:]) {
 				return true
 			}
-		case TokString:
-			inner := Unquote(t.Text(sql))
-			if _, masked := mask(inner, depth+1); masked {
+		case TokVariable:
+			name := strings.ToUpper(strings.TrimLeft(t.Text(sql), "@"))
+			for _, scope := range []string{"GLOBAL.", "SESSION.", "LOCAL."} {
+				name = strings.TrimPrefix(name, scope)
+			}
+			if name == "WSREP_SST_AUTH" {
 				return true
 			}
-			if itoks, err := Lex(inner); err == nil && mayCarrySecret(inner) {
-				for _, ist := range Statements(inner, itoks) {
-					if secretWords(inner, ist) {
-						return true
-					}
-				}
+		case TokString:
+			if inner := Unquote(t.Text(sql)); looksLikeSQL(inner) && carries(inner, depth+1) {
+				return true
 			}
 		}
 	}
 	return false
 }
 
-// statementCanStart reports whether a statement can begin at st[i]: the
-// first token, or after a word or mark that ends a compound statement's
-// head (BEGIN [NOT ATOMIC], THEN, ELSE, DO, LOOP, REPEAT, FOR EACH ROW,
-// SET STATEMENT … FOR), a label's ":" or a routine's ")". An UPDATE's
-// SET follows a table's name, which is none of these.
-func statementCanStart(sql string, st []Token, i int) bool {
+// leadVerb is the index of the statement's own first word: after SET
+// STATEMENT var = value, … FOR.
+func leadVerb(sql string, st []Token) int {
+	if len(st) > 1 && st[0].Is(sql, "SET") && st[1].Is(sql, "STATEMENT") {
+		for i := 2; i+1 < len(st); i++ {
+			if st[i].Is(sql, "FOR") {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+// ddlObject is what a CREATE or ALTER at st[verb] makes or changes, TABLE
+// or INDEX (after OR REPLACE, TEMPORARY, ONLINE, IGNORE, UNIQUE …), or "".
+func ddlObject(sql string, st []Token, verb int) string {
+	if !st[verb].Is(sql, "CREATE") && !st[verb].Is(sql, "ALTER") {
+		return ""
+	}
+	for i := verb + 1; i < len(st) && i <= verb+5; i++ {
+		switch {
+		case st[i].Is(sql, "TABLE"):
+			return "TABLE"
+		case st[i].Is(sql, "INDEX") || st[i].Is(sql, "KEY"):
+			return "INDEX"
+		}
+	}
+	return ""
+}
+
+// keyColumn reports whether the word at st[i], followed by "(", names a
+// key or an index (KEY password (…)) or a column of one with a prefix
+// length (INDEX ix (password(10))) in table or index DDL: not a call.
+func keyColumn(sql string, st []Token, i int, object string) bool {
 	if i == 0 {
-		return true
+		return false
 	}
 	p := st[i-1]
-	if p.Kind == TokPunct {
-		t := p.Text(sql)
-		return strings.HasSuffix(t, ")") || strings.HasSuffix(t, ":")
-	}
-	for _, w := range []string{"BEGIN", "ATOMIC", "THEN", "ELSE", "DO", "LOOP", "REPEAT", "ROW", "FOR"} {
+	for _, w := range []string{"KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL"} {
 		if p.Is(sql, w) {
+			return true
+		}
+	}
+	return object != "" && (p.IsPunct(sql, "(") || p.IsPunct(sql, ","))
+}
+
+// optionString returns the text of a table option's value: rest begins
+// [=] 'text'.
+func optionString(sql string, rest []Token) (string, bool) {
+	if len(rest) > 0 && rest[0].IsPunct(sql, "=") {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 || rest[0].Kind != TokString {
+		return "", false
+	}
+	return Unquote(rest[0].Text(sql)), true
+}
+
+// credentialText reports whether a table option's text holds a password
+// (CONNECT's OPTION_LIST 'user=u,password=p', Spider's COMMENT 'password
+// "p"') or a URL with one (scheme://user:password@host).
+func credentialText(s string) bool {
+	if strings.Contains(strings.ToLower(s), "password") {
+		return true
+	}
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if at := strings.IndexByte(rest, '@'); at > 0 && strings.Contains(rest[:at], ":") {
 			return true
 		}
 	}
 	return false
 }
 
-// connectionString reports whether rest begins [=] 'text': a table's
-// CONNECTION option.
-func connectionString(sql string, rest []Token) bool {
-	if len(rest) > 0 && rest[0].IsPunct(sql, "=") {
-		rest = rest[1:]
-	}
-	return len(rest) > 0 && rest[0].Kind == TokString
-}
-
-// grantTable reports whether rest begins . user or . global_priv (after
-// mysql): a grant table, whose rows hold credentials.
+// grantTable reports whether rest begins . user, . global_priv or
+// . servers (after mysql): tables whose rows hold credentials.
 func grantTable(sql string, rest []Token) bool {
 	if len(rest) < 2 || !rest[0].IsPunct(sql, ".") {
 		return false
@@ -473,7 +528,29 @@ func grantTable(sql string, rest []Token) bool {
 	} else if rest[1].Kind != TokIdent {
 		return false
 	}
-	return strings.EqualFold(name, "user") || strings.EqualFold(name, "global_priv")
+	return strings.EqualFold(name, "user") || strings.EqualFold(name, "global_priv") || strings.EqualFold(name, "servers")
+}
+
+// sqlVerbs are the words a statement can begin with.
+var sqlVerbs = map[string]bool{"ALTER": true, "BEGIN": true, "CALL": true, "CHANGE": true, "CREATE": true, "DELETE": true, "DO": true, "DROP": true,
+	"EXECUTE": true, "GRANT": true, "IF": true, "INSERT": true, "INSTALL": true, "LOAD": true, "PREPARE": true, "RENAME": true, "REPLACE": true,
+	"REVOKE": true, "SELECT": true, "SET": true, "START": true, "STOP": true, "UPDATE": true, "WITH": true}
+
+// looksLikeSQL reports whether a string's text begins as a statement
+// does (after blanks, an executable comment's opening, parentheses): only
+// such a string is read as SQL.
+func looksLikeSQL(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n(")
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "/*M!"), "/*!")
+	for len(s) > 0 && s[0] >= '0' && s[0] <= '9' { // /*!50001 …
+		s = s[1:]
+	}
+	s = strings.TrimLeft(s, " \t\r\n")
+	n := 0
+	for n < len(s) && (s[n]|0x20 >= 'a' && s[n]|0x20 <= 'z' || s[n] == '_') {
+		n++
+	}
+	return n > 0 && sqlVerbs[strings.ToUpper(s[:n])]
 }
 
 // secretWords reports whether a statement's first words are those of a

@@ -199,6 +199,23 @@ func TestSetAssignments(t *testing.T) {
 	}
 }
 
+// The filter's table finds every hint by its first letter in either case.
+func TestSecretHints(t *testing.T) {
+	for _, h := range secretHints {
+		if h[0] < 'a' || h[0] > 'z' {
+			t.Fatalf("hint %q does not begin with a lower-case letter (hintsByFirst files it by both cases)", h)
+		}
+		for _, text := range []string{"x " + h + " y", strings.ToUpper(h)} {
+			if !mayCarrySecret(text) {
+				t.Errorf("mayCarrySecret(%q) = false", text)
+			}
+		}
+	}
+	if mayCarrySecret("SELECT c FROM sbtest1 WHERE id = 5") {
+		t.Error("a point select passes the filter")
+	}
+}
+
 func TestMaskSecrets(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"CREATE USER 'app'@'%' IDENTIFIED BY 's3cr3t'", "CREATE USER '***'@'***' IDENTIFIED BY '***'"},
@@ -239,6 +256,23 @@ func TestMaskSecrets(t *testing.T) {
 		{"EXECUTE IMMEDIATE 'CREATE USER u IDENTIFIED BY ?' USING 'S3cret'", "EXECUTE IMMEDIATE '***' USING '***'"},
 		{"EXECUTE IMMEDIATE CONCAT('CREATE USER u IDENTIFIED BY ', QUOTE('S3cret'))", "EXECUTE IMMEDIATE CONCAT('***', QUOTE('***'))"},
 		{"EXECUTE IMMEDIATE CONCAT('CREATE USER u IDENTIFIED BY ''S3c', 'ret''')", "EXECUTE IMMEDIATE CONCAT('***', '***')"},
+		// A review's further forms: the @@variable, SET STATEMENT … FOR before
+		// DDL, CONNECT's and Spider's options and function, mysql.servers,
+		// ed25519_password(), a string of SQL with a placeholder, SET
+		// PASSWORD after routine characteristics or a handler, a server's
+		// OPTIONS in an event, a text that does not lex.
+		{"SET @@global.wsrep_sst_auth = 'sst:S3cret'", "SET @@global.wsrep_sst_auth = '***'"},
+		{"SET STATEMENT max_statement_time=60 FOR ALTER TABLE t CONNECTION='mysql://app:S3cret@h/db/t'", "SET STATEMENT max_statement_time=60 FOR ALTER TABLE t CONNECTION='***'"},
+		{"CREATE TABLE t (a int) ENGINE=CONNECT TABLE_TYPE=MYSQL OPTION_LIST='host=h,user=app,password=S3cret'", "CREATE TABLE t (a int) ENGINE=CONNECT TABLE_TYPE=MYSQL OPTION_LIST='***'"},
+		{`CREATE TABLE t (a int) ENGINE=SPIDER COMMENT='wrapper "mysql", host "h", user "app", password "S3cret"'`, "CREATE TABLE t (a int) ENGINE=SPIDER COMMENT='***'"},
+		{`SELECT spider_direct_sql('SELECT 1', 'tmp', 'host "h", user "app", password "S3cret"')`, "SELECT spider_direct_sql('***', '***', '***')"},
+		{"INSERT INTO mysql.servers VALUES ('s','h','db','app','S3cret',3306,'','mysql','')", "INSERT INTO mysql.servers VALUES ('***','***','***','***','***',3306,'***','***','***')"},
+		{"SELECT ed25519_password('S3cret')", "SELECT ed25519_password('***')"},
+		{"EXECUTE IMMEDIATE 'SELECT PASSWORD(?)' USING 'S3cret'", "EXECUTE IMMEDIATE '***' USING '***'"},
+		{"CREATE PROCEDURE p() MODIFIES SQL DATA SET PASSWORD FOR u = 'S3cret'", "CREATE PROCEDURE p() MODIFIES SQL DATA SET PASSWORD FOR u = '***'"},
+		{"DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET PASSWORD FOR u = 'S3cret'", "DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET PASSWORD FOR u = '***'"},
+		{"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO CREATE SERVER s FOREIGN DATA WRAPPER mysql OPTIONS (USER 'app', PASSWORD 'S3cret')", "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO CREATE SERVER s FOREIGN DATA WRAPPER mysql OPTIONS (USER '***', PASSWORD '***')"},
+		{"SET GLOBAL wsrep_sst_auth='sst:S3cret' /* trailing", "SET GLOBAL wsrep_sst_auth='***'"},
 	}
 	for _, c := range cases {
 		got, masked := MaskSecrets(c.in)
@@ -261,13 +295,26 @@ func TestMaskSecrets(t *testing.T) {
 			t.Errorf("%q: MaskSecrets %q %v, CarriesSecret %v; want unchanged and carrying a secret", prepared, got, masked, CarriesSecret(prepared))
 		}
 	}
-	for _, plain := range []string{"SELECT ?", "UPDATE users SET name = ? WHERE id = ?", "SELECT user FROM t WHERE password = ?"} {
+	for _, plain := range []string{"SELECT ?", "UPDATE users SET name = ? WHERE id = ?", "SELECT user FROM t WHERE password = ?",
+		"UPDATE users u JOIN a ON (a.id = u.id) SET password = ? WHERE a.id = ?", "INSERT INTO emails (body) VALUES ('choose a new password (valid 1h)')"} {
 		if CarriesSecret(plain) {
 			t.Errorf("CarriesSecret(%q) = true", plain)
 		}
 	}
 	for _, keep := range []string{"SELECT 'IDENTIFIED BY' FROM t", "INSERT INTO users (password) VALUES ('x')",
 		"UPDATE t SET c='x' WHERE id=1", "SELECT user, password FROM accounts WHERE user = 'bob'", "PREPARE s FROM 'SELECT 1'",
+		// A column named password in an UPDATE's or INSERT's SET, whatever
+		// comes before it; a key or index on it; a CONNECTION column; prose
+		// in strings.
+		"UPDATE users u JOIN accounts a ON (a.id = u.account_id) SET password = 'hash1' WHERE a.name = 'bob'",
+		"UPDATE users FORCE INDEX (PRIMARY) SET password = 'hash1' WHERE id = 5", "INSERT INTO users SET password = 'x', name = 'bob'",
+		"SET STATEMENT max_statement_time=1 FOR UPDATE users SET password = 'x'",
+		"CREATE TABLE accounts (id INT, password VARCHAR(64), status ENUM('active','locked') DEFAULT 'active', KEY password (password))",
+		"CREATE INDEX ix ON users (password(10))", "CREATE TABLE devices (connection VARCHAR(10) DEFAULT 'wifi')",
+		"CREATE VIEW offline AS SELECT * FROM devices WHERE connection = 'offline'",
+		"CREATE TRIGGER tr BEFORE INSERT ON devices FOR EACH ROW SET NEW.connection = 'wifi'",
+		`INSERT INTO emails (subject, body) VALUES ('Reset', 'Click "Reset" to choose a new password (the link is valid 1h)')`,
+		"INSERT INTO log (msg) VALUES ('row copied from mysql.user, host \"h\"')",
 		// An application's own columns and tables: not MariaDB's credentials.
 		"UPDATE users SET password = 'x' WHERE id = 1", "UPDATE users u SET password = 'x'", "UPDATE t SET connection = 'x'",
 		"SELECT * FROM app.user WHERE name = 'bob'", "SELECT 'a password' FROM t"} {
