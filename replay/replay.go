@@ -25,6 +25,7 @@ package replay
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -405,25 +406,33 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 
 	// Every target must be usable before any statement runs anywhere.
 	infos := make([]store.RunTarget, len(cfg.Targets))
-	checked := make([]targets.Info, len(cfg.Targets))
+	dbs := make([]*sql.DB, 0, len(cfg.Targets))
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
 	for i, t := range cfg.Targets {
 		db, err := t.Open()
 		if err != nil {
+			closeAll()
 			return Result{}, err
 		}
+		dbs = append(dbs, db)
 		info, err := t.Check(ctx, db)
 		if err == nil {
 			err = t.CheckDatabase(ctx, db)
 		}
-		db.Close()
 		if err != nil {
+			closeAll()
 			return Result{}, err
 		}
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
-		checked[i] = info
 	}
-	if err := targets.SameTables(cfg.Targets, checked); err != nil {
+	err = targets.SameTables(ctx, cfg.Targets, dbs)
+	closeAll()
+	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)
 	}
 	var notes []string

@@ -469,10 +469,26 @@ func TestTargetsThatAreTheSameTablesAreRefused(t *testing.T) {
 	_, other := srv.FreshDB(t)
 	name := tgt(t, "a", a, "").Database()
 	capDir := writeCapture(t, []string{"SELECT 1"})
-	ta, again := tgt(t, "a", a, ""), tgt(t, "b", a+"?timeout=3s", "")
+	// The same server through its socket: another address, found out by
+	// the server's own lock, not by comparing addresses.
+	ta, again := tgt(t, "a", a, ""), tgt(t, "b", "root@unix("+filepath.Join(srv.Dir, "mysqld.sock")+")/"+name, "")
 	_, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, again}}, nil)
-	if err == nil || !strings.Contains(err.Error(), "targets a and b are the same tables: one server (") || !strings.Contains(err.Error(), fmt.Sprintf("and one database (%q)", name)) {
+	if err == nil || !strings.Contains(err.Error(), "targets a and b are the same tables: one server (a lock taken through 127.0.0.1:") || !strings.Contains(err.Error(), fmt.Sprintf("and one database (%q)", name)) {
 		t.Fatalf("err %v, want targets a and b refused as the same tables", err)
+	}
+	// Another server with a database of that name is another target.
+	other2 := sandboxtest.Server(t, "rocksdb")
+	odb, err := sql.Open("mysql", other2.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer odb.Close()
+	if _, err := odb.Exec("CREATE DATABASE IF NOT EXISTS " + name); err != nil {
+		t.Fatal(err)
+	}
+	defer odb.Exec("DROP DATABASE " + name)
+	if _, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tgt(t, "c", other2.DSN(name), "")}}, nil); err != nil {
+		t.Fatalf("a database of the same name on another server: %v", err)
 	}
 	res, err := Run(context.Background(), Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{ta, tgt(t, "b", other, "")}}, nil)
 	if err != nil || res.RunDir == "" {

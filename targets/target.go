@@ -4,13 +4,14 @@
 package targets
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -84,6 +85,10 @@ func Parse(spec string) (Target, error) {
 		case last == "options":
 			t.Options += "," + p // a comma inside the options
 			continue
+		case !plainKey(k):
+			// Not a key at all: the DSN went on past a comma (one in a
+			// password?); the text is not quoted, it may be the password.
+			return Target{}, fmt.Errorf("%w %s: after the DSN, a comma is followed by text that is no key (engine, options, ca, baseline); a DSN cannot hold a comma here (a password with one: use --config, whose dsn may)", ErrBadSpec, name)
 		default:
 			return Target{}, fmt.Errorf("%w %q: unknown key %q (engine, options, ca, baseline)", ErrBadSpec, redactSpec(spec), k)
 		}
@@ -95,7 +100,18 @@ func Parse(spec string) (Target, error) {
 	return t, nil
 }
 
-// validate checks the DSN and the options.
+// plainKey reports whether k looks like an option's key: letters and
+// underscores.
+func plainKey(k string) bool {
+	k = strings.TrimSpace(k)
+	for _, c := range k {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && c != '_' {
+			return false
+		}
+	}
+	return k != ""
+}
+
 // Baseline checks a list of targets as one command uses them: no two
 // share a name, and at most one is marked baseline. It returns the
 // baseline's index: the one marked, else the first. Replay, sweep,
@@ -118,6 +134,7 @@ func Baseline(ts []Target) (int, error) {
 	return base, nil
 }
 
+// validate checks the DSN and the options.
 func (t Target) validate() error {
 	if t.DSN == "" {
 		return fmt.Errorf("%w %s: no DSN", ErrBadSpec, t.Name)
@@ -164,10 +181,6 @@ type Info struct {
 	Engines []Engine
 	// TLS is the cipher the check's connection negotiated ("" in clear).
 	TLS string
-	// Server is which server process answered, as it names itself (host
-	// name, port and data directory): two targets with one Server and one
-	// database are the same tables, whatever address each was reached by.
-	Server string
 }
 
 // Available lists the engines the server can use.
@@ -234,11 +247,6 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 	}
 	var name string
 	db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &info.TLS)
-	var host, datadir string
-	var port int
-	if db.QueryRowContext(ctx, "SELECT @@hostname, @@port, @@datadir").Scan(&host, &port, &datadir) == nil {
-		info.Server = fmt.Sprintf("%s:%d %s", host, port, datadir)
-	}
 	rows, err := db.QueryContext(ctx, "SHOW ENGINES")
 	if err != nil {
 		return info, fmt.Errorf("target %s: SHOW ENGINES: %w", t.Name, err)
@@ -272,23 +280,55 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 }
 
 // SameTables returns an error naming the first two targets that are one
-// server's one database (infos[i] is Check's for ts[i]): every write
-// would run twice on the same rows, and comparing them would compare a
-// server with itself. Targets whose server did not say who it is are
-// compared by address.
-func SameTables(ts []Target, infos []Info) error {
-	key := func(i int) string {
-		server := infos[i].Server
-		if server == "" {
-			server = ts[i].Addr()
+// server's one database (dbs[i] is ts[i]'s handle): every write would run
+// twice on the same rows, and comparing them would compare a server with
+// itself. Whether two targets naming one database are one server is
+// proved, not guessed from addresses: a lock taken on one (GET_LOCK, of a
+// name made for this check) is seen in use from the other only when they
+// are one server, whatever address, DSN, proxy or container each was
+// reached through. Targets naming different databases are never asked.
+func SameTables(ctx context.Context, ts []Target, dbs []*sql.DB) error {
+	pairs := false
+	for i := range ts {
+		for j := range i {
+			pairs = pairs || ts[i].Database() == ts[j].Database()
 		}
-		return server + "\x00" + ts[i].Database()
+	}
+	if !pairs {
+		return nil
+	}
+	tag := fmt.Sprintf("tandem-same-%d-%d", os.Getpid(), time.Now().UnixNano())
+	conns := make([]*sql.Conn, len(ts))
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close() // ends the session, and its lock with it
+			}
+		}
+	}()
+	for i, db := range dbs {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", ts[i].Name, err)
+		}
+		conns[i] = c
+		var got sql.NullInt64
+		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", fmt.Sprintf("%s-%d", tag, i)).Scan(&got); err != nil {
+			return fmt.Errorf("target %s: taking a lock to tell whether it is another target's server: %w", ts[i].Name, err)
+		}
 	}
 	for i := range ts {
 		for j := range i {
-			if key(i) == key(j) {
-				return fmt.Errorf("targets %s and %s are the same tables: one server (%s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
-					ts[j].Name, ts[i].Name, cmp.Or(infos[i].Server, ts[i].Addr()), ts[i].Database())
+			if ts[i].Database() != ts[j].Database() {
+				continue
+			}
+			var holder sql.NullInt64
+			if err := conns[i].QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", fmt.Sprintf("%s-%d", tag, j)).Scan(&holder); err != nil {
+				return fmt.Errorf("target %s: %w", ts[i].Name, err)
+			}
+			if holder.Valid {
+				return fmt.Errorf("targets %s and %s are the same tables: one server (a lock taken through %s is held there as seen through %s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
+					ts[j].Name, ts[i].Name, ts[j].Addr(), ts[i].Addr(), ts[i].Database())
 			}
 		}
 	}
@@ -297,21 +337,33 @@ func SameTables(ts []Target, infos []Info) error {
 
 // RedactDSN returns dsn with its password, if it has one, replaced by
 // "***", for messages: a DSN that does not parse is quoted back to say
-// what is wrong with it, and its password must not go with it. It works
-// on text go-sql-driver would refuse too: the user information is what
-// comes before the last "@" (a password may hold "@", as the driver
-// allows; an "@" further on only makes more of the text hidden), and the
-// password is what follows its first ":".
+// what is wrong with it, and its password must not go with it. It reads
+// as go-sql-driver does, on text the driver would refuse too: the user
+// information is what comes before the last "@" before the last "/" (a
+// password may hold "@"; parameters after the "/" may too), and the
+// password what follows its first ":". A text without that "@" whose
+// first ":" comes before any "(" or "/" is taken for user:password cut
+// short (a password holding ",", which --target splits at).
 func RedactDSN(dsn string) string {
-	at := strings.LastIndexByte(dsn, '@')
-	if at < 0 {
+	head := dsn
+	if slash := strings.LastIndexByte(dsn, '/'); slash >= 0 {
+		head = dsn[:slash]
+	}
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		if colon := strings.IndexByte(dsn[:at], ':'); colon >= 0 {
+			return dsn[:colon+1] + "***" + dsn[at:]
+		}
 		return dsn
 	}
-	colon := strings.IndexByte(dsn[:at], ':')
-	if colon < 0 {
-		return dsn
+	colon := strings.IndexByte(dsn, ':')
+	if colon >= 0 && !strings.ContainsAny(dsn[:colon], "(/") {
+		end := len(dsn)
+		if i := strings.IndexAny(dsn[colon:], "(/"); i >= 0 {
+			end = colon + i
+		}
+		return dsn[:colon+1] + "***" + dsn[end:]
 	}
-	return dsn[:colon+1] + "***" + dsn[at:]
+	return dsn
 }
 
 // redactSpec is RedactDSN for a whole --target value, name=DSN[,key=…].

@@ -147,6 +147,14 @@ func TestBadTargetErrorsHideThePassword(t *testing.T) {
 			t.Errorf("Parse(%q): %v", spec, err)
 		}
 	}
+	// A password holding a comma, which --target splits at: the rest of
+	// it is no key, and is not quoted.
+	for _, spec := range []string{"a=app:Pw,Secret_1@tcp(127.0.0.1:3306)/sbtest", "a=app:Pw_Secret_1,engine=x@tcp(127.0.0.1:3306)/sbtest"} {
+		_, err := Parse(spec)
+		if !errors.Is(err, ErrBadSpec) || strings.Contains(err.Error(), "Secret_1") {
+			t.Errorf("Parse(%q): %v", spec, err)
+		}
+	}
 	p := filepath.Join(t.TempDir(), "targets.yaml")
 	os.WriteFile(p, []byte("targets:\n  - name: a\n    dsn: 'app:${TANDEM_TEST_PW}@tcp(127.0.0.1:3306/x'\n"), 0o644)
 	t.Setenv("TANDEM_TEST_PW", pw)
@@ -162,8 +170,12 @@ func TestRedactDSN(t *testing.T) {
 		"root:p@ss:w@rd@tcp(127.0.0.1:3306)/db":   "root:***@tcp(127.0.0.1:3306)/db",
 		"root:@tcp(127.0.0.1:3306)/db":            "root:***@tcp(127.0.0.1:3306)/db",
 		"app:pw@unix(/run/mysqld/mysqld.sock)/db": "app:***@unix(/run/mysqld/mysqld.sock)/db",
-		"/db": "/db",
-		"":    "",
+		// An "@" in the parameters is not the user's; text cut at a comma.
+		"root@tcp(127.0.0.1:3306)/db?tls=bogus&x=a@b": "root@tcp(127.0.0.1:3306)/db?tls=bogus&x=a@b",
+		"app:Pw":                 "app:***",
+		"tcp(127.0.0.1:3306)/db": "tcp(127.0.0.1:3306)/db",
+		"/db":                    "/db",
+		"":                       "",
 	} {
 		if got := RedactDSN(in); got != want {
 			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
