@@ -46,8 +46,8 @@ type CaptureReport struct {
 	Dropped     uint64    `json:"dropped"`
 	Records     uint64    `json:"records"`
 	Sessions    int       `json:"sessions"`
-	FirstStart  time.Time `json:"first_start"`
-	LastEnd     time.Time `json:"last_end"`
+	FirstStart  time.Time `json:"first_start,omitzero"` // none in an empty capture
+	LastEnd     time.Time `json:"last_end,omitzero"`
 	SpanSeconds float64   `json:"span_seconds"`
 	// ByKind counts the records captured as sent; SyntheticByKind the
 	// synthetic records that rebuilt sessions open at the capture's start
@@ -451,7 +451,7 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 		return tw.Flush()
 	}
 	p("span\t%s → %s (%.3fs)\n", rep.FirstStart.Format("2006-01-02 15:04:05.000"), rep.LastEnd.Format("15:04:05.000"), rep.SpanSeconds)
-	p("records\t%d in %d sessions, %d statement digests\n", rep.Records, rep.Sessions, rep.Digests)
+	p("records\t%d in %s, %s\n", rep.Records, Count(rep.Sessions, "session"), Count(rep.Digests, "statement digest"))
 	c := &rep.SessionsBy
 	p("sessions began\t%d connected during the capture, %d open at its start (%d inside a transaction)\n", c.Connected, c.OpenAtStart, c.InTransaction)
 	p("sessions ended\t%d quit or disconnected, %d open at its stop\n", c.Ended, c.OpenAtStop)
@@ -463,7 +463,14 @@ func (rep *CaptureReport) WriteText(w io.Writer) error {
 			why = append(why, fmt.Sprintf("%d %s", n, r))
 		}
 		slices.Sort(why)
-		p("flagged\t%d not replayable (%s), %d with masked secrets\n", rep.NotReplayable, strings.Join(why, "; "), rep.Masked)
+		var flagged []string
+		if rep.NotReplayable > 0 { // "0 not replayable ()" before
+			flagged = append(flagged, fmt.Sprintf("%d not replayable (%s)", rep.NotReplayable, strings.Join(why, "; ")))
+		}
+		if rep.Masked > 0 {
+			flagged = append(flagged, fmt.Sprintf("%d with masked secrets", rep.Masked))
+		}
+		p("flagged\t%s\n", strings.Join(flagged, ", "))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,10 +92,39 @@ func TestInspectCountsExactly(t *testing.T) {
 	if err := rep.WriteText(&buf); err != nil {
 		t.Fatal(err)
 	}
+	// Only a masked secret is flagged: the line said "0 not replayable ()"
+	// before it.
 	for _, want := range []string{"11 in 2 sessions, 4 statement digests", "closed cleanly", "1062 (23000)", "execute", "select `c` from `sbtest1` where `id` = ?"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, buf.String())
 		}
+	}
+	if !regexp.MustCompile(`\nflagged +1 with masked secrets\n`).MatchString(buf.String()) || strings.Contains(buf.String(), "not replayable") {
+		t.Errorf("text report does not flag the one masked secret alone:\n%s", buf.String())
+	}
+}
+
+// An empty capture has no first start nor last end: JSON leaves them out
+// (it said 0001-01-01T00:00:00Z).
+func TestInspectEmptyCaptureHasNoSpan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Inspect(context.Background(), dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "first_start") || strings.Contains(string(b), "last_end") || strings.Contains(string(b), "0001-01-01") {
+		t.Errorf("JSON of an empty capture: %s", b)
 	}
 }
 

@@ -112,8 +112,8 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		label = pt.Label
 	}
 	dirs := strings.Join(rep.RunDirs, ", ")
-	p("%s of %s against %d targets in %.1fs (baseline %s; --order %s; --io %s; run directory %s)\n",
-		label, rep.Capture, len(pt.Targets), pt.Elapsed, rep.Baseline, pt.Order, pt.IO, dirs)
+	p("%s of %s against %s in %.1fs (baseline %s; --order %s; --io %s; run directory %s)\n",
+		label, rep.Capture, Count(len(pt.Targets), "target"), pt.Elapsed, rep.Baseline, pt.Order, pt.IO, dirs)
 	if len(rep.Shards) > 0 {
 		var sh []string
 		for _, s := range rep.Shards {
@@ -734,4 +734,12 @@ func countTables(tables []store.TableState, f func(store.TableState) (differs, e
 		}
 	}
 	return n, explained
+}
+
+// Count is n and the noun, plural unless n is 1: "1 target", "3 targets".
+func Count[N ~int | ~int64 | ~uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

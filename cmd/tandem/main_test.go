@@ -310,7 +310,7 @@ func TestCLIInspect(t *testing.T) {
 		t.Fatalf("inspect --json = %+v", rep)
 	}
 	out, _, code = run(t, nil, "inspect", dir)
-	if code != 0 || !strings.Contains(out, "30 in 3 sessions, 1 statement digests") {
+	if code != 0 || !strings.Contains(out, "30 in 3 sessions, 1 statement digest\n") {
 		t.Fatalf("inspect: exit %d\n%s", code, out)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/tandemdb/tandem/capture/synth"
+	"github.com/tandemdb/tandem/report"
 )
 
 // onOff is a boolean flag that also takes sysbench's on/off.
@@ -83,8 +84,8 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
 			if asJSON {
 				return printJSON(c.OutOrStdout(), st)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "synth %s: %d events, %d statements (%d records) in %d sessions into %s\n",
-				cfg.Workload, st.Events, st.Statements, st.Records, st.Sessions, cfg.Dir)
+			fmt.Fprintf(c.OutOrStdout(), "synth %s: %d events, %d statements (%d records) in %s into %s\n",
+				cfg.Workload, st.Events, st.Statements, st.Records, report.Count(st.Sessions, "session"), cfg.Dir)
 			fmt.Fprintf(c.OutOrStdout(), "synthetic timeline %.3fs; written in %.3fs (%.0f statements/s)\n",
 				st.Span.Seconds(), st.Elapsed.Seconds(), float64(st.Statements)/st.Elapsed.Seconds())
 			return nil
