@@ -168,6 +168,11 @@ func TestCLIErrors(t *testing.T) {
 		{"report empty", nil, []string{"report", empty}, "not a tandem run: " + empty + " holds no Pebble store"},
 		{"report file", nil, []string{"report", replayConf}, "not a tandem run: " + replayConf + " is a file; a run is a directory"},
 		{"root unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus; see 'tandem --help'"},
+		{"sandbox bad port", nil, []string{"sandbox", "up", "--dir", empty + "/sb", "--port", "70000"}, "--port 70000 is not a TCP port (1-65535; 0: free ports)"},
+		{"replay negative shards", nil, []string{"replay", synthCap, "--shards", "-1", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--shards -1: want the number of shards, 1 or more"},
+		// Accepted and ignored before.
+		{"proxy backend CA without TLS", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--backend-ca", empty + "/ca.pem", "--metrics-addr", "off"}, "--backend-ca and --backend-insecure apply to TLS to the backend: give --backend-tls too"},
+		{"log capture with a port", nil, []string{"capture", "--from-log", replayConf, "--format", "general", "--port", "3307", empty + "/c5"}, "--port applies to --from-pcap and --interface only"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},

@@ -370,7 +370,8 @@ func newShadowWorkerCmd() *cobra.Command {
 	return cmd
 }
 
-// proxyLimits refuses a limit given out of its range. The library takes
+// proxyLimits refuses a limit given out of its range, and TLS settings
+// for the backend without TLS to it. The library takes
 // 0 (and below) for its default, so without this --max-connections 0
 // let every client in, and a negative --drain-timeout or byte budget
 // passed as if it made sense.
@@ -392,6 +393,9 @@ func proxyLimits(cfg *proxy.RunConfig) error {
 		return fmt.Errorf("--capture-max-bytes %d: want a number of bytes (0: no budget)", cfg.CaptureMaxBytes)
 	case cfg.CaptureMinFree < 0:
 		return fmt.Errorf("--capture-min-free %d: want a number of bytes (0: no floor)", cfg.CaptureMinFree)
+	case (cfg.BackendCA != "" || cfg.BackendInsecure) && !cfg.BackendTLS:
+		// They did nothing: the backend was spoken to in clear.
+		return errors.New("--backend-ca and --backend-insecure apply to TLS to the backend: give --backend-tls too")
 	}
 	return nil
 }

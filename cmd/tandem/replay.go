@@ -38,6 +38,8 @@ func shardFlags(cfg *replay.Config, shard string, shards int, startAt string) er
 			return fmt.Errorf("--shard %q: want I/N with 0 <= I < N, e.g. 0/4", shard)
 		}
 		cfg.Shard = store.Shard{Index: ii, Count: nn}
+	case shards < 0:
+		return fmt.Errorf("--shards %d: want the number of shards, 1 or more", shards)
 	case shards != 0:
 		v := os.Getenv("JOB_COMPLETION_INDEX")
 		ii, err := strconv.Atoi(v)

@@ -71,6 +71,12 @@ func newSandboxUpCmd(dir *string) *cobra.Command {
   tandem sandbox up --server-option rocksdb:rocksdb-default-cf-options=compression=kZSTD
   tandem sandbox up --topology replication   # primary + replicas (then: tandem sandbox replicate)`,
 		RunE: func(c *cobra.Command, args []string) error {
+			if cfg.Port < 0 || cfg.Port > 65535 {
+				return fmt.Errorf("--port %d is not a TCP port (1-65535; 0: free ports)", cfg.Port)
+			}
+			if cfg.StartTimeout < 0 {
+				return fmt.Errorf("--timeout %v: want how long a server may take to answer, more than 0", cfg.StartTimeout)
+			}
 			cfg.Dir, cfg.Profiles = *dir, args
 			switch topology {
 			case "":

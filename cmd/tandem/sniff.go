@@ -116,10 +116,20 @@ func (sf *sniffFlags) add(cmd *cobra.Command) {
 
 func (sf *sniffFlags) set() bool { return len(sf.pcaps) > 0 || sf.iface != "" || len(sf.logs) > 0 }
 
+// packetOnly names a flag given that only packets use, or "".
+func packetOnly(c *cobra.Command) string {
+	for _, name := range []string{"port", "schema", "max-record-bytes", "capture-results", "ring-mb"} {
+		if c.Flags().Changed(name) {
+			return name
+		}
+	}
+	return ""
+}
+
 func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 	switch {
 	case !sf.set():
-		return fmt.Errorf("tandem capture needs a subcommand (start, stop, status: captures on a running proxy) or a source (--from-pcap FILE… or --interface IF) and a directory; see 'tandem capture --help'")
+		return fmt.Errorf("tandem capture needs a subcommand (start, stop, status: captures on a running proxy) or a source (--from-pcap FILE…, --interface IF or --from-log FILE…) and a directory; see 'tandem capture --help'")
 	case btoi(len(sf.pcaps) > 0)+btoi(sf.iface != "")+btoi(len(sf.logs) > 0) > 1:
 		return errors.New("--from-pcap, --interface and --from-log cannot be used together: give one source")
 	case len(sf.logs) > 0 && !slices.Contains(serverlog.Formats, sf.format):
@@ -132,6 +142,9 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 		return fmt.Errorf("--duration %v must not be negative (0: until Ctrl-C)", sf.duration)
 	case sf.duration > 0 && sf.iface == "":
 		return errors.New("--duration applies to --interface only: a file is read to its end")
+	case len(sf.logs) > 0 && packetOnly(c) != "":
+		// They were accepted and did nothing.
+		return fmt.Errorf("--%s applies to --from-pcap and --interface only: a server log names its sessions' schemas and holds no results", packetOnly(c))
 	case len(sf.ports) == 0:
 		return errors.New("--port: give the server's port (default 3306)")
 	case sf.ringMB <= 0:
