@@ -234,7 +234,16 @@ func (cl *adminClient) init() error {
 		host = "127.0.0.1" // as the proxy binds ":PORT"
 	}
 	cl.hostPort = net.JoinHostPort(host, port)
+	if ip := net.ParseIP(host); tokenFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		// Off loopback the proxy answers its controls only with a token:
+		// say so here rather than send a request that cannot succeed.
+		return fmt.Errorf("--proxy %s is not a loopback address: off loopback a proxy's capture controls need its token; give --admin-token-file FILE (the file given to the proxy)", addr)
+	}
 	if tokenFile != "" {
+		if fi, err := os.Stat(tokenFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			// The proxy refuses such a file; so does its client.
+			return fmt.Errorf("--admin-token-file %s can be read by others than its owner (mode %04o); make it private: chmod 600 %s", tokenFile, fi.Mode().Perm(), tokenFile)
+		}
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return fmt.Errorf("--admin-token-file: %w", err)

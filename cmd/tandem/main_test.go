@@ -173,6 +173,10 @@ func TestCLIErrors(t *testing.T) {
 		// Accepted and ignored before.
 		{"proxy backend CA without TLS", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--backend-ca", empty + "/ca.pem", "--metrics-addr", "off"}, "--backend-ca and --backend-insecure apply to TLS to the backend: give --backend-tls too"},
 		{"log capture with a port", nil, []string{"capture", "--from-log", replayConf, "--format", "general", "--port", "3307", empty + "/c5"}, "--port applies to --from-pcap and --interface only"},
+		// A request that could not succeed was sent; a token file others
+		// can read was taken (the proxy refuses it).
+		{"capture status off loopback", nil, []string{"capture", "status", "--proxy", "192.0.2.1:9470"}, "--proxy 192.0.2.1:9470 is not a loopback address: off loopback a proxy's capture controls need its token; give --admin-token-file FILE"},
+		{"capture status open token", nil, []string{"capture", "status", "--admin-token-file", replayConf}, "--admin-token-file " + replayConf + " can be read by others than its owner (mode 0644); make it private: chmod 600"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
