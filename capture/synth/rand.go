@@ -21,24 +21,25 @@ func DefaultDist() Dist {
 	return Dist{Kind: "special", SpecIter: 12, SpecPct: 1, SpecRes: 75, ParetoH: 0.2, ZipfExp: 0.8}
 }
 
-// Validate says what is wrong with d's parameters.
+// Validate says what is wrong with d's parameters, in terms of the flags
+// that set them (synth's and prepare's alike: no command is named).
 func (d Dist) Validate() error {
 	switch d.Kind {
 	case "uniform", "gaussian", "special", "pareto", "zipfian":
 	default:
-		return fmt.Errorf("synth: unknown distribution %q (uniform, gaussian, special, pareto, zipfian)", d.Kind)
+		return fmt.Errorf("--rand-type %q: want uniform, gaussian, special, pareto or zipfian", d.Kind)
 	}
 	switch {
 	case d.SpecIter < 1:
-		return fmt.Errorf("synth: --rand-spec-iter must be at least 1")
+		return fmt.Errorf("--rand-spec-iter must be at least 1")
 	case d.SpecPct < 0 || d.SpecPct > 100:
-		return fmt.Errorf("synth: --rand-spec-pct must be 0..100")
+		return fmt.Errorf("--rand-spec-pct must be 0..100")
 	case d.SpecRes < 0 || d.SpecRes >= 100:
-		return fmt.Errorf("synth: --rand-spec-res must be 0..99")
+		return fmt.Errorf("--rand-spec-res must be 0..99")
 	case d.ParetoH <= 0 || d.ParetoH >= 1:
-		return fmt.Errorf("synth: --rand-pareto-h must be in (0, 1)")
+		return fmt.Errorf("--rand-pareto-h must be in (0, 1)")
 	case d.ZipfExp < 0:
-		return fmt.Errorf("synth: --rand-zipfian-exp must be >= 0")
+		return fmt.Errorf("--rand-zipfian-exp must be >= 0")
 	}
 	return nil
 }

@@ -177,6 +177,8 @@ func TestCLIErrors(t *testing.T) {
 		// can read was taken (the proxy refuses it).
 		{"capture status off loopback", nil, []string{"capture", "status", "--proxy", "192.0.2.1:9470"}, "--proxy 192.0.2.1:9470 is not a loopback address: off loopback a proxy's capture controls need its token; give --admin-token-file FILE"},
 		{"capture status open token", nil, []string{"capture", "status", "--admin-token-file", replayConf}, "--admin-token-file " + replayConf + " can be read by others than its owner (mode 0644); make it private: chmod 600"},
+		// It said "synth: unknown distribution" to prepare.
+		{"prepare rand type", nil, []string{"prepare", "--rand-type", "bogus", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--rand-type "bogus": want uniform, gaussian, special, pareto or zipfian`},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
