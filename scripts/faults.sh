@@ -145,7 +145,7 @@ if [ $c7 = 0 ] && grep -qi "interrupted\|did not finish\|killed" "$work/o7" && !
 result replay-sigkill $ok "report exit $c7: $(head -1 "$work/o7")"
 
 # replay-sigint: an interrupted replay counts no cancellation as an error,
-# and its report begins by saying it was interrupted.
+# its report begins by saying it was interrupted, and it exits with 130.
 "$tandem" replay "$work/good" --target "$a" --target "$b" --speed 1 --run "$work/run-int" --metrics-addr off >"$work/o8" 2>&1 &
 pid=$!
 sleep 3
@@ -161,7 +161,7 @@ print(sum(t.get("error_codes", {}).get("2013", 0) for t in ts),
       sum(t.get("skipped_by_reason", {}).get("not run to its end: the replay was stopped", 0) for t in ts))' "$work/j8" 2>/dev/null || echo "? ?")
 ok=0
 "$tandem" report "$work/run-int" >"$work/o8r" 2>&1
-if head -3 "$work/o8r" | grep -qi "interrupted" && [ "$cancelled" = 0 ] && [ "$stopped" != "?" ] && [ "$stopped" -gt 0 ]; then ok=1; fi
+if [ "$c8" = 130 ] && head -3 "$work/o8r" | grep -qi "interrupted" && [ "$cancelled" = 0 ] && [ "$stopped" != "?" ] && [ "$stopped" -gt 0 ]; then ok=1; fi
 result replay-sigint $ok "replay exit $c8, 2013 errors $cancelled, $stopped skipped as stopped: $(head -1 "$work/o8r")"
 
 # target-killed: the target whose server stops is marked failed; it is not

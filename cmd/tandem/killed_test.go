@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -70,5 +71,50 @@ func TestKilledReplayIsReportedFromWhatItStored(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(m[1]); n < 200 {
 		t.Errorf("%d transactions reported for 3 intervals at 200/s", n)
+	}
+}
+
+// An interrupted replay (Ctrl-C) writes its report, which begins by
+// saying so, and exits with 130: it exited 0, as a complete run does.
+func TestInterruptedReplayExits130(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.Server(t, "innodb")
+	_, dsn := srv.FreshDB(t)
+	target := "a=" + dsn
+	if _, stderr, code := run(t, nil, "prepare", "--tables", "1", "--table-size", "1000", "--target", target); code != 0 {
+		t.Fatalf("prepare: %s", stderr)
+	}
+	capDir := filepath.Join(t.TempDir(), "cap")
+	if _, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", capDir, "--tables", "1", "--table-size", "1000",
+		"--threads", "2", "--duration", "20s", "--rate", "200"); code != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	p := exec.Command(tandemBin, "replay", capDir, "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off", "--report-interval", "1s", "--target", target)
+	var stdout strings.Builder
+	p.Stdout = &stdout
+	stderrPipe, err := p.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.AfterFunc(2*time.Minute, func() { p.Process.Kill() })
+	defer deadline.Stop()
+	sc := bufio.NewScanner(stderrPipe)
+	for sc.Scan() { // until the first interval line: the replay is under way
+		if strings.Contains(sc.Text(), "tps:") {
+			break
+		}
+	}
+	p.Process.Signal(os.Interrupt)
+	var rest strings.Builder
+	io.Copy(&rest, stderrPipe)
+	err = p.Wait()
+	if code := p.ProcessState.ExitCode(); code != 130 || !strings.Contains(rest.String(), "tandem: interrupted: the report above covers what ran until then") {
+		t.Fatalf("exit %d (%v), stderr after the signal:\n%s", code, err, rest.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "INTERRUPTED after ") {
+		t.Errorf("the report does not begin by saying it was interrupted:\n%s", stdout.String())
 	}
 }

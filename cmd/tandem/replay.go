@@ -82,6 +82,11 @@ func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger 
 	if err != nil {
 		return err
 	}
+	if res.Interrupted {
+		// The report says so first; the status says it to a script (it
+		// was 0, as for a complete run).
+		return &exitStatus{code: 130, err: errors.New("interrupted: the report above covers what ran until then")}
+	}
 	return targetsFailed(rep)
 }
 
@@ -306,8 +311,9 @@ Exit status: 0 when every target ran the replay to its end (divergences
 are findings, not failures: the report and its JSON count them); 2 when
 the replay ran to its end but a target failed during it (stopped, hung,
 unreachable past --target-timeout): the report says why, and that
-target's figures cover only what it ran before; 1 when the replay could
-not run or was stopped (the message says why).`,
+target's figures cover only what it ran before; 130 when it was
+interrupted (Ctrl-C, SIGTERM): the report covers what ran until then; 1
+when the replay could not run (the message says why).`,
 		Example: `  tandem replay ./capture --speed 0 \
       --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
       --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb'

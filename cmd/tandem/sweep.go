@@ -53,7 +53,7 @@ Everything goes into one run directory (--run): 'tandem report DIR' prints
 it again, 'tandem report DIR --format html' draws QPS and p95 against
 threads (log2 axis, one line per target). Order between sessions, retries,
 metrics, the footprint and the exit status (2: a target failed during
-the sweep) work as in 'tandem replay'.`,
+the sweep; 130: interrupted) work as in 'tandem replay'.`,
 		Example: `  tandem sweep ./capture --threads 1,2,4,8,16,32,64,128 --duration 60s \
       --target innodb='root@tcp(127.0.0.1:3306)/sbtest' \
       --target myrocks='root@tcp(127.0.0.1:3307)/sbtest,engine=rocksdb' \
