@@ -17,13 +17,20 @@ import (
 // writeSmallCapture writes two sessions: one using text queries, one a
 // prepared statement executed three times, with one error and one masked
 // statement.
-func writeSmallCapture(t *testing.T) (string, time.Time) {
+// newCapture makes a capture to write, in a directory of the test's.
+func newCapture(t *testing.T) (string, *store.Writer) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cap")
 	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, w
+}
+
+func writeSmallCapture(t *testing.T) (string, time.Time) {
+	t.Helper()
+	dir, w := newCapture(t)
 	t0 := time.Now().Truncate(time.Millisecond)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	recs := []store.Record{
@@ -107,11 +114,7 @@ func TestInspectCountsExactly(t *testing.T) {
 // An empty capture has no first start nor last end: JSON leaves them out
 // (it said 0001-01-01T00:00:00Z).
 func TestInspectEmptyCaptureHasNoSpan(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, w := newCapture(t)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,11 +165,7 @@ func TestInspectPrepareWithoutResponse(t *testing.T) {
 
 // Each not-replayable record is counted under why it is not replayable.
 func TestInspectSaysWhyNotReplayable(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, w := newCapture(t)
 	now := time.Now()
 	nr := store.FlagNotReplayable
 	recs := []store.Record{
@@ -208,11 +207,7 @@ func TestInspectSaysWhyNotReplayable(t *testing.T) {
 // sessions began and ended, and counts the synthetic records apart from
 // those clients sent (neither in the responses nor in the digests).
 func TestInspectSessionsOpenAtStartAndStop(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "cap")
-	w, err := store.Create(dir, store.WriterOptions{Source: "test", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, w := newCapture(t)
 	at := time.Now().Truncate(time.Millisecond)
 	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
 	syn, before, stop := store.FlagOpenAtStart, store.FlagBeforeStart, store.FlagOpenAtStop

@@ -20,19 +20,28 @@ import (
 // reported with what it did store — the per-second intervals — and says
 // so. (Before: "holds no replay yet (it was created but nothing ran)",
 // with 745 KB of outcomes in it.)
-func TestKilledReplayIsReportedFromWhatItStored(t *testing.T) {
-	t.Parallel()
+// longReplay gives a target loaded with sysbench's rows and a synthetic
+// capture of 20 s at 200 events a second for it: a replay that is still
+// under way when a test stops it.
+func longReplay(t *testing.T) (target, capDir string) {
+	t.Helper()
 	srv := sandboxtest.Server(t, "innodb")
 	_, dsn := srv.FreshDB(t)
-	target := "a=" + dsn
+	target = "a=" + dsn
 	if _, stderr, code := run(t, nil, "prepare", "--tables", "1", "--table-size", "1000", "--target", target); code != 0 {
 		t.Fatalf("prepare: %s", stderr)
 	}
-	capDir := filepath.Join(t.TempDir(), "cap")
+	capDir = filepath.Join(t.TempDir(), "cap")
 	if _, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", capDir, "--tables", "1", "--table-size", "1000",
 		"--threads", "2", "--duration", "20s", "--rate", "200"); code != 0 {
 		t.Fatalf("synth: %s", stderr)
 	}
+	return target, capDir
+}
+
+func TestKilledReplayIsReportedFromWhatItStored(t *testing.T) {
+	t.Parallel()
+	target, capDir := longReplay(t)
 	runDir := filepath.Join(t.TempDir(), "run")
 	p := exec.Command(tandemBin, "replay", capDir, "--run", runDir, "--metrics-addr", "off", "--report-interval", "1s", "--target", target)
 	stderrPipe, err := p.StderrPipe()
@@ -78,17 +87,7 @@ func TestKilledReplayIsReportedFromWhatItStored(t *testing.T) {
 // saying so, and exits with 130: it exited 0, as a complete run does.
 func TestInterruptedReplayExits130(t *testing.T) {
 	t.Parallel()
-	srv := sandboxtest.Server(t, "innodb")
-	_, dsn := srv.FreshDB(t)
-	target := "a=" + dsn
-	if _, stderr, code := run(t, nil, "prepare", "--tables", "1", "--table-size", "1000", "--target", target); code != 0 {
-		t.Fatalf("prepare: %s", stderr)
-	}
-	capDir := filepath.Join(t.TempDir(), "cap")
-	if _, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", capDir, "--tables", "1", "--table-size", "1000",
-		"--threads", "2", "--duration", "20s", "--rate", "200"); code != 0 {
-		t.Fatalf("synth: %s", stderr)
-	}
+	target, capDir := longReplay(t)
 	p := exec.Command(tandemBin, "replay", capDir, "--run", filepath.Join(t.TempDir(), "run"), "--metrics-addr", "off", "--report-interval", "1s", "--target", target)
 	var stdout strings.Builder
 	p.Stdout = &stdout
