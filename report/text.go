@@ -737,7 +737,7 @@ func countTables(tables []store.TableState, f func(store.TableState) (differs, e
 }
 
 // Count is n and the noun, plural unless n is 1: "1 target", "3 targets".
-func Count[N ~int | ~int64 | ~uint64](n N, noun string) string {
+func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -48,8 +48,8 @@ func main() {
 }
 
 // exitStatus is an error that ends the process with a status of its own
-// instead of 1: replay's and sweep's 2, a run that completed while a
-// target failed.
+// instead of 1: replay's and sweep's 2 (a run that completed while a
+// target failed) and 130 (an interrupted run).
 type exitStatus struct {
 	code int
 	err  error

@@ -371,10 +371,10 @@ func newShadowWorkerCmd() *cobra.Command {
 }
 
 // proxyLimits refuses a limit given out of its range, and TLS settings
-// for the backend without TLS to it. The library takes
-// 0 (and below) for its default, so without this --max-connections 0
-// let every client in, and a negative --drain-timeout or byte budget
-// passed as if it made sense.
+// for the backend without TLS to it. The library takes 0 (and below) for
+// its default, so without this --max-connections 0 let every client in,
+// and a negative --drain-timeout or byte budget passed as if it made
+// sense.
 func proxyLimits(cfg *proxy.RunConfig) error {
 	switch {
 	case cfg.MaxConnections < 1:

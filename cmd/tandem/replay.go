@@ -106,11 +106,10 @@ func targetsFailed(rep *report.Report) error {
 	if len(names) == 0 {
 		return nil
 	}
-	what := "target " + names[0] + " failed"
-	if len(names) > 1 {
-		what = fmt.Sprintf("targets %s failed", strings.Join(names, ", "))
+	if len(names) == 1 {
+		return &exitStatus{code: 2, err: fmt.Errorf("target %s failed during the run (see the report above): its figures and verdicts cover only what it ran before; the others ran to the end", names[0])}
 	}
-	return &exitStatus{code: 2, err: fmt.Errorf("%s during the run (see the report above): its figures and verdicts cover only what it ran before; the others ran to the end", what)}
+	return &exitStatus{code: 2, err: fmt.Errorf("targets %s failed during the run (see the report above): their figures and verdicts cover only what each ran before it failed", strings.Join(names, ", "))}
 }
 
 // defaultReplayMetrics is replay's metrics address (the proxy's is 9470).

@@ -214,7 +214,7 @@ func newSandboxDownCmd(dir *string) *cobra.Command {
 				fmt.Fprintf(out, "no sandbox in %s: nothing to stop\n", *dir)
 			}
 			for _, name := range args {
-				if !slices.ContainsFunc(srvs, func(s sandbox.Server) bool { return s.Profile == name }) {
+				if !slices.ContainsFunc(srvs, func(s sandbox.Server) bool { return strings.EqualFold(s.Profile, name) }) {
 					fmt.Fprintf(out, "%s: not in the sandbox in %s: nothing to stop\n", name, *dir)
 				}
 			}
