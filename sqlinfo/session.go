@@ -1,6 +1,7 @@
 package sqlinfo
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -366,8 +367,8 @@ func MaskSecrets(sql string) (string, bool) {
 //     @@variable) or authentication_string (a hash MariaDB logs in with),
 //     and when it names mysql.user, mysql.global_priv or mysql.servers;
 //   - a CREATE or ALTER TABLE with a CONNECTION '…' (FEDERATED, CONNECT:
-//     mysql://user:password@host/…), or an OPTION_LIST or COMMENT holding
-//     a password or such a URL (CONNECT, Spider);
+//     mysql://user:password@host/…), an OPTION_LIST holding a password or
+//     such a URL (CONNECT), or a COMMENT doing so in a Spider table;
 //   - holding a string whose text is SQL (it begins as a statement does)
 //     that is such a statement (PREPARE s FROM '…', EXECUTE IMMEDIATE '…',
 //     SET @q = '…', CONCAT('CREATE USER u IDENTIFIED BY ', …)). Other
@@ -412,6 +413,9 @@ func secretStatement(sql string, st []Token, depth int) bool {
 			case "CONNECTION", "OPTION_LIST", "COMMENT":
 				if object != "TABLE" || i > 0 && st[i-1].IsPunct(sql, ".") {
 					break
+				}
+				if w == "COMMENT" && !slices.ContainsFunc(st, func(t Token) bool { return t.Is(sql, "SPIDER") }) {
+					break // a comment is Spider's connection only in a Spider table
 				}
 				if v, ok := optionString(sql, st[i+1:]); ok && (w == "CONNECTION" || credentialText(v)) {
 					return true

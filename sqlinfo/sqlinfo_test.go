@@ -311,6 +311,7 @@ func TestMaskSecrets(t *testing.T) {
 		"SET STATEMENT max_statement_time=1 FOR UPDATE users SET password = 'x'",
 		"CREATE TABLE accounts (id INT, password VARCHAR(64), status ENUM('active','locked') DEFAULT 'active', KEY password (password))",
 		"CREATE INDEX ix ON users (password(10))", "CREATE TABLE devices (connection VARCHAR(10) DEFAULT 'wifi')",
+		"CREATE TABLE users (id INT, pw CHAR(60) COMMENT 'bcrypt password hash') COMMENT='accounts: password hashes'",
 		"CREATE VIEW offline AS SELECT * FROM devices WHERE connection = 'offline'",
 		"CREATE TRIGGER tr BEFORE INSERT ON devices FOR EACH ROW SET NEW.connection = 'wifi'",
 		`INSERT INTO emails (subject, body) VALUES ('Reset', 'Click "Reset" to choose a new password (the link is valid 1h)')`,
