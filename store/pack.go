@@ -120,6 +120,9 @@ func Pack(dir string, w io.Writer, opts ...Option) (files int, err error) {
 // encrypted one (WithKey).
 func Unpack(archive, tmp string, opts ...Option) (string, error) {
 	fi, err := os.Stat(archive)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s does not exist", ErrNotCapture, archive)
+	}
 	if err != nil {
 		return "", fmt.Errorf("store: %w", err)
 	}
@@ -181,7 +184,7 @@ func extract(archive, dir string, opts []Option) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return archiveErr(err, n == 0 && manifest == "")
 		}
 		name := filepath.FromSlash(hdr.Name)
 		if hdr.Typeflag != tar.TypeReg || !filepath.IsLocal(name) || strings.Contains(name, string(filepath.Separator)) {
@@ -205,7 +208,7 @@ func extract(archive, dir string, opts []Option) error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, hdr.Name, err)
+			return fmt.Errorf("%s: %w", hdr.Name, archiveErr(err, false))
 		}
 		got[hdr.Name] = hex.EncodeToString(h.Sum(nil))
 		n++
@@ -240,6 +243,20 @@ func extract(archive, dir string, opts []Option) error {
 		}
 	}
 	return nil
+}
+
+// archiveErr says what a read error of an archive means: one cut short
+// (the stream ends inside it), or — at its very start — not an archive
+// tandem pack writes (zstd's "magic number mismatch", tar's header
+// errors); else damage.
+func archiveErr(err error, first bool) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the archive ends early (cut short in transit or on disk: copy it again): %v", ErrCorrupt, err)
+	case first:
+		return fmt.Errorf("%w: it is not an archive tandem pack writes (a zstd-compressed tar): %v", ErrNotCapture, err)
+	}
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
 }
 
 // verifyCapture reads every record of the capture in dir.

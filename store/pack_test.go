@@ -59,6 +59,12 @@ func TestPackAndUnpackVerify(t *testing.T) {
 		t.Fatalf("capture unpacked into a missing directory: %v", err)
 	}
 
+	// An archive that is not there is said to be missing (it was "stat
+	// …: no such file or directory").
+	if _, err := Unpack(filepath.Join(root, "nope"+ArchiveSuffix), ""); !errors.Is(err, ErrNotCapture) || !strings.Contains(err.Error(), "nope"+ArchiveSuffix+" does not exist") {
+		t.Fatalf("unpack of a missing archive: %v", err)
+	}
+
 	// A damaged capture is not packed.
 	bad := filepath.Join(root, "bad")
 	writeCapture(t, bad, WriterOptions{NoSync: true}, packRecords(5000))
@@ -71,26 +77,31 @@ func TestPackAndUnpackVerify(t *testing.T) {
 	// A damaged archive: three bytes flipped in the compressed stream,
 	// which zstd decodes without a word (here); the checksums catch it,
 	// and the failed unpack leaves nothing under the unpack directory.
-	for name, damage := range map[string]func([]byte) []byte{
-		"flipped": func(b []byte) []byte {
+	// A cut-short archive and one that is no archive at all say so (they
+	// said zstd's "unexpected EOF" and "magic number mismatch").
+	for name, c := range map[string]struct {
+		damage func([]byte) []byte
+		want   string
+	}{
+		"flipped": {func(b []byte) []byte {
 			c := bytes.Clone(b)
 			for _, at := range []int{len(c) / 4, len(c) / 2, 3 * len(c) / 4} {
 				c[at] ^= 0x5a
 			}
 			return c
-		},
+		}, "does not match its checksum (the archive was damaged in transit or on disk: copy it again)"},
+		"truncated": {func(b []byte) []byte { return bytes.Clone(b[:len(b)/2]) }, "the archive ends early (cut short in transit or on disk: copy it again)"},
+		"garbage":   {func([]byte) []byte { return bytes.Repeat([]byte("not an archive "), 100) }, "is not an archive tandem pack writes (a zstd-compressed tar)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := filepath.Join(root, name+ArchiveSuffix)
-			if err := os.WriteFile(a, damage(buf.Bytes()), 0o644); err != nil {
+			if err := os.WriteFile(a, c.damage(buf.Bytes()), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			to := filepath.Join(root, "unpack-"+name)
 			os.Mkdir(to, 0o755)
-			if _, err := Unpack(a, to); err == nil {
-				t.Fatal("a damaged archive unpacked without error")
-			} else {
-				t.Logf("unpack: %v", err)
+			if _, err := Unpack(a, to); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("unpack: %v, want %q", err, c.want)
 			}
 			if left, _ := os.ReadDir(to); len(left) != 0 {
 				t.Errorf("a failed unpack left %d entries in %s", len(left), to)
