@@ -455,11 +455,25 @@ const runL0CompactionThreshold = 64
 // a capture is kept and shipped.
 func runCompression() *block.CompressionProfile { return block.SnappyCompression }
 
+// CheckRunDir says whether a run can be made in dir (CreateRun asks it;
+// a command asks before its slow start): dir must not exist, or be an
+// empty directory.
+func CheckRunDir(dir string) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%w: %s is not empty; choose a new directory for the run", ErrExists, dir)
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		// Pebble said "mkdir …: not a directory".
+		return fmt.Errorf("%w: %s is a file; a run is a directory: choose a new one", ErrExists, dir)
+	}
+	return nil
+}
+
 // CreateRun makes a new run directory (it must not exist or be empty),
 // encrypted with the key of WithKey if one is given.
 func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("%w: %s is not empty; choose a new directory for the run", ErrExists, dir)
+	if err := CheckRunDir(dir); err != nil {
+		return nil, err
 	}
 	if len(meta.Targets) > 255 {
 		return nil, errors.New("store: a run has at most 255 targets")

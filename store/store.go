@@ -243,7 +243,7 @@ var (
 	ErrNotCapture  = errors.New("store: not a tandem capture")
 	ErrNewerFormat = errors.New("store: newer format")
 	ErrCorrupt     = errors.New("store: corrupt")
-	ErrExists      = errors.New("store: capture directory not empty")
+	ErrExists      = errors.New("store: directory not empty") // a capture's or a run's
 	ErrClosed      = errors.New("store: writer closed")
 	// ErrStopped: the capture stopped recording (its budget, or the
 	// disk's free-space floor); relaying goes on.

@@ -179,6 +179,9 @@ func TestCLIErrors(t *testing.T) {
 		{"capture status open token", nil, []string{"capture", "status", "--admin-token-file", replayConf}, "--admin-token-file " + replayConf + " can be read by others than its owner (mode 0644); make it private: chmod 600"},
 		// It said "synth: unknown distribution" to prepare.
 		{"prepare rand type", nil, []string{"prepare", "--rand-type", "bogus", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `--rand-type "bogus": want uniform, gaussian, special, pareto or zipfian`},
+		// A run directory that is a file, or holds something: said of a
+		// run (Pebble's "mkdir …: not a directory", a "capture directory").
+		{"replay run is a file", nil, []string{"replay", synthCap, "--run", replayConf, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "store: directory not empty: " + replayConf + " is a file; a run is a directory: choose a new one"},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},

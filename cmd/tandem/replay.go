@@ -66,6 +66,11 @@ func shardFlags(cfg *replay.Config, shard string, shards int, startAt string) er
 // --metrics-linger.
 func runReplay(c *cobra.Command, cfg *replay.Config, metricsAddr string, linger time.Duration, asJSON bool,
 	run func(replay.Config) (replay.Result, error)) error {
+	// Before the targets are checked and the capture opened: a --run that
+	// cannot be one was found out last.
+	if err := store.CheckRunDir(cfg.RunDir); err != nil {
+		return err
+	}
 	cfg.Progress = replayProgress(c.ErrOrStderr(), cfg.ReportInterval > 0)
 	stop, err := serveReplayMetrics(c, cfg, metricsAddr, linger)
 	if err != nil {
