@@ -18,3 +18,17 @@ Installation of system tables failed!  Examine the logs in
 		t.Errorf("without [ERROR] lines: %q, want the last lines", got)
 	}
 }
+
+// The server's own [ERROR] line is what a failed start says first; the
+// closing "Aborting" is not one.
+func TestServerError(t *testing.T) {
+	tail := "  2026-12-06 20:04:20 0 [Note] InnoDB: Completed initialization of buffer pool\n" +
+		"  2026-12-06 20:04:20 0 [ERROR] /usr/sbin/mariadbd: unknown variable 'bogus-opt=1'\n" +
+		"  2026-12-06 20:04:20 0 [ERROR] Aborting\n"
+	if got := serverError(tail); got != "/usr/sbin/mariadbd: unknown variable 'bogus-opt=1'" {
+		t.Errorf("serverError = %q", got)
+	}
+	if got := serverError("  2026-12-06 20:04:20 0 [ERROR] Aborting\n"); got != "" {
+		t.Errorf("serverError of Aborting alone = %q", got)
+	}
+}

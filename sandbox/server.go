@@ -268,8 +268,15 @@ func start(ctx context.Context, bin string, p Profile, pdir string, port int, ex
 		}
 		select {
 		case werr := <-exited:
-			return s, fmt.Errorf("%w: profile %s exited (%v); is %s installed? last lines of %s:\n%s",
-				ErrStartFailed, p.Name, werr, p.Package, s.errorLog(), tailFrom(s.errorLog(), logStart, 12))
+			tail := tailFrom(s.errorLog(), logStart, 12)
+			// The server's own [ERROR] says what was wrong (an unknown
+			// --server-option was "is mariadb-server installed?").
+			why := serverError(tail)
+			if why == "" || strings.Contains(why, "shared library") || strings.Contains(why, "plugin") {
+				why += fmt.Sprintf("; is %s installed?", p.Package)
+			}
+			return s, fmt.Errorf("%w: profile %s exited (%v): %s; last lines of %s:\n%s",
+				ErrStartFailed, p.Name, werr, strings.TrimPrefix(why, "; "), s.errorLog(), tail)
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			return s, fmt.Errorf("%w: profile %s did not answer on %s within %s (last error: %v); see %s",
@@ -369,4 +376,16 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
+}
+
+// serverError is the first [ERROR] of a server's log lines that says
+// something ("Aborting" does not), without its time stamp, or "".
+func serverError(tail string) string {
+	for _, l := range strings.Split(tail, "\n") {
+		_, msg, ok := strings.Cut(l, "[ERROR] ")
+		if ok && strings.TrimSpace(msg) != "Aborting" {
+			return strings.TrimSpace(msg)
+		}
+	}
+	return ""
 }

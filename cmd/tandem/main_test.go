@@ -182,6 +182,9 @@ func TestCLIErrors(t *testing.T) {
 		// A run directory that is a file, or holds something: said of a
 		// run (Pebble's "mkdir …: not a directory", a "capture directory").
 		{"replay run is a file", nil, []string{"replay", synthCap, "--run", replayConf, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "store: directory not empty: " + replayConf + " is a file; a run is a directory: choose a new one"},
+		// It asked "is mariadb-server installed?" for the server's own
+		// refusal of an option.
+		{"sandbox bad server option", nil, []string{"sandbox", "up", "innodb", "--dir", t.TempDir(), "--server-option", "tandem-bogus-opt=1"}, "mariadbd: unknown variable 'tandem-bogus-opt=1'; last lines of "},
 		{"sweep zero table size", nil, []string{"sweep", synthCap, "--duration", "1s", "--prepare-tables", "1", "--prepare-table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"},
 			"--prepare-table-size 0: want at least 1 row per table"},
 		{"prepare zero table size", nil, []string{"prepare", "--table-size", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--table-size 0: want at least 1 row per table"},
