@@ -165,23 +165,27 @@ func looksLikePebble(dir string) (bool, error) {
 }
 
 // checkCaptureDir says why dir cannot be opened as a capture, or nil.
-func checkCaptureDir(dir string) error {
+func checkCaptureDir(dir string) error { return checkStoreDir(dir, "capture", ErrNotCapture) }
+
+// checkStoreDir says why dir cannot be opened as a store of the kind
+// named (a capture, a run), wrapping notKind, or nil.
+func checkStoreDir(dir, kind string, notKind error) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %s does not exist", ErrNotCapture, dir)
+		return fmt.Errorf("%w: %s does not exist", notKind, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%w: %s is a file; a capture is a directory", ErrNotCapture, dir)
+		return fmt.Errorf("%w: %s is a file; a %s is a directory", notKind, dir, kind)
 	}
 	ok, err := looksLikePebble(dir)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s holds no Pebble store (no marker.manifest.* or CURRENT file)", ErrNotCapture, dir)
+		return fmt.Errorf("%w: %s holds no Pebble store (no marker.manifest.* or CURRENT file)", notKind, dir)
 	}
 	return nil
 }

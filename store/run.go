@@ -8,7 +8,6 @@ import (
 	"iter"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -666,13 +665,7 @@ var ErrNotRun = errors.New("store: not a tandem run")
 // OpenRun opens the run in dir for reading; an encrypted one needs its
 // key (WithKey; ErrNoKey, ErrWrongKey).
 func OpenRun(dir string, opts ...Option) (*RunReader, error) {
-	if err := checkCaptureDir(dir); err != nil {
-		if errors.Is(err, ErrNotCapture) {
-			// What is wrong with the directory, said of a run (it said
-			// only "not a tandem capture", whatever it was).
-			why := strings.TrimPrefix(err.Error(), ErrNotCapture.Error()+": ")
-			return nil, fmt.Errorf("%w: %s", ErrNotRun, strings.Replace(why, "a capture is a directory", "a run is a directory", 1))
-		}
+	if err := checkStoreDir(dir, "run", ErrNotRun); err != nil {
 		return nil, err
 	}
 	key, err := storeKey(dir, optionsOf(opts).key)
