@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -307,6 +308,11 @@ func TestShadowDownThenBackCatchesUp(t *testing.T) {
 			// part lasts matters not (the waits below are bounded polls).
 			go func() { done <- r.sysbench("--tables=2", "--table-size=5000", "--threads=8", "--time=10", "--rate=30") }()
 			time.Sleep(2 * time.Second)
+			// The server goes away with a captured statement under way on
+			// it, so that one call surely ends unanswered: sysbench's calls
+			// are short, and the one in flight at the signal can be replay's
+			// own (the ROLLBACK of a transaction it runs again, no record's).
+			r.inFlightOnShadow(shadowSrv.Port)
 			c.down(t, shadowSrv, restart)
 			sawDown := false
 			for end := time.Now().Add(8 * time.Second); time.Now().Before(end) && !sawDown; time.Sleep(200 * time.Millisecond) {
@@ -344,6 +350,52 @@ func TestShadowDownThenBackCatchesUp(t *testing.T) {
 				n, vc.Compared, vc.Unavailable, vc.ByClass, vc.AmbiguousBy)
 		})
 	}
+}
+
+// inFlightOnShadow returns once a captured SELECT SLEEP(1.5) runs on the
+// shadow's server at port: a client of the proxy sends one after another
+// (each under the shadows' --shadow-target-timeout of 2 s, so that none
+// is hung while the server answers) until the shadow runs one. The test
+// must stop the proxy after its end: the last SLEEP is let finish.
+func (r *shadowRun) inFlightOnShadow(port int) {
+	r.t.Helper()
+	client, err := sql.Open("mysql", "root@tcp("+r.listen+")/"+r.db)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	shadow, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer shadow.Close()
+	var stop atomic.Bool
+	sent := make(chan error, 1)
+	go func() {
+		var err error
+		for !stop.Load() && err == nil {
+			_, err = client.Exec("SELECT SLEEP(1.5)") // to its end: a client gone mid-statement is not what this tests
+		}
+		client.Close() // its session ends before the proxy drains
+		sent <- err
+	}()
+	// The client's last SLEEP ends after the shadow's: it is let finish
+	// on its own, later.
+	r.t.Cleanup(func() {
+		if err := <-sent; err != nil {
+			r.t.Errorf("the proxy's client of SLEEPs: %v", err)
+		}
+	})
+	defer stop.Store(true)
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := shadow.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = 'SELECT SLEEP(1.5)'").Scan(&n); err != nil {
+			r.t.Fatalf("the shadow's processlist: %v", err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	r.t.Fatalf("in 30 s the shadow never ran the SLEEP its proxy's client sent")
 }
 
 // A shadow slowed artificially (a lock held on one of its tables) falls

@@ -344,7 +344,7 @@ func snapshotCopies(t *testing.T, port int, primary string, then func()) []strin
 // replayOntoCopies replays a capture onto two identical copies (dsns)
 // and checks that they agree: 0 divergent between them, the same end
 // state, and nothing unlabelled against the capture.
-func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, coarse bool) report.Target {
+func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, inexact bool) report.Target {
 	t.Helper()
 	runDir := filepath.Join(t.TempDir(), "run")
 	rep := replayJSONIn(t, runDir, capDir, "--speed", speed, "--target", "a="+dsns[0], "--target", "b="+dsns[1])
@@ -355,10 +355,12 @@ func replayOntoCopies(t *testing.T, capDir string, dsns []string, speed string, 
 			explainDivergences(t, capDir, runDir, d.Samples)
 		}
 	}
-	// The same end state; from a log, whose times are too coarse to keep
-	// every lock's order, differences each explained (a transaction that
-	// failed for good on one side: labelled, counted apart).
-	if es := ts[1].EndState; es == nil || es.Error != "" || !es.Same && !coarse {
+	// The same end state; from an inexact capture (a log, whose times are
+	// too coarse to keep every lock's order; a pcap that lost packets, so
+	// answers and the order they give), differences each explained (a
+	// transaction that failed for good on one side, or was run again:
+	// labelled, counted apart).
+	if es := ts[1].EndState; es == nil || es.Error != "" || !es.Same && !inexact {
 		t.Errorf("%s: end state %+v", capDir, es)
 	} else if !es.Same {
 		for _, tab := range es.Tables {
@@ -650,7 +652,12 @@ func TestPcapCaptureHoldsWhatTheProxyRecorded(t *testing.T) {
 	if n == 0 || st.Gaps == 0 || st.GapBytes == 0 {
 		t.Errorf("lossy pcap (%d packets dropped): %+v, want gaps counted", n, st)
 	}
-	tg = replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", false)
+	// Sessions that lost answers ran on in states the capture cannot
+	// tell: replay stalls more behind their locks and runs transactions
+	// again more often, and such a rerun can leave the copies apart (CI
+	// saw sbtest1 differ once, explained: "replay rolled back a
+	// transaction of session 5 … and ran it again"). Explained only.
+	tg = replayOntoCopies(t, lossyCap, freshCopies(t, copies.Port), "0", true)
 	t.Logf("1%% dropped: %d of the packets, %d gaps (%d bytes), %d answers lost, %d unknown statements; replay: %d compared with the capture, %d counted apart, %d divergent; %.1f s, %d released by --order-timeout",
 		n, st.Gaps, st.GapBytes, st.AnswersLost, st.UnknownStatements, tg.VsCapture.Compared, tg.VsCapture.Ambiguous, tg.VsCapture.Total(), tg.Elapsed, tg.OrderReleased)
 }
