@@ -143,14 +143,20 @@ func Up(ctx context.Context, cfg Config) ([]Server, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if st != nil && st.running() {
-			st.Running = true
-			all = append(all, *st)
-			continue
-		}
 		port := 0
 		if cfg.Port != 0 {
 			port = cfg.Port + i
+		}
+		if st != nil && st.running() {
+			// Reported as it is, unless asked for another port or
+			// options: a server said to be started with them that runs
+			// without them is a silent surprise later.
+			if err := st.runsAs(port, opts[i]); err != nil {
+				return fail(err)
+			}
+			st.Running = true
+			all = append(all, *st)
+			continue
 		}
 		timeout := cfg.StartTimeout
 		if timeout == 0 {

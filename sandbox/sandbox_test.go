@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -258,6 +259,35 @@ func TestServerOptionReachesServer(t *testing.T) {
 	var n int
 	if err := db.QueryRow("SELECT @@max_connections").Scan(&n); err != nil || n != 77 {
 		t.Fatalf("max_connections = %d (%v), want 77", n, err)
+	}
+
+	// Up on the running server: reported as it is when asked for what it
+	// has (its options, its port, or nothing); refused, naming what
+	// differs, when asked for another option or port, which it would not
+	// have had.
+	for _, ok := range []Config{
+		{},
+		{ServerOptions: []string{"innodb:max-connections=77"}},
+		{ServerOptions: []string{"rocksdb:max-connections=5"}}, // another profile's
+		{Port: srvs[0].Port},
+	} {
+		ok.Dir, ok.Profiles = dir, []string{"innodb"}
+		again, err := Up(context.Background(), ok)
+		if err != nil || len(again) != 1 || again[0].PID != srvs[0].PID {
+			t.Errorf("Up %+v on the running server: %+v, %v; want it as it is", ok, again, err)
+		}
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{ServerOptions: []string{"max-connections=78"}}, "sandbox: profile innodb already runs (port " + fmt.Sprint(srvs[0].Port) + ", pid " + fmt.Sprint(srvs[0].PID) + ") without the server option max-connections=78; stop it first (tandem sandbox down innodb) to start it with the option"},
+		{Config{Port: srvs[0].Port + 1}, fmt.Sprintf("sandbox: profile innodb already runs on port %d (pid %d), not %d as --port asks; stop it first (tandem sandbox down innodb) or leave --port out", srvs[0].Port, srvs[0].PID, srvs[0].Port+1)},
+	} {
+		c.cfg.Dir, c.cfg.Profiles = dir, []string{"innodb"}
+		if _, err := Up(context.Background(), c.cfg); err == nil || err.Error() != c.want {
+			t.Errorf("Up %+v on the running server: %v\nwant %s", c.cfg, err, c.want)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,6 +108,30 @@ func (s Server) writeState() error {
 
 // running reports whether the recorded process is alive and is the server
 // for this directory (a recycled pid belonging to another program is not).
+// runsAs checks that the running server s listens on port (0: any) and
+// was started with every one of opts (its command line holds them).
+func (s Server) runsAs(port int, opts []string) error {
+	if port != 0 && s.Port != port {
+		return fmt.Errorf("sandbox: profile %s already runs on port %d (pid %d), not %d as --port asks; stop it first (tandem sandbox down %s) or leave --port out",
+			s.Profile, s.Port, s.PID, port, s.Profile)
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
+	if err != nil {
+		return fmt.Errorf("sandbox: profile %s (pid %d): reading its options: %w", s.Profile, s.PID, err)
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for _, o := range opts {
+		if !slices.Contains(args, o) {
+			return fmt.Errorf("sandbox: profile %s already runs (port %d, pid %d) without the server option %s; stop it first (tandem sandbox down %s) to start it with the option",
+				s.Profile, s.Port, s.PID, strings.TrimPrefix(o, "--"), s.Profile)
+		}
+	}
+	return nil
+}
+
 func (s Server) running() bool {
 	if s.PID <= 0 {
 		return false
