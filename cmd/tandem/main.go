@@ -107,7 +107,67 @@ you, per statement, which engine is faster and where results differ.`,
 		return nil
 	}
 	root.AddCommand(newSandboxCmd(), newPrepareCmd(), newProxyCmd(), newCaptureCmd(), newSynthCmd(), newReplayCmd(), newReportCmd(), newInspectCmd(), newAlignCmd(), newFootprintCmd(), newSweepCmd(), newPackCmd(), newShadowWorkerCmd())
+	// cobra's own help and completion commands answered a topic or shell
+	// they do not know with the usage and exit status 0.
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			refuseUnknownSubcommands(c)
+		}
+	}
 	return root
+}
+
+// newHelpCmd is "tandem help [command]": a command's help, or an error
+// for one that does not exist.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Prints the help of a command, as 'tandem COMMAND --help' does.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			switch {
+			case err != nil:
+				return unknownSubcommand(c.Root(), args[0])
+			case len(rest) > 0 && cmd.HasSubCommands():
+				return unknownSubcommand(cmd, rest[0])
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// refuseUnknownSubcommands makes c, a command that only groups others,
+// refuse what is none of them (cobra prints the help and exits 0: "tandem
+// sandbox stop" left a script going on with its servers running).
+func refuseUnknownSubcommands(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return unknownSubcommand(c, args[0])
+	}
+}
+
+// unknownSubcommand says that c has no command name, suggesting the
+// closest and listing those it has.
+func unknownSubcommand(c *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, c.CommandPath())
+	c.SuggestionsMinimumDistance = 2
+	if s := c.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return fmt.Errorf("%s; its commands: %s; %s", msg, strings.Join(names, ", "), helpHint(c))
 }
 
 // commandPath is c's path without the leading "tandem".

@@ -88,6 +88,12 @@ func TestCLIErrors(t *testing.T) {
 		{"synth unknown workload", nil, []string{"synth", "tpcc", "--out", t.TempDir() + "/c", "--events", "1"}, `unknown workload "tpcc" (known: complex, nontrx, oltp_delete`},
 		{"synth bad on/off", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c", "--skip-trx=maybe"}, "want on or off"},
 		{"synth needs events", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c"}, "give --events or --duration"},
+		{"synth two names of one setting", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c", "--duration", "5s", "--time", "10"}, "--duration and --time are one setting (--time is sysbench's name for it): give one"},
+		{"synth bad time", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c", "--time", "2x"}, `invalid argument "2x" for "--time" flag: want whole seconds (as sysbench takes them) or a duration such as 90s; see 'tandem synth --help'`},
+		{"synth seed twice", nil, []string{"synth", "oltp_read_write", "--out", t.TempDir() + "/c", "--events", "1", "--seed", "2", "--rand-seed", "3"}, "--seed and --rand-seed are one setting"},
+		{"help unknown topic", nil, []string{"help", "replya"}, `unknown command "replya" for "tandem" (did you mean "replay"?); its commands: align, capture,`},
+		{"help unknown subcommand", nil, []string{"help", "sandbox", "stop"}, `unknown command "stop" for "tandem sandbox" (did you mean "down"?)`},
+		{"completion unknown shell", nil, []string{"completion", "nushell"}, `unknown command "nushell" for "tandem completion"; its commands: bash, fish, powershell, zsh; see 'tandem completion --help'`},
 		{"prepare bad target", nil, []string{"prepare", "--target", "nodsn"}, "want name=DSN[,engine=X]"},
 		{"prepare no targets", nil, []string{"prepare"}, "no targets; give --target"},
 		{"prepare unreachable", nil, []string{"prepare", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
@@ -733,6 +739,20 @@ func TestDriverLogLine(t *testing.T) {
 	} {
 		if got := driverPos.ReplaceAllString(in, ""); got != want {
 			t.Errorf("%q → %q, want %q", in, got, want)
+		}
+	}
+}
+
+// synth's --time is sysbench's: whole seconds (a Go duration too); it was
+// a Go duration only, and sysbench's --time=3 was refused.
+func TestSynthTimeTakesSysbenchSeconds(t *testing.T) {
+	for _, c := range []struct {
+		arg  string
+		want string
+	}{{"3", "synthetic timeline 3.000s"}, {"1500ms", "synthetic timeline 1.500s"}} {
+		out, stderr, code := run(t, nil, "synth", "oltp_point_select", "--out", filepath.Join(t.TempDir(), "c"), "--time", c.arg)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("synth --time %s: exit %d, %q%s; want %q", c.arg, code, out, stderr, c.want)
 		}
 	}
 }

@@ -38,24 +38,7 @@ every server.`,
 	// Without a command of its own, cobra answered a mistyped one
 	// ("tandem sandbox stop") with the help and exit status 0: a script
 	// went on with its servers still running.
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if len(args) == 0 {
-			return c.Help()
-		}
-		msg := fmt.Sprintf("unknown command %q for \"tandem sandbox\"", args[0])
-		c.SuggestionsMinimumDistance = 2
-		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
-		}
-		var names []string
-		for _, sub := range c.Commands() {
-			if sub.IsAvailableCommand() {
-				names = append(names, sub.Name())
-			}
-		}
-		return fmt.Errorf("%s; its commands: %s; see 'tandem sandbox --help'", msg, strings.Join(names, ", "))
-	}
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }
 

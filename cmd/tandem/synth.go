@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +36,32 @@ func (o onOff) Set(s string) error {
 }
 
 func (o onOff) Type() string { return "on|off" }
+
+// sysbenchSeconds is a duration flag that also takes sysbench's plain
+// seconds (--time=60).
+type sysbenchSeconds struct{ d *time.Duration }
+
+func (s sysbenchSeconds) String() string {
+	if s.d == nil || *s.d == 0 {
+		return ""
+	}
+	return s.d.String()
+}
+
+func (s sysbenchSeconds) Set(v string) error {
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		*s.d = time.Duration(n) * time.Second
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want whole seconds (as sysbench takes them) or a duration such as 90s")
+	}
+	*s.d = d
+	return nil
+}
+
+func (s sysbenchSeconds) Type() string { return "seconds" }
 
 func boolFlag(f *pflag.FlagSet, p *bool, name string, def bool, usage string) {
 	*p = def
@@ -76,6 +104,12 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
 			if err := notNegative("--stmt-interval", cfg.StmtInterval); err != nil {
 				return err
 			}
+			// Two names of one setting: given both, one would silently win.
+			for _, p := range [][2]string{{"duration", "time"}, {"ps-mode", "db-ps-mode"}, {"seed", "rand-seed"}} {
+				if c.Flags().Changed(p[0]) && c.Flags().Changed(p[1]) {
+					return fmt.Errorf("--%s and --%s are one setting (--%s is sysbench's name for it): give one", p[0], p[1], p[1])
+				}
+			}
 			cfg.Workload = args[0]
 			st, err := synth.Run(c.Context(), cfg, c.OutOrStdout())
 			if err != nil {
@@ -96,7 +130,7 @@ synthetic: closed loop, a statement every --stmt-interval per session; with
 	f.IntVar(&cfg.Threads, "threads", 1, "sessions (sysbench threads)")
 	f.Uint64Var(&cfg.Events, "events", 0, "events (transactions) across all sessions")
 	f.DurationVar(&cfg.Duration, "duration", 0, "length of the synthetic timeline (instead of or with --events)")
-	f.DurationVar(&cfg.Duration, "time", 0, "sysbench's name for --duration")
+	f.Var(sysbenchSeconds{&cfg.Duration}, "time", "sysbench's name for --duration, in `SECONDS` as sysbench takes it (or a duration: 90s, 5m)")
 	f.Float64Var(&cfg.Rate, "rate", 0, "open-loop arrival rate, events per second (0: closed loop)")
 	f.StringVar(&cfg.PSMode, "ps-mode", "auto", "auto: prepared statements; disable: text queries")
 	f.StringVar(&cfg.PSMode, "db-ps-mode", "auto", "sysbench's name for --ps-mode")
