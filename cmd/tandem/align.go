@@ -57,6 +57,14 @@ before or after it, align says how many transactions lie between and exits 1.`,
   tandem align --capture ./cap --dump app.sql`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if hold {
+				// --hold comes before a capture exists: a capture's flags
+				// with it would be ignored, the user believing the
+				// replicas aligned.
+				for _, n := range []string{"capture", "end", "dump", "keep-replication", "timeout"} {
+					if c.Flags().Changed(n) {
+						return fmt.Errorf("--hold only stops the replicas' SQL threads, before a capture begins; --%s belongs to the later call that aligns them (tandem align --capture DIR NAME=DSN...)", n)
+					}
+				}
 				return holdReplicas(c, args)
 			}
 			if capDir == "" {

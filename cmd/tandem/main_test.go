@@ -109,6 +109,7 @@ func TestCLIErrors(t *testing.T) {
 		{"align end of a capture without one", nil, []string{"align", "--capture", synthCap, "--end", "x=root@tcp(127.0.0.1:1)/db"}, "has no start point"},
 		{"align names nothing", nil, []string{"align", "--capture", synthCap}, "name the replicas to align (NAME=DSN), or give --dump FILE"},
 		{"align hold names nothing", nil, []string{"align", "--hold"}, "--hold: name the replicas (NAME=DSN)"},
+		{"align hold with a capture", nil, []string{"align", "--hold", "--capture", synthCap, "--end", "x=root@tcp(127.0.0.1:1)/db"}, "--hold only stops the replicas' SQL threads, before a capture begins; --capture belongs to the later call that aligns them (tandem align --capture DIR NAME=DSN...)"},
 		{"proxy shadow-replicas without shadows", nil, []string{"proxy", "--backend", "127.0.0.1:1", "--capture", empty + "/c9", "--shadow-replicas", "--metrics-addr", "off"},
 			"--shadow-replicas: name the shadows"},
 		{"sandbox bad topology", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "--topology", "ring"}, `--topology "ring": the one topology is replication`},
