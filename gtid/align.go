@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // ErrNotAligned: a server is not at the position asked for and cannot
@@ -171,31 +173,11 @@ func slaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
 // showRow returns the first row of a SHOW statement by column name, nil
 // when it has none.
 func showRow(ctx context.Context, db *sql.DB, show string) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, show)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", show, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
+	rows, err := showRows(ctx, db, show)
+	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	if !rows.Next() {
-		return nil, rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(cols))
-	for i, c := range cols {
-		out[c] = vals[i].String
-	}
-	return out, nil
+	return rows[0], nil
 }
 
 func show(pos string) string {
@@ -233,4 +215,85 @@ func DumpPosition(r io.Reader) (flavor, pos string, err error) {
 		return "", "", fmt.Errorf("gtid: reading the dump: %w", err)
 	}
 	return "", "", errors.New("gtid: the dump says nothing of its GTID position: take it with mariadb-dump --single-transaction --gtid --master-data=2 (MySQL: mysqldump --single-transaction --set-gtid-purged=ON)")
+}
+
+// Source is a replication connection of a server whose SQL thread runs:
+// the server applies the changes of Host:Port as they come.
+type Source struct {
+	Connection string // MariaDB's connection name, MySQL's channel ("" the default)
+	Host, Port string
+}
+
+func (s Source) String() string {
+	if s.Connection == "" {
+		return s.Host + ":" + s.Port
+	}
+	return fmt.Sprintf("%s:%s (connection %q)", s.Host, s.Port, s.Connection)
+}
+
+// Applying lists db's server's replication connections whose SQL thread
+// runs (MariaDB's SHOW ALL SLAVES STATUS; MySQL's SHOW REPLICA STATUS,
+// or SHOW SLAVE STATUS before 8.0.22). known is false when the server
+// would not say (the account lacks the privilege to ask).
+func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err error) {
+	var rows []map[string]string
+	for _, q := range []string{"SHOW ALL SLAVES STATUS", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS"} {
+		var me *mysql.MySQLError
+		if rows, err = showRows(ctx, db, q); err == nil || !errors.As(err, &me) || me.Number != 1064 {
+			break // 1064: another server's syntax, the next is tried
+		}
+	}
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && (me.Number == 1227 || me.Number == 1142):
+		return nil, false, nil // access denied: cannot tell
+	case err != nil:
+		return nil, false, err
+	}
+	pick := func(r map[string]string, names ...string) string {
+		for _, n := range names {
+			if v, ok := r[n]; ok {
+				return v
+			}
+		}
+		return ""
+	}
+	for _, r := range rows {
+		if pick(r, "Slave_SQL_Running", "Replica_SQL_Running") != "Yes" {
+			continue
+		}
+		srcs = append(srcs, Source{Connection: pick(r, "Connection_name", "Channel_Name", "Channel_name"),
+			Host: pick(r, "Master_Host", "Source_Host"), Port: pick(r, "Master_Port", "Source_Port")})
+	}
+	return srcs, true, nil
+}
+
+// showRows returns every row of a SHOW statement, by column name.
+func showRows(ctx context.Context, db *sql.DB, show string) ([]map[string]string, error) {
+	rows, err := db.QueryContext(ctx, show)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", show, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var out []map[string]string
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		m := make(map[string]string, len(cols))
+		for i, c := range cols {
+			m[c] = vals[i].String
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }

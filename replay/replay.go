@@ -423,6 +423,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		if err == nil {
 			err = t.CheckDatabase(ctx, db)
 		}
+		if err == nil {
+			err = notApplying(ctx, t, db)
+		}
 		if err != nil {
 			closeAll()
 			return Result{}, err

@@ -70,6 +70,15 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	tandem("prepare", "--tables", "4", "--table-size", "10000", "--target", "primary="+dsn("PRIMARY"))
 	tandem("sandbox", "--dir", sbx, "replicate", "--databases", "sbtest")
 	replicas := []string{"innodb=" + dsn("REPLICA_INNODB"), "rocks=" + dsn("REPLICA_ROCKSDB"), "zstd=" + dsn("REPLICA_ZSTD"), "production=" + dsn("REFERENCE")}
+	// A replica that applies the primary's changes is refused as a
+	// target, even for a capture without a start point: its rows would
+	// change under the replay. (It was replayed onto, writes mixed.)
+	synthCap := filepath.Join(t.TempDir(), "synth")
+	tandem("synth", "oltp_point_select", "--out", synthCap, "--tables", "4", "--table-size", "10000", "--events", "10")
+	_, stderr, code := run(t, nil, "replay", synthCap, "--metrics-addr", "off", "--run", filepath.Join(t.TempDir(), "live"), "--target", replicas[0], "--target", "rocks="+dsn("REPLICA_ROCKSDB")+",engine=rocksdb")
+	if want := "replay: target innodb is a replica applying the changes of 127.0.0.1:" + port("PRIMARY") + " as they come (its SQL thread runs)"; code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "tandem align --capture DIR innodb=DSN") {
+		t.Errorf("replay onto a replica that applies its primary's changes: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
 	tandem(append([]string{"align", "--hold"}, replicas...)...)
 
 	sysbench := func(port string, threads, seconds int) *exec.Cmd {
@@ -153,7 +162,7 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	}
 	os.WriteFile(dump, dout, 0o644)
 	now := primaryPos(t, dsn("PRIMARY"))
-	_, stderr, code := run(t, nil, "align", "--capture", capDir, "--dump", dump)
+	_, stderr, code = run(t, nil, "align", "--capture", capDir, "--dump", dump)
 	if want := fmt.Sprintf("was taken at %s, %d transactions ahead of the capture's start point %s", now, seq(now)-start, rep.Start.GTID); code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("align --dump: exit %d, %q; want 1 and %q", code, stderr, want)
 	}
