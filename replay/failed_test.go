@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
@@ -158,5 +160,85 @@ func TestTransactionThatFailsForGoodIsNeverCommittedInPart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A target that fails (here at a table DDL its engine cannot be set in)
+// skips the rest, and counts as statements only what the baseline counts
+// as statements: a session's connect and prepare skipped after the
+// failure are no statements (run, they are not counted; skipped, they
+// were, and a target killed early had more statements than the capture),
+// and an execute of that prepare is skipped as its target's failure, not
+// as a statement prepared before the capture began.
+func TestFailedTargetCountsOnlyStatements(t *testing.T) {
+	_, tb, _, _ := twoInnoDB(t)
+	now := time.Now()
+	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
+		{Session: 1, Start: at(1), Kind: store.KindQuery, SQL: "CREATE TABLE t (a INT"}, // b cannot set its engine: b fails
+		{Session: 1, Start: at(2), Kind: store.KindQuit},
+		{Session: 2, Start: at(10), Kind: store.KindConnect, User: "app"},
+		{Session: 2, Start: at(11), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 1"},
+		{Session: 2, Start: at(12), Kind: store.KindExecute, StmtID: 1},
+		{Session: 2, Start: at(13), Kind: store.KindQuery, SQL: "SELECT 2"},
+		{Session: 2, Start: at(14), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, tb)
+	rb := rep.Targets[0]
+	if !strings.Contains(rb.Failed, "cannot set engine") {
+		t.Fatalf("b: failed %q, want the unrewritable DDL", rb.Failed)
+	}
+	want := map[string]int64{store.SkipReasonText(store.SkipUnrewritable): 1, store.SkipReasonText(store.SkipTargetFailed): 2}
+	got := map[string]int64{}
+	for k, v := range rb.SkippedBy {
+		got[k] = int64(v)
+	}
+	if !maps.Equal(got, want) || rb.Reads+rb.Writes+rb.Other+rb.Errors != 0 {
+		t.Errorf("b skipped %v, ran %d, want %v and none run (the execute and SELECT 2 after the failure; not the connect or the prepare)", got, rb.Reads+rb.Writes+rb.Other+rb.Errors, want)
+	}
+	// Not failed (--on-unrewritable skip), the same 3 statements: the DDL
+	// skipped, the execute and SELECT 2 answered.
+	rep = replayRun(t, capDir, func(c *Config) { c.Speed, c.OnUnrewritable = 1, UnrewritableSkip }, tb)
+	rb = rep.Targets[0]
+	if rb.Failed != "" || rb.Reads != 2 || rb.Errors != 0 || rb.Skipped != 1 {
+		t.Errorf("b with --on-unrewritable skip: failed %q, %d reads, %d errors, %d skipped; want 2 reads and the DDL skipped", rb.Failed, rb.Reads, rb.Errors, rb.Skipped)
+	}
+}
+
+// A session whose connect (and so its prepare) fails on a target that
+// goes on — here the account may hold one connection, which another
+// session holds — runs its executes of that prepare as failures of its
+// own: they were skipped as "statement prepared before the capture
+// began", which it was not.
+func TestExecuteAfterAFailedPrepareIsTheTargetsFailure(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, dsn := srv.FreshDB(t)
+	var db string
+	if err := dba.QueryRow("SELECT DATABASE()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	user := "one_" + db
+	exec(t, dba, "CREATE USER "+user+"@'127.0.0.1' WITH MAX_USER_CONNECTIONS 1", "GRANT ALL ON "+db+".* TO "+user+"@'127.0.0.1'")
+	t.Cleanup(func() { dba.Exec("DROP USER " + user + "@'127.0.0.1'") })
+	one := tgt(t, "one", strings.Replace(dsn, "root@", user+"@", 1), "")
+	now := time.Now()
+	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
+		{Session: 1, Start: at(1), Kind: store.KindQuery, SQL: "SELECT 1"},
+		{Session: 2, Start: at(100), Kind: store.KindConnect, User: "app"}, // session 1 holds the one connection
+		{Session: 2, Start: at(101), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 2"},
+		{Session: 2, Start: at(102), Kind: store.KindExecute, StmtID: 1},
+		{Session: 2, Start: at(103), Kind: store.KindQuit},
+		{Session: 1, Start: at(300), Kind: store.KindQuery, SQL: "SELECT 3"},
+		{Session: 1, Start: at(301), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, one)
+	r := rep.Targets[0]
+	// Reads counts the execute too (run, failed).
+	if r.Failed != "" || r.Reads != 3 || r.Errors != 3 || fmt.Sprint(r.ErrorCodes) != "map[1226:3]" || r.Skipped != 0 || len(r.SkippedBy) != 0 {
+		t.Errorf("one: failed %q, %d reads, %d errors %v, skipped %v; want 3 reads (SELECT 1 and 3, the execute), the connect, prepare and execute of session 2 failed (1226), nothing skipped",
+			r.Failed, r.Reads, r.Errors, r.ErrorCodes, r.SkippedBy)
 	}
 }

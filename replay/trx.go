@@ -403,6 +403,7 @@ func clientFlag(cause byte) uint32 {
 // skipFailed skips a record of a transaction that failed for good here
 // (session mode); the transaction's end ends the skipping.
 func (w *worker) skipFailed(j *job, step sqlinfo.Step) {
+	w.notePrepare(j.rec)
 	f := &w.failures[w.failing]
 	var o store.Outcome
 	o.Seq, o.Session = store.OutcomeSeq(j.rec.Seq, j.loop), j.rec.Session

@@ -194,6 +194,7 @@ func skip(o *store.Outcome, reason byte) execKind {
 func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	rec := j.rec
 	*o = store.Outcome{Seq: store.OutcomeSeq(rec.Seq, j.loop), Session: rec.Session}
+	w.notePrepare(rec)
 	switch {
 	case rec.Kind == store.KindQuit:
 		if w.rn.x.killedQuits[rec.Seq] && w.c != nil && !w.regrouped {
@@ -313,7 +314,6 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	case store.KindPing:
 		err = w.c.Ping(ctx)
 	case store.KindPrepare:
-		w.sqlOf[rec.StmtID] = rec.SQL
 		if old := w.byID[rec.StmtID]; old != nil {
 			w.c.CloseStmt(old)
 		}
@@ -370,6 +370,19 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 }
 
 var lifecycleInfo sqlinfo.Info
+
+// notePrepare keeps the SQL of a statement the capture's session
+// prepared, whether or not the target prepares it now (its connection
+// lost, the target failing, the prepare skipped with a failed
+// transaction): the session's executes of it prepare it again
+// (statement), and are not taken for executes of a statement prepared
+// before the capture began. A prepare whose text is masked, truncated or
+// not replayable is not kept: its executes stay unknown, not run.
+func (w *worker) notePrepare(rec *store.Record) {
+	if rec.Kind == store.KindPrepare && rec.Flags&(store.FlagMasked|store.FlagTruncated|store.FlagNotReplayable) == 0 {
+		w.sqlOf[rec.StmtID] = rec.SQL
+	}
+}
 
 // resolve sets j's SQL and its analysis — a query's text, an execute's
 // prepared SQL — and reports whether j is a statement the session can
@@ -584,6 +597,9 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 		}
 		w.st.statement(w.rn.reg, info, o, paced, trxEnd)
 	case skipped:
+		if !countsAsStatement(j.rec.Kind) {
+			break // a connect, prepare or fetch not run: recorded, not a statement
+		}
 		class := sqlinfo.ClassOther
 		if j.info != nil {
 			class = j.info.Class
@@ -591,6 +607,16 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 		w.st.skip(o.SkipReason, class)
 	}
 	w.record(j, o)
+}
+
+// countsAsStatement: a record of kind k is counted with the statements,
+// run or skipped — a query, an execute, or a command replay never runs
+// (counted skipped on every target alike). A connect, prepare, fetch …
+// run is a lifecycle command, not counted as a statement; skipped (its
+// target failed, its statement unknown) it was counted as one, so a
+// target that failed early had more statements than it had records.
+func countsAsStatement(k store.Kind) bool {
+	return k == store.KindQuery || k == store.KindExecute || k == store.KindOther
 }
 
 // record buffers an outcome (a retry's replaces the first attempt's).
