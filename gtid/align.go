@@ -222,6 +222,7 @@ func DumpPosition(r io.Reader) (flavor, pos string, err error) {
 type Source struct {
 	Connection string // MariaDB's connection name, MySQL's channel ("" the default)
 	Host, Port string
+	MariaDB    bool // the replica is a MariaDB server (else MySQL's statements)
 }
 
 func (s Source) String() string {
@@ -231,20 +232,40 @@ func (s Source) String() string {
 	return fmt.Sprintf("%s:%s (connection %q)", s.Host, s.Port, s.Connection)
 }
 
+// Stop is the statement that stops this connection's replication.
+func (s Source) Stop() string {
+	q := func(n string) string { return "'" + strings.ReplaceAll(n, "'", "''") + "'" }
+	switch {
+	case s.MariaDB && s.Connection == "":
+		return "STOP SLAVE"
+	case s.MariaDB:
+		return "STOP SLAVE " + q(s.Connection)
+	case s.Connection == "":
+		return "STOP REPLICA"
+	}
+	return "STOP REPLICA FOR CHANNEL " + q(s.Connection)
+}
+
 // Applying lists db's server's replication connections whose SQL thread
 // runs (MariaDB's SHOW ALL SLAVES STATUS; MySQL's SHOW REPLICA STATUS,
 // or SHOW SLAVE STATUS before 8.0.22). known is false when the server
-// would not say (the account lacks the privilege to ask).
+// would not say: the account lacks the privilege to ask, or the server
+// knows none of the three.
 func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err error) {
 	var rows []map[string]string
-	for _, q := range []string{"SHOW ALL SLAVES STATUS", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS"} {
-		var me *mysql.MySQLError
-		if rows, err = showRows(ctx, db, q); err == nil || !errors.As(err, &me) || me.Number != 1064 {
-			break // 1064: another server's syntax, the next is tried
+	shows := []string{"SHOW ALL SLAVES STATUS", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS"}
+	var me *mysql.MySQLError
+	i := 0
+	for ; i < len(shows); i++ {
+		// 1064 (a syntax error), 1235 or 1047 (not supported): another
+		// server's statement; the next is tried.
+		if rows, err = showRows(ctx, db, shows[i]); err == nil || !errors.As(err, &me) || me.Number != 1064 && me.Number != 1235 && me.Number != 1047 {
+			break
 		}
 	}
-	var me *mysql.MySQLError
 	switch {
+	case i == len(shows):
+		return nil, false, nil
 	case errors.As(err, &me) && (me.Number == 1227 || me.Number == 1142):
 		return nil, false, nil // access denied: cannot tell
 	case err != nil:
@@ -263,7 +284,7 @@ func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err e
 			continue
 		}
 		srcs = append(srcs, Source{Connection: pick(r, "Connection_name", "Channel_Name", "Channel_name"),
-			Host: pick(r, "Master_Host", "Source_Host"), Port: pick(r, "Master_Port", "Source_Port")})
+			Host: pick(r, "Master_Host", "Source_Host"), Port: pick(r, "Master_Port", "Source_Port"), MariaDB: i == 0})
 	}
 	return srcs, true, nil
 }

@@ -88,26 +88,34 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 	return []string{fmt.Sprintf("UNALIGNED (--allow-unaligned): %s. Differences on writes there may be the starting rows', not the engines': they are not verdicts", strings.Join(bad, "; "))}, nil
 }
 
-// notApplying refuses a target whose server is a replica with its SQL
-// thread running: it applies its source's changes while replay writes,
-// so its rows change under the run, replay's writes and replication's
-// mix, and every verdict there compares that mixture. (A replica held by
-// 'tandem align --hold' receives without applying; one aligned has its
-// replication stopped.) An account that may not ask is not refused.
-func notApplying(ctx context.Context, t targets.Target, db *sql.DB) error {
+// CheckNotApplying refuses a target whose server is a replica with its
+// SQL thread running: it applies its source's changes while replay
+// writes, so its rows change under the run, replay's writes and
+// replication's mix, and every verdict there compares that mixture. (A
+// replica held by 'tandem align --hold' receives without applying; one
+// aligned has its replication stopped.) An account that may not ask is
+// not refused. what names the target in the message ("target", "shadow").
+func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sql.DB) error {
 	srcs, _, err := gtid.Applying(ctx, db)
 	if err != nil {
-		return fmt.Errorf("replay: target %s: reading its replication state: %w", t.Name, err)
+		return fmt.Errorf("%s %s: reading its replication state: %w", what, t.Name, err)
 	}
 	if len(srcs) == 0 {
 		return nil
 	}
-	var from []string
+	var from, stop []string
+	alignable := true
 	for _, s := range srcs {
 		from = append(from, s.String())
+		stop = append(stop, s.Stop())
+		alignable = alignable && s.MariaDB && s.Connection == ""
 	}
-	return fmt.Errorf("replay: target %s is a replica applying the changes of %s as they come (its SQL thread runs): its rows would change under the replay and mix with replay's writes, and no verdict there would be the engine's. Stop it at the capture's start point with 'tandem align --capture DIR %s=DSN' (a capture taken with tandem proxy --binlog-user), or stop its replication (STOP SLAVE) once it holds the rows the capture began with",
-		t.Name, strings.Join(from, ", "), t.Name)
+	fix := fmt.Sprintf("stop its replication (%s) once it holds the rows the capture began with", strings.Join(stop, "; "))
+	if alignable {
+		fix = fmt.Sprintf("stop it at the capture's start point with 'tandem align --capture DIR %s=DSN' (a capture taken with tandem proxy --binlog-user), or %s", t.Name, fix)
+	}
+	return fmt.Errorf("%s %s is a replica applying the changes of %s as they come (its SQL thread runs): its rows would change under the replay and mix with replay's writes, and no verdict there would be the engine's. %s",
+		what, t.Name, strings.Join(from, ", "), strings.ToUpper(fix[:1])+fix[1:])
 }
 
 // positionOf reads t's GTID position against want, and the mark of an

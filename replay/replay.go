@@ -423,8 +423,10 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		if err == nil {
 			err = t.CheckDatabase(ctx, db)
 		}
-		if err == nil {
-			err = notApplying(ctx, t, db)
+		if err == nil && !followed { // a shadow's: checked before its capture began (shadow.Config.Targets)
+			if err = CheckNotApplying(ctx, "target", t, db); err != nil {
+				err = fmt.Errorf("replay: %w", err)
+			}
 		}
 		if err != nil {
 			closeAll()

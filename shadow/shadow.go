@@ -64,6 +64,10 @@ type Config struct {
 	// (the capture's, --capture-min-free): past it the shadow's feed ends
 	// (it replays what it has) before the disk the capture may share fills.
 	MinFreeBytes int64
+	// Replicas: the shadows are replicas of the primary, held and aligned
+	// to the capture's start (their replication removed) before any
+	// statement runs on them (--shadow-replicas).
+	Replicas bool
 	// Key encrypts a worker's copy of the feed and the shadows' run
 	// directories, as it does the capture (store.Key; nil: neither). It
 	// reaches the worker over its control socket only.
@@ -132,10 +136,19 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
 		}
-		_, err = t.Check(ctx, db)
+		if _, err = t.Check(ctx, db); err != nil {
+			err = fmt.Errorf("shadow %s: %w", t.Name, err)
+		} else if cfg.Mode == All && !cfg.Replicas {
+			// Written to, it must not apply another server's changes too
+			// (replay.CheckNotApplying); read-only it may, and replicas
+			// (--shadow-replicas) are stopped at the start point first.
+			if err = replay.CheckNotApplying(ctx, "shadow", t, db); err != nil {
+				err = fmt.Errorf("%w; or give --shadow-replicas (the shadows are then brought to the capture's start and detached) or --shadow-mode read-only", err)
+			}
+		}
 		db.Close()
 		if err != nil {
-			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
+			return nil, err
 		}
 		ts = append(ts, t)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -268,6 +269,16 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	// itself before the first client, then fed as any shadow.
 	tandem("sandbox", "--dir", sbx, "replicate", "--databases", "sbtest", "replica-innodb")
 	shadowCap := filepath.Join(t.TempDir(), "shadowcap")
+	// Without --shadow-replicas, the live replica is refused as a shadow
+	// before the capture is made: it would apply the primary's changes
+	// and the shadow's replay of them too.
+	_, stderr, code = run(t, nil, "proxy", "--listen", freeAddr(t), "--backend", "127.0.0.1:"+port("PRIMARY"), "--capture", shadowCap, "--metrics-addr", "off", "--shadow", replicas[0])
+	if want := "shadow innodb is a replica applying the changes of 127.0.0.1:" + port("PRIMARY") + " as they come"; code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "give --shadow-replicas") {
+		t.Errorf("proxy --shadow on a live replica: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+	if _, err := os.Stat(shadowCap); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused proxy left %s: %v", shadowCap, err)
+	}
 	listen2 := freeAddr(t)
 	sp := exec.Command(tandemBin, "proxy", "--listen", listen2, "--backend", "127.0.0.1:"+port("PRIMARY"), "--capture", shadowCap, "--binlog-user", "root",
 		"--metrics-addr", "off", "--shadow-replicas", "--shadow", replicas[0], "--log-level", "warn")

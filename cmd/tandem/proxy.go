@@ -157,6 +157,7 @@ closed cleanly all the same.`,
 					return err
 				}
 			}
+			sh.Replicas = shadowReplicas
 			if len(sh.Specs)+len(sh.Listed) > 0 {
 				// Every shadow answers, with its engine, before the capture
 				// is created: a failed start leaves nothing behind.
