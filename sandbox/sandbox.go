@@ -107,7 +107,8 @@ func (c Config) optionsFor(p Profile) ([]string, error) {
 
 // Up starts every configured profile that is not already running and waits
 // until each answers a query. Servers already running are reported as they
-// are. On error, servers this call started are stopped again.
+// are, unless cfg asks for another port or options than they run with: that
+// is an error. On error, servers this call started are stopped again.
 func Up(ctx context.Context, cfg Config) ([]Server, error) {
 	profs, err := cfg.profiles()
 	if err != nil {

@@ -268,6 +268,7 @@ func TestServerOptionReachesServer(t *testing.T) {
 	for _, ok := range []Config{
 		{},
 		{ServerOptions: []string{"innodb:max-connections=77"}},
+		{ServerOptions: []string{"max_connections=77"}},        // the server's other spelling
 		{ServerOptions: []string{"rocksdb:max-connections=5"}}, // another profile's
 		{Port: srvs[0].Port},
 	} {

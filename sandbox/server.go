@@ -106,10 +106,9 @@ func (s Server) writeState() error {
 	return os.Rename(tmp, s.statePath())
 }
 
-// running reports whether the recorded process is alive and is the server
-// for this directory (a recycled pid belonging to another program is not).
 // runsAs checks that the running server s listens on port (0: any) and
-// was started with every one of opts (its command line holds them).
+// was started with every one of opts (its command line holds them; an
+// option's name matches with - or _ alike, as the server reads it).
 func (s Server) runsAs(port int, opts []string) error {
 	if port != 0 && s.Port != port {
 		return fmt.Errorf("sandbox: profile %s already runs on port %d (pid %d), not %d as --port asks; stop it first (tandem sandbox down %s) or leave --port out",
@@ -123,8 +122,11 @@ func (s Server) runsAs(port int, opts []string) error {
 		return fmt.Errorf("sandbox: profile %s (pid %d): reading its options: %w", s.Profile, s.PID, err)
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	for i := range args {
+		args[i] = optionSpelling(args[i])
+	}
 	for _, o := range opts {
-		if !slices.Contains(args, o) {
+		if !slices.Contains(args, optionSpelling(o)) {
 			return fmt.Errorf("sandbox: profile %s already runs (port %d, pid %d) without the server option %s; stop it first (tandem sandbox down %s) to start it with the option",
 				s.Profile, s.Port, s.PID, strings.TrimPrefix(o, "--"), s.Profile)
 		}
@@ -132,6 +134,19 @@ func (s Server) runsAs(port int, opts []string) error {
 	return nil
 }
 
+// optionSpelling is a server option as the server reads it: "_" and "-"
+// in its name alike.
+func optionSpelling(o string) string {
+	name, value, ok := strings.Cut(o, "=")
+	name = strings.ReplaceAll(name, "_", "-")
+	if !ok {
+		return name
+	}
+	return name + "=" + value
+}
+
+// running reports whether the recorded process is alive and is the server
+// for this directory (a recycled pid belonging to another program is not).
 func (s Server) running() bool {
 	if s.PID <= 0 {
 		return false

@@ -135,7 +135,23 @@ func newHelpCmd() *cobra.Command {
 			case len(rest) > 0 && cmd.HasSubCommands():
 				return unknownSubcommand(cmd, rest[0])
 			}
+			cmd.InitDefaultHelpFlag() // listed in the help, as with --help
+			cmd.InitDefaultVersionFlag()
 			return cmd.Help()
+		},
+		// "tandem help <TAB>" completes command names, as cobra's does.
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 	}
 }

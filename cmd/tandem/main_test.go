@@ -757,3 +757,16 @@ func TestSynthTimeTakesSysbenchSeconds(t *testing.T) {
 		}
 	}
 }
+
+// tandem help completes command names and lists --help, as cobra's own
+// help command did before Tandem's replaced it (to refuse unknown topics).
+func TestHelpCompletesAndListsHelpFlag(t *testing.T) {
+	out, _, code := run(t, nil, "__complete", "help", "sa")
+	if code != 0 || !strings.HasPrefix(out, "sandbox\tStart, show and stop") {
+		t.Errorf("__complete help sa: exit %d, %q; want sandbox", code, out)
+	}
+	out, _, code = run(t, nil, "help", "replay")
+	if code != 0 || !strings.Contains(out, "-h, --help") {
+		t.Errorf("help replay: exit %d, no -h, --help line in %q", code, out)
+	}
+}
