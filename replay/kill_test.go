@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,11 +45,9 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	capDir := synthCapture(t, "oltp_read_only", func(c *synth.Config) {
 		c.Threads, c.Events, c.Rate, c.Duration = 4, 0, 300, 3*time.Second
 	})
-	// Killed once it has run 300 executes: every session connected and
-	// prepared its statements before (they do so first), so each failure
-	// after is a statement's. (A fixed 0.8 s, on a loaded machine, once
-	// fell among the prepares: one failed prepare is no statement, and
-	// the sum below was off by one.)
+	// Killed once it has run 300 executes, wherever a loaded machine has
+	// the replay then (a fixed 0.8 s once came before most sessions had
+	// prepared their statements).
 	go func() {
 		watch, err := sql.Open("mysql", victims[0].DSN(""))
 		if err != nil {
@@ -67,7 +66,8 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	start := time.Now()
 	// Refused from the kill on: failed about a second later, well before
 	// the capture's 3 s end.
-	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.TargetTimeout = 1, time.Second }, ta, tb, tk)
+	runDir := filepath.Join(t.TempDir(), "run")
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.TargetTimeout, c.RunDir = 1, time.Second, runDir }, ta, tb, tk)
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("replay took %v after the kill", took)
 	}
@@ -86,13 +86,20 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	// those attempted after the kill failed (lost connection, then
 	// refused), and the comparison counts exactly those as unanswered: no
 	// server gave them an outcome, so they are not divergences.
+	// Read record by record from the run, and the report's counters said
+	// the same: a statement answered is a read or other, one unanswered is
+	// an error (as is a connect or prepare that failed: errors count every
+	// failed run of a command), one skipped is under its reason.
 	dk := rep.Divergences[1]
 	lost := rk.SkippedBy[store.SkipReasonText(store.SkipTrxFailed)]
 	after := rk.SkippedBy[store.SkipReasonText(store.SkipTargetFailed)]
-	if rk.Reads+rk.Other+rk.Errors+lost+after != ra.Reads+ra.Other || rk.FailedTransactions == 0 || lost == 0 || after == 0 {
-		t.Errorf("killed: r/o %d/%d answered, %d unanswered, %d skipped with %d transactions whose connection was lost, %d after it failed; want %d statements in all",
-			rk.Reads, rk.Other, rk.Errors, lost, rk.FailedTransactions, after, ra.Reads+ra.Other)
-		t.Logf("killed: skipped by %v; a: skipped by %v", rk.SkippedBy, ra.SkippedBy)
+	per := outcomesByKind(t, capDir, runDir, 2)
+	stmts := per["statement answered"] + per["statement unanswered"] + per["statement skipped: "+store.SkipReasonText(store.SkipTrxFailed)] + per["statement skipped: "+store.SkipReasonText(store.SkipTargetFailed)]
+	if stmts != ra.Reads+ra.Other || per["statement answered"] != rk.Reads+rk.Other || per["statement unanswered"]+per["command unanswered"] != rk.Errors ||
+		per["statement skipped: "+store.SkipReasonText(store.SkipTrxFailed)] != lost || per["statement skipped: "+store.SkipReasonText(store.SkipTargetFailed)] != after ||
+		rk.FailedTransactions == 0 || lost == 0 || after == 0 {
+		t.Errorf("killed: r/o %d/%d answered, %d unanswered, %d skipped with %d transactions whose connection was lost, %d after it failed; its %d statements (a's %d) record by record: %v",
+			rk.Reads, rk.Other, rk.Errors, lost, rk.FailedTransactions, after, stmts, ra.Reads+ra.Other, per)
 	}
 	if !strings.Contains(rk.Failed, "no connection could be made for") || !strings.Contains(rk.Failed, "--target-timeout 1s") {
 		t.Errorf("killed: failed %q, want no connection for longer than --target-timeout", rk.Failed)
@@ -115,4 +122,48 @@ func TestTargetKilledMidReplay(t *testing.T) {
 		t.Errorf("killed vs a: %d unanswered (errors %d), divergent %v, missing %d", dk.Unavailable, rk.Errors, dk.ByClass, dk.Missing)
 	}
 	t.Logf("killed target: %d of %d statements failed, %d failed connects; %d unanswered, divergences %v", rk.Errors, rk.Reads+rk.Other, rk.ConnectFailures, dk.Unavailable, dk.ByClass)
+}
+
+// outcomesByKind counts target k's outcomes in runDir by what their
+// records are (a statement: query or execute; else a command) and what
+// became of them.
+func outcomesByKind(t *testing.T, capDir, runDir string, k int) map[string]int64 {
+	t.Helper()
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stmt := map[uint64]bool{}
+	for rec, err := range r.Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmt[rec.Seq] = rec.Kind == store.KindQuery || rec.Kind == store.KindExecute
+	}
+	rr, err := store.OpenRun(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	out := map[string]int64{}
+	for o, err := range rr.Outcomes(0, k) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		what := "command"
+		if seq, _ := store.SplitOutcomeSeq(o.Seq); stmt[seq] {
+			what = "statement"
+		}
+		switch {
+		case o.Flags&store.OutcomeSkipped != 0:
+			what += " skipped: " + store.SkipReasonText(o.SkipReason)
+		case o.Flags&store.OutcomeClientError != 0:
+			what += " unanswered"
+		default:
+			what += " answered"
+		}
+		out[what]++
+	}
+	return out
 }
