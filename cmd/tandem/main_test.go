@@ -153,6 +153,7 @@ func TestCLIErrors(t *testing.T) {
 		{"replay blank engine", nil, []string{"replay", synthCap, "--target", "x=root@tcp(127.0.0.1:1)/db,engine="}, "engine= names no engine"},
 		// --loop 1 (the default) given was refused as if no --loop came.
 		{"sweep loop 1", nil, []string{"sweep", synthCap, "--loop", "1", "--metrics-addr", "off", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "target x: cannot query 127.0.0.1:1"},
+		{"sweep in its own words", nil, []string{"sweep", synthCap, "--loop", "1", "--order", "bogus", "--metrics-addr", "off", "--target", "x=root@tcp(127.0.0.1:1)/db"}, `tandem: sweep: --order "bogus": want capture or none`},
 		{"sweep no length", nil, []string{"sweep", synthCap, "--target", "x=root@tcp(127.0.0.1:1)/db"}, "give --duration D (each point loops the capture that long) or --loop N"},
 		{"sweep zero duration", nil, []string{"sweep", synthCap, "--duration", "0s", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--duration 0s: want how long each point runs, more than 0"},
 		{"replay loop 0", nil, []string{"replay", synthCap, "--loop", "0", "--target", "x=root@tcp(127.0.0.1:1)/db"}, "--loop 0: want 1 or more"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,9 +124,9 @@ the sweep; 130: interrupted) work as in 'tandem replay'.`,
 					return err
 				}
 			}
-			return runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (replay.Result, error) {
+			return sweepWords(runReplay(c, &cfg, metricsAddr, linger, asJSON, func(cfg replay.Config) (replay.Result, error) {
 				return replay.RunSweep(c.Context(), cfg, sw, c.ErrOrStderr())
-			})
+			}))
 		},
 	}
 	f := cmd.Flags()
@@ -155,3 +156,22 @@ the sweep; 130: interrupted) work as in 'tandem replay'.`,
 	prep.AutoInc, prep.CreateSecondary, prep.Seed = true, true, 1 // as tandem prepare's defaults
 	return cmd
 }
+
+// sweepWords puts an error from the replay library, which a sweep runs,
+// in the sweep's words: "replay: --order ..." read as if another command
+// had failed.
+func sweepWords(err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "replay: ") {
+		return err
+	}
+	return renamed{"sweep: " + strings.TrimPrefix(err.Error(), "replay: "), err}
+}
+
+// renamed is err with another message; errors.Is and As still see err.
+type renamed struct {
+	msg string
+	err error
+}
+
+func (r renamed) Error() string { return r.msg }
+func (r renamed) Unwrap() error { return r.err }
