@@ -248,11 +248,12 @@ func (s Source) Stop() string {
 
 // Applying lists db's server's replication connections whose SQL thread
 // runs (MariaDB's SHOW ALL SLAVES STATUS; MySQL's SHOW REPLICA STATUS,
-// or SHOW SLAVE STATUS before 8.0.22). known is false when the server
-// would not say: the account lacks the privilege to ask, or the server
-// knows none of the three.
-func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err error) {
+// or SHOW SLAVE STATUS before 8.0.22): none when the server would not
+// say (the account lacks the privilege to ask, or the server knows none
+// of the three).
+func Applying(ctx context.Context, db *sql.DB) ([]Source, error) {
 	var rows []map[string]string
+	var err error
 	shows := []string{"SHOW ALL SLAVES STATUS", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS"}
 	var me *mysql.MySQLError
 	i := 0
@@ -265,11 +266,11 @@ func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err e
 	}
 	switch {
 	case i == len(shows):
-		return nil, false, nil
+		return nil, nil
 	case errors.As(err, &me) && (me.Number == 1227 || me.Number == 1142):
-		return nil, false, nil // access denied: cannot tell
+		return nil, nil // access denied: cannot tell
 	case err != nil:
-		return nil, false, err
+		return nil, err
 	}
 	pick := func(r map[string]string, names ...string) string {
 		for _, n := range names {
@@ -279,6 +280,7 @@ func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err e
 		}
 		return ""
 	}
+	var srcs []Source
 	for _, r := range rows {
 		if pick(r, "Slave_SQL_Running", "Replica_SQL_Running") != "Yes" {
 			continue
@@ -286,7 +288,7 @@ func Applying(ctx context.Context, db *sql.DB) (srcs []Source, known bool, err e
 		srcs = append(srcs, Source{Connection: pick(r, "Connection_name", "Channel_Name", "Channel_name"),
 			Host: pick(r, "Master_Host", "Source_Host"), Port: pick(r, "Master_Port", "Source_Port"), MariaDB: i == 0})
 	}
-	return srcs, true, nil
+	return srcs, nil
 }
 
 // showRows returns every row of a SHOW statement, by column name.

@@ -94,9 +94,10 @@ func checkAligned(ctx context.Context, cfg *Config, r *store.Reader, infos []sto
 // replication's mix, and every verdict there compares that mixture. (A
 // replica held by 'tandem align --hold' receives without applying; one
 // aligned has its replication stopped.) An account that may not ask is
-// not refused. what names the target in the message ("target", "shadow").
+// not refused. what names the target in the message: "target" (replay's,
+// which 'tandem align' can stop at a capture's start) or "shadow".
 func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sql.DB) error {
-	srcs, _, err := gtid.Applying(ctx, db)
+	srcs, err := gtid.Applying(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%s %s: reading its replication state: %w", what, t.Name, err)
 	}
@@ -104,7 +105,7 @@ func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sq
 		return nil
 	}
 	var from, stop []string
-	alignable := true
+	alignable := what == "target" // a shadow's capture is yet to come
 	for _, s := range srcs {
 		from = append(from, s.String())
 		stop = append(stop, s.Stop())
