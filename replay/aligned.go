@@ -3,10 +3,12 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/gtid"
 	"github.com/tandemdb/tandem/serverlog"
@@ -117,6 +119,25 @@ func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sq
 	}
 	return fmt.Errorf("%s %s is a replica applying the changes of %s as they come (its SQL thread runs): its rows would change under the replay and mix with replay's writes, and no verdict there would be the engine's. %s",
 		what, t.Name, strings.Join(from, ", "), strings.ToUpper(fix[:1])+fix[1:])
+}
+
+// CheckWritable refuses a target whose server refuses this account's
+// writes because it is read-only (@@read_only, MySQL's super_read_only;
+// a replica stopped by 'tandem align' keeps it): each write would fail
+// with 1290, fast, and that failure be timed and compared as the
+// engine's answer. The probe is a DELETE of no row from a table of a
+// schema that does not exist: a read-only server refuses it for that
+// before it looks for the table (1290), any other answers that the
+// table is not there; nothing is written either way. what names the
+// target in the message ("target", "shadow").
+func CheckWritable(ctx context.Context, what string, t targets.Target, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, "DELETE FROM tandem_no_such_schema.tandem_read_only_probe WHERE 1=0")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1290 {
+		return nil
+	}
+	return fmt.Errorf("%s %s refuses this account's writes: the server is read-only (%s); every write the capture holds would fail there and its failure be compared and timed as the engine's answer. Turn it off on that server (SET GLOBAL read_only = OFF: a replica stopped by 'tandem align' keeps it on), or connect as an account that may write on a read-only server (MariaDB: the READ ONLY ADMIN privilege)",
+		what, t.Name, me.Message)
 }
 
 // positionOf reads t's GTID position against want, and the mark of an

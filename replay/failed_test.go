@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sandbox"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
 )
 
 // failureTables makes t1..t4, one row each, on db.
@@ -240,5 +243,44 @@ func TestExecuteAfterAFailedPrepareIsTheTargetsFailure(t *testing.T) {
 	if r.Failed != "" || r.Reads != 3 || r.Errors != 3 || fmt.Sprint(r.ErrorCodes) != "map[1226:3]" || r.Skipped != 0 || len(r.SkippedBy) != 0 {
 		t.Errorf("one: failed %q, %d reads, %d errors %v, skipped %v; want 3 reads (SELECT 1 and 3, the execute), the connect, prepare and execute of session 2 failed (1226), nothing skipped",
 			r.Failed, r.Reads, r.Errors, r.ErrorCodes, r.SkippedBy)
+	}
+}
+
+// A target whose server is read-only for the replay's account (a replica
+// stopped by tandem align keeps read_only) is refused when the capture
+// changes something: each write failed there with 1290, fast, and was
+// timed and compared as the engine's answer (200 of 200 writes, exit 0).
+// A read-only capture replays there, and so does an account the server
+// lets write (root: READ ONLY ADMIN).
+func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	srvs, err := sandbox.Up(ctx, sandbox.Config{Dir: dir, Profiles: []string{"innodb"}}) // its own: read_only is global
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sandbox.Down(context.Background(), dir, nil, true) })
+	root, err := sql.Open("mysql", srvs[0].DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	exec(t, root, "CREATE DATABASE app", "CREATE USER app@'127.0.0.1'", "GRANT ALL ON app.* TO app@'127.0.0.1'")
+	asRoot := tgt(t, "root", srvs[0].DSN("app"), "")
+	prepared(t, 1, 100, asRoot)
+	exec(t, root, "SET GLOBAL read_only = ON")
+	asApp := tgt(t, "app", strings.Replace(srvs[0].DSN("app"), "root@", "app@", 1), "")
+
+	writes := synthCapture(t, "oltp_read_write", func(c *synth.Config) { c.Tables, c.TableSize, c.Events = 1, 100, 20 })
+	_, err = Run(ctx, Config{Capture: writes, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{asApp}}, nil)
+	if want := "replay: target app refuses this account's writes: the server is read-only ("; err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "SET GLOBAL read_only = OFF") {
+		t.Errorf("writes onto a read-only target: %v; want %q…", err, want)
+	}
+	reads := synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Tables, c.TableSize, c.Events = 1, 100, 20 })
+	if r := replayRun(t, reads, nil, asApp).Targets[0]; r.Errors != 0 || r.Reads != 20*14 {
+		t.Errorf("reads onto a read-only target: %d errors, %d reads; want 0 and %d", r.Errors, r.Reads, 20*14)
+	}
+	if r := replayRun(t, writes, nil, asRoot).Targets[0]; r.Errors != 0 || r.Writes != 20*4 {
+		t.Errorf("writes as root onto a read-only server: %d errors, %d writes; want 0 and %d", r.Errors, r.Writes, 20*4)
 	}
 }

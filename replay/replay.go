@@ -477,6 +477,22 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		return Result{}, err
 	}
+	if !followed && !nothingToOrder(x, false) {
+		// A capture that changes something, on a target that refuses
+		// this account's writes (a shadow's is checked before its
+		// capture began: shadow.Config.Targets).
+		for _, t := range cfg.Targets {
+			db, err := t.Open()
+			if err != nil {
+				return Result{}, err
+			}
+			err = CheckWritable(ctx, "target", t, db)
+			db.Close()
+			if err != nil {
+				return Result{}, fmt.Errorf("replay: %w", err)
+			}
+		}
+	}
 	if _, closed := r.Summary(); !closed && !followed {
 		notes = append(notes, fmt.Sprintf("the capture was not closed cleanly (its writer crashed, was killed, or still runs): it was replayed up to its last record (seq %d); records after it may have been lost without a trace", x.lost.Last()))
 	}

@@ -146,6 +146,11 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 				err = fmt.Errorf("%w; or give --shadow-replicas (the shadows are then brought to the capture's start and detached) or --shadow-mode read-only", err)
 			}
 		}
+		if err == nil && cfg.Mode == All {
+			if err = replay.CheckWritable(ctx, "shadow", t, db); err != nil {
+				err = fmt.Errorf("%w; or give --shadow-mode read-only (no writes sent)", err)
+			}
+		}
 		db.Close()
 		if err != nil {
 			return nil, err

@@ -272,7 +272,7 @@ func TestProductionPathWithStartAndEndPoints(t *testing.T) {
 	// Without --shadow-replicas, the live replica is refused as a shadow
 	// before the capture is made: it would apply the primary's changes
 	// and the shadow's replay of them too.
-	_, stderr, code = run(t, nil, "proxy", "--listen", freeAddr(t), "--backend", "127.0.0.1:"+port("PRIMARY"), "--capture", shadowCap, "--metrics-addr", "off", "--shadow", replicas[0])
+	_, stderr, code = runRefused(t, "proxy", "--listen", freeAddr(t), "--backend", "127.0.0.1:"+port("PRIMARY"), "--capture", shadowCap, "--metrics-addr", "off", "--shadow", replicas[0])
 	if want := "shadow innodb is a replica applying the changes of 127.0.0.1:" + port("PRIMARY") + " as they come"; code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "give --shadow-replicas") {
 		t.Errorf("proxy --shadow on a live replica: exit %d, %q; want 1 and %q", code, stderr, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -625,5 +626,34 @@ func TestShadowFailedWriteCountsLaterReadsApart(t *testing.T) {
 	// tally named the three reads not-replayed).
 	if out := r.out.w.(*strings.Builder).String(); !strings.Contains(out, "divergent error-vs-ok=1, counted apart after-failed-transaction=3") {
 		t.Errorf("the shadow's closing line: %s", out)
+	}
+}
+
+// A shadow that would get writes on a server read-only for its account
+// is refused before the capture is made (each write would fail with 1290
+// and be compared as the engine's answer); read-only mode sends it none
+// and is let through.
+func TestReadOnlyServerIsRefusedAsAWrittenShadow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB servers; skipped with -short")
+	}
+	t.Parallel()
+	inno := sandboxtest.Server(t, "innodb")
+	srv, _ := ownServer(t)
+	rootSQL(t, srv.Port, "CREATE DATABASE shop; CREATE USER app@'127.0.0.1'; GRANT ALL ON shop.* TO app@'127.0.0.1'; SET GLOBAL read_only = ON")
+	shadow := "ro=" + strings.Replace(srv.DSN("shop"), "root@", "app@", 1)
+	capDir := filepath.Join(t.TempDir(), "capture")
+	_, stderr, code := runRefused(t, "proxy", "--listen", freeAddr(t), "--backend", inno.Addr(), "--capture", capDir, "--metrics-addr", "off", "--shadow", shadow)
+	if want := "shadow ro refuses this account's writes: the server is read-only ("; code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "or give --shadow-mode read-only") {
+		t.Errorf("proxy --shadow on a read-only server: exit %d, %q; want 1 and %q", code, stderr, want)
+	}
+	if _, err := os.Stat(capDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused proxy left %s: %v", capDir, err)
+	}
+	_, primary := inno.FreshDB(t)
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", shadow, "--shadow-mode", "read-only")
+	reps := r.stop("ro")
+	if reps["ro"].Failed != "" {
+		t.Errorf("a read-only shadow on a read-only server: failed %q", reps["ro"].Failed)
 	}
 }
