@@ -131,7 +131,27 @@ func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sq
 // table is not there; nothing is written either way. what names the
 // target in the message ("target", "shadow").
 func CheckWritable(ctx context.Context, what string, t targets.Target, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, "DELETE FROM tandem_no_such_schema.tandem_read_only_probe WHERE 1=0")
+	// The session itself may be read-only: the DSN's transaction_read_only
+	// (MariaDB before 11.1, MySQL before 8.0.3: tx_read_only), whose
+	// refusal (1792) comes only once a write touches a table. One
+	// connection for both questions: the session variable is the DSN's.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, t.Name, err)
+	}
+	defer conn.Close()
+	for _, v := range []string{"transaction_read_only", "tx_read_only"} {
+		var ro sql.NullInt64
+		if conn.QueryRowContext(ctx, "SELECT @@session."+v).Scan(&ro) != nil {
+			continue // unknown here (1193): the other name
+		}
+		if ro.Int64 == 1 {
+			return fmt.Errorf("%s %s refuses writes: its session is read-only (%s=1, from its DSN or the server's default); every write the capture holds would fail there (1792) and its failure be compared and timed as the engine's answer. Leave %s out of the DSN, or set it to 0",
+				what, t.Name, v, v)
+		}
+		break
+	}
+	_, err = conn.ExecContext(ctx, "DELETE FROM tandem_no_such_schema.tandem_read_only_probe WHERE 1=0")
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1290 {
 		return nil

@@ -268,10 +268,17 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 	exec(t, root, "CREATE DATABASE app", "CREATE USER app@'127.0.0.1'", "GRANT ALL ON app.* TO app@'127.0.0.1'")
 	asRoot := tgt(t, "root", srvs[0].DSN("app"), "")
 	prepared(t, 1, 100, asRoot)
+	writes := synthCapture(t, "oltp_read_write", func(c *synth.Config) { c.Tables, c.TableSize, c.Events = 1, 100, 20 })
+	// A read-only session (the DSN's tx_read_only), on a server that is
+	// not: its writes would fail with 1792.
+	roSession := tgt(t, "rosession", srvs[0].DSN("app")+"?tx_read_only=1", "")
+	_, err = Run(ctx, Config{Capture: writes, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{roSession}}, nil)
+	if want := "replay: target rosession refuses writes: its session is read-only (tx_read_only=1, "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("writes in a read-only session: %v; want %q…", err, want)
+	}
 	exec(t, root, "SET GLOBAL read_only = ON")
 	asApp := tgt(t, "app", strings.Replace(srvs[0].DSN("app"), "root@", "app@", 1), "")
 
-	writes := synthCapture(t, "oltp_read_write", func(c *synth.Config) { c.Tables, c.TableSize, c.Events = 1, 100, 20 })
 	_, err = Run(ctx, Config{Capture: writes, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{asApp}}, nil)
 	if want := "replay: target app refuses this account's writes: the server is read-only ("; err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "SET GLOBAL read_only = OFF") {
 		t.Errorf("writes onto a read-only target: %v; want %q…", err, want)
@@ -284,3 +291,4 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 		t.Errorf("writes as root onto a read-only server: %d errors, %d writes; want 0 and %d", r.Errors, r.Writes, 20*4)
 	}
 }
+

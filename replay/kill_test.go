@@ -48,20 +48,28 @@ func TestTargetKilledMidReplay(t *testing.T) {
 	// Killed once it has run 300 executes, wherever a loaded machine has
 	// the replay then (a fixed 0.8 s once came before most sessions had
 	// prepared their statements).
+	// The watcher ends with the test (it must not signal a pid the
+	// sandbox's cleanup has stopped and the system may have reused).
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	t.Cleanup(func() { stopWatch(); <-watched })
 	go func() {
+		defer close(watched)
 		watch, err := sql.Open("mysql", victims[0].DSN(""))
 		if err != nil {
 			return
 		}
 		defer watch.Close()
-		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && wctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
 			var name string
 			var n int
-			if watch.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'").Scan(&name, &n); n >= 300 {
+			if err := watch.QueryRowContext(wctx, "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'").Scan(&name, &n); err == nil && n >= 300 {
 				break
 			}
 		}
-		syscall.Kill(victims[0].PID, syscall.SIGKILL)
+		if wctx.Err() == nil {
+			syscall.Kill(victims[0].PID, syscall.SIGKILL)
+		}
 	}()
 	start := time.Now()
 	// Refused from the kill on: failed about a second later, well before
