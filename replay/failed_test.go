@@ -292,3 +292,27 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 	}
 }
 
+// An execute of a statement whose prepare the capture holds truncated
+// (past --max-record-bytes) is skipped as truncated, not as "prepared
+// before the capture began"; regrouped (--concurrency), where the
+// truncated text was prepared and run, it is not run either.
+func TestExecuteOfATruncatedPrepareIsNotRun(t *testing.T) {
+	_, tb, _, _ := twoInnoDB(t)
+	now := time.Now()
+	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
+		{Session: 1, Start: at(1), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 1 FROM DUAL WHERE 1 IN (1, 2, 3, 4", Flags: store.FlagTruncated},
+		{Session: 1, Start: at(2), Kind: store.KindExecute, StmtID: 1},
+		{Session: 1, Start: at(3), Kind: store.KindQuery, SQL: "SELECT 2"},
+		{Session: 1, Start: at(4), Kind: store.KindQuit},
+	})
+	r := replayRun(t, capDir, nil, tb).Targets[0]
+	if fmt.Sprint(r.SkippedBy) != fmt.Sprintf("map[%s:1]", store.SkipReasonText(store.SkipTruncated)) || r.Reads != 1 || r.Errors != 0 {
+		t.Errorf("session replay: skipped %v, %d reads, %d errors; want the execute skipped as truncated (the prepare too, not a statement), SELECT 2 read", r.SkippedBy, r.Reads, r.Errors)
+	}
+	r = replayRun(t, capDir, func(c *Config) { c.Concurrency = 2 }, tb).Targets[0]
+	if r.Reads != 1 || r.Errors != 0 || r.Skipped != 1 {
+		t.Errorf("--concurrency 2: %d reads, %d errors, skipped %v; want the execute not run, SELECT 2 read", r.Reads, r.Errors, r.SkippedBy)
+	}
+}

@@ -294,7 +294,11 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 		return
 	case store.KindPrepare:
-		if rec.Resp.Kind != store.RespError {
+		switch {
+		case rec.Resp.Kind == store.RespError:
+		case unrunnablePrepare(rec) != 0:
+			delete(s.sqlOf, rec.StmtID) // its executes are skipped (a truncated text must not run)
+		default:
 			s.sqlOf[rec.StmtID] = rec.SQL
 		}
 		if info := an.Info(rec.SQL); info.PinsSession() {

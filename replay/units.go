@@ -155,7 +155,11 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		}
 		return done
 	case store.KindPrepare:
-		if rec.Resp.Kind != store.RespError {
+		switch {
+		case rec.Resp.Kind == store.RespError:
+		case unrunnablePrepare(rec) != 0:
+			delete(s.sqlOf, rec.StmtID) // its executes are skipped (a truncated text must not run)
+		default:
 			s.sqlOf[rec.StmtID] = rec.SQL
 		}
 		return nil

@@ -40,6 +40,9 @@ type worker struct {
 	sqlOf map[uint32]string
 	byID  map[uint32]*conn.Stmt
 	lost  map[uint32]bool
+	// unrunnable: statements whose prepare's text cannot run, with why
+	// (store.Skip*): their executes are skipped for that reason.
+	unrunnable map[uint32]byte
 	// --concurrency: this connection's statements by schema and SQL.
 	stmts     map[stmtKey]*conn.Stmt
 	regrouped bool
@@ -93,7 +96,7 @@ type worker struct {
 
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
-		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, stmts: map[stmtKey]*conn.Stmt{},
+		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
 		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
@@ -236,6 +239,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.byID, rec.StmtID)
 		delete(w.sqlOf, rec.StmtID)
 		delete(w.lost, rec.StmtID)
+		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
 		w.client, w.connOf = clientOf(rec), rec.ConnID
@@ -244,6 +248,9 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	case store.KindExecute:
 		if !w.resolve(j) {
+			if why := w.unrunnable[rec.StmtID]; why != 0 {
+				return skip(o, why) // its prepare's text: masked, truncated, not replayable
+			}
 			return skip(o, store.SkipUnknownStatement) // prepared before the capture began
 		}
 		if w.lost[rec.StmtID] {
@@ -305,6 +312,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		err = w.c.ResetConnection(ctx)
 		w.forgetStatements()
 		clear(w.sqlOf)
+		clear(w.unrunnable)
 		if err == nil && rec.Kind == store.KindChangeUser && rec.Schema != "" {
 			db := w.rn.schemaFor(rec.Schema)
 			if err = w.c.InitDB(ctx, db); err == nil {
@@ -377,11 +385,32 @@ var lifecycleInfo sqlinfo.Info
 // transaction): the session's executes of it prepare it again
 // (statement), and are not taken for executes of a statement prepared
 // before the capture began. A prepare whose text is masked, truncated or
-// not replayable is not kept: its executes stay unknown, not run.
+// not replayable is not kept: its executes are skipped for that reason.
 func (w *worker) notePrepare(rec *store.Record) {
-	if rec.Kind == store.KindPrepare && rec.Flags&(store.FlagMasked|store.FlagTruncated|store.FlagNotReplayable) == 0 {
-		w.sqlOf[rec.StmtID] = rec.SQL
+	if rec.Kind != store.KindPrepare {
+		return
 	}
+	if why := unrunnablePrepare(rec); why != 0 {
+		delete(w.sqlOf, rec.StmtID)
+		w.unrunnable[rec.StmtID] = why
+		return
+	}
+	delete(w.unrunnable, rec.StmtID)
+	w.sqlOf[rec.StmtID] = rec.SQL
+}
+
+// unrunnablePrepare says why a prepare's captured text cannot be run (a
+// store.Skip* reason, as for the prepare itself), 0 when it can.
+func unrunnablePrepare(rec *store.Record) byte {
+	switch {
+	case rec.Flags&store.FlagMasked != 0:
+		return store.SkipMasked
+	case rec.Flags&store.FlagTruncated != 0:
+		return store.SkipTruncated
+	case rec.Flags&store.FlagNotReplayable != 0:
+		return store.SkipNotReplayable
+	}
+	return 0
 }
 
 // resolve sets j's SQL and its analysis — a query's text, an execute's
