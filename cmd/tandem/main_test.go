@@ -35,6 +35,12 @@ func run(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(tandemBin, args...)
 	cmd.Env = append(os.Environ(), env...)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its stdout, stderr and exit status.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -54,20 +60,11 @@ func runRefused(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tandemBin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	out, errs, code := runCmd(t, exec.CommandContext(ctx, tandemBin, args...))
 	if ctx.Err() != nil {
-		t.Fatalf("tandem %s: still running after a minute, not refused\n%s%s", strings.Join(args, " "), out.String(), errb.String())
+		t.Fatalf("tandem %s: still running after a minute, not refused\n%s%s", strings.Join(args, " "), out, errs)
 	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return out, errs, code
 }
 
 func TestCLIErrors(t *testing.T) {
