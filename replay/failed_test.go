@@ -175,8 +175,7 @@ func TestTransactionThatFailsForGoodIsNeverCommittedInPart(t *testing.T) {
 // as a statement prepared before the capture began.
 func TestFailedTargetCountsOnlyStatements(t *testing.T) {
 	_, tb, _, _ := twoInnoDB(t)
-	now := time.Now()
-	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
 		{Session: 1, Start: at(1), Kind: store.KindQuery, SQL: "CREATE TABLE t (a INT"}, // b cannot set its engine: b fails
@@ -225,8 +224,7 @@ func TestExecuteAfterAFailedPrepareIsTheTargetsFailure(t *testing.T) {
 	exec(t, dba, "CREATE USER "+user+"@'127.0.0.1' WITH MAX_USER_CONNECTIONS 1", "GRANT ALL ON "+db+".* TO "+user+"@'127.0.0.1'")
 	t.Cleanup(func() { dba.Exec("DROP USER " + user + "@'127.0.0.1'") })
 	one := tgt(t, "one", strings.Replace(dsn, "root@", user+"@", 1), "")
-	now := time.Now()
-	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
 		{Session: 1, Start: at(1), Kind: store.KindQuery, SQL: "SELECT 1"},
@@ -298,8 +296,7 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 // truncated text was prepared and run, it is not run either.
 func TestExecuteOfATruncatedPrepareIsNotRun(t *testing.T) {
 	_, tb, _, _ := twoInnoDB(t)
-	now := time.Now()
-	at := func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
 		{Session: 1, Start: at(1), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 1 FROM DUAL WHERE 1 IN (1, 2, 3, 4", Flags: store.FlagTruncated},
@@ -315,4 +312,11 @@ func TestExecuteOfATruncatedPrepareIsNotRun(t *testing.T) {
 	if r.Reads != 1 || r.Errors != 0 || r.Skipped != 1 {
 		t.Errorf("--concurrency 2: %d reads, %d errors, skipped %v; want the execute not run, SELECT 2 read", r.Reads, r.Errors, r.SkippedBy)
 	}
+}
+
+// msClock returns times a number of milliseconds from now, for records
+// written by hand.
+func msClock() func(ms int) time.Time {
+	now := time.Now()
+	return func(ms int) time.Time { return now.Add(time.Duration(ms) * time.Millisecond) }
 }
