@@ -406,6 +406,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 
 	// Every target must be usable before any statement runs anywhere.
 	infos := make([]store.RunTarget, len(cfg.Targets))
+	// Whether each target refuses this account's writes, asked now on the
+	// open handle, refused once the capture is known to write (below).
+	readOnly := make([]error, len(cfg.Targets))
 	dbs := make([]*sql.DB, 0, len(cfg.Targets))
 	closeAll := func() {
 		for _, db := range dbs {
@@ -427,6 +430,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 			if err = CheckNotApplying(ctx, "target", t, db); err != nil {
 				err = fmt.Errorf("replay: %w", err)
 			}
+			readOnly[i] = CheckWritable(ctx, "target", t, db)
 		}
 		if err != nil {
 			closeAll()
@@ -477,20 +481,12 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		return Result{}, err
 	}
-	if !followed && !nothingToOrder(x, false) {
+	if !nothingToOrder(x, followed) {
 		// A capture that changes something, on a target that refuses
 		// this account's writes (a shadow's is checked before its
 		// capture began: shadow.Config.Targets).
-		for _, t := range cfg.Targets {
-			db, err := t.Open()
-			if err != nil {
-				return Result{}, err
-			}
-			err = CheckWritable(ctx, "target", t, db)
-			db.Close()
-			if err != nil {
-				return Result{}, fmt.Errorf("replay: %w", err)
-			}
+		if err := errors.Join(readOnly...); err != nil {
+			return Result{}, fmt.Errorf("replay: %w", err)
 		}
 	}
 	if _, closed := r.Summary(); !closed && !followed {
