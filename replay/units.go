@@ -21,6 +21,10 @@ type job struct {
 	sql  string
 	info *sqlinfo.Info
 	t    *order.Ticket // session mode: the record's place in the order
+	// unrunnable: an execute whose prepare's text cannot run (masked,
+	// truncated, not replayable; see unrunnablePrepare), the skip reason.
+	// Regrouping sets it: a regrouped worker never sees the prepare.
+	unrunnable byte
 }
 
 // setVar is one variable of a session's state: its latest assignment.
@@ -82,13 +86,15 @@ type clientFlags struct {
 
 // regroupSession is what regrouping tracks of a captured session.
 type regroupSession struct {
-	schema  string
-	sqlOf   map[uint32]string
-	sets    []setVar
-	version int
-	trx     sqlinfo.Trx // where its transactions open and end
-	client  clientFlags
-	open    *unit
+	schema string
+	sqlOf  map[uint32]string
+	// unrunnable: the statements whose prepare cannot run, and why.
+	unrunnable map[uint32]byte
+	sets       []setVar
+	version    int
+	trx        sqlinfo.Trx // where its transactions open and end
+	client     clientFlags
+	open       *unit
 }
 
 // regrouper turns records, in capture order, into units.
@@ -107,7 +113,7 @@ func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *
 func (g *regrouper) session(rec *store.Record) *regroupSession {
 	s := g.sessions[rec.Session]
 	if s == nil {
-		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, client: defaultClient}
+		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, unrunnable: map[uint32]byte{}, client: defaultClient}
 		g.sessions[rec.Session] = s
 	}
 	return s
@@ -147,6 +153,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 			s.schema = rec.Schema
 		}
 		s.sets, s.sqlOf = nil, map[uint32]string{}
+		clear(s.unrunnable)
 		s.trx.Reset()
 		s.version++
 		if s.open != nil {
@@ -155,10 +162,12 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		}
 		return done
 	case store.KindPrepare:
-		switch {
-		case rec.Resp.Kind == store.RespError:
-		case unrunnablePrepare(rec) != 0:
+		delete(s.unrunnable, rec.StmtID)
+		switch why := unrunnablePrepare(rec); {
+		case why != 0:
 			delete(s.sqlOf, rec.StmtID) // its executes are skipped (a truncated text must not run)
+			s.unrunnable[rec.StmtID] = why
+		case rec.Resp.Kind == store.RespError:
 		default:
 			s.sqlOf[rec.StmtID] = rec.SQL
 		}
@@ -195,6 +204,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		j.sql = rec.SQL
 	case store.KindExecute:
 		j.sql = s.sqlOf[rec.StmtID]
+		j.unrunnable = s.unrunnable[rec.StmtID]
 	}
 	j.info = g.an.Info(j.sql)
 	info := j.info

@@ -248,7 +248,11 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	case store.KindExecute:
 		if !w.resolve(j) {
-			if why := w.unrunnable[rec.StmtID]; why != 0 {
+			why := j.unrunnable // regrouped: the worker never saw the prepare
+			if why == 0 {
+				why = w.unrunnable[rec.StmtID]
+			}
+			if why != 0 {
 				return skip(o, why) // its prepare's text: masked, truncated, not replayable
 			}
 			return skip(o, store.SkipUnknownStatement) // prepared before the capture began
