@@ -346,7 +346,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		if sql == "" {
 			sql = w.sqlOf[rec.StmtID]
 		}
-		st, perr := w.statement(ctx, rec.StmtID, sql, w.regrouped)
+		st, _, perr := w.statement(ctx, rec.StmtID, sql, w.regrouped)
 		if perr == nil {
 			w.c.SendLongData(ctx, st, rec.ParamIndex, rec.Data)
 		}
@@ -364,11 +364,19 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 	case store.KindExecute:
 		var st *conn.Stmt
-		switch st, err = w.statement(ctx, rec.StmtID, sql, w.regrouped); {
-		case err != nil:
-		case rec.IsBulk():
+		var prepared bool
+		if st, prepared, err = w.statement(ctx, rec.StmtID, sql, w.regrouped); err != nil {
+			break // the prepare's failure is the execute's
+		}
+		if prepared {
+			// The prepare the target needed first (a regrouped
+			// connection's first use of the text, a reconnect) is not the
+			// execute's latency: the capture's execute had none.
+			start = time.Now()
+		}
+		if rec.IsBulk() {
 			err = w.c.BulkExecute(ctx, st, rec.Data, &w.res) // all its rows in one command, as captured
-		default:
+		} else {
 			err = w.c.Execute(ctx, st, rec.Params, rec.CursorType, &w.res)
 		}
 	}
@@ -489,27 +497,26 @@ type stmtKey struct{ schema, sql string }
 
 // statement returns the connection's statement for a captured statement
 // id (session mode) or for its SQL in the current schema (--concurrency),
-// preparing it if needed.
-func (w *worker) statement(ctx context.Context, id uint32, sql string, bySQL bool) (*conn.Stmt, error) {
+// preparing it if needed; prepared says it asked the target to.
+func (w *worker) statement(ctx context.Context, id uint32, sql string, bySQL bool) (st *conn.Stmt, prepared bool, err error) {
 	if !bySQL {
 		if st := w.byID[id]; st != nil {
-			return st, nil
+			return st, false, nil
 		}
 	}
 	key := stmtKey{w.schema, sql} // a struct: no string built per execute
 	if st := w.stmts[key]; st != nil {
-		return st, nil
+		return st, false, nil
 	}
-	st, err := w.c.Prepare(ctx, sql)
-	if err != nil {
-		return nil, err
+	if st, err = w.c.Prepare(ctx, sql); err != nil {
+		return nil, true, err
 	}
 	if bySQL {
 		w.stmts[key] = st
 	} else {
 		w.byID[id] = st // prepared again (after a reconnect, or a failed prepare)
 	}
-	return st, nil
+	return st, true, nil
 }
 
 // fill sets o from a response or an error; a broken connection is dropped.
