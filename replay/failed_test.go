@@ -228,12 +228,14 @@ func TestExecuteAfterAFailedPrepareIsTheTargetsFailure(t *testing.T) {
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app"},
 		{Session: 1, Start: at(1), Kind: store.KindQuery, SQL: "SELECT 1"},
-		{Session: 2, Start: at(100), Kind: store.KindConnect, User: "app"}, // session 1 holds the one connection
-		{Session: 2, Start: at(101), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 2"},
-		{Session: 2, Start: at(102), Kind: store.KindExecute, StmtID: 1},
-		{Session: 2, Start: at(103), Kind: store.KindQuit},
-		{Session: 1, Start: at(300), Kind: store.KindQuery, SQL: "SELECT 3"},
-		{Session: 1, Start: at(301), Kind: store.KindQuit},
+		// Session 1 holds the one connection; the margins are wide, for
+		// a loaded machine (session 1 connected first, not yet gone).
+		{Session: 2, Start: at(500), Kind: store.KindConnect, User: "app"},
+		{Session: 2, Start: at(501), Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT 2"},
+		{Session: 2, Start: at(502), Kind: store.KindExecute, StmtID: 1},
+		{Session: 2, Start: at(503), Kind: store.KindQuit},
+		{Session: 1, Start: at(1500), Kind: store.KindQuery, SQL: "SELECT 3"},
+		{Session: 1, Start: at(1501), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, one)
 	r := rep.Targets[0]
