@@ -287,6 +287,50 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 	if r := replayRun(t, reads, nil, asApp).Targets[0]; r.Errors != 0 || r.Reads != 20*14 {
 		t.Errorf("reads onto a read-only target: %d errors, %d reads; want 0 and %d", r.Errors, r.Reads, 20*14)
 	}
+	// Temporary tables, named locks, transactions of reads: a read-only
+	// server lets any account have them (the old check refused the
+	// capture).
+	at := msClock()
+	ok := store.Response{Kind: store.RespOK}
+	session := func(sqls ...string) string {
+		recs := []store.Record{{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "app", Resp: ok}}
+		for i, sql := range sqls {
+			recs = append(recs, store.Record{Session: 1, Start: at(1 + i), Kind: store.KindQuery, SQL: sql, Resp: ok})
+		}
+		return writeRecords(t, append(recs, store.Record{Session: 1, Start: at(1 + len(sqls)), Kind: store.KindQuit}))
+	}
+	noWrites := session(
+		"CREATE TEMPORARY TABLE scratch (id INT PRIMARY KEY, k INT)",
+		"INSERT INTO scratch SELECT id, k FROM sbtest1 WHERE id <= 10",
+		"UPDATE scratch SET k = k + 1",
+		"SELECT SUM(k) FROM scratch",
+		"BEGIN",
+		"SELECT k FROM sbtest1 WHERE id = 1",
+		"COMMIT",
+		"SELECT GET_LOCK('tandem_ro', 0)",
+		"SELECT RELEASE_LOCK('tandem_ro')",
+		"DROP TEMPORARY TABLE scratch")
+	if r := replayRun(t, noWrites, nil, asApp).Targets[0]; r.Errors != 0 || r.Reads+r.Writes+r.Other != 10 {
+		t.Errorf("temporary tables, named locks, a transaction of reads onto a read-only target: %d errors %v, %d statements; want 0 and 10", r.Errors, r.ErrorCodes, r.Reads+r.Writes+r.Other)
+	}
+	for what, capDir := range map[string]string{
+		// The server refuses these (1290).
+		"a locking read": session("SELECT k FROM sbtest1 WHERE id = 1 FOR UPDATE"),
+		"LOCK TABLES":    session("LOCK TABLES sbtest1 WRITE", "UNLOCK TABLES"),
+		"ANALYZE TABLE":  session("ANALYZE TABLE sbtest1"),
+		// The table of that name, once its temporary one is dropped, is
+		// the permanent one.
+		"a write after its temporary table": session(
+			"CREATE TEMPORARY TABLE sbtest1 (id INT PRIMARY KEY, k INT)",
+			"INSERT INTO sbtest1 VALUES (1, 1)",
+			"DROP TEMPORARY TABLE sbtest1",
+			"UPDATE sbtest1 SET k = k + 1 WHERE id = 1"),
+	} {
+		_, err = Run(ctx, Config{Capture: capDir, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{asApp}}, nil)
+		if want := "replay: target app refuses this account's writes: the server is read-only ("; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s onto a read-only target: %v; want %q…", what, err, want)
+		}
+	}
 	if r := replayRun(t, writes, nil, asRoot).Targets[0]; r.Errors != 0 || r.Writes != 20*4 {
 		t.Errorf("writes as root onto a read-only server: %d errors, %d writes; want 0 and %d", r.Errors, r.Writes, 20*4)
 	}

@@ -57,6 +57,12 @@ type captureIndex struct {
 	// unknown effect, one replay cannot run). Without one, --order
 	// capture has nothing to order (runner.ordered).
 	changes bool
+	// writes: some statement replay runs writes what a read-only server
+	// refuses (read_only, for an account without READ ONLY ADMIN): a
+	// table other than its session's temporary ones, DDL, a locking read,
+	// LOCK TABLES, or what the analysis cannot tell. Named locks,
+	// transactions and temporary tables are changes, not such writes.
+	writes bool
 	// schemaChanges: some statement may change what a table is (DDL, a
 	// statement replay cannot analyse, an execute of one prepared before
 	// the capture): the tables' views, triggers and keys read at the
@@ -87,8 +93,11 @@ type scanSession struct {
 	trx      sqlinfo.Trx     // where its transactions open and end
 	writes   map[string]bool // tables its open transaction wrote: true if it deleted rows of one
 	lostData map[uint32]bool // statements whose long data the capture cut
-	unknown  bool
-	conn     uint32 // the connection id the captured server gave it
+	// temp: the temporary tables it created (schema.name), which a
+	// read-only server lets it write.
+	temp    map[string]bool
+	unknown bool
+	conn    uint32 // the connection id the captured server gave it
 	// changedAt: when its open transaction's first change (a write, a
 	// locking read) started (ns; 0: none yet).
 	changedAt int64
@@ -244,7 +253,7 @@ func (sc *scanner) add(rec *store.Record) {
 	x.sessionsBy.Add(rec)
 	s := sc.sessions[rec.Session]
 	if s == nil {
-		s = &scanSession{sqlOf: map[uint32]string{}, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}}
+		s = &scanSession{sqlOf: map[uint32]string{}, schema: rec.Schema, writes: map[string]bool{}, lostData: map[uint32]bool{}, temp: map[string]bool{}}
 		sc.sessions[rec.Session] = s
 	}
 	start, end := rec.Start.UnixNano(), rec.Start.UnixNano()+int64(rec.Duration)
@@ -289,6 +298,7 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 		if rec.Kind == store.KindChangeUser {
 			s.sqlOf = map[uint32]string{}
+			clear(s.temp)
 			s.rollback()
 			s.trx.Reset()
 		}
@@ -317,6 +327,7 @@ func (sc *scanner) add(rec *store.Record) {
 	case store.KindResetConnection:
 		s.cs.Reset()
 		s.sqlOf = map[uint32]string{}
+		clear(s.temp)
 		s.rollback()
 		s.trx.Reset()
 		return
@@ -345,6 +356,7 @@ func (sc *scanner) add(rec *store.Record) {
 		// replay's worker takes it for a change (trxChanges).
 		x.changes = x.changes || rec.Kind == store.KindExecute || an.Info(sql).Changes()
 		x.schemaChanges = x.schemaChanges || rec.Kind == store.KindExecute || mayChangeSchema(an.Info(sql))
+		x.writes = x.writes || rec.Kind == store.KindExecute // it runs: what it writes is not known
 		return
 	}
 	// Names in the statement are in the session's character set; the
@@ -417,6 +429,19 @@ func (sc *scanner) add(rec *store.Record) {
 		rec.Kind == store.KindExecute && s.lostData[rec.StmtID]
 	if rec.Kind == store.KindExecute {
 		delete(s.lostData, rec.StmtID)
+	}
+	if !x.writes && !skippedByReplay {
+		x.writes = s.writesPermanent(info)
+	}
+	if !failed && info.TempTable {
+		for _, t := range qualify(info.Created, s.schema, nil) {
+			s.temp[t] = true
+		}
+	}
+	if !failed && info.Verb == "DROP" && len(s.temp) > 0 {
+		for _, t := range qualify(info.Writes, s.schema, nil) {
+			delete(s.temp, t) // DROP [TEMPORARY] TABLE drops the temporary one first
+		}
 	}
 	if !failed {
 		switch {
@@ -504,6 +529,33 @@ func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int
 }
 
 // rollback forgets the session's open transaction's writes.
+// writesPermanent reports whether the statement writes what a read-only
+// server refuses (captureIndex.writes).
+func (s *scanSession) writesPermanent(info *sqlinfo.Info) bool {
+	switch {
+	case info.WritesUnknown, info.Unanalysable && info.Class != sqlinfo.ClassRead:
+		return true
+	case info.LockingRead, info.LockTables:
+		// MariaDB 10.11 refuses FOR UPDATE and LOCK TABLES … WRITE (not
+		// LOCK IN SHARE MODE, nor … READ); both are refused here.
+		return true
+	case info.TempTable: // CREATE TEMPORARY TABLE [… SELECT]
+		return false
+	case len(info.Writes) > 0:
+		for _, t := range qualify(info.Writes, s.schema, nil) {
+			if !s.temp[t] {
+				return true
+			}
+		}
+		return false // its session's temporary tables only
+	}
+	switch info.Verb {
+	case "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE", "ANALYZE", "OPTIMIZE", "REPAIR":
+		return true // of a database, a view, a user …; table maintenance
+	}
+	return info.Class == sqlinfo.ClassWrite
+}
+
 func (s *scanSession) rollback() {
 	s.unknown, s.changedAt = false, 0
 	clear(s.writes)
