@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +66,16 @@ func slowPrepares(t *testing.T, addr, text string, d time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -77,7 +87,9 @@ func slowPrepares(t *testing.T, addr, text string, d time.Duration) string {
 				c.Close()
 				continue
 			}
-			t.Cleanup(func() { c.Close(); s.Close() })
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
 			go io.Copy(c, s)
 			go func() {
 				defer s.Close()

@@ -262,6 +262,10 @@ func (sc *scanner) add(rec *store.Record) {
 		// table may differ from the capture's.
 		x.changes = true
 		x.schemaChanges = true
+		// An execute of a prepare that failed in the capture runs all the
+		// same (the session's worker prepares it again), writing who knows
+		// what.
+		x.writes = x.writes || rec.Kind == store.KindExecute
 		if capture.MayHaveWritten(rec) {
 			x.gaps.Add(rec.Session, start, []string{compare.AnyTable})
 			x.writers.Add(compare.AnyTable, rec.Session)
@@ -289,6 +293,7 @@ func (sc *scanner) add(rec *store.Record) {
 	case store.KindConnect, store.KindInitDB, store.KindChangeUser:
 		if rec.Kind == store.KindConnect {
 			s.conn = rec.ConnID
+			clear(s.temp) // a new connection (replay's reconnects too)
 		}
 		if rec.Resp.Kind != store.RespError {
 			if rec.Kind != store.KindInitDB {
@@ -356,7 +361,10 @@ func (sc *scanner) add(rec *store.Record) {
 		// replay's worker takes it for a change (trxChanges).
 		x.changes = x.changes || rec.Kind == store.KindExecute || an.Info(sql).Changes()
 		x.schemaChanges = x.schemaChanges || rec.Kind == store.KindExecute || mayChangeSchema(an.Info(sql))
-		x.writes = x.writes || rec.Kind == store.KindExecute // it runs: what it writes is not known
+		// What it writes is not known (replay skips an execute of a
+		// statement prepared before the capture: counting it errs on the
+		// safe side).
+		x.writes = x.writes || rec.Kind == store.KindExecute
 		return
 	}
 	// Names in the statement are in the session's character set; the
@@ -416,7 +424,7 @@ func (sc *scanner) add(rec *store.Record) {
 				sc.created[t] = false
 			}
 		}
-		if info.Verb == "DROP" {
+		if info.Verb == "DROP" && !info.TempTable { // DROP TEMPORARY leaves a table of that name
 			for _, t := range qualify(info.Writes, s.schema, nil) {
 				if sc.created[t] {
 					sc.created[t] = false // the traffic dropped it again
@@ -433,7 +441,7 @@ func (sc *scanner) add(rec *store.Record) {
 	if !x.writes && !skippedByReplay {
 		x.writes = s.writesPermanent(info)
 	}
-	if !failed && info.TempTable {
+	if !failed && !skippedByReplay && info.TempTable {
 		for _, t := range qualify(info.Created, s.schema, nil) {
 			s.temp[t] = true
 		}
@@ -528,18 +536,22 @@ func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int
 	s.rollback()
 }
 
-// rollback forgets the session's open transaction's writes.
 // writesPermanent reports whether the statement writes what a read-only
 // server refuses (captureIndex.writes).
 func (s *scanSession) writesPermanent(info *sqlinfo.Info) bool {
 	switch {
 	case info.WritesUnknown, info.Unanalysable && info.Class != sqlinfo.ClassRead:
 		return true
-	case info.LockingRead, info.LockTables:
-		// MariaDB 10.11 refuses FOR UPDATE and LOCK TABLES … WRITE (not
-		// LOCK IN SHARE MODE, nor … READ); both are refused here.
+	case info.Statements > 1:
+		// Its flags may be any one statement's, its verb the first's:
+		// judged as a whole, it may write.
 		return true
-	case info.TempTable: // CREATE TEMPORARY TABLE [… SELECT]
+	case info.LockingRead, info.LockTables, info.SequenceWrite:
+		// MariaDB 10.11 refuses FOR UPDATE and LOCK TABLES … WRITE (not
+		// LOCK IN SHARE MODE, nor … READ; both are refused here), and
+		// NEXTVAL() and SETVAL().
+		return true
+	case info.TempTable: // CREATE TEMPORARY TABLE [… SELECT], DROP TEMPORARY TABLE
 		return false
 	case len(info.Writes) > 0:
 		for _, t := range qualify(info.Writes, s.schema, nil) {
@@ -556,6 +568,7 @@ func (s *scanSession) writesPermanent(info *sqlinfo.Info) bool {
 	return info.Class == sqlinfo.ClassWrite
 }
 
+// rollback forgets the session's open transaction's writes.
 func (s *scanSession) rollback() {
 	s.unknown, s.changedAt = false, 0
 	clear(s.writes)

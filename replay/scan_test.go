@@ -174,3 +174,67 @@ func TestScanTellsWhetherTheCaptureChangesAnything(t *testing.T) {
 		}
 	}
 }
+
+// What a read-only server refuses (captureIndex.writes, which decides
+// whether a read-only target is refused): writes to permanent tables, DDL,
+// locking reads, LOCK TABLES, table maintenance, what cannot be told; not
+// a session's temporary tables (followed through USE, DROP TEMPORARY,
+// a new connection), named locks, transactions of reads.
+func TestScanTellsWhetherTheCaptureWritesTables(t *testing.T) {
+	ok := store.Response{Kind: store.RespOK}
+	q := func(sql string) store.Record {
+		return store.Record{Session: 1, Kind: store.KindQuery, SQL: sql, Resp: ok}
+	}
+	temp := q("CREATE TEMPORARY TABLE tmp (id INT)")
+	for _, c := range []struct {
+		name string
+		recs []store.Record
+		want bool
+	}{
+		{"reads, a transaction, named locks", []store.Record{q("BEGIN"), q("SELECT c FROM sbtest1 WHERE id = 7"), q("COMMIT"),
+			q("SELECT GET_LOCK('x', 0)"), q("SELECT RELEASE_LOCK('x')")}, false},
+		{"a temporary table", []store.Record{q("DROP TEMPORARY TABLE IF EXISTS tmp"), temp, q("INSERT INTO tmp SELECT id FROM sbtest1"),
+			q("UPDATE s.tmp SET id = id + 1"), q("DROP TEMPORARY TABLE tmp")}, false},
+		{"a write", []store.Record{q("UPDATE sbtest1 SET k = k + 1 WHERE id = 7")}, true},
+		{"a write that failed in the capture", []store.Record{{Session: 1, Kind: store.KindQuery, SQL: "DELETE FROM sbtest1 WHERE id = 7",
+			Resp: store.Response{Kind: store.RespError, ErrCode: mysql.ER_LOCK_DEADLOCK}}}, true},
+		{"DDL", []store.Record{q("CREATE TABLE t2 (id INT PRIMARY KEY)")}, true},
+		{"CREATE DATABASE", []store.Record{q("CREATE DATABASE d2")}, true},
+		{"a locking read", []store.Record{q("SELECT c FROM sbtest1 WHERE id = 7 FOR UPDATE")}, true},
+		{"LOCK TABLES", []store.Record{q("LOCK TABLES sbtest1 WRITE"), q("UNLOCK TABLES")}, true},
+		{"ANALYZE TABLE", []store.Record{q("ANALYZE TABLE sbtest1")}, true},
+		{"a sequence's next value", []store.Record{q("SELECT NEXTVAL(sq)")}, true},
+		{"a sequence's next value, standard spelling", []store.Record{q("SELECT NEXT VALUE FOR sq")}, true},
+		{"a sequence's last value", []store.Record{q("SELECT LASTVAL(sq)")}, false},
+		{"several statements in one text", []store.Record{q("SELECT 1; CREATE DATABASE d2")}, true},
+		{"a temporary table and a write in one text", []store.Record{q("CREATE TEMPORARY TABLE tmp (id INT); INSERT INTO sbtest1 (k) VALUES (1)")}, true},
+		{"the temporary table's name in another schema", []store.Record{temp, q("USE other"), q("INSERT INTO tmp VALUES (1)")}, true},
+		{"the permanent table after DROP TEMPORARY", []store.Record{q("CREATE TEMPORARY TABLE sbtest1 (id INT)"), q("DROP TEMPORARY TABLE sbtest1"),
+			q("INSERT INTO sbtest1 (k) VALUES (1)")}, true},
+		{"after a reconnect", []store.Record{temp, {Session: 1, Kind: store.KindConnect, Schema: "s", Resp: ok}, q("INSERT INTO tmp VALUES (1)")}, true},
+		{"after a reset", []store.Record{temp, {Session: 1, Kind: store.KindResetConnection, Resp: ok}, q("INSERT INTO tmp VALUES (1)")}, true},
+		{"a temporary table the capture failed to create", []store.Record{{Session: 1, Kind: store.KindQuery, SQL: temp.SQL,
+			Resp: store.Response{Kind: store.RespError, ErrCode: mysql.ER_TABLE_EXISTS_ERROR}}, q("INSERT INTO tmp VALUES (1)")}, true},
+		{"a temporary table replay does not create (truncated)", []store.Record{{Session: 1, Kind: store.KindQuery, SQL: temp.SQL, Resp: ok,
+			Flags: store.FlagTruncated}, q("INSERT INTO tmp VALUES (1)")}, true},
+		{"an execute of a prepare that failed in the capture", []store.Record{
+			{Session: 1, Kind: store.KindPrepare, StmtID: 1, SQL: "INSERT INTO sbtest1 (k) VALUES (?)", Resp: store.Response{Kind: store.RespError, ErrCode: mysql.ER_NO_SUCH_TABLE}},
+			{Session: 1, Kind: store.KindExecute, StmtID: 1, Resp: ok}}, true},
+		{"an execute of a read", []store.Record{{Session: 1, Kind: store.KindPrepare, StmtID: 1, SQL: "SELECT c FROM sbtest1 WHERE id = ?", Resp: ok},
+			{Session: 1, Kind: store.KindExecute, StmtID: 1, Resp: store.Response{Kind: store.RespResultSet}}}, false},
+	} {
+		sc := newScanner(sqlinfo.NewAnalyzer())
+		recs := append([]store.Record{{Session: 1, Kind: store.KindConnect, Schema: "s", Resp: ok}}, c.recs...)
+		for i, r := range recs {
+			r.Seq, r.Start, r.Duration = uint64(i+1), time.Unix(1, 0).Add(time.Duration(i)*time.Millisecond), 100*time.Microsecond
+			if r.Schema == "" {
+				r.Schema = "s"
+			}
+			sc.add(&r)
+		}
+		sc.finish()
+		if sc.x.writes != c.want {
+			t.Errorf("%s: writes %v, want %v", c.name, sc.x.writes, c.want)
+		}
+	}
+}

@@ -116,10 +116,13 @@ type Info struct {
 	// (CALL, a statement the analysis could not read).
 	Reads, Writes []Table
 	WritesUnknown bool
-	// Session state that cannot move to another connection: CREATE
-	// TEMPORARY TABLE, LOCK TABLES, GET_LOCK(), a user variable assigned
-	// outside SET (SELECT @x := …, … INTO @x), SQL-level PREPARE.
+	// Session state that cannot move to another connection: CREATE or
+	// DROP TEMPORARY TABLE, LOCK TABLES, GET_LOCK(), a user variable
+	// assigned outside SET (SELECT @x := …, … INTO @x), SQL-level PREPARE.
 	TempTable, LockTables, NamedLock, UserVarAssign, SQLPrepare bool
+	// SequenceWrite: NEXTVAL(), SETVAL() or NEXT VALUE FOR advances a
+	// sequence (MariaDB): a write, which a read-only server refuses.
+	SequenceWrite bool
 	// Unanalysable: the TiDB parser could not read the statement (MariaDB
 	// syntax, or it failed); the lexer's answers stand.
 	Unanalysable bool
@@ -260,9 +263,9 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 				info.TableDDL = true
 			}
 		}
-		if verb == "CREATE" && containsWord(sql, st, 4, "TEMPORARY") {
+		if verb == "CREATE" && containsWord(sql, st, 4, "TEMPORARY") || verb == "DROP" && containsWord(sql, st, 2, "TEMPORARY") {
 			info.TempTable = true
-			info.ImplicitCommit = false // CREATE TEMPORARY TABLE does not commit
+			info.ImplicitCommit = false // CREATE and DROP TEMPORARY TABLE do not commit
 		}
 	case "LOCK":
 		info.LockTables, info.ImplicitCommit = true, true
@@ -309,12 +312,17 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 		switch {
 		case t.Kind == TokIdent && i+1 < len(st) && st[i+1].IsPunct(sql, "("):
 			name := strings.ToLower(t.Text(sql))
-			if name == "get_lock" {
+			switch name {
+			case "get_lock":
 				info.NamedLock = true
+			case "nextval", "setval":
+				info.SequenceWrite = true
 			}
 			if nondeterministicFuncs[name] {
 				info.Nondeterministic = true
 			}
+		case i+2 < len(st) && t.Is(sql, "NEXT") && st[i+1].Is(sql, "VALUE") && st[i+2].Is(sql, "FOR"):
+			info.SequenceWrite = true
 		case t.Kind == TokVariable:
 			if verb != "SET" {
 				info.Nondeterministic = true // depends on the session

@@ -83,6 +83,8 @@ func TestAnalyze(t *testing.T) {
 		{"ROLLBACK TO SAVEPOINT s1", facts{}},
 		{"CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB", facts{ddl: true, implicitCommit: true, reads: "t", writes: "t"}},
 		{"CREATE TEMPORARY TABLE tmp (id INT)", facts{ddl: true, reads: "tmp", writes: "tmp", pins: true}},
+		{"DROP TEMPORARY TABLE IF EXISTS tmp", facts{reads: "tmp", writes: "tmp", pins: true}},
+		{"DROP TABLE t", facts{implicitCommit: true, reads: "t", writes: "t"}},
 		{"/* app */ select 1", facts{class: ClassRead}},
 		{"LOCK TABLES t WRITE", facts{implicitCommit: true, reads: "t", pins: true}},
 		{"SELECT GET_LOCK('x', 1)", facts{class: ClassRead, nondet: true, pins: true}},

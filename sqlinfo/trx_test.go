@@ -22,7 +22,7 @@ func TestTrxFollowsTheServer(t *testing.T) {
 		{"rollback to savepoint stays open", []string{"BEGIN", "SAVEPOINT s", "UPDATE t SET a = 1", "ROLLBACK TO SAVEPOINT s", "COMMIT"}, "io i i i iC"},
 		{"begin commits the open one", []string{"BEGIN", "UPDATE t SET a = 1", "BEGIN", "COMMIT"}, "io i cio iC"},
 		{"ddl commits before it and runs alone", []string{"BEGIN", "UPDATE t SET a = 1", "CREATE TABLE u (a INT)", "UPDATE t SET a = 2"}, "io i c -"},
-		{"temporary table does not commit", []string{"BEGIN", "CREATE TEMPORARY TABLE u (a INT)", "COMMIT"}, "io i iC"},
+		{"temporary table does not commit", []string{"BEGIN", "CREATE TEMPORARY TABLE u (a INT)", "DROP TEMPORARY TABLE u", "COMMIT"}, "io i i iC"},
 		{"autocommit=0 opens on every first statement", []string{"SET autocommit = 0", "SELECT a FROM t", "UPDATE t SET a = 1", "COMMIT", "UPDATE t SET a = 2", "ROLLBACK"},
 			"- io i iC io iR"},
 		{"a SET opens nothing under autocommit=0", []string{"SET autocommit = 0", "SET @x = 1", "UPDATE t SET a = 1", "COMMIT"}, "- - io iC"},
