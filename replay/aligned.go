@@ -128,8 +128,9 @@ func CheckNotApplying(ctx context.Context, what string, t targets.Target, db *sq
 // engine's answer. The probe is a DELETE of no row from a table of a
 // schema that does not exist: a read-only server refuses it for that
 // before it looks for the table (1290), any other answers that the
-// table is not there; nothing is written either way. what names the
-// target in the message ("target", "shadow").
+// table is not there; nothing is written either way. A server started
+// with innodb_read_only, and a session read-only by its DSN, are refused
+// too. what names the target in the message ("target", "shadow").
 func CheckWritable(ctx context.Context, what string, t targets.Target, db *sql.DB) error {
 	// The session itself may be read-only: the DSN's transaction_read_only
 	// (MariaDB before 11.1, MySQL before 8.0.3: tx_read_only), whose
@@ -150,6 +151,13 @@ func CheckWritable(ctx context.Context, what string, t targets.Target, db *sql.D
 				what, t.Name, v, v)
 		}
 		break
+	}
+	// innodb_read_only (a start option) leaves the probe alone: every
+	// write to an InnoDB table fails (1036) on any account.
+	var innoRO sql.NullInt64
+	if conn.QueryRowContext(ctx, "SELECT @@global.innodb_read_only").Scan(&innoRO) == nil && innoRO.Int64 == 1 && (t.Engine == "" || t.Engine == "InnoDB") {
+		return fmt.Errorf("%s %s refuses writes to InnoDB tables: its server was started with innodb_read_only; every write the capture holds to an InnoDB table would fail there (1036) and its failure be compared and timed as the engine's answer. Start that server without --innodb-read-only",
+			what, t.Name)
 	}
 	_, err = conn.ExecContext(ctx, "DELETE FROM tandem_no_such_schema.tandem_read_only_probe WHERE 1=0")
 	var me *mysql.MySQLError

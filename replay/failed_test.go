@@ -334,6 +334,23 @@ func TestReadOnlyTargetIsRefusedForWrites(t *testing.T) {
 	if r := replayRun(t, writes, nil, asRoot).Targets[0]; r.Errors != 0 || r.Writes != 20*4 {
 		t.Errorf("writes as root onto a read-only server: %d errors, %d writes; want 0 and %d", r.Errors, r.Writes, 20*4)
 	}
+
+	// Started with innodb_read_only, the server fails every write to an
+	// InnoDB table (1036), root's too, and the probe does not see it.
+	if _, err := sandbox.Down(ctx, dir, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if srvs, err = sandbox.Up(ctx, sandbox.Config{Dir: dir, Profiles: []string{"innodb"}, ServerOptions: []string{"innodb-read-only"}}); err != nil {
+		t.Fatal(err)
+	}
+	asRoot = tgt(t, "root", srvs[0].DSN("app"), "")
+	_, err = Run(ctx, Config{Capture: writes, RunDir: filepath.Join(t.TempDir(), "run"), Targets: []targets.Target{asRoot}}, nil)
+	if want := "replay: target root refuses writes to InnoDB tables: its server was started with innodb_read_only"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("writes onto a server started with innodb_read_only: %v; want %q…", err, want)
+	}
+	if r := replayRun(t, reads, nil, asRoot).Targets[0]; r.Errors != 0 || r.Reads != 20*14 {
+		t.Errorf("reads onto a server started with innodb_read_only: %d errors, %d reads; want 0 and %d", r.Errors, r.Reads, 20*14)
+	}
 }
 
 // An execute of a statement whose prepare the capture holds truncated
