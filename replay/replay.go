@@ -481,10 +481,10 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		return Result{}, err
 	}
-	if x.writes || followed {
+	if x.writes {
 		// A capture that writes tables, on a target that refuses this
 		// account's writes (a shadow's is checked before its capture
-		// began: shadow.Config.Targets).
+		// began, shadow.Config.Targets: readOnly holds nothing then).
 		if err := errors.Join(readOnly...); err != nil {
 			return Result{}, fmt.Errorf("replay: %w", err)
 		}
