@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tandemdb/tandem/compare"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,7 +54,9 @@ func writeRun(t *testing.T) string {
 	must(w.PutDigest("d1", store.DigestInfo{Text: "select ?", Class: "read"}))
 	must(w.PutResult(0, 0, &store.TargetResult{Target: "a", Elapsed: 2, Transactions: 20, Reads: 100}))
 	must(w.PutResult(0, 1, &store.TargetResult{Target: "b", Elapsed: 4, Transactions: 20, Reads: 100,
-		VsBaseline: &store.Divergences{Compared: 100, Ambiguous: 2, ByClass: map[string]int64{"row-content": 3}}}))
+		VsBaseline: &store.Divergences{Compared: 100, Ambiguous: 2, ByClass: map[string]int64{"row-content": 3}},
+		VsCapture: &store.Divergences{Compared: 100, Ambiguous: 9, AmbiguousBy: map[string]int64{
+			compare.ReasonBypassed: 3, compare.ReasonNotReplayed: 2, compare.ReasonFailedTrx: 1, compare.ReasonStartedBefore: 1}}}))
 	must(w.End(store.RunEnd{Elapsed: 4}))
 	return dir
 }
@@ -97,6 +100,14 @@ func TestLoadComputesFromStoredHistograms(t *testing.T) {
 		"  queries/s                                      50.0                   25.0\n",
 		"  divergent: row-content                            -                      3\n",
 		"  order-ambiguous                                   -                      2\n",
+		// Compared with the capture: 9 counted apart, 2 of them for the
+		// order, each other reason on its own row.
+		"  compared with capture                             -                    100\n" +
+			"    order-ambiguous                                 -                      2\n" +
+			"    trx began before capture                        -                      1\n" +
+			"    after a failed trx                              -                      1\n" +
+			"    after a skipped write                           -                      2\n" +
+			"    after a bypassed write                          -                      3\n",
 		"select ?",
 	} {
 		if !strings.Contains(text.String(), want) {

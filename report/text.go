@@ -241,34 +241,37 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	for _, c := range compare.Classes {
 		row("divergent: "+c, vs(func(d *store.Divergences) string { return fmt.Sprint(d.ByClass[c]) }))
 	}
+	// vc: a cell of the comparison with the capture ("-" for a target
+	// without one: a run killed before it compared, a merged shard's).
+	vc := func(f func(d *store.Divergences) string) func(t *Target) string {
+		return func(t *Target) string {
+			if t.VsCapture == nil {
+				return "-"
+			}
+			return f(t.VsCapture)
+		}
+	}
+	capBy := func(reason string) bool {
+		return any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.AmbiguousBy[reason] > 0 })
+	}
 	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.Compared > 0 }) {
-		row("compared with capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.Compared) })
-		row("  order-ambiguous", func(t *Target) string {
-			return fmt.Sprint(t.VsCapture.Ambiguous - t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] - t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx] -
-				t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore])
-		})
-		if any(func(t *Target) bool {
-			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore] > 0
-		}) {
-			// Statements of transactions open at the capture's start.
-			row("  trx began before capture", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonStartedBefore]) })
+		row("compared with capture", vc(func(d *store.Divergences) string { return fmt.Sprint(d.Compared) }))
+		row("  order-ambiguous", vc(func(d *store.Divergences) string {
+			// The rest: each reason below has a row of its own.
+			by := d.AmbiguousBy
+			return fmt.Sprint(d.Ambiguous - by[compare.ReasonNotReplayed] - by[compare.ReasonFailedTrx] - by[compare.ReasonStartedBefore] - by[compare.ReasonBypassed])
+		}))
+		for _, r := range []struct{ reason, label string }{
+			{compare.ReasonStartedBefore, "  trx began before capture"}, // statements of transactions open at the capture's start
+			{compare.ReasonFailedTrx, "  after a failed trx"},
+			{compare.ReasonNotReplayed, "  after a skipped write"},
+			{compare.ReasonBypassed, "  after a bypassed write"},
+		} {
+			if capBy(r.reason) {
+				row(r.label, vc(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[r.reason]) }))
+			}
 		}
-		if any(func(t *Target) bool {
-			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx] > 0
-		}) {
-			row("  after a failed trx", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonFailedTrx]) })
-		}
-		if any(func(t *Target) bool {
-			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed] > 0
-		}) {
-			row("  after a skipped write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonNotReplayed]) })
-		}
-		if any(func(t *Target) bool {
-			return t.VsCapture != nil && t.VsCapture.AmbiguousBy[compare.ReasonBypassed] > 0
-		}) {
-			row("  after a bypassed write", func(t *Target) string { return fmt.Sprint(t.VsCapture.AmbiguousBy[compare.ReasonBypassed]) })
-		}
-		row("  differs from capture", func(t *Target) string { return compare.Summary(t.VsCapture) })
+		row("  differs from capture", vc(compare.Summary))
 	}
 	if any(func(t *Target) bool { return t.VsCapture != nil && t.VsCapture.OpenAtStart > 0 }) {
 		// Synthetic records that rebuilt sessions open at the capture's
