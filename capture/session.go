@@ -979,10 +979,26 @@ func (s *Session) parseCommand(p []byte) error {
 		r.User, r.Schema = string(cu.User), string(cu.Database)
 	case mysql.COM_QUIT, mysql.COM_PING, mysql.COM_RESET_CONNECTION:
 	default:
-		n := min(len(p)-1, 256)
-		r.Data = append(r.Data[:0], p[1:1+n]...)
+		if keepsPayload(p[0]) {
+			n := min(len(p)-1, 256)
+			r.Data = append(r.Data[:0], p[1:1+n]...)
+		}
 	}
 	return nil
+}
+
+// keepsPayload reports whether the first bytes of a command the recorder
+// does not replay are kept (for inspect): only of commands whose payload
+// holds no secret. COM_REGISTER_SLAVE carries a replica's report
+// password, and a command unknown here may carry anything.
+func keepsPayload(cmd byte) bool {
+	switch cmd {
+	case mysql.COM_SLEEP, mysql.COM_FIELD_LIST, mysql.COM_CREATE_DB, mysql.COM_DROP_DB, mysql.COM_REFRESH, mysql.COM_SHUTDOWN,
+		mysql.COM_STATISTICS, mysql.COM_PROCESS_INFO, mysql.COM_PROCESS_KILL, mysql.COM_DEBUG, mysql.COM_TIME,
+		mysql.COM_DELAYED_INSERT, mysql.COM_TABLE_DUMP, mysql.COM_SET_OPTION, mysql.COM_DAEMON:
+		return true
+	}
+	return false
 }
 
 // executed reads the statement id of an execute or bulk execute p into
