@@ -79,12 +79,12 @@ func isSet(sql string) bool {
 	return sqlinfo.Analyze(sql).Set
 }
 
-// keepSet appends a SET to those Join replays, once.
+// keepSet appends a SET to those Join replays, once: a repeat moves to
+// the end, where it was last run (SET autocommit=1, =0, =1 leaves it on).
 func (s *Session) keepSet(sql string) {
-	for _, k := range s.sets {
-		if k == sql {
-			return
-		}
+	if i := slices.Index(s.sets, sql); i >= 0 {
+		s.sets = append(slices.Delete(s.sets, i, i+1), sql)
+		return
 	}
 	if len(s.sets) >= MaxSets {
 		s.setsBeyond++
