@@ -34,6 +34,8 @@ type worker struct {
 	// outBatch: outcomes buffered before a commit.
 	outBatch int
 	res      conn.Result
+	// prelude: before's buffer for the SET sent with a statement.
+	prelude []byte
 
 	// Session mode: the captured statement id's SQL and the statement
 	// prepared for it here; statements whose long data was lost.
@@ -454,14 +456,53 @@ func (w *worker) resolve(j *job) bool {
 // AUTO_INCREMENT value its captured INSERT generated
 // (SET insert_id, as statement-based replication's INSERT_ID event does,
 // so that retries, reruns and inserts that overlapped in the capture give
-// every target the captured ids). Only a broken connection is an error.
+// every target the captured ids); and the captured statement's time
+// (SET timestamp, as replication's events carry it) for a statement that
+// writes, or assigns a variable from a function such as NOW(). NOW(),
+// CURRENT_TIMESTAMP and the columns that default to it or are updated
+// with it then hold the time the captured server gave them (to the
+// second, or closer: the capture's clock is the proxy's) on every target
+// alike. Run at replay's own time, they held each target's clock: every
+// later read of such a row differed from the capture, and between two
+// targets whenever they ran it in different seconds, each counted as the
+// engine's difference. The timestamp stays set on the connection until
+// the next: a later read of NOW() sees it (such reads are not compared).
+// Only a broken connection is an error.
 func (w *worker) before(ctx context.Context, j *job) error {
+	b := w.prelude[:0]
 	if id := capturedInsertID(j); id != 0 && w.rn.generates(j.info, j.rec) {
+		b = strconv.AppendUint(append(b, "SET insert_id = "...), id, 10)
+	}
+	if at := j.rec.Start; stampsTime(j.info) && at.Unix() > 0 {
+		if len(b) == 0 {
+			b = append(b, "SET "...)
+		} else {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(append(b, "timestamp = "...), at.Unix(), 10)
+		us := at.Nanosecond() / 1000
+		b = append(b, '.', byte('0'+us/100000), byte('0'+us/10000%10), byte('0'+us/1000%10), byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
+	}
+	if len(b) > 0 {
 		// Sent with the statement, in one write (its time is in the
 		// statement's: a few microseconds of the server's).
-		w.c.Prelude("SET insert_id = " + strconv.FormatUint(id, 10))
+		w.c.Prelude(string(b))
 	}
+	w.prelude = b
 	return nil
+}
+
+// stampsTime reports whether a statement needs the captured time set
+// (before): one that writes, or assigns a variable from a function such
+// as NOW(). Not BEGIN or COMMIT, nor a plain read.
+func stampsTime(info *sqlinfo.Info) bool {
+	switch {
+	case info.Begin, info.End:
+		return false
+	case info.Class == sqlinfo.ClassWrite, len(info.Writes) > 0, info.WritesUnknown, info.Unanalysable && info.Class != sqlinfo.ClassRead:
+		return true
+	}
+	return info.Nondeterministic && (info.Set || info.UserVarAssign)
 }
 
 // helper runs one of replay's own statements on the connection; a
