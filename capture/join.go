@@ -51,11 +51,7 @@ func (s *Session) noteState() {
 		// until an answer says, which errs towards "it wrote".
 		return
 	}
-	status, self := r.Resp.Status, r.Resp.AffectedRows > 0
-	for i := range r.Resp.More {
-		status = r.Resp.More[i].Status
-		self = self || r.Resp.More[i].AffectedRows > 0
-	}
+	status, self := AnswerStatus(&r.Resp)
 	if r.Kind == store.KindQuery && r.Resp.Kind == store.RespOK && len(r.Resp.More) == 0 && r.Flags&store.FlagMasked == 0 && isSet(r.SQL) {
 		s.keepSet(r.SQL)
 	}

@@ -128,6 +128,28 @@ func TestJoinReplaysRepeatedSetsInTheirLastOrder(t *testing.T) {
 	})
 }
 
+// A multi-statement answer that ends with an ERR (BEGIN; INSERT; an
+// INSERT that fails) leaves the transaction open and written: the ERR
+// carries no status, and was read as "autocommit off, no transaction" —
+// the session joined a capture inside a transaction that had written, and
+// its commit's GTID was never asked for.
+func TestAMultiStatementErrorKeepsTheTransaction(t *testing.T) {
+	more := uint16(mysql.SERVER_MORE_RESULTS_EXISTS)
+	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45}, Options{MaxRecordBytes: 1 << 20, Commits: true}, nil)
+	feed(t, s, query("BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (1)"), Read,
+		frame{okp(0, 0, stTrxAC|more, 0), Read}, frame{okp(1, 0, stTrxAC|more, 0), Read}, frame{errp(1062, "23000", "Duplicate entry '1'"), Done})
+	if s.Joinable() || !s.InTransaction() {
+		t.Errorf("joinable %v, in a transaction %v: want a transaction open that wrote", s.Joinable(), s.InTransaction())
+	}
+	if _, ended := s.CommitEnded(); ended {
+		t.Error("the transaction was taken for committed")
+	}
+	feed(t, s, query("COMMIT"), Read, frame{okp(0, 0, stAC, 0), Done})
+	if _, ended := s.CommitEnded(); !ended {
+		t.Error("its COMMIT was not taken for the end of a transaction that wrote")
+	}
+}
+
 // A session whose open transaction has written cannot join until that
 // transaction ends: its writes were before the capture.
 func TestJoinWaitsForAWrittenTransactionToEnd(t *testing.T) {

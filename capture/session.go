@@ -661,12 +661,7 @@ func (s *Session) noteCommit() {
 		return
 	}
 	wroteBefore := s.wrote
-	status := r.Status
-	self := r.AffectedRows > 0
-	for i := range r.More {
-		self = self || r.More[i].AffectedRows > 0
-		status = r.More[i].Status
-	}
+	status, self := AnswerStatus(r)
 	s.wrote = s.wrote || self
 	if s.rec.Kind == store.KindQuery && r.Kind == store.RespOK && r.AffectedRows == 0 && len(r.More) == 0 {
 		in := sqlinfo.Analyze(s.rec.SQL)
@@ -690,6 +685,23 @@ func (s *Session) noteCommit() {
 	if s.wrote && status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.wrote, s.ended, s.endedSelf = false, true, self
 	}
+}
+
+// AnswerStatus returns the server status an answer of one or more
+// results ends with, and whether any of them changed rows. An ERR that
+// ends a multi-statement answer carries no status (0, which would read as
+// "autocommit off, no transaction"): the last OK or EOF before it says
+// where the session stands.
+func AnswerStatus(r *store.Response) (status uint16, changed bool) {
+	status, changed = r.Status, r.AffectedRows > 0
+	for i := range r.More {
+		m := &r.More[i]
+		changed = changed || m.AffectedRows > 0
+		if m.Kind != store.RespError {
+			status = m.Status
+		}
+	}
+	return status, changed
 }
 
 // ImplicitLost counts the transactions that wrote and that a DDL

@@ -176,10 +176,7 @@ func (c *conn) Record(r *store.Record) {
 // inTransaction reports whether an answer's last status says a
 // transaction is open.
 func inTransaction(r *store.Response) bool {
-	st := r.Status
-	if n := len(r.More); n > 0 {
-		st = r.More[n-1].Status
-	}
+	st, _ := capture.AnswerStatus(r)
 	return (r.Kind == store.RespOK || r.Kind == store.RespResultSet) && st&mysql.SERVER_STATUS_IN_TRANS != 0
 }
 
