@@ -139,9 +139,8 @@ type stmt struct {
 type pending struct {
 	st     *stmt
 	useDB  string // USE's schema, applied if the server says OK
-	cursor bool
-	secret bool // a prepare's SQL can carry a password
-	diag   bool // a prepare's SQL may read the diagnostics
+	secret bool   // a prepare's SQL can carry a password
+	diag   bool   // a prepare's SQL may read the diagnostics
 }
 
 // phase is where in the server's answer the session is.
@@ -415,8 +414,12 @@ func (s *Session) packet(p []byte) Step {
 		if err != nil {
 			return s.malformed(fmt.Errorf("EOF after column definitions: %w", err))
 		}
-		if s.pc.cursor && e.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
-			// Rows come with COM_STMT_FETCH.
+		if s.cmd == mysql.COM_STMT_EXECUTE && e.Status&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+			// Rows come with COM_STMT_FETCH. The server's word, not the
+			// execute's cursor flag: an execute the recorder could not
+			// decode (of a statement prepared before it followed the
+			// session, or cut) opens one too, and waiting for rows the
+			// server will not send would hang the relay.
 			s.resp.Status = e.Status
 			return s.resultEnd()
 		}
@@ -911,7 +914,6 @@ func (s *Session) parseCommand(p []byte) error {
 				r.Flags |= store.FlagNewParamsBound
 			}
 			r.CursorType = e.CursorType
-			s.pc.cursor = e.CursorType != 0
 			if st.secret {
 				r.Flags |= store.FlagMasked
 			} else {

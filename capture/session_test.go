@@ -200,9 +200,14 @@ func TestSessionFollowsPreparedStatements(t *testing.T) {
 	feed(t, s, exec(false, 0, 1, 2), Read, frame{errp(1243, "HY000", "Unknown prepared statement handler"), Done})
 	// A prepare the server refuses.
 	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELEC"...), Read, frame{errp(1064, "42000", "syntax"), Done})
+	// A cursor on a statement the recorder does not know (prepared before
+	// it followed the session): the answer still ends at the server's
+	// EOF; it used to wait for rows, and the relay hung.
+	feed(t, s, (&wire.Execute{StmtID: 77, CursorType: 1, Iterations: 1}).Append(nil), Read,
+		frame{[]byte{1}, Read}, frame{colDef, Read}, frame{eofp(0, 2|mysql.SERVER_STATUS_CURSOR_EXISTS), Done})
 
 	kinds := []store.Kind{store.KindPrepare, store.KindExecute, store.KindExecute, store.KindExecute, store.KindFetch,
-		store.KindLongData, store.KindReset, store.KindClose, store.KindExecute, store.KindPrepare}
+		store.KindLongData, store.KindReset, store.KindClose, store.KindExecute, store.KindPrepare, store.KindExecute}
 	if len(out) != len(kinds) {
 		t.Fatalf("%d records, want %d", len(out), len(kinds))
 	}
