@@ -88,8 +88,12 @@ type Session struct {
 	exec   wire.Execute
 	params []store.Value
 	stmts  map[uint32]*stmt
-	rec    store.Record
-	quit   bool // a COM_QUIT was recorded
+	// lastPrepared: the id of the statement the session's last prepare
+	// made (0: it failed, or none yet), which MariaDB lets a statement
+	// command name as -1 (lastStmtID).
+	lastPrepared uint32
+	rec          store.Record
+	quit         bool // a COM_QUIT was recorded
 	// wrote: a statement of the open transaction (or the last one on its
 	// own) changed rows or ran DDL; ended: that transaction has ended
 	// (Options.Commits); endedSelf: the command that ended it wrote too
@@ -292,6 +296,7 @@ func (s *Session) Command(p []byte, truncated bool, at time.Time) Step {
 		s.phase, s.binary = phaseResult, true
 	case mysql.COM_STMT_PREPARE:
 		s.phase = phasePrepare
+		s.lastPrepared = 0 // until the server says
 	case mysql.COM_STMT_FETCH:
 		s.phase, s.binary = phaseRows, true
 		s.rec.Resp.Kind = store.RespResultSet
@@ -468,6 +473,7 @@ func (s *Session) packet(p []byte) Step {
 		// of the capture, literals to mask or not (SET PASSWORD =
 		// PASSWORD(?) has none).
 		secret := s.rec.Flags&store.FlagMasked != 0 || s.pc.secret
+		s.lastPrepared = ok.StmtID
 		s.stmts[ok.StmtID] = &stmt{sql: s.rec.SQL, masked: s.rec.Flags&store.FlagMasked != 0, broken: s.rec.Flags&(store.FlagTruncated|store.FlagNotReplayable) != 0, columns: int(ok.Columns),
 			params: int(ok.Params), secret: secret, diag: s.pc.diag}
 		s.left = 0
@@ -514,6 +520,7 @@ func (s *Session) packet(p []byte) Step {
 				s.st.Schema = s.pc.useDB
 			case mysql.COM_RESET_CONNECTION:
 				clear(s.stmts)
+				s.lastPrepared = 0
 			}
 		}
 		return Done
@@ -532,6 +539,7 @@ func (s *Session) packet(p []byte) Step {
 			s.rec.Resp.Kind = store.RespOK
 			s.st.User, s.st.Schema = s.rec.User, s.rec.Schema
 			clear(s.stmts)
+			s.lastPrepared = 0
 			return Done
 		case wire.HeaderErr:
 			msg := "malformed ERR"
@@ -735,7 +743,7 @@ func (s *Session) ReadsDiagnostics(p []byte) bool {
 		if len(p) < 5 {
 			return false
 		}
-		st := s.stmts[uint32(p[1])|uint32(p[2])<<8|uint32(p[3])<<16|uint32(p[4])<<24]
+		_, st := s.stmtOf(uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24)
 		return st == nil || st.diag // unknown: it may
 	}
 	return false
@@ -880,7 +888,9 @@ func (s *Session) parseCommand(p []byte) error {
 		} else if p[0] == mysql.COM_STMT_PREPARE && sqlinfo.CarriesSecret(sql) {
 			s.pc.secret = true
 		}
-		if p[0] == mysql.COM_STMT_PREPARE && s.opts.Commits {
+		if p[0] == mysql.COM_STMT_PREPARE {
+			// Whether or not GTIDs are asked now (Options.Commits): a
+			// session prepares before it joins a capture that asks.
 			s.pc.diag = readsDiagnostics(sql)
 		}
 		r.SQL = sql
@@ -956,8 +966,10 @@ func (s *Session) parseCommand(p []byte) error {
 		if err != nil {
 			return err
 		}
-		r.StmtID, r.ParamIndex = l.StmtID, l.Param
-		if st := s.stmts[l.StmtID]; st != nil && int(l.Param) < st.params {
+		var st *stmt
+		r.StmtID, st = s.stmtOf(l.StmtID)
+		r.ParamIndex = l.Param
+		if st != nil && int(l.Param) < st.params {
 			if st.longData == nil {
 				st.longData = make([]bool, st.params)
 			}
@@ -976,11 +988,13 @@ func (s *Session) parseCommand(p []byte) error {
 		if err != nil {
 			return err
 		}
-		r.StmtID, r.FetchRows = c.StmtID, c.Rows
-		if st := s.stmts[c.StmtID]; st != nil {
+		var st *stmt
+		r.StmtID, st = s.stmtOf(c.StmtID)
+		r.FetchRows = c.Rows
+		if st != nil {
 			switch c.Command {
 			case mysql.COM_STMT_CLOSE:
-				delete(s.stmts, c.StmtID)
+				delete(s.stmts, r.StmtID)
 			case mysql.COM_STMT_RESET:
 				st.longData = nil
 			}
@@ -1022,11 +1036,25 @@ func (s *Session) executed(p []byte) (*stmt, error) {
 	if len(p) < 5 {
 		return nil, fmt.Errorf("%w: %s of %d bytes", wire.ErrMalformed, commandName(p[0]), len(p))
 	}
-	id := uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24
-	st := s.stmts[id]
+	id, st := s.stmtOf(uint32(p[1]) | uint32(p[2])<<8 | uint32(p[3])<<16 | uint32(p[4])<<24)
 	s.pc.st = st
 	s.rec.StmtID = id
 	return st, nil
+}
+
+// lastStmtID is the statement id by which MariaDB's statement commands
+// name the connection's last prepared statement (a client may send the
+// prepare and its execute together: Connector/C's execute direct).
+const lastStmtID = 0xffffffff
+
+// stmtOf returns the id a statement command names, -1 resolved to the
+// last prepared statement's (the id its prepare was recorded with, which
+// replay knows), and the statement; nil when unknown.
+func (s *Session) stmtOf(id uint32) (uint32, *stmt) {
+	if id == lastStmtID && s.lastPrepared != 0 {
+		id = s.lastPrepared
+	}
+	return id, s.stmts[id]
 }
 
 // CommandKind maps a command byte to the record kind.

@@ -293,6 +293,45 @@ func TestSessionMasksSecretsAndFollowsChangeUser(t *testing.T) {
 	}
 }
 
+// MariaDB's statement commands may name the last prepared statement as
+// -1 (Connector/C's execute direct sends the prepare and the execute
+// together): the record names the statement by its prepare's id, and the
+// execute's parameters are decoded with its types. The old recorder kept
+// -1, and replay skipped the execute as prepared before the capture.
+func TestSessionResolvesTheLastPreparedStatement(t *testing.T) {
+	var out sink
+	s := NewSession(1, State{User: "u", Caps: caps41}, Options{MaxRecordBytes: 1024}, &out)
+	prepare := func(sql string, answer ...frame) {
+		feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, sql...), Read, answer...)
+	}
+	last := func(cmd []byte) []byte {
+		return append(cmd[:1:1], append([]byte{0xff, 0xff, 0xff, 0xff}, cmd[5:]...)...)
+	}
+	exec := func(v int64) []byte {
+		e := wire.Execute{StmtID: 9, Iterations: 1, NewParamsBound: true,
+			Params: []wire.Param{{ParamType: wire.ParamType{Type: mysql.MYSQL_TYPE_LONGLONG}, Int: v}}}
+		return last(e.Append(nil))
+	}
+	prepare("UPDATE t SET k = k + 1 WHERE id = ?", frame{(&wire.PrepareOK{StmtID: 9, Params: 1}).Append(nil), Read}, frame{colDef, Read}, frame{eofp(0, 2), Done})
+	feed(t, s, exec(42), Read, frame{okp(1, 0, 2, 0), Done})
+	feed(t, s, last((&wire.StmtCommand{Command: mysql.COM_STMT_CLOSE, StmtID: 9}).Append(nil)), Done)
+	// After a prepare the server refused, -1 names no statement.
+	prepare("UPDATE nope SET k = 1 WHERE id = ?", frame{errp(1146, "42S02", "no such table"), Done})
+	feed(t, s, exec(43), Read, frame{errp(1243, "HY000", "Unknown prepared statement handler"), Done})
+	if len(out) != 5 {
+		t.Fatalf("%d records, want 5", len(out))
+	}
+	if e := out[1]; e.Kind != store.KindExecute || e.StmtID != 9 || len(e.Params) != 1 || e.Params[0].Int != 42 || e.Flags&store.FlagNotReplayable != 0 {
+		t.Errorf("execute of -1: statement %d, params %+v, flags %x; want statement 9, 42", e.StmtID, e.Params, e.Flags)
+	}
+	if c := out[2]; c.Kind != store.KindClose || c.StmtID != 9 {
+		t.Errorf("close of -1: %s statement %d; want close of 9", c.Kind, c.StmtID)
+	}
+	if e := out[4]; e.StmtID != 0xffffffff || e.Resp.ErrCode != 1243 {
+		t.Errorf("execute of -1 after a failed prepare: statement %d, error %d; want -1 and 1243", e.StmtID, e.Resp.ErrCode)
+	}
+}
+
 // What cannot be decoded: a command (recorded, not replayable, its
 // answer still followed), an answer (Malformed, with a reason), a binlog
 // dump (Raw), a truncated command, and a row of 16 MiB or more arriving
@@ -491,10 +530,12 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 // statement left (the proxy asks its GTID question after those, never
 // before): text queries by what they name, in any case; prepares by their
 // SQL; executes by their prepared statement's SQL, and an unknown
-// statement may.
+// statement may. Statements are prepared here before the session asks
+// GTIDs (no Options.Commits: a session before it joins a capture that
+// asks), which the old recorder took for reading none.
 func TestSessionSaysWhatReadsTheDiagnostics(t *testing.T) {
 	var out sink
-	s := NewSession(1, State{Caps: caps41 | uint64(mysql.CLIENT_DEPRECATE_EOF)}, Options{Commits: true}, &out)
+	s := NewSession(1, State{Caps: caps41 | uint64(mysql.CLIENT_DEPRECATE_EOF)}, Options{}, &out)
 	prepOK := func(id byte) []byte { return []byte{0x00, id, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} }
 	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT Row_Count()"...), Read, frame{prepOK(1), Done})
 	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT c FROM t WHERE id = 1"...), Read, frame{prepOK(2), Done})
