@@ -235,6 +235,11 @@ type Statement struct {
 	// result (ns, the capture's clock): from the start of its transaction's
 	// first statement, which fixes a repeatable-read snapshot, to its end.
 	From, To int64
+	// LoopOffset is what replay's timeline adds to the capture's clock in
+	// the --loop pass the outcome is of (0 in the first): failed
+	// transactions and changes run out of order are at times on that
+	// timeline.
+	LoopOffset int64
 	// Tables it reads and writes, schema-qualified.
 	Tables []string
 	// BeforeStart: it belongs to a transaction already open when the
@@ -343,13 +348,13 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		return "its transaction was already open when the capture started: its snapshot and locks began before it, so the captured answer is not one the target could give from the capture's start", ReasonStartedBefore
 	}
 	if ok {
-		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables, false); why != "" {
+		if why, reason := t.Failed.Before(key, st.Session, st.To+st.LoopOffset, st.Tables, false); why != "" {
 			return why, reason
 		}
 		if b, hit := t.Bypassed.Before(st.To, st.Tables); hit {
 			return fmt.Sprintf("writes that bypassed the proxy (%d transactions, the first %s) changed %s on the captured server before it: replay does not repeat them", b.Transactions, b.GTID, b.Table), ReasonBypassed
 		}
-		if why, reason := t.Failed.Before(key, st.Session, st.To, st.Tables, true); why != "" {
+		if why, reason := t.Failed.Before(key, st.Session, st.To+st.LoopOffset, st.Tables, true); why != "" {
 			return why, reason
 		}
 		if tb, hit := t.Free.Other(st.Session, st.Tables); hit {

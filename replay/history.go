@@ -30,8 +30,11 @@ type histories struct {
 	// answer that order decides (lockedInOrder).
 	ranks *commitRanks
 	keys  func(info *sqlinfo.Info, rec *store.Record) []string
-	mu    sync.Mutex
-	by    map[uint64][]event
+	// capSpan is the capture's span (runner.capSpan), by which replay's
+	// timeline moves each --loop pass: a statement's LoopOffset.
+	capSpan int64
+	mu      sync.Mutex
+	by      map[uint64][]event
 }
 
 // event is a prepare (statement id and SQL), a change of schema, or a
@@ -218,7 +221,7 @@ back:
 // Statement describes the captured statement of an outcome key, for a
 // sample and the ambiguity check (compare.Source).
 func (h *histories) Statement(key uint64) (compare.Statement, bool) {
-	seq, _ := store.SplitOutcomeSeq(key)
+	seq, loop := store.SplitOutcomeSeq(key)
 	rec, ok, err := h.r.Get(seq)
 	if err != nil || !ok {
 		return compare.Statement{}, false
@@ -234,7 +237,7 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 	}
 	info := h.an.Info(sql)
 	st := compare.Statement{Session: rec.Session, SQL: sql, Digest: info.Digest.ID, From: from, To: rec.Start.UnixNano() + int64(rec.Duration),
-		BeforeStart: rec.Flags&store.FlagBeforeStart != 0}
+		BeforeStart: rec.Flags&store.FlagBeforeStart != 0, LoopOffset: loopShift(h.capSpan, loop)}
 	if h.regrouped && from != rec.Start.UnixNano() {
 		st.To = max(st.To, h.trxEnd(rec))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -236,5 +237,43 @@ func TestScanTellsWhetherTheCaptureWritesTables(t *testing.T) {
 		if sc.x.writes != c.want {
 			t.Errorf("%s: writes %v, want %v", c.name, sc.x.writes, c.want)
 		}
+	}
+}
+
+// A statement of a later --loop pass is judged on replay's timeline of
+// that pass, where its failed transactions and changes out of order are
+// (runner.offset): its captured interval used to be taken as the first
+// pass's, so no failure of a later pass ever came before it, and the
+// differences that followed one counted as the engine's.
+func TestLaterLoopsAreJudgedOnTheirOwnTimeline(t *testing.T) {
+	at := time.Unix(1000, 0)
+	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at, Kind: store.KindConnect, Resp: store.Response{Kind: store.RespOK}},
+		{Session: 1, Start: at.Add(time.Second), Duration: time.Millisecond, Kind: store.KindQuery, SQL: "UPDATE t SET k = 1 WHERE id = 1", Resp: ok},
+		{Session: 1, Start: at.Add(3 * time.Second), Duration: time.Millisecond, Kind: store.KindQuery, SQL: "SELECT k FROM t WHERE id = 1", Resp: store.Response{Kind: store.RespResultSet, Rows: 1}},
+		{Session: 1, Start: at.Add(4 * time.Second), Kind: store.KindQuit},
+	})
+	r, err := store.Open(capDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h := newHistories(r, sqlinfo.NewAnalyzer())
+	h.capSpan = int64(4 * time.Second) // the capture's first to last record
+	rn := &runner{capSpan: h.capSpan}
+	read := store.Record{Start: at.Add(3 * time.Second)}
+	st, found := h.Statement(store.OutcomeSeq(3, 2)) // the read, third pass
+	if !found || st.To+st.LoopOffset != rn.offset(&read, 2)+int64(time.Millisecond) {
+		t.Fatalf("the read of pass 3: %+v (found %v); want it to end at %d on replay's timeline", st, found, rn.offset(&read, 2)+int64(time.Millisecond))
+	}
+	// Another session's transaction on t failed for good in that pass,
+	// between the update and the read.
+	fs := compare.NewFailures()
+	fs.Add("b", store.FailedTrx{Session: 2, FirstSeq: 7, FailedSeq: 7, LastSeq: 7, Code: 1213, Attempts: 4, Tables: []string{"s.t"},
+		At: rn.offset(&store.Record{Start: at.Add(2 * time.Second)}, 2)})
+	st.Tables = []string{"s.t"}
+	if _, reason := (&compare.Tally{Failed: fs}).Judge(store.OutcomeSeq(3, 2), st, true, compare.OrderKept); reason != compare.ReasonFailedTrx {
+		t.Errorf("the read after a failed transaction of its pass: reason %q, want %q", reason, compare.ReasonFailedTrx)
 	}
 }

@@ -426,7 +426,13 @@ func (rn *runner) answers() bool {
 // offset is a record's start on the capture's clock, shifted by whole
 // capture spans for later passes (--loop), so passes keep their order.
 func (rn *runner) offset(rec *store.Record, loop int) int64 {
-	return rec.Start.UnixNano() + int64(loop)*(rn.capSpan+int64(time.Millisecond))
+	return rec.Start.UnixNano() + loopShift(rn.capSpan, loop)
+}
+
+// loopShift is how far --loop pass loop is moved on replay's timeline,
+// for a capture spanning capSpan: each pass follows the last by 1 ms.
+func loopShift(capSpan int64, loop int) int64 {
+	return int64(loop) * (capSpan + int64(time.Millisecond))
 }
 
 // intended is when a record should be sent: the capture's pacing scaled by
