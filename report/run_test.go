@@ -54,7 +54,7 @@ func writeRun(t *testing.T) string {
 	must(w.PutDigest("d1", store.DigestInfo{Text: "select ?", Class: "read"}))
 	must(w.PutResult(0, 0, &store.TargetResult{Target: "a", Elapsed: 2, Transactions: 20, Reads: 100}))
 	must(w.PutResult(0, 1, &store.TargetResult{Target: "b", Elapsed: 4, Transactions: 20, Reads: 100,
-		VsBaseline: &store.Divergences{Compared: 100, Ambiguous: 2, ByClass: map[string]int64{"row-content": 3}},
+		VsBaseline: &store.Divergences{Compared: 100, Ambiguous: 2, ByClass: map[string]int64{"row-content": 3}, Missing: 4, Extra: 1},
 		VsCapture: &store.Divergences{Compared: 100, Ambiguous: 9, AmbiguousBy: map[string]int64{
 			compare.ReasonBypassed: 3, compare.ReasonNotReplayed: 2, compare.ReasonFailedTrx: 1, compare.ReasonStartedBefore: 1}}}))
 	must(w.End(store.RunEnd{Elapsed: 4}))
@@ -100,6 +100,7 @@ func TestLoadComputesFromStoredHistograms(t *testing.T) {
 		"  queries/s                                      50.0                   25.0\n",
 		"  divergent: row-content                            -                      3\n",
 		"  order-ambiguous                                   -                      2\n",
+		"  ran on one side only                              -                      5\n",
 		// Compared with the capture: 9 counted apart, 2 of them for the
 		// order, each other reason on its own row.
 		"  compared with capture                             -                    100\n" +

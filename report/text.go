@@ -238,6 +238,11 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			return fmt.Sprint(n)
 		})
 	}
+	if any(func(t *Target) bool { return t.VsBaseline != nil && t.VsBaseline.Missing+t.VsBaseline.Extra > 0 }) {
+		// A run cut short (interrupted, a target failed) stops the
+		// targets at different records.
+		row("ran on one side only", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Missing + d.Extra) }))
+	}
 	for _, c := range compare.Classes {
 		row("divergent: "+c, vs(func(d *store.Divergences) string { return fmt.Sprint(d.ByClass[c]) }))
 	}
