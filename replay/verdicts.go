@@ -30,6 +30,9 @@ type verdict struct {
 	class  string // "" equal
 	reason string // ambiguous for this reason
 	nondet bool
+	// unanswered: not the engine's answer (the target down, the
+	// connection lost), counted apart.
+	unanswered bool
 }
 
 const verdictMemory = 1 << 16 // verdicts remembered for replacement
@@ -70,7 +73,7 @@ func (v *Verdicts) Note(d Done) bool {
 		// connection. A write may not have run: its tables are ambiguous
 		// from here on.
 		v.mu.Lock()
-		v.unavailable++
+		v.set(o.Seq, verdict{unanswered: true})
 		v.mu.Unlock()
 		if info := f.sc.an.Info(d.SQL); isWrite(info) {
 			f.LeftOut(rec, info)
@@ -97,18 +100,25 @@ func (v *Verdicts) Note(d Done) bool {
 			vd.reason = reason
 		}
 	}
-	if old, seen := v.classOf[o.Seq]; seen {
+	v.set(o.Seq, vd)
+	return true
+}
+
+// set counts the verdict on the outcome seq, in place of the one it had
+// (a transaction retried or run again): a record is counted once,
+// compared or unanswered. v.mu is held.
+func (v *Verdicts) set(seq uint64, vd verdict) {
+	if old, seen := v.classOf[seq]; seen {
 		v.count(old, -1)
 	} else {
-		v.fifo = append(v.fifo, o.Seq)
+		v.fifo = append(v.fifo, seq)
 		if len(v.fifo) > verdictMemory {
 			delete(v.classOf, v.fifo[0])
 			v.fifo = v.fifo[1:]
 		}
 	}
-	v.classOf[o.Seq] = vd
+	v.classOf[seq] = vd
 	v.count(vd, 1)
-	return true
 }
 
 func isWrite(info *sqlinfo.Info) bool { return info.Class == sqlinfo.ClassWrite || info.TableDDL }
@@ -128,6 +138,10 @@ func (v *Verdicts) trackWrites(d Done) {
 }
 
 func (v *Verdicts) count(vd verdict, d int64) {
+	if vd.unanswered {
+		v.unavailable += d
+		return
+	}
 	t := v.tally
 	t.D.Compared += d
 	if vd.nondet {
