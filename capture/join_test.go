@@ -128,6 +128,22 @@ func TestJoinReplaysRepeatedSetsInTheirLastOrder(t *testing.T) {
 	})
 }
 
+// A session that turned multi-statement texts on (COM_SET_OPTION, which
+// the server answers with an EOF) joins a capture with them on.
+func TestJoinKeepsMultiStatementsTurnedOn(t *testing.T) {
+	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45}, Options{MaxRecordBytes: 1 << 20}, nil)
+	feed(t, s, []byte{mysql.COM_SET_OPTION, 0, 0}, Read, frame{eofp(0, stAC), Done})
+	var out sink
+	s.Join(&out, Options{MaxRecordBytes: 1 << 20}, time.Unix(200, 0))
+	if len(out) == 0 || out[0].Kind != store.KindConnect || out[0].ClientCaps&uint64(mysql.CLIENT_MULTI_STATEMENTS) == 0 {
+		t.Fatalf("synthetic connect %+v: want multi-statements on", out)
+	}
+	feed(t, s, []byte{mysql.COM_SET_OPTION, 1, 0}, Read, frame{eofp(0, stAC), Done})
+	if s.State().Caps&uint64(mysql.CLIENT_MULTI_STATEMENTS) != 0 {
+		t.Error("turned off again: still on")
+	}
+}
+
 // A multi-statement answer that ends with an ERR (BEGIN; INSERT; an
 // INSERT that fails) leaves the transaction open and written: the ERR
 // carries no status, and was read as "autocommit off, no transaction" —

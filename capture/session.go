@@ -521,6 +521,10 @@ func (s *Session) packet(p []byte) Step {
 			case mysql.COM_RESET_CONNECTION:
 				clear(s.stmts)
 				s.lastPrepared = 0
+			case mysql.COM_SET_OPTION:
+				if on, ok := MultiStatementsOption(&s.rec); ok {
+					s.st.Caps = withMultiStatements(s.st.Caps, on)
+				}
 			}
 		}
 		return Done
@@ -612,6 +616,24 @@ func (s *Session) End(at time.Time) {
 	if s.opts.Commits {
 		s.noteCommit()
 	}
+}
+
+// MultiStatementsOption reports whether rec is a COM_SET_OPTION that turns
+// the session's multi-statement texts on or off (mysql_set_server_option:
+// PHP's mysqli_multi_query sends it around each call), and which.
+func MultiStatementsOption(rec *store.Record) (on, ok bool) {
+	if rec.Kind != store.KindOther || rec.Command != mysql.COM_SET_OPTION || len(rec.Data) < 2 || rec.Data[1] != 0 || rec.Data[0] > 1 {
+		return false, false
+	}
+	return rec.Data[0] == 0, true // MYSQL_OPTION_MULTI_STATEMENTS_ON is 0
+}
+
+// withMultiStatements returns caps with CLIENT_MULTI_STATEMENTS on or off.
+func withMultiStatements(caps uint64, on bool) uint64 {
+	if on {
+		return caps | uint64(mysql.CLIENT_MULTI_STATEMENTS)
+	}
+	return caps &^ uint64(mysql.CLIENT_MULTI_STATEMENTS)
 }
 
 // MayHaveWritten reports whether a record may have changed data: commands

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 )
@@ -113,4 +115,34 @@ func slowPrepares(t *testing.T, addr, text string, d time.Duration) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// A client that turns multi-statement texts on for a while
+// (COM_SET_OPTION: PHP's mysqli_multi_query does around each call) has
+// them on, on the targets, for that while: its multi-statement query ran
+// into 1064 there, in both replay modes, and what it wrote was lost.
+func TestSetOptionTurnsMultiStatementsOnAndOff(t *testing.T) {
+	_, tb, _, _ := twoInnoDB(t)
+	at := msClock()
+	option := func(ms int, opt byte) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Kind: store.KindOther, Command: mysql.COM_SET_OPTION, Data: []byte{opt, 0},
+			Resp: store.Response{Kind: store.RespOK}}
+	}
+	rows := store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", ClientCaps: uint64(mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_MULTI_RESULTS),
+			Resp: store.Response{Kind: store.RespOK}},
+		option(1, 0), // on
+		{Session: 1, Start: at(2), Kind: store.KindQuery, SQL: "SELECT 1; SELECT 2", Resp: store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1,
+			More: []store.Response{rows}}},
+		option(3, 1), // off
+		{Session: 1, Start: at(4), Kind: store.KindQuery, SQL: "SELECT 3; SELECT 4", Resp: store.Response{Kind: store.RespError, ErrCode: 1064}},
+		{Session: 1, Start: at(5), Kind: store.KindQuit},
+	})
+	for name, mod := range map[string]func(*Config){"sessions": nil, "--concurrency 1": func(c *Config) { c.Concurrency = 1 }} {
+		r := replayRun(t, capDir, mod, tb).Targets[0]
+		if fmt.Sprint(r.ErrorCodes) != "map[1064:1]" || r.Reads+r.Other != 2 || r.Skipped != 0 {
+			t.Errorf("%s: errors %v, %d statements, %d skipped; want the second text's 1064 only (as captured), 2 statements, none skipped", name, r.ErrorCodes, r.Reads+r.Other, r.Skipped)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -173,6 +175,15 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		}
 		return nil
 	case store.KindOther:
+		if on, ok := capture.MultiStatementsOption(rec); ok && rec.Resp.Kind != store.RespError {
+			// The session's next units run with multi-statement texts on
+			// or off (adopt sets it on the connection).
+			if on {
+				s.client.caps |= mysql.CLIENT_MULTI_STATEMENTS
+			} else {
+				s.client.caps &^= mysql.CLIENT_MULTI_STATEMENTS
+			}
+		}
 		if rec.CommandsLost() && s.trx.Lost().CommitBefore && s.open != nil {
 			// The lost commands may have ended the transaction
 			// (sqlinfo.Trx.Lost): the unit ends there, committed.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/replay/conn"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -229,6 +230,10 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	}
 	switch rec.Kind {
 	case store.KindOther:
+		if on, ok := capture.MultiStatementsOption(rec); ok && rec.Resp.Kind != store.RespError {
+			w.setMultiStatements(ctx, on)
+			return notCompared
+		}
 		return skip(o, store.SkipKind)
 	case store.KindQuery:
 		if !w.rn.cfg.RunGlobalSets && sqlinfo.SetsGlobal(rec.SQL) {
@@ -731,12 +736,32 @@ func (w *worker) record(j *job, o *store.Outcome) {
 	}
 }
 
+// setMultiStatements turns the session's multi-statement texts on or off
+// (a captured COM_SET_OPTION): on the connection, and for the next one.
+// A connection the option cannot be set on is dropped (the next opens
+// with it).
+func (w *worker) setMultiStatements(ctx context.Context, on bool) {
+	if on {
+		w.client.caps |= mysql.CLIENT_MULTI_STATEMENTS
+	} else {
+		w.client.caps &^= mysql.CLIENT_MULTI_STATEMENTS
+	}
+	if w.c != nil && w.c.SetMultiStatements(ctx, on) != nil {
+		w.drop()
+	}
+}
+
 // adopt makes the connection carry u's session: its client flags, schema,
 // and variables (the latest value of each). A connection that carries
 // another session's state is reset first.
 func (w *worker) adopt(ctx context.Context, u *unit) error {
-	if w.c != nil && w.client != u.client {
-		w.quit() // other client flags: another connection
+	if other := w.client; w.c != nil && other != u.client {
+		other.caps ^= mysql.CLIENT_MULTI_STATEMENTS
+		if other == u.client { // only multi-statements differ: set, not reconnect
+			w.setMultiStatements(ctx, u.client.caps&mysql.CLIENT_MULTI_STATEMENTS != 0)
+		} else {
+			w.quit() // other client flags: another connection
+		}
 	}
 	w.client = u.client
 	if err := w.connect(ctx, u.schema); err != nil {

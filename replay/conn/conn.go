@@ -509,10 +509,20 @@ func (c *Conn) simple(ctx context.Context, op string, payload []byte) error {
 	if len(p) > 0 && p[0] == wire.HeaderErr {
 		return serverError(p)
 	}
-	if len(p) == 0 || p[0] != wire.HeaderOK {
+	if len(p) == 0 || p[0] != wire.HeaderOK && !(p[0] == wire.HeaderEOF && len(p) < 9) { // COM_SET_OPTION's answer is an EOF
 		return c.fail(op, fmt.Errorf("%w: expected OK, got %d bytes starting %#x", wire.ErrMalformed, len(p), first(p)), ctx)
 	}
 	return nil
+}
+
+// SetMultiStatements sends COM_SET_OPTION: multi-statement texts on or
+// off for the rest of the session, as a captured client turned them.
+func (c *Conn) SetMultiStatements(ctx context.Context, on bool) error {
+	opt := byte(1) // MYSQL_OPTION_MULTI_STATEMENTS_OFF
+	if on {
+		opt = 0
+	}
+	return c.simple(ctx, "set-option", []byte{mysql.COM_SET_OPTION, opt, 0})
 }
 
 func first(p []byte) byte {
