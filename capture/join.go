@@ -75,11 +75,13 @@ func isSet(sql string) bool {
 	return sqlinfo.Analyze(sql).Set
 }
 
-// keepSet appends a SET to those Join replays, once: a repeat moves to
-// the end, where it was last run (SET autocommit=1, =0, =1 leaves it on).
+// keepSet appends a SET to those Join replays, once, where it was first
+// run: a later SET may read what it assigned (SET @old = @@sql_mode, …,
+// SET sql_mode = @old), which moving a repeat to the end would break.
+// Autocommit, which a repeat toggles back (SET autocommit=1, =0, =1), is
+// set last from the server's status (Join).
 func (s *Session) keepSet(sql string) {
-	if i := slices.Index(s.sets, sql); i >= 0 {
-		s.sets = append(slices.Delete(s.sets, i, i+1), sql)
+	if slices.Contains(s.sets, sql) {
 		return
 	}
 	if len(s.sets) >= MaxSets {
@@ -141,8 +143,13 @@ func (s *Session) Join(sink Sink, opts Options, at time.Time) bool {
 	for _, q := range s.sets {
 		syn(store.Record{Kind: store.KindQuery, SQL: q})
 	}
-	if s.autocommitOff {
+	switch {
+	case s.autocommitOff:
 		syn(store.Record{Kind: store.KindQuery, SQL: "SET autocommit=0"})
+	case slices.ContainsFunc(s.sets, func(q string) bool { return strings.Contains(strings.ToLower(q), "autocommit") }):
+		// On, as the server said last, whatever order the SETs that
+		// toggled it are replayed in.
+		syn(store.Record{Kind: store.KindQuery, SQL: "SET autocommit=1"})
 	}
 	s.beforeStart = s.inTrx
 	if s.inTrx {

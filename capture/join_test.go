@@ -60,7 +60,7 @@ func TestJoinRebuildsAnOpenSessionsState(t *testing.T) {
 	feed(t, s, query("SET GLOBAL max_connections=500"), Read, frame{okp(0, 0, stAC, 0), Done})      // not the session's
 	feed(t, s, query("SET SESSION sql_mode='ANSI'"), Read, frame{errp(1231, "42000", "bad"), Done}) // refused: not kept
 	feed(t, s, query("set @@session.time_zone='+00:00'"), Read, frame{okp(0, 0, stAC, 0), Done})
-	feed(t, s, query("SET NAMES utf8mb4"), Read, frame{okp(0, 0, stAC, 0), Done}) // kept once, where it was last run
+	feed(t, s, query("SET NAMES utf8mb4"), Read, frame{okp(0, 0, stAC, 0), Done}) // kept once
 	feed(t, s, query("SET autocommit=0"), Read, frame{okp(0, 0, 0, 0), Done})
 	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "SELECT c FROM t WHERE id=?"...), Read, frame{prepareOK(3, 1), Read}, frame{colDef, Read}, frame{eofp(0, 0), Done})
 	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "UPDATE t SET k=k+1 WHERE id=?"...), Read, frame{prepareOK(4, 1), Read}, frame{colDef, Read}, frame{eofp(0, 0), Done})
@@ -87,8 +87,8 @@ func TestJoinRebuildsAnOpenSessionsState(t *testing.T) {
 	syn, before := store.FlagOpenAtStart, store.FlagBeforeStart
 	sameSummaries(t, out, []summary{
 		{store.KindConnect, "", 0, syn},
-		{store.KindQuery, "set @@session.time_zone='+00:00'", 0, syn},
 		{store.KindQuery, "SET NAMES utf8mb4", 0, syn},
+		{store.KindQuery, "set @@session.time_zone='+00:00'", 0, syn},
 		{store.KindQuery, "SET autocommit=0", 0, syn}, // as the client sent it
 		{store.KindQuery, "SET autocommit=0", 0, syn}, // from the server's status: the SETs may have turned it off otherwise
 		{store.KindQuery, "START TRANSACTION", 0, syn | before},
@@ -108,13 +108,19 @@ func TestJoinRebuildsAnOpenSessionsState(t *testing.T) {
 	}
 }
 
-// A SET run again counts where it was last run: SET autocommit=1, =0,
-// =1 leaves autocommit on, and Join replays it so (it used to keep the
-// first =1 only, and the session joined with autocommit off).
-func TestJoinReplaysRepeatedSetsInTheirLastOrder(t *testing.T) {
+// A session whose SETs turned autocommit off and on again (SET
+// autocommit=1, =0, =1, each kept once, where first run) joins with it on,
+// as the server last said: it joined with it off (its transactions never
+// committing on the targets) while its client had it on. SETs that save
+// and restore a variable keep their order.
+func TestJoinEndsWithTheSessionsAutocommit(t *testing.T) {
 	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45}, Options{MaxRecordBytes: 1 << 20}, nil)
+	for i := 0; i < 2; i++ {
+		feed(t, s, query("SET @old = @@sql_mode"), Read, frame{okp(0, 0, stAC, 0), Done})
+		feed(t, s, query("SET sql_mode = ''"), Read, frame{okp(0, 0, stAC, 0), Done})
+		feed(t, s, query("SET sql_mode = @old"), Read, frame{okp(0, 0, stAC, 0), Done})
+	}
 	feed(t, s, query("SET autocommit=1"), Read, frame{okp(0, 0, stAC, 0), Done})
-	feed(t, s, query("SET sql_mode='ANSI'"), Read, frame{okp(0, 0, stAC, 0), Done})
 	feed(t, s, query("SET autocommit=0"), Read, frame{okp(0, 0, 0, 0), Done})
 	feed(t, s, query("SET autocommit=1"), Read, frame{okp(0, 0, stAC, 0), Done})
 	var out sink
@@ -122,9 +128,12 @@ func TestJoinReplaysRepeatedSetsInTheirLastOrder(t *testing.T) {
 	syn := store.FlagOpenAtStart
 	sameSummaries(t, out, []summary{
 		{store.KindConnect, "", 0, syn},
-		{store.KindQuery, "SET sql_mode='ANSI'", 0, syn},
-		{store.KindQuery, "SET autocommit=0", 0, syn},
+		{store.KindQuery, "SET @old = @@sql_mode", 0, syn},
+		{store.KindQuery, "SET sql_mode = ''", 0, syn},
+		{store.KindQuery, "SET sql_mode = @old", 0, syn},
 		{store.KindQuery, "SET autocommit=1", 0, syn},
+		{store.KindQuery, "SET autocommit=0", 0, syn},
+		{store.KindQuery, "SET autocommit=1", 0, syn}, // from the server's status
 	})
 }
 
