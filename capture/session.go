@@ -771,6 +771,11 @@ func (s *Session) ReadsDiagnostics(p []byte) bool {
 	return false
 }
 
+// ReadsDiagnosticsText reports whether a statement's text may read what
+// the statement before it left (ROW_COUNT(), FOUND_ROWS(), the warnings):
+// whoever sends something of its own before it changes that.
+func ReadsDiagnosticsText(sql string) bool { return readsDiagnostics(sql) }
+
 // diagnosticsWords are what a statement that reads the diagnostics names.
 var diagnosticsWords = []string{"row_count", "found_rows", "warnings", "errors", "diagnostics", "warning_count", "error_count", "last_query_cost"}
 

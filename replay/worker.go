@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tandemdb/tandem/replay/order"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,6 +38,9 @@ type worker struct {
 	res      conn.Result
 	// prelude: before's buffer for the SET sent with a statement.
 	prelude []byte
+	// ownTime: the session set its timestamp itself (setsTimestamp):
+	// before sends none.
+	ownTime bool
 
 	// Session mode: the captured statement id's SQL and the statement
 	// prepared for it here; statements whose long data was lost.
@@ -249,7 +253,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
-		w.client, w.connOf = clientOf(rec), rec.ConnID
+		w.client, w.connOf, w.ownTime = clientOf(rec), rec.ConnID, false
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
@@ -321,6 +325,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		// A change of user is replayed as a reset (the target's own
 		// credentials are the only ones replay has) and its schema.
 		err = w.c.ResetConnection(ctx)
+		w.ownTime = false
 		w.forgetStatements()
 		clear(w.sqlOf)
 		clear(w.unrunnable)
@@ -478,7 +483,10 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	if id := capturedInsertID(j); id != 0 && w.rn.generates(j.info, j.rec) {
 		b = strconv.AppendUint(append(b, "SET insert_id = "...), id, 10)
 	}
-	if at := j.rec.Start; stampsTime(j.info) && at.Unix() > 0 {
+	if j.info.Set && setsTimestamp(j.sql) {
+		w.ownTime = true // the session's own from here on: left as it set it
+	}
+	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
 		if len(b) == 0 {
 			b = append(b, "SET "...)
 		} else {
@@ -499,15 +507,28 @@ func (w *worker) before(ctx context.Context, j *job) error {
 
 // stampsTime reports whether a statement needs the captured time set
 // (before): one that writes, or assigns a variable from a function such
-// as NOW(). Not BEGIN or COMMIT, nor a plain read.
-func stampsTime(info *sqlinfo.Info) bool {
+// as NOW(). Not BEGIN or COMMIT, nor a plain read; nor one that reads
+// what the statement before it left (ROW_COUNT(), FOUND_ROWS(), the
+// warnings), which a SET sent first would change. The timestamp's range
+// is checked by before (1970 to 2038: older servers take no more).
+func stampsTime(info *sqlinfo.Info, sql string) bool {
 	switch {
 	case info.Begin, info.End:
 		return false
 	case info.Class == sqlinfo.ClassWrite, len(info.Writes) > 0, info.WritesUnknown, info.Unanalysable && info.Class != sqlinfo.ClassRead:
-		return true
+	case info.Nondeterministic && (info.Set || info.UserVarAssign):
+	default:
+		return false
 	}
-	return info.Nondeterministic && (info.Set || info.UserVarAssign)
+	return !capture.ReadsDiagnosticsText(sql)
+}
+
+// setsTimestamp reports whether a SET assigns the session's timestamp
+// (a restore of mysqlbinlog's output, a test's fixed clock): replay then
+// leaves the session's clock to it.
+func setsTimestamp(sql string) bool {
+	as, _ := sqlinfo.SetAssignments(sql)
+	return slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return a.Name == "timestamp" })
 }
 
 // helper runs one of replay's own statements on the connection; a
@@ -783,6 +804,7 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 		w.forgetStatements()
 		w.carried = 0
 	}
+	w.ownTime = slices.ContainsFunc(u.sets, func(s setVar) bool { return s.name == "timestamp" })
 	if db := w.rn.schemaFor(u.schema); db != "" && db != w.schema {
 		if err := w.c.InitDB(ctx, db); err == nil {
 			w.schema = db
