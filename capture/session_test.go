@@ -450,6 +450,8 @@ func TestSessionSaysWhenAWrittenTransactionEnds(t *testing.T) {
 		{"autocommit write that changed nothing", []cmd{{"UPDATE t SET v=1 WHERE 0", okp(0, 0, auto, 0), false}}},
 		{"DDL", []cmd{{"CREATE TABLE u (a int)", okp(0, 0, auto, 0), true}, {"DROP TABLE u", okp(0, 0, auto, 0), true}}},
 		{"SET and BEGIN are no DDL", []cmd{{"SET @a=1", okp(0, 0, auto, 0), false}, {"BEGIN", okp(0, 0, inTrx, 0), false}}},
+		// A binary log in statement or mixed format logs them.
+		{"temporary tables", []cmd{{"CREATE TEMPORARY TABLE tmp (a int)", okp(0, 0, auto, 0), true}, {"DROP TEMPORARY TABLE tmp", okp(0, 0, auto, 0), true}}},
 		{"transaction", []cmd{
 			{"BEGIN", okp(0, 0, inTrx, 0), false},
 			{"UPDATE t SET v=1", okp(1, 0, inTrx, 0), false},
