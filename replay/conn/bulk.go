@@ -15,6 +15,7 @@ import (
 // replay's, said as such, never sent.
 func (c *Conn) BulkExecute(ctx context.Context, st *Stmt, data []byte, r *Result) error {
 	if !c.Bulk {
+		c.prelude = nil // not sent either: it would go out with the next command
 		return &ServerError{Code: mysql.ER_UNKNOWN_COM_ERROR, State: "08S01",
 			Message: "the target does not offer MariaDB's bulk execute (COM_STMT_BULK_EXECUTE), which the capture ran; it was not sent"}
 	}

@@ -660,7 +660,9 @@ func (c *Conn) SendLongData(ctx context.Context, st *Stmt, param uint16, data []
 func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor byte, r *Result) error {
 	if len(ps) != st.Params {
 		// What the server answers to an execute with the wrong count; not
-		// sent, since the packet cannot be framed for it.
+		// sent, since the packet cannot be framed for it (nor its prelude,
+		// which would go out with the next command).
+		c.prelude = nil
 		return &ServerError{Code: mysql.ER_WRONG_ARGUMENTS, State: "HY000",
 			Message: fmt.Sprintf("the capture has %d parameters for a statement that takes %d", len(ps), st.Params)}
 	}

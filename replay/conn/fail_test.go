@@ -26,3 +26,19 @@ func TestCloseAfterTheConnectionsLifeEndedIsCancelled(t *testing.T) {
 		t.Fatalf("broken %v, want a cancelled close", c.broken)
 	}
 }
+
+// A command refused before it is sent (an execute whose captured
+// parameters do not fit the statement, a bulk execute the target does not
+// offer) drops its prelude: it went out with the next command, and a
+// stale SET insert_id could then give an unrelated INSERT its id.
+func TestARefusedCommandDropsItsPrelude(t *testing.T) {
+	c := &Conn{life: context.Background()}
+	c.Prelude("SET insert_id = 7")
+	if err := c.Execute(context.Background(), &Stmt{ID: 1, Params: 2}, nil, 0, &Result{}); err == nil || c.prelude != nil {
+		t.Errorf("execute with the wrong count: %v, prelude %q left", err, c.prelude)
+	}
+	c.Prelude("SET insert_id = 8")
+	if err := c.BulkExecute(context.Background(), &Stmt{ID: 1}, nil, &Result{}); err == nil || c.prelude != nil {
+		t.Errorf("bulk execute on a target without it: %v, prelude %q left", err, c.prelude)
+	}
+}
