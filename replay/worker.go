@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tandemdb/tandem/replay/order"
 	"slices"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/tandemdb/tandem/capture"
 	"github.com/tandemdb/tandem/replay/conn"
+	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
