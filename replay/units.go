@@ -178,11 +178,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		if on, ok := capture.MultiStatementsOption(rec); ok && rec.Resp.Kind != store.RespError {
 			// The session's next units run with multi-statement texts on
 			// or off (adopt sets it on the connection).
-			if on {
-				s.client.caps |= mysql.CLIENT_MULTI_STATEMENTS
-			} else {
-				s.client.caps &^= mysql.CLIENT_MULTI_STATEMENTS
-			}
+			s.client.setMultiStatements(on)
 		}
 		if rec.CommandsLost() && s.trx.Lost().CommitBefore && s.open != nil {
 			// The lost commands may have ended the transaction
@@ -300,6 +296,16 @@ func (g *regrouper) flush() []*unit {
 		}
 	}
 	return out
+}
+
+// setMultiStatements turns CLIENT_MULTI_STATEMENTS on or off in c (a
+// captured COM_SET_OPTION).
+func (c *clientFlags) setMultiStatements(on bool) {
+	if on {
+		c.caps |= mysql.CLIENT_MULTI_STATEMENTS
+	} else {
+		c.caps &^= mysql.CLIENT_MULTI_STATEMENTS
+	}
 }
 
 // clientOf reads a connect record's client flags.

@@ -762,11 +762,7 @@ func (w *worker) record(j *job, o *store.Outcome) {
 // A connection the option cannot be set on is dropped (the next opens
 // with it).
 func (w *worker) setMultiStatements(ctx context.Context, on bool) {
-	if on {
-		w.client.caps |= mysql.CLIENT_MULTI_STATEMENTS
-	} else {
-		w.client.caps &^= mysql.CLIENT_MULTI_STATEMENTS
-	}
+	w.client.setMultiStatements(on)
 	if w.c != nil && w.c.SetMultiStatements(ctx, on) != nil {
 		w.drop()
 	}
