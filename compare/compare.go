@@ -72,6 +72,12 @@ const (
 	// began before the capture, so what it saw there is not what the
 	// target saw.
 	ReasonStartedBefore = "started-before-capture"
+	// ReasonChosenValues: a write that stored values each server chooses
+	// anew (sqlinfo.Info.ChosenValues: UUID(), RAND() without a seed,
+	// SYSDATE() …) reached one of the statement's tables before it, so
+	// that table's rows differ between the targets and from the capture
+	// although no engine differs. In both comparisons.
+	ReasonChosenValues = "nondeterministic-write"
 )
 
 // Classes lists the divergence classes in report order. It is the one
@@ -80,7 +86,7 @@ var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Conte
 
 // Reasons lists the reasons a divergence is order-ambiguous, in report
 // order; like Classes, the one list.
-var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore, ReasonCoarseTimes}
+var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore, ReasonChosenValues, ReasonCoarseTimes}
 
 func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
 
@@ -270,6 +276,10 @@ type Tally struct {
 	// Free, set when sessions ran freely (--order none), makes a
 	// difference on a table another session writes order-ambiguous.
 	Free *Writers
+	// Chosen, set for both comparisons, indexes the writes of values each
+	// server chooses anew: a difference after one on a table it wrote is
+	// counted apart (ReasonChosenValues).
+	Chosen *Gaps
 	// Bypassed, set for the comparison with the capture only, makes a
 	// difference on a table that writes bypassing the proxy had changed
 	// counted apart (ReasonBypassed).
@@ -323,6 +333,8 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 			class = ReasonBypassed
 		case ReasonStartedBefore:
 			class = ReasonStartedBefore
+		case ReasonChosenValues:
+			class = ReasonChosenValues
 		}
 		t.sample(key, class, st, ok, base, target, why)
 		return
@@ -359,6 +371,9 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		}
 		if tb, hit := t.Free.Other(st.Session, st.Tables); hit {
 			return fmt.Sprintf("sessions ran freely (--order none) and other sessions write %s: what it saw depends on the order replay gave them", tb), ReasonReplayOrder
+		}
+		if g, hit := t.Chosen.Before(st.To, st.Tables); hit {
+			return fmt.Sprintf("%s wrote %s before it with values each server chooses anew (UUID(), RAND() without a seed, SYSDATE(), CONNECTION_ID(), the user): the targets' rows there are not the capture's nor each other's", store.SessionName(g.Session), g.Table), ReasonChosenValues
 		}
 	}
 	switch {

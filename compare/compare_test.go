@@ -370,6 +370,38 @@ func TestGapsMakeLaterReadsAmbiguous(t *testing.T) {
 	}
 }
 
+// A write of values each server chooses (UUID(), RAND() …): a difference
+// after it on a table it wrote is counted apart in either comparison
+// (the tally of two targets has no Gaps), with the writer named; one
+// before it, or on another table, stays the engine's.
+func TestChosenValuesMakeLaterDifferencesApart(t *testing.T) {
+	ch := NewGaps()
+	ch.Add(3, 1000, []string{"db.t"}) // INSERT INTO db.t VALUES (UUID())
+	src := fakeSource{
+		1: {Session: 1, SQL: "SELECT u FROM t", Digest: "d", From: 800, To: 900, Tables: []string{"db.t"}},
+		2: {Session: 1, SQL: "SELECT u FROM t", Digest: "d", From: 1900, To: 2000, Tables: []string{"db.t"}},
+		3: {Session: 1, SQL: "SELECT v FROM w", Digest: "e", From: 1900, To: 2000, Tables: []string{"db.w"}},
+	}
+	tl := NewTally(5, nil, src)
+	tl.Chosen = ch
+	for k := uint64(1); k <= 3; k++ {
+		tl.Note(k, Content, false, OrderKept, "1 rows", "1 rows")
+	}
+	d := tl.D
+	if d.Compared != 3 || d.ByClass[Content] != 2 || d.Ambiguous != 1 || d.AmbiguousBy[ReasonChosenValues] != 1 || len(d.AmbiguousBy) != 1 {
+		t.Fatalf("tally: compared %d, divergent %v, ambiguous %d %v; want 3, 2 row-content, 1 nondeterministic-write", d.Compared, d.ByClass, d.Ambiguous, d.AmbiguousBy)
+	}
+	var apart []store.Sample
+	for _, sm := range d.Samples {
+		if sm.Ambiguous {
+			apart = append(apart, sm)
+		}
+	}
+	if len(apart) != 1 || apart[0].Seq != 2 || apart[0].Class != ReasonChosenValues || !strings.Contains(apart[0].Why, "session 3 wrote db.t") {
+		t.Errorf("samples counted apart: %+v; want seq 2, %s, naming session 3 and db.t", apart, ReasonChosenValues)
+	}
+}
+
 // A write that failed on the compared side (a shadow's engine rolled its
 // transaction back) while the capture's succeeded: later differences on
 // its tables are counted apart and say so; the failed write itself, and

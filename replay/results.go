@@ -89,6 +89,7 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 			}
 			tl.Failed = failuresOf(map[string]*store.TargetResult{base.t.Name: results[baseK], rn.t.Name: results[k]})
 			tl.Coarse = coarseTimes(r.Meta().Origin)
+			tl.Chosen = x.chosen
 			if x.lostCmds.Len() > 0 {
 				// A session whose bytes a packet capture lost ran on in an
 				// unknown transaction state: what others read after it may
@@ -205,7 +206,7 @@ func coarseTimes(o *store.Origin) string {
 // executes) and fetches whose capture has a response are compared.
 func compareCaptured(r *store.Reader, byp *compare.Bypassed, outcomes iter.Seq2[*store.Outcome, error], samples int, x *captureIndex, h *histories, failed *compare.Failures, free bool) (*store.Divergences, error) {
 	tl := compare.NewTally(samples, x.commits, h)
-	tl.Gaps, tl.Failed, tl.Bypassed, tl.BeforeStart = x.gaps, failed, byp, true
+	tl.Gaps, tl.Failed, tl.Bypassed, tl.BeforeStart, tl.Chosen = x.gaps, failed, byp, true, x.chosen
 	if free {
 		tl.Free = x.writers
 	}

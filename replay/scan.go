@@ -40,6 +40,11 @@ type captureIndex struct {
 	commits        *compare.Commits
 	// gaps: writes replay skips (not replayable, truncated, masked).
 	gaps *compare.Gaps
+	// chosen: writes of values each server chooses anew (UUID(), RAND()
+	// …: sqlinfo.Info.ChosenValues), and writes that copied from a table
+	// such a write had reached: from there the table's rows differ
+	// between targets and from the capture (compare.ReasonChosenValues).
+	chosen *compare.Gaps
 	// lostCmds: where a packet capture lost a session's bytes (FlagLost, not
 	// at a join): its transaction's state is unknown from there, so the
 	// order the targets ran others in may differ by it (between targets).
@@ -221,8 +226,27 @@ func killsConnection(sql string) (uint32, bool) {
 	return uint32(k.ID), true
 }
 
+// noteChosen indexes a write, by session at start in schema, of values
+// each server chooses anew, or of rows read from a table such a write had
+// reached (x.chosen); a table created, dropped or truncated starts over.
+func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, schema string, skipped bool) {
+	switch {
+	case info.TableDDL && info.Verb == "CREATE":
+		x.chosen.Reset(start, qualify(info.Created, schema, nil))
+	case info.Verb == "DROP" || info.Verb == "TRUNCATE":
+		x.chosen.Reset(start, qualify(info.Writes, schema, nil))
+	case skipped || len(info.Writes) == 0:
+	case info.ChosenValues:
+		x.chosen.Add(session, start, qualify(info.Writes, schema, nil))
+	case x.chosen.Len() > 0:
+		if _, hit := x.chosen.Before(start, qualify(info.Reads, schema, nil)); hit {
+			x.chosen.Add(session, start, qualify(info.Writes, schema, nil))
+		}
+	}
+}
+
 func newScanner(an *sqlinfo.Analyzer) *scanner {
-	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), lostCmds: compare.NewGaps(), recordsOf: map[uint64]uint64{},
+	x := &captureIndex{digests: map[string]*digestCount{}, pinned: map[uint64]bool{}, commits: compare.NewCommits(), gaps: compare.NewGaps(), chosen: compare.NewGaps(), lostCmds: compare.NewGaps(), recordsOf: map[uint64]uint64{},
 		writers: compare.NewWriters()}
 	return &scanner{x: x, an: an, sessions: map[uint64]*scanSession{}, tables: map[string]bool{}, created: map[string]bool{}, ended: map[uint32]endedAt{}}
 }
@@ -460,6 +484,7 @@ func (sc *scanner) add(rec *store.Record) {
 		case info.Verb == "DROP" || info.Verb == "TRUNCATE":
 			x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
 		}
+		x.noteChosen(rec.Session, start, info, s.schema, skippedByReplay)
 	}
 	// When writes become visible to other sessions.
 	step := s.trx.Apply(info, capturedError(rec))

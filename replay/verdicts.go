@@ -91,7 +91,7 @@ func (v *Verdicts) Note(d Done) bool {
 	if v.tally == nil {
 		v.src = newHistories(f.r, f.sc.an)
 		v.tally = compare.NewTally(0, f.sc.x.commits, v.src)
-		v.tally.Gaps, v.tally.BeforeStart = f.sc.x.gaps, true
+		v.tally.Gaps, v.tally.BeforeStart, v.tally.Chosen = f.sc.x.gaps, true, f.sc.x.chosen
 	}
 	if class != "" {
 		v.src.forget(rec.Session) // the session has grown since it was read

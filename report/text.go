@@ -217,12 +217,15 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	})
 	row("nondeterministic", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Nondeterministic) }))
 	row("order-ambiguous", vs(func(d *store.Divergences) string {
-		return fmt.Sprint(d.Ambiguous - d.AmbiguousBy[compare.ReasonFailedTrx])
+		return fmt.Sprint(d.Ambiguous - d.AmbiguousBy[compare.ReasonFailedTrx] - d.AmbiguousBy[compare.ReasonChosenValues])
 	}))
-	if any(func(t *Target) bool {
-		return t.VsBaseline != nil && t.VsBaseline.AmbiguousBy[compare.ReasonFailedTrx] > 0
-	}) {
-		row("after a failed trx", vs(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[compare.ReasonFailedTrx]) }))
+	for _, r := range []struct{ reason, label string }{
+		{compare.ReasonFailedTrx, "after a failed trx"},
+		{compare.ReasonChosenValues, "after a nondeterministic write"}, // UUID(), RAND() …: each side chose its own values
+	} {
+		if any(func(t *Target) bool { return t.VsBaseline != nil && t.VsBaseline.AmbiguousBy[r.reason] > 0 }) {
+			row(r.label, vs(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[r.reason]) }))
+		}
 	}
 	if any(func(t *Target) bool {
 		return t.VsBaseline != nil && t.VsBaseline.Unavailable > 0 || t.VsCapture != nil && t.VsCapture.Unavailable > 0
@@ -264,13 +267,14 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		row("  order-ambiguous", vc(func(d *store.Divergences) string {
 			// The rest: each reason below has a row of its own.
 			by := d.AmbiguousBy
-			return fmt.Sprint(d.Ambiguous - by[compare.ReasonNotReplayed] - by[compare.ReasonFailedTrx] - by[compare.ReasonStartedBefore] - by[compare.ReasonBypassed])
+			return fmt.Sprint(d.Ambiguous - by[compare.ReasonNotReplayed] - by[compare.ReasonFailedTrx] - by[compare.ReasonStartedBefore] - by[compare.ReasonBypassed] - by[compare.ReasonChosenValues])
 		}))
 		for _, r := range []struct{ reason, label string }{
 			{compare.ReasonStartedBefore, "  trx began before capture"}, // statements of transactions open at the capture's start
 			{compare.ReasonFailedTrx, "  after a failed trx"},
 			{compare.ReasonNotReplayed, "  after a skipped write"},
 			{compare.ReasonBypassed, "  after a bypassed write"},
+			{compare.ReasonChosenValues, "  after a nondeterministic write"},
 		} {
 			if capBy(r.reason) {
 				row(r.label, vc(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[r.reason]) }))

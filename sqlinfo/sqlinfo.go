@@ -123,6 +123,15 @@ type Info struct {
 	// SequenceWrite: NEXTVAL(), SETVAL() or NEXT VALUE FOR advances a
 	// sequence (MariaDB): a write, which a read-only server refuses.
 	SequenceWrite bool
+	// ChosenValues: it writes tables (Writes) with values each server
+	// chooses anew, which replay cannot give the targets as the captured
+	// server had them: UUID(), UUID_SHORT(), SYS_GUID(), RAND() without
+	// a seed, SYSDATE() (which ignores SET timestamp), CONNECTION_ID(),
+	// the user functions (replay's user). What the tables hold from then
+	// on differs between the targets and from the capture although no
+	// engine differs. (NOW() and its kind follow the SET timestamp replay
+	// sends with each write.)
+	ChosenValues bool
 	// Unanalysable: the TiDB parser could not read the statement (MariaDB
 	// syntax, or it failed); the lexer's answers stand.
 	Unanalysable bool
@@ -197,7 +206,18 @@ func Analyze(sql string) *Info {
 	if info.Class == ClassWrite && len(info.Writes) == 0 || info.Verb == "CALL" || info.Verb == "EXECUTE" {
 		info.WritesUnknown = true
 	}
+	if len(info.Writes) == 0 {
+		info.ChosenValues = false // a read's own answer only: Nondeterministic says it
+	}
 	return info
+}
+
+// chosenFuncs are the functions whose value the server chooses on each
+// run, beyond what replay sets (Info.ChosenValues); RAND only without a
+// seed.
+var chosenFuncs = map[string]bool{
+	"uuid": true, "uuid_short": true, "sys_guid": true, "rand": true, "sysdate": true, "connection_id": true,
+	"user": true, "current_user": true, "session_user": true, "system_user": true, "current_role": true,
 }
 
 var nondeterministicFuncs = map[string]bool{
@@ -321,8 +341,13 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			if nondeterministicFuncs[name] {
 				info.Nondeterministic = true
 			}
+			if chosenFuncs[name] && (name != "rand" || i+2 < len(st) && st[i+2].IsPunct(sql, ")")) {
+				info.ChosenValues = true
+			}
 		case i+2 < len(st) && t.Is(sql, "NEXT") && st[i+1].Is(sql, "VALUE") && st[i+2].Is(sql, "FOR"):
 			info.SequenceWrite = true
+		case t.Is(sql, "CURRENT_USER") || t.Is(sql, "CURRENT_ROLE"): // written without parentheses
+			info.ChosenValues = true
 		case t.Kind == TokVariable:
 			if verb != "SET" {
 				info.Nondeterministic = true // depends on the session

@@ -135,6 +135,38 @@ func TestAnalyze(t *testing.T) {
 	}
 }
 
+// A write whose values the server chooses on each run (ChosenValues):
+// the tables it writes hold, from then on, values replay cannot give the
+// targets as the captured server had them. A read's own nondeterminism is
+// Nondeterministic's, not this.
+func TestChosenValuesAreTheWritesReplayCannotRepeat(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"INSERT INTO t (id, u) VALUES (1, UUID())":                       true,
+		"INSERT INTO t (id, u) VALUES (1, uuid_short())":                 true,
+		"UPDATE t SET v = RAND() WHERE id = 1":                           true,
+		"UPDATE t SET v = RAND(7) WHERE id = 1":                          false, // seeded: the same on every server
+		"UPDATE t SET v = FLOOR(RAND( ) * 10) WHERE id = 1":              true,
+		"INSERT INTO t VALUES (1, SYSDATE())":                            true,
+		"INSERT INTO t VALUES (1, NOW())":                                false, // follows SET timestamp
+		"INSERT INTO t VALUES (1, CURRENT_TIMESTAMP)":                    false,
+		"INSERT INTO audit (who) VALUES (CURRENT_USER)":                  true,
+		"INSERT INTO audit (who) VALUES (CURRENT_USER())":                true,
+		"INSERT INTO audit (who, conn) VALUES (USER(), CONNECTION_ID())": true,
+		"INSERT INTO t2 SELECT id, UUID() FROM t":                        true,
+		"REPLACE INTO t VALUES (1, SYS_GUID())":                          true,
+		"INSERT INTO t SELECT * FROM src":                                false,
+		"SELECT UUID()":                                                  false, // writes nothing
+		"SELECT RAND() FROM t":                                           false,
+		"SET @u = UUID()":                                                false,
+		"DELETE FROM t WHERE id = 3":                                     false,
+		"INSERT INTO t VALUES (1, 'uuid()')":                             false, // a string, no call
+	} {
+		if got := Analyze(sql).ChosenValues; got != want {
+			t.Errorf("%q: ChosenValues = %v, want %v", sql, got, want)
+		}
+	}
+}
+
 // The TiDB parser panics on some inputs MariaDB accepts (an 87-digit
 // integer from MariaDB's own test suite): analysis recovers and says the
 // statement is unanalysable.
