@@ -532,6 +532,14 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 				w.noteReorder(p.t, p, nil, held)
 			}
 		}
+		if isLockError(capturedError(p.rec)) {
+			// The capture's server rolled it back (a lock wait timeout
+			// leaves the transaction open): not sent the first time
+			// (rolledBack), nor now, and its outcome stands.
+			w.publishLocks(i + 1)
+			w.rn.gate.Finish(p.t)
+			continue
+		}
 		var po store.Outcome
 		kind := w.exec(ctx, p, &po)
 		po.Flags |= flag

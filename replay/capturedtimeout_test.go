@@ -1,0 +1,123 @@
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// A statement the capture's server answered with a lock wait timeout had
+// no effect there (the transaction went on without it): replay never
+// sends it, also not when the transaction runs again after a lock error
+// of a target's own. Session 1 updates row 1, its UPDATE of row 2 timed
+// out in the capture, it updates row 3 and commits. On target a only, a
+// connection outside the capture holds row 3 until session 1's UPDATE of
+// it has timed out once (1 s): replay retries the transaction there. The
+// retry used to send the UPDATE of row 2, a write the capture never made:
+// a's row 2 ended 1002, b's and the capture's 2.
+func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
+	}
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	timedOut := q(3, "UPDATE u SET v = v + 1000 WHERE id = 2", store.Response{Kind: store.RespError, ErrCode: 1205, SQLState: "HY000",
+		Message: "Lock wait timeout exceeded; try restarting transaction"})
+	timedOut.Duration = 50 * time.Millisecond
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 1 WHERE id = 1", upd),
+		timedOut,
+		q(60, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
+		q(61, "COMMIT", ok),
+		{Session: 1, Start: at(70), Kind: store.KindQuit},
+	})
+
+	// The outside lock on a's row 3, let go once session 1's UPDATE of it
+	// has timed out.
+	ctx := context.Background()
+	holder, err := dba.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
+		if _, err := holder.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dbName string
+	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan string, 1)
+	go func() {
+		waiting := func() bool {
+			var n int
+			err := dba.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ? AND info = 'UPDATE u SET v = v + 100 WHERE id = 3' AND time_ms > 100", dbName).Scan(&n)
+			return err == nil && n > 0
+		}
+		until := func(want bool) bool {
+			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				if waiting() == want {
+					return true
+				}
+			}
+			return false
+		}
+		var why string
+		switch {
+		case !until(true):
+			why = "session 1's UPDATE of row 3 never waited for the outside lock"
+		case !until(false):
+			why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
+		}
+		holder.ExecContext(ctx, "COMMIT")
+		released <- why
+	}()
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.OrderTimeout = 30 * time.Second
+		cfg.Retries = 3
+	}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	if why := <-released; why != "" {
+		t.Fatal(why)
+	}
+
+	ra, rb := rep.Targets[0], rep.Targets[1]
+	if ra.ErrorCodes["1205"] != 1 || ra.Errors != 1 || ra.Retries != 1 || ra.RetriesSucceeded != 1 || ra.FailedTransactions != 0 {
+		t.Errorf("a: %d errors %v, %d retries (%d succeeded), %d failed transactions; want one 1205, retried once with success, 0 failed",
+			ra.Errors, ra.ErrorCodes, ra.Retries, ra.RetriesSucceeded, ra.FailedTransactions)
+	}
+	if rb.Errors != 0 || rb.Retries != 0 {
+		t.Errorf("b: %d errors %v, %d retries; want none", rb.Errors, rb.ErrorCodes, rb.Retries)
+	}
+	for i, db := range []*sql.DB{dba, dbb} {
+		var got string
+		if err := db.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "2,2,103" {
+			t.Errorf("target %s: rows hold %s; want 2,2,103, as the capture left them (its UPDATE of row 2 timed out)", rep.Targets[i].Name, got)
+		}
+	}
+	for i, c := range rep.VsCapture {
+		if c.Total() != 0 || c.Ambiguous != 0 {
+			t.Errorf("%s vs capture: divergent %v, counted apart %v; want all as captured", rep.Targets[i].Name, c.ByClass, c.AmbiguousBy)
+		}
+	}
+}
