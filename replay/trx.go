@@ -82,11 +82,15 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	}
 	if w.failing >= 0 {
 		switch {
+		case step.CommitBefore:
+			// j ended the failed transaction implicitly (a BEGIN, DDL)
+			// and runs: a BEGIN opens the next one.
+			w.failing = -1
 		case step.In:
 			w.ctrx = next
 			w.skipFailed(j, step)
 			return
-		case stmt || step.CommitBefore:
+		case stmt:
 			w.failing = -1 // the failed transaction ended before j
 		}
 		// Other records (a prepare, a close, a ping) are the session's,

@@ -121,3 +121,75 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 		}
 	}
 }
+
+// A transaction that failed for good on a target ends where the capture's
+// ended, also when that end is implicit: a BEGIN in the middle of a
+// transaction commits it. The transaction the BEGIN opens runs. On target
+// a, a connection outside the capture holds row 3 throughout, so session
+// 1's first transaction fails for good there (1205 on the first try and
+// on its retry); its second, opened by a BEGIN without a COMMIT before
+// it, used to be skipped as part of the failed one: a's row 1 stayed 1.
+func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
+	}
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
+		q(3, "BEGIN", ok),
+		q(4, "UPDATE u SET v = v + 10 WHERE id = 1", upd),
+		q(5, "COMMIT", ok),
+		{Session: 1, Start: at(10), Kind: store.KindQuit},
+	})
+	ctx := context.Background()
+	holder, err := dba.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
+		if _, err := holder.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.Retries = 1
+	}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	if _, err := holder.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+
+	ra, rb := rep.Targets[0], rep.Targets[1]
+	if ra.FailedTransactions != 1 || ra.ErrorCodes["1205"] != 2 || ra.Errors != 2 || ra.Skipped != 0 {
+		t.Errorf("a: %d failed transactions, %d errors %v, %d skipped %v; want 1 failed, two 1205 (the try and its retry), 0 skipped",
+			ra.FailedTransactions, ra.Errors, ra.ErrorCodes, ra.Skipped, ra.SkippedBy)
+	}
+	if rb.Errors != 0 || rb.FailedTransactions != 0 {
+		t.Errorf("b: %d errors %v, %d failed transactions; want none", rb.Errors, rb.ErrorCodes, rb.FailedTransactions)
+	}
+	for i, c := range []struct {
+		db   *sql.DB
+		want string
+	}{{dba, "11,2,3"}, {dbb, "11,2,103"}} {
+		var got string
+		if err := c.db.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("target %s: rows hold %s; want %s", rep.Targets[i].Name, got, c.want)
+		}
+	}
+}
