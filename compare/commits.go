@@ -24,7 +24,21 @@ type Commits struct {
 	// forgotten: commits that ended before it were let go (Forget); an
 	// interval that begins before it cannot be told apart.
 	forgotten int64
+	// judged, once Remember made it, keeps what OverlappingFor found for
+	// a statement (by outcome key) while its commits were kept, to give
+	// it again once Forget let them go: a followed capture's final
+	// comparison then finds what its live verdict found, at most
+	// maxJudged statements (those that differed: only they are judged).
+	judged map[judgedKey]Commit
 }
+
+type judgedKey struct {
+	key     uint64
+	deleted bool
+}
+
+// maxJudged bounds Commits.judged: about 64 bytes each.
+const maxJudged = 1 << 18
 
 // Forgotten is the Table of the Commit that Overlapping returns for an
 // interval that began before the commits Forget let go: whether one
@@ -190,6 +204,47 @@ func (cs *Commits) overlapping(session uint64, from, to int64, tables []string, 
 	if from < cs.forgotten && len(tables) > 0 {
 		return Commit{Table: Forgotten}, true
 	}
+	return cs.overlappingLocked(session, from, to, tables, deletedOnly)
+}
+
+// Remember makes OverlappingFor keep its answers for after a Forget (a
+// followed capture, whose run compares again at its end).
+func (cs *Commits) Remember() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.judged == nil {
+		cs.judged = map[judgedKey]Commit{}
+	}
+}
+
+// OverlappingFor is Overlapping (deleted: OverlappingDelete) for the
+// statement of outcome key. Once Remember was called it keeps the answer,
+// and for an interval that begins before the commits Forget let go, gives
+// the answer it kept (a commit still kept that overlaps it comes first);
+// an interval it never judged is Forgotten.
+func (cs *Commits) OverlappingFor(key uint64, deleted bool, session uint64, from, to int64, tables []string) (Commit, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	k := judgedKey{key, deleted}
+	c, hit := cs.overlappingLocked(session, from, to, tables, deleted)
+	if len(tables) == 0 || from >= cs.forgotten {
+		if cs.judged != nil {
+			if _, seen := cs.judged[k]; seen || len(cs.judged) < maxJudged {
+				cs.judged[k] = c // Commit{}: judged, none overlapped
+			}
+		}
+		return c, hit
+	}
+	if hit {
+		return c, true // a commit still kept
+	}
+	if j, ok := cs.judged[k]; ok {
+		return j, j != (Commit{})
+	}
+	return Commit{Table: Forgotten}, true
+}
+
+func (cs *Commits) overlappingLocked(session uint64, from, to int64, tables []string, deletedOnly bool) (Commit, bool) {
 	for _, t := range tables {
 		if l := cs.byTable[t]; l != nil {
 			if c, ok := l.overlapping(session, from, to, deletedOnly); ok {

@@ -382,7 +382,7 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 	case order == OrderRetried:
 		return "its transaction was retried after a deadlock on one side, so it ran on later data", ReasonRetried
 	case ok && t.commits != nil && !st.Locked:
-		if c, hit := t.commits.Overlapping(st.Session, st.From, st.To, st.Tables); hit {
+		if c, hit := t.commits.OverlappingFor(key, false, st.Session, st.From, st.To, st.Tables); hit {
 			if c.Table == Forgotten {
 				return forgottenWhy, ReasonCommitOverlap
 			}
@@ -392,7 +392,7 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 		// Its answer is the commit order's, except where InnoDB skips a
 		// row that a transaction it waited for deleted (and perhaps
 		// inserted again): then it depends on whether it waited.
-		if c, hit := t.commits.OverlappingDelete(st.Session, st.From, st.To, st.Tables); hit {
+		if c, hit := t.commits.OverlappingFor(key, true, st.Session, st.From, st.To, st.Tables); hit {
 			if c.Table == Forgotten {
 				return forgottenWhy, ReasonCommitOverlap
 			}

@@ -299,7 +299,7 @@ func TestForgottenCommitsMakeOlderTransactionsAmbiguous(t *testing.T) {
 	base := outcomes(store.Outcome{Seq: 1, Affected: 1, Results: 1}, store.Outcome{Seq: 2, Affected: 1, Results: 1})
 	tgt := outcomes(store.Outcome{Seq: 1, Affected: 0, Results: 1}, store.Outcome{Seq: 2, Affected: 0, Results: 1})
 	src := fakeSource{
-		1: {Session: 9, SQL: "UPDATE a SET v = 1", Digest: "u", From: 500, To: 1600, Tables: []string{"a"}},
+		1: {Session: 9, SQL: "UPDATE c SET v = 1", Digest: "u", From: 500, To: 1600, Tables: []string{"c"}},
 		2: {Session: 9, SQL: "UPDATE c SET v = 2", Digest: "u2", From: 1500, To: 1600, Tables: []string{"c"}},
 	}
 	tl := NewTally(4, cs, src)
@@ -311,6 +311,48 @@ func TestForgottenCommitsMakeOlderTransactionsAmbiguous(t *testing.T) {
 	for _, s := range d.Samples {
 		if s.Seq == 1 && !strings.Contains(s.Why, "still keeps") {
 			t.Errorf("the first UPDATE is ambiguous because %q", s.Why)
+		}
+	}
+}
+
+// A followed capture (a live shadow) lets go of old commits, and its run
+// compares again at its end: with Remember, that comparison finds for each
+// statement what the live one found while the commits were kept — an
+// overlap, or none (a divergence) — and only a statement never judged
+// before is Forgotten. Without it, every difference older than the bound
+// became ambiguous at the end although the live count had it divergent.
+func TestAFinalComparisonAfterForgetFindsWhatTheLiveOneFound(t *testing.T) {
+	cs := NewCommits()
+	cs.Remember()
+	cs.Add(2, 100, 110, []string{"t"}, false)
+	src := fakeSource{
+		1: {Session: 1, SQL: "SELECT v FROM t", Digest: "s", From: 90, To: 105, Tables: []string{"t"}},  // overlapped session 2's commit
+		2: {Session: 1, SQL: "SELECT v FROM t", Digest: "s", From: 200, To: 210, Tables: []string{"t"}}, // after it
+		3: {Session: 1, SQL: "SELECT v FROM t", Digest: "s", From: 300, To: 310, Tables: []string{"t"}}, // not judged live
+	}
+	live := NewTally(4, cs, src)
+	live.Note(1, Content, false, OrderKept, "1 rows", "1 rows")
+	live.Note(2, Content, false, OrderKept, "1 rows", "1 rows")
+	if d := live.D; d.ByClass[Content] != 1 || d.AmbiguousBy[ReasonCommitOverlap] != 1 {
+		t.Fatalf("live: %+v; want 1 divergent, 1 commit-overlap", d)
+	}
+	cs.Forget(1000)
+	final := NewTally(4, cs, src)
+	for k := uint64(1); k <= 3; k++ {
+		final.Note(k, Content, false, OrderKept, "1 rows", "1 rows")
+	}
+	d := final.D
+	if d.Compared != 3 || d.ByClass[Content] != 1 || d.Ambiguous != 2 || d.AmbiguousBy[ReasonCommitOverlap] != 2 {
+		t.Fatalf("final: compared %d, divergent %v, apart %v; want 3, 1 row-content (seq 2, as live), 2 commit-overlap (seq 1 as live, seq 3 forgotten)", d.Compared, d.ByClass, d.AmbiguousBy)
+	}
+	for _, sm := range d.Samples {
+		switch {
+		case sm.Seq == 1 && !strings.Contains(sm.Why, "session 2 on t"):
+			t.Errorf("seq 1 apart because %q; want session 2's commit on t named", sm.Why)
+		case sm.Seq == 2 && sm.Ambiguous:
+			t.Errorf("seq 2 counted apart (%q); want the divergence the live comparison found", sm.Why)
+		case sm.Seq == 3 && !strings.Contains(sm.Why, "still keeps"):
+			t.Errorf("seq 3 apart because %q; want the commits no longer kept", sm.Why)
 		}
 	}
 }

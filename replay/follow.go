@@ -66,6 +66,10 @@ func NewFeed() *Feed {
 	sc := newScanner(sqlinfo.NewAnalyzer())
 	sc.ended = nil // a followed session's end is replayed before any KILL after it is seen
 	sc.followed = true
+	// A followed capture lets go of old commits (Feed.ForgetCommits) and
+	// compares again at its end: that comparison finds what the live one
+	// found while they were kept.
+	sc.x.commits.Remember()
 	return &Feed{sc: sc}
 }
 
