@@ -574,13 +574,25 @@ func (w *Writer) checkSpace() {
 }
 
 // commit takes the current batch, adds its index entries and commits it.
-func (w *Writer) commit() error {
+func (w *Writer) commit() (err error) {
 	w.checkSpace()
 	w.mu.Lock()
-	if w.mu.err != nil {
+	var stopped *stoppedError
+	if w.mu.err != nil && (!errors.As(w.mu.err, &stopped) || w.mu.count == 0 && w.mu.batch.Empty()) {
 		err := w.mu.err
 		w.mu.Unlock()
 		return err
+	}
+	// A clean stop (the budget, the disk's floor) refuses records from
+	// now on; those already accepted, numbered and counted as captured,
+	// are committed: the floor leaves room for them. The stop is still
+	// the answer.
+	if stopped != nil {
+		defer func() {
+			if err == nil {
+				err = stopped
+			}
+		}()
 	}
 	b, count, first := w.mu.batch, w.mu.count, w.mu.first
 	minStart, maxStart := w.mu.minStart, w.mu.maxStart
@@ -603,7 +615,7 @@ func (w *Writer) commit() error {
 	if w.opts.NoSync {
 		opt = pebble.NoSync
 	}
-	err := commitBatch(b, opt)
+	err = commitBatch(b, opt)
 	elapsed := time.Since(begin)
 	closeBatch(b)
 	w.spareIndex = index
@@ -611,6 +623,7 @@ func (w *Writer) commit() error {
 	w.mu.Lock()
 	if err != nil {
 		w.mu.err = fmt.Errorf("store: commit: %w", err)
+		w.mu.stopped = false // not a clean stop any more: Close says so
 		w.opts.Logger.Error("capture commit failed; the writer stops accepting records", "err", err)
 	}
 	// At the swap, pending held exactly this batch's bytes; what was
