@@ -315,6 +315,8 @@ func (rn *runner) commit(w *worker) {
 		if rn.mu.outErr == nil {
 			rn.mu.outErr = err
 		}
+		// Replaying on without recording would only lose more.
+		rn.failLocked("its outcomes cannot be recorded: " + err.Error())
 		rn.mu.Unlock()
 	}
 }

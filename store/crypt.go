@@ -166,7 +166,13 @@ type Option func(*options)
 type options struct {
 	key       *Key
 	cacheSize int64
+	// runMinFree: a run directory's free-space floor (WithRunMinFree).
+	runMinFree *int64
 }
+
+// WithRunMinFree sets a new run directory's free-space floor (default
+// DefaultRunMinFree; 0: none).
+func WithRunMinFree(bytes int64) Option { return func(o *options) { o.runMinFree = &bytes } }
 
 // WithKey gives the key of an encrypted store (a new run directory is
 // encrypted with it). A store that is not encrypted opens as it is: the

@@ -8,6 +8,8 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -422,6 +424,38 @@ func runKey(prefix byte, point, target int) []byte {
 type RunWriter struct {
 	db  *pebble.DB
 	dir string
+	// minFree: outcomes are refused once the disk has less free space
+	// (checkSpace).
+	minFree int64
+}
+
+// DefaultRunMinFree is a run directory's free-space floor: outcomes stop
+// being written below it, with an error that says so, so that the disk
+// never fills under the run (Pebble answers a full disk by panicking)
+// and the run's end (its results, the comparisons) still has room.
+const DefaultRunMinFree = 64 << 20
+
+// ErrRunDiskFull: the run directory's disk fell under its free-space
+// floor (DefaultRunMinFree).
+var ErrRunDiskFull = errors.New("store: the run directory's disk is nearly full")
+
+// checkSpace says whether the run directory's disk is under its floor.
+func (w *RunWriter) checkSpace() error {
+	if w.minFree <= 0 {
+		return nil
+	}
+	return checkFree(w.dir, w.minFree)
+}
+
+func checkFree(dir string, floor int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil // not known: Pebble's own error, if any, says more
+	}
+	if free := int64(st.Bavail) * int64(st.Bsize); free < floor {
+		return fmt.Errorf("%w (%s: %d bytes free, under the floor of %d): free space there, or give --run a directory on another disk, and replay again", ErrRunDiskFull, dir, free, floor)
+	}
+	return nil
 }
 
 // runMemTableSize is a run store's memtable size. Pebble starts a DB's
@@ -477,7 +511,24 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 	if len(meta.Targets) > 255 {
 		return nil, errors.New("store: a run has at most 255 targets")
 	}
-	po := pebbleOptions(false, slog.New(slog.DiscardHandler), optionsOf(opts).key)
+	o := optionsOf(opts)
+	minFree := int64(DefaultRunMinFree)
+	if o.runMinFree != nil {
+		minFree = *o.runMinFree
+	}
+	if minFree > 0 {
+		probe := dir
+		for { // the directory may not exist yet: its nearest ancestor's disk
+			if _, err := os.Stat(probe); err == nil || filepath.Dir(probe) == probe {
+				break
+			}
+			probe = filepath.Dir(probe)
+		}
+		if err := checkFree(probe, minFree); err != nil {
+			return nil, err
+		}
+	}
+	po := pebbleOptions(false, slog.New(slog.DiscardHandler), o.key)
 	// A run's outcomes are small and come at the targets' pace: a
 	// capture's 64 MiB memtables (up to four of them while flushes lag)
 	// would be most of a replay's memory, growing as each fills (see
@@ -509,7 +560,7 @@ func CreateRun(dir string, meta RunMeta, opts ...Option) (*RunWriter, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: write run header: %w", err)
 	}
-	return &RunWriter{db: db, dir: dir}, nil
+	return &RunWriter{db: db, dir: dir, minFree: minFree}, nil
 }
 
 // Dir is the run directory.
@@ -568,6 +619,7 @@ func (w *RunWriter) PutInterval(point, target, n int, iv *Interval) error {
 // OutcomeBatch collects outcomes of one target in one point for one commit.
 // It belongs to one goroutine.
 type OutcomeBatch struct {
+	w   *RunWriter
 	b   *pebble.Batch
 	pre []byte
 	key []byte
@@ -577,7 +629,7 @@ type OutcomeBatch struct {
 
 // NewOutcomeBatch starts a batch for a target in a point.
 func (w *RunWriter) NewOutcomeBatch(point, target int) *OutcomeBatch {
-	return &OutcomeBatch{b: w.db.NewBatch(), pre: runKey(runOutcome, point, target)}
+	return &OutcomeBatch{w: w, b: w.db.NewBatch(), pre: runKey(runOutcome, point, target)}
 }
 
 // Add buffers o; a later Add of the same Seq replaces it (a retry's outcome).
@@ -613,9 +665,17 @@ const memtableEntryRoom = 192
 
 // Commit writes the batch (without fsync: a run can be replayed again) and
 // resets it.
+//
+// Under the run directory's free-space floor it writes nothing and says so
+// (ErrRunDiskFull); the batch's outcomes are dropped.
 func (ob *OutcomeBatch) Commit() error {
 	if ob.n == 0 {
 		return nil
+	}
+	if err := ob.w.checkSpace(); err != nil {
+		ob.b.Reset()
+		ob.n = 0
+		return err
 	}
 	err := ob.b.Commit(pebble.NoSync)
 	ob.b.Reset()

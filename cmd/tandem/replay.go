@@ -382,7 +382,7 @@ when the replay could not run (the message says why).`,
 	f := cmd.Flags()
 	f.StringArrayVar(&specs, "target", nil, targetFlagHelp)
 	f.StringVar(&configFile, "config", "", configFlagHelp)
-	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP)")
+	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run's results (default .tandem/runs/TIMESTAMP); refused when its disk has under 64 MiB free, and the run stops with an error if it falls under that")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once, made if missing (default $TMPDIR)")
 	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (shards of one run share it; default: the time and a random suffix)")

@@ -136,7 +136,7 @@ the sweep; 130: interrupted) work as in 'tandem replay'.`,
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long each point runs (the capture loops); required unless --loop")
 	f.IntVar(&cfg.Loop, "loop", 1, "replay the capture this many times per point")
 	f.BoolVar(&sw.Together, "together", false, "replay all targets at once at each point (default: one target at a time)")
-	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP)")
+	f.StringVar(&cfg.RunDir, "run", "", "new directory for the run (default .tandem/runs/sweep-TIMESTAMP); refused when its disk has under 64 MiB free, and the run stops with an error if it falls under that")
 	f.StringVar(&unpackDir, "unpack-dir", "", "where a packed capture (FILE.tar.zst, tandem pack) is unpacked once, made if missing (default $TMPDIR)")
 	keys.add(f, keyRunHelp)
 	f.StringVar(&cfg.RunID, "run-id", "", "name of the run (default: the time and a random suffix)")
