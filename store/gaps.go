@@ -110,6 +110,7 @@ func (r *Reader) Verify() (*Verification, error) {
 			return v, r.wrap(err)
 		}
 		var rec Record
+		var decodeErr error
 		for ok := it.First(); ok; ok = it.Next() {
 			seq, isRec := recordSeq(it.Key())
 			if !isRec {
@@ -117,17 +118,23 @@ func (r *Reader) Verify() (*Verification, error) {
 				return v, fmt.Errorf("%w: %s: record key of %d bytes", ErrCorrupt, r.dir, len(it.Key()))
 			}
 			val, err := it.ValueAndErr()
-			if err == nil {
-				err = DecodeRecord(val, r.meta.BaseTime, &rec)
-			}
 			if err != nil {
-				break // a damaged block: it.Error() or the decode says why
+				break // a damaged block: it.Error() says why
+			}
+			if err := DecodeRecord(val, r.meta.BaseTime, &rec); err != nil {
+				// Intact on disk (its block's checksum held) but not a
+				// record this version can read.
+				decodeErr = fmt.Errorf("%w: %s: record %d: %v", ErrCorrupt, r.dir, seq, err)
+				break
 			}
 			v.Lost.Note(seq)
 			v.Readable++
 		}
 		err = it.Error()
 		it.Close()
+		if err == nil && decodeErr != nil {
+			return v, decodeErr
+		}
 		if err == nil {
 			return v, nil
 		}

@@ -307,6 +307,12 @@ func TestCorruptRecordIsReportedWithItsSeq(t *testing.T) {
 	if n != 4 || !errors.Is(gotErr, ErrCorrupt) || !strings.Contains(gotErr.Error(), "record seq 5") {
 		t.Fatalf("read %d records then err %v; want 4 then ErrCorrupt at seq 5", n, gotErr)
 	}
+	// Verify (inspect --verify) says the same: it used to stop there with
+	// no error, as if record 4 were the capture's last.
+	v, err := r.Verify()
+	if v.Readable != 4 || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "record 5") {
+		t.Fatalf("Verify: %d readable, %v; want 4, then ErrCorrupt naming record 5", v.Readable, err)
+	}
 }
 
 func TestMissingRecordsAgainstSummaryAreCorruption(t *testing.T) {

@@ -95,6 +95,9 @@ func verifyCapture(w io.Writer, name, dir string, key *store.Key) error {
 	defer r.Close()
 	v, err := r.Verify()
 	if err != nil {
+		if v != nil {
+			fmt.Fprintf(w, "%s: %d records readable before what follows\n", name, v.Readable)
+		}
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d records readable\n", name, v.Readable)
