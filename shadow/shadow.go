@@ -267,10 +267,18 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer, bypassed []compare.By
 	close(s.drain)
 	<-s.done
 	var errs []error
+	// notFinished: each shadow's records not finished when the drain ran
+	// out (or a second Ctrl-C came), taken before the runs are cancelled.
+	var notFinished []uint64
 	for i, lv := range s.lives {
 		select {
 		case <-lv.done:
 		case <-abort:
+			if notFinished == nil {
+				for _, l := range s.lives {
+					notFinished = append(notFinished, s.stats(l).LagRecords)
+				}
+			}
 			s.cancel()
 			<-lv.done
 		}
@@ -300,6 +308,14 @@ func (s *local) stop(abort <-chan struct{}, out io.Writer, bypassed []compare.By
 		}
 		if why := s.feedLost.Load(); why != nil {
 			end += ", its feed broke off (it replayed what had arrived): " + *why
+		} else if !rep.Finished && end == "" {
+			// Its drain ran out, or it was aborted (a second Ctrl-C):
+			// what it had not replayed is in no count above.
+			if i < len(notFinished) {
+				end += fmt.Sprintf(", stopped before the capture's end with %d records not finished (they are not compared)", notFinished[i])
+			} else {
+				end += ", stopped before the capture's end (what it had not finished is not compared)"
+			}
 		}
 		fmt.Fprintf(out, "tandem proxy: shadow %s: %d compared with the primary, divergent %s, counted apart %s, %d skipped, %d unanswered; p95 vs the primary %s%s; tandem report %s\n",
 			lv.name, compared, classes(divergent), classes(apart), st.Skipped, st.Unavailable, s.lats[i].ratios(false), end, s.dirs[i])

@@ -657,3 +657,40 @@ func TestReadOnlyServerIsRefusedAsAWrittenShadow(t *testing.T) {
 		t.Errorf("a read-only shadow on a read-only server: failed %q", reps["ro"].Failed)
 	}
 }
+
+// A shadow cut off at the proxy's stop — its server hangs (SIGSTOP) while
+// the capture ends, and --shadow-drain-timeout runs out — says so on its
+// last line, with how many records it had not finished: they are in no
+// count the line gives. Before, the line gave clean counts as if the
+// shadow had replayed the whole capture.
+func TestShadowCutOffAtStopSaysSo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a MariaDB server; skipped with -short")
+	}
+	t.Parallel()
+	inno := sandboxtest.Server(t, "innodb")
+	_, primary := inno.FreshDB(t)
+	shadowSrv, _ := ownServer(t)
+	rootSQL(t, shadowSrv.Port, "CREATE DATABASE shop")
+	copyDSN := shadowSrv.DSN("shop")
+	loadSbtest(t, 1, 1000, primary, copyDSN)
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+copyDSN, "--shadow-drain-timeout", "2s")
+	done := make(chan int)
+	go func() { done <- r.sysbench("--tables=1", "--table-size=1000", "--threads=2", "--time=3", "--rate=20") }()
+	time.Sleep(time.Second)
+	if err := syscall.Kill(shadowSrv.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(shadowSrv.PID, syscall.SIGCONT) })
+	<-done
+	reps := r.stop("copy")
+	syscall.Kill(shadowSrv.PID, syscall.SIGCONT)
+	out := r.out.w.(*strings.Builder).String()
+	m := regexp.MustCompile(`shadow copy: \d+ compared with the primary, .*, stopped before the capture's end with (\d+) records not finished \(they are not compared\)`).FindStringSubmatch(out)
+	if m == nil || m[1] == "0" {
+		t.Errorf("the shadow's last line does not say it was cut off, with the records it had not finished:\n%s", out)
+	}
+	if reps["copy"].Failed != "" {
+		t.Errorf("the shadow failed (%q); want it cut off at the stop", reps["copy"].Failed)
+	}
+}
