@@ -173,6 +173,9 @@ func (w *worker) rolledBack(ctx context.Context, j *job, step sqlinfo.Step) bool
 // transaction (session mode and --concurrency alike), then counts and
 // records it.
 func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, step sqlinfo.Step) {
+	if !w.regrouped && j.info.Set && o.Flags&(store.OutcomeError|store.OutcomeClientError) == 0 {
+		w.noteSet(j.sql)
+	}
 	switch {
 	case interrupted(o):
 		// The replay was stopped while the statement was on the server:

@@ -61,6 +61,13 @@ type worker struct {
 	session uint64 // whose state the connection carries (--concurrency)
 	version int
 	carried int // variables that session's state set on the connection
+	// sets: in session mode, the captured session's variables as its SETs
+	// left them on this target (the latest of each): a connection made
+	// again within the session (the target closed it: wait_timeout, a
+	// restart, a network error) gets them back, as the captured session
+	// kept them. Cleared where the session starts over (connect, change
+	// of user, reset).
+	sets []setVar
 
 	// ctrx follows the captured session's transaction (session mode), as
 	// its server saw it: where each captured transaction begins and ends.
@@ -147,7 +154,34 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	w.backoff, w.c, w.schema, w.session, w.version, w.carried = 0, c, cfg.DB, 0, 0, 0
 	w.forgetStatements()
 	w.st.count(func(c *counters) { c.connections++ })
+	if !w.regrouped {
+		for _, s := range w.sets { // a reconnect within the session
+			var r conn.Result
+			if err := c.Query(ctx, s.text, &r); err != nil {
+				w.rn.cfg.Logger.Warn("a variable of the session could not be set again on its new connection", "target", w.rn.t.Name, "variable", s.name, "err", err)
+			}
+		}
+	}
 	return nil
+}
+
+// noteSet keeps, in session mode, the variables of a SET the target took
+// (worker.sets).
+func (w *worker) noteSet(sql string) {
+	as, ok := sqlinfo.SetAssignments(sql)
+	if !ok {
+		return
+	}
+next:
+	for _, a := range as {
+		for i := range w.sets {
+			if w.sets[i].name == a.Name {
+				w.sets[i].text = a.Text
+				continue next
+			}
+		}
+		w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
+	}
 }
 
 // drop forgets a broken connection.
@@ -253,7 +287,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
-		w.client, w.connOf, w.ownTime = clientOf(rec), rec.ConnID, false
+		w.client, w.connOf, w.ownTime, w.sets = clientOf(rec), rec.ConnID, false, nil
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
@@ -325,7 +359,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		// A change of user is replayed as a reset (the target's own
 		// credentials are the only ones replay has) and its schema.
 		err = w.c.ResetConnection(ctx)
-		w.ownTime = false
+		w.ownTime, w.sets = false, nil
 		w.forgetStatements()
 		clear(w.sqlOf)
 		clear(w.unrunnable)

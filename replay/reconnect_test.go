@@ -1,0 +1,50 @@
+package replay
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// A session whose connection the target closed (here its wait_timeout
+// of 1 s, during a 2.5 s pause of the captured session) goes on, on a new
+// connection, with the variables its SETs had given it, as the captured
+// session kept them. Session 1 turned autocommit off, committed row 1,
+// paused, then inserted row 2 and rolled it back. The new connection used
+// to run with the server's autocommit: row 2 was committed at once and
+// the ROLLBACK undid nothing.
+func TestAReconnectKeepsTheSessionsVariables(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	ins := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 200 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET autocommit = 0", ok),
+		q(2, "INSERT INTO r VALUES (1)", ins),
+		q(3, "COMMIT", ok),
+		q(2500, "SET @x = 1", ok),
+		q(2510, "INSERT INTO r VALUES (2)", ins),
+		q(2520, "ROLLBACK", ok),
+		{Session: 1, Start: at(2530), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, tgt(t, "a", dsn+"?wait_timeout=1", ""))
+	if tr := rep.Targets[0]; tr.Connections < 2 {
+		t.Fatalf("%d connections; want the target to have closed the first during the pause", tr.Connections)
+	}
+	var rows string
+	if err := db.QueryRow("SELECT IFNULL(GROUP_CONCAT(id ORDER BY id), '') FROM r").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != "1" {
+		t.Errorf("rows %q; want 1: row 2 rolled back, in the session with autocommit off", rows)
+	}
+}
