@@ -193,3 +193,72 @@ func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
 		}
 	}
 }
+
+// An XA transaction that fails for good on a target is rolled back by its
+// xid there (XA END, XA ROLLBACK): a plain ROLLBACK inside one is refused
+// (1399), which left it open — its locks held, and the session's next
+// statement run inside it and lost at the session's end. On target a, a
+// connection outside the capture holds row 3 throughout: the XA
+// transaction's UPDATE of it times out on every try. The session's later
+// UPDATE of row 1 (autocommit) used to be lost there.
+func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
+	// One target: xids are the server's, and the test's targets would
+	// share one.
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	exec(t, dba, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		q(1, "XA START 'pay-7', 'b1'", ok),
+		q(2, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
+		q(3, "XA END 'pay-7', 'b1'", ok),
+		q(4, "XA PREPARE 'pay-7', 'b1'", ok),
+		q(5, "XA COMMIT 'pay-7', 'b1'", ok),
+		q(6, "UPDATE u SET v = v + 10 WHERE id = 1", upd),
+		{Session: 1, Start: at(10), Kind: store.KindQuit},
+	})
+	ctx := context.Background()
+	holder, err := dba.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
+		if _, err := holder.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.Retries = 1
+	}, tgt(t, "a", a, ""))
+	if _, err := holder.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	ra := rep.Targets[0]
+	if ra.FailedTransactions != 1 || ra.ErrorCodes["1205"] != 2 || ra.Errors != 2 {
+		t.Errorf("a: %d failed transactions, %d errors %v; want 1 failed, two 1205 (the try and its retry)", ra.FailedTransactions, ra.Errors, ra.ErrorCodes)
+	}
+	var got string
+	if err := dba.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "11,2,3" {
+		t.Errorf("rows hold %s; want 11,2,3: the XA transaction rolled back, the later UPDATE of row 1 committed", got)
+	}
+	var open int
+	if err := dba.QueryRow("SELECT COUNT(*) FROM information_schema.innodb_trx").Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d transactions left open on the server; want 0", open)
+	}
+}

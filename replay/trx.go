@@ -173,8 +173,11 @@ func (w *worker) rolledBack(ctx context.Context, j *job, step sqlinfo.Step) bool
 // transaction (session mode and --concurrency alike), then counts and
 // records it.
 func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, step sqlinfo.Step) {
-	if !w.regrouped && j.info.Set && o.Flags&(store.OutcomeError|store.OutcomeClientError) == 0 {
-		w.noteSet(j.sql)
+	if o.Flags&(store.OutcomeError|store.OutcomeClientError) == 0 {
+		if !w.regrouped && j.info.Set {
+			w.noteSet(j.sql)
+		}
+		w.noteXA(j.info, j.sql)
 	}
 	switch {
 	case interrupted(o):
@@ -552,6 +555,9 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 		po.Flags |= flag
 		if kind == statement {
 			w.st.count(func(c *counters) { c.reexecuted++ })
+			if po.Flags&(store.OutcomeError|store.OutcomeClientError) == 0 {
+				w.noteXA(p.info, p.sql) // its XA START again
+			}
 		}
 		if kind != notCompared {
 			w.record(p, &po)

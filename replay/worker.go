@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -68,6 +69,9 @@ type worker struct {
 	// kept them. Cleared where the session starts over (connect, change
 	// of user, reset).
 	sets []setVar
+	// xa is the xid of the XA transaction open on the connection (as its
+	// XA START wrote it), "" for none: rollback ends it by name.
+	xa string
 
 	// ctrx follows the captured session's transaction (session mode), as
 	// its server saw it: where each captured transaction begins and ends.
@@ -163,6 +167,23 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 		}
 	}
 	return nil
+}
+
+// xaStart matches XA START (or BEGIN) and its xid.
+var xaStart = regexp.MustCompile(`(?is)^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$`)
+
+// noteXA follows the XA transaction open on the connection (worker.xa)
+// from a statement that ran without error.
+func (w *worker) noteXA(info *sqlinfo.Info, sql string) {
+	switch {
+	case info.Verb != "XA":
+	case info.Begin:
+		if m := xaStart.FindStringSubmatch(sql); m != nil {
+			w.xa = m[1]
+		}
+	case info.End:
+		w.xa = ""
+	}
 }
 
 // noteSet keeps, in session mode, the variables of a SET the target took
@@ -287,7 +308,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
-		w.client, w.connOf, w.ownTime, w.sets = clientOf(rec), rec.ConnID, false, nil
+		w.client, w.connOf, w.ownTime, w.sets, w.xa = clientOf(rec), rec.ConnID, false, nil, ""
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
@@ -705,7 +726,22 @@ func capturedError(rec *store.Record) uint16 {
 }
 
 // rollback ends the connection's transaction.
+//
+// An XA transaction (XA START xid ran) is ended and rolled back by its xid:
+// the server refuses a plain ROLLBACK inside one (1399), which left it
+// open, its locks held and the session's later statements in it.
 func (w *worker) rollback(ctx context.Context) {
+	if w.c != nil && w.xa != "" {
+		var r conn.Result
+		w.c.Query(ctx, "XA END "+w.xa, &r) // refused once it ended (XA END, XA PREPARE): then only the rollback
+		err := w.c.Query(ctx, "XA ROLLBACK "+w.xa, &r)
+		var se *conn.ServerError
+		if err != nil && !errors.As(err, &se) {
+			w.drop()
+		}
+		w.xa = ""
+		return
+	}
 	if w.c != nil {
 		var r conn.Result
 		if err := w.c.Query(ctx, "ROLLBACK", &r); err != nil {
