@@ -262,3 +262,41 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 		t.Errorf("%d transactions left open on the server; want 0", open)
 	}
 }
+
+// DDL commits the open transaction before it runs: when the captured
+// server then answered the DDL with a lock wait timeout (a metadata lock
+// another session held), the transaction before it was committed there.
+// Replay does not send the DDL (it had no effect) and commits the
+// transaction; it used to forget it open, and the target rolled it back
+// at the session's end.
+func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1)")
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 10 WHERE id = 1", store.Response{Kind: store.RespOK, AffectedRows: 1}),
+		q(3, "ALTER TABLE u ADD COLUMN c INT", store.Response{Kind: store.RespError, ErrCode: 1205, SQLState: "HY000",
+			Message: "Lock wait timeout exceeded; try restarting transaction"}),
+		q(60, "SELECT v FROM u WHERE id = 1", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
+		{Session: 1, Start: at(70), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, nil, tgt(t, "a", dsn, ""))
+	if tr := rep.Targets[0]; tr.Errors != 0 || tr.FailedTransactions != 0 {
+		t.Errorf("%d errors %v, %d failed transactions; want none", tr.Errors, tr.ErrorCodes, tr.FailedTransactions)
+	}
+	var v, cols int
+	if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
+		t.Fatal(err)
+	}
+	if v != 11 || cols != 2 {
+		t.Errorf("row 1 holds %d, the table has %d columns; want 11 (committed before the ALTER) and 2 (the ALTER not sent)", v, cols)
+	}
+}

@@ -121,6 +121,12 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		}
 	}
 	if endsTrx && isLockError(capturedError(j.rec)) {
+		if step.CommitBefore && w.c != nil && len(w.trx) > 0 && w.failing < 0 {
+			// The capture's server committed the open transaction before
+			// it ran j (DDL, LOCK TABLES), then j timed out or deadlocked:
+			// the commit stands; j is not sent (rolledBack).
+			w.commitLost(rn.ctx)
+		}
 		w.endTrx() // j is not sent (rolledBack)
 	}
 	if stmt && w.rolledBack(rn.ctx, j, step) {
@@ -245,8 +251,10 @@ func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 
 // commitLost commits the open transaction where a packet capture lost
 // its session's commands (see handle; the scan counts them, the same on
-// every target). A COMMIT the server refuses rolls the transaction back:
-// it failed for good there, and is listed as such (failTrx).
+// every target), or where the captured server committed it implicitly
+// before a statement that then failed with a lock error. A COMMIT the
+// server refuses rolls the transaction back: it failed for good there,
+// and is listed as such (failTrx).
 func (w *worker) commitLost(ctx context.Context) {
 	var r conn.Result
 	err := w.c.Query(ctx, "COMMIT", &r)
