@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -298,5 +299,106 @@ func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 	}
 	if v != 11 || cols != 2 {
 		t.Errorf("row 1 holds %d, the table has %d columns; want 11 (committed before the ALTER) and 2 (the ALTER not sent)", v, cols)
+	}
+}
+
+// A retry that loses its connection (killed here, from outside, while it
+// waits for a lock) was rolled back by the server: replay runs the whole
+// transaction again on a new connection, as a client does. It used to
+// take the lost statement as done, and run the rest of the transaction on
+// its own on the new connection: the rows ended as neither the capture
+// nor any order of it left them. Target a: a connection outside the
+// capture holds row 3; session 1's UPDATE of it times out (1 s), the
+// retry waits for it again and its connection is killed; then the lock
+// is let go, and the second retry commits.
+func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	dba, a := srv.FreshDB(t)
+	exec(t, dba, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
+	start := time.Now().Truncate(time.Millisecond)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	ok := store.Response{Kind: store.RespOK}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 1 WHERE id = 1", upd),
+		q(3, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
+		q(4, "UPDATE u SET v = v + 10 WHERE id = 2", upd),
+		q(5, "COMMIT", ok),
+		{Session: 1, Start: at(10), Kind: store.KindQuit},
+	})
+	ctx := context.Background()
+	holder, err := dba.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
+		if _, err := holder.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dbName string
+	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan string, 1)
+	go func() {
+		waiter := func() int64 {
+			var id int64
+			if err := dba.QueryRow("SELECT id FROM information_schema.processlist WHERE db = ? AND info = 'UPDATE u SET v = v + 100 WHERE id = 3' AND time_ms > 100", dbName).Scan(&id); err != nil {
+				return 0
+			}
+			return id
+		}
+		until := func(want bool) int64 {
+			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				if id := waiter(); (id != 0) == want {
+					return max(id, 1)
+				}
+			}
+			return 0
+		}
+		var why string
+		switch {
+		case until(true) == 0:
+			why = "session 1's UPDATE of row 3 never waited for the outside lock"
+		case until(false) == 0:
+			why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
+		default:
+			id := until(true)
+			if id == 0 {
+				why = "the retry's UPDATE of row 3 never waited for the outside lock"
+			} else if _, err := dba.Exec(fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
+				why = "kill the retry's connection: " + err.Error()
+			}
+		}
+		holder.ExecContext(ctx, "COMMIT")
+		released <- why
+	}()
+	rep := replayRun(t, capDir, func(cfg *Config) {
+		cfg.Order = OrderCapture
+		cfg.OrderTimeout = 30 * time.Second
+		cfg.Retries = 3
+	}, tgt(t, "a", a, ""))
+	if why := <-released; why != "" {
+		t.Fatal(why)
+	}
+	ra := rep.Targets[0]
+	if ra.FailedTransactions != 0 || ra.ErrorCodes["1205"] != 1 || ra.ErrorCodes["2013 connection reset"] != 1 || len(ra.ErrorCodes) != 2 || ra.Retries != 2 || ra.RetriesSucceeded != 1 {
+		t.Errorf("a: %d failed transactions, errors %v, %d retries (%d succeeded); want 0 failed, one 1205 and the lost connection, 2 retries (the second succeeded)",
+			ra.FailedTransactions, ra.ErrorCodes, ra.Retries, ra.RetriesSucceeded)
+	}
+	var got string
+	if err := dba.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "2,12,103" {
+		t.Errorf("rows hold %s; want 2,12,103, the whole transaction once", got)
 	}
 }

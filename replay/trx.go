@@ -211,7 +211,7 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 	case retryable(o):
 		// --retries 0: the client gives up at once.
 		w.finish(j, o, statement)
-		w.lastFail = o.ErrCode
+		w.failedWith(o)
 		final := *o
 		w.giveUp(j, &final, step)
 		return
@@ -263,7 +263,7 @@ func (w *worker) commitLost(ctx context.Context) {
 	}
 	var o store.Outcome
 	w.fill(&o, &r, err, nil) // a connection lost is dropped: the server rolled back
-	w.lastFail = o.ErrCode
+	w.failedWith(&o)
 	w.failTrx(w.trx[len(w.trx)-1], &o, sqlinfo.Step{}, true)
 }
 
@@ -298,7 +298,7 @@ func (w *worker) retries(session uint64) int {
 // one (first is j's failed first outcome).
 func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.Outcome, bool) {
 	last := first
-	w.lastFail = first.ErrCode
+	w.failedWith(&first)
 	if w.retries(j.rec.Session) > 0 {
 		w.noteRunAgain(store.ReorderRetried, w.trx, j)
 	}
@@ -312,8 +312,8 @@ func (w *worker) retry(ctx context.Context, j *job, first store.Outcome) (store.
 		o.Flags |= store.OutcomeRetried
 		w.st.count(func(c *counters) { c.reexecuted++ })
 		last = o
-		if retryable(&o) {
-			w.lastFail = o.ErrCode
+		if retryable(&o) || lostConnection(&o) {
+			w.failedWith(&o)
 			continue
 		}
 		if o.Flags&store.OutcomeError == 0 {
@@ -370,14 +370,14 @@ func (w *worker) failTrx(j *job, final *store.Outcome, step sqlinfo.Step, held b
 		first = w.trx[0]
 	}
 	f := store.FailedTrx{Session: j.rec.Session, Loop: j.loop, FirstSeq: first.rec.Seq, FailedSeq: j.rec.Seq, LastSeq: j.rec.Seq,
-		Code: w.lastFail, Attempts: 1 + w.retries(j.rec.Session), Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
+		Code: w.lastFail, Cause: w.lastCause, Attempts: 1 + w.retries(j.rec.Session), Statements: len(w.trx) + 1, At: w.rn.offset(first.rec, first.loop)}
 	if held {
 		f.Statements--
 	}
 	if final != nil && (!retryable(final) || final.Flags&store.OutcomeClientError != 0) {
 		f.Code, f.Cause, f.Attempts = final.ErrCode, final.Cause, 1
 	}
-	if f.Code == 0 {
+	if f.Code == 0 && f.Cause == 0 {
 		f.Code = mysql.ER_LOCK_DEADLOCK
 	}
 	for i, p := range w.trx {
@@ -573,8 +573,10 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 		w.trxOut[i] = po
 		w.publishLocks(i + 1)
 		w.rn.gate.Finish(p.t)
-		if kind == statement && retryable(&po) {
-			w.lastFail = po.ErrCode
+		if kind == statement && (retryable(&po) || lostConnection(&po)) {
+			// A lost connection rolled the transaction back on the
+			// server: the rest of it must not run on its own, on a new one.
+			w.failedWith(&po)
 			return false, false
 		}
 	}

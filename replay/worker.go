@@ -90,9 +90,10 @@ type worker struct {
 	// reorders are the changes this worker sent out of the capture's
 	// order (the first MaxFailures; counters.reordered counts them all).
 	reorders []store.Reorder
-	// lastFail is the last lock error a retry met (its code goes into a
-	// failure that ran out of retries).
-	lastFail uint16
+	// lastFail is the last lock error a retry met, or the connection it
+	// lost (lastCause): it goes into a failure that ran out of retries.
+	lastFail  uint16
+	lastCause byte
 
 	statsTrx bool // sysbench's transaction count: inside BEGIN … COMMIT
 	released bool // the current record went before all it waits for
@@ -708,6 +709,16 @@ func (w *worker) fill(o *store.Outcome, r *conn.Result, err error, info *sqlinfo
 
 // retryable: a deadlock or a lock wait timeout, which a client rolls back
 // and retries.
+// failedWith notes o's error as the last one the transaction met.
+func (w *worker) failedWith(o *store.Outcome) { w.lastFail, w.lastCause = o.ErrCode, o.Cause }
+
+// lostConnection: o's statement lost its connection (not an interrupted
+// replay): the server rolled back the open transaction, and a client runs
+// it again from its start on a new connection, as after a deadlock.
+func lostConnection(o *store.Outcome) bool {
+	return o.Flags&store.OutcomeClientError != 0 && !interrupted(o)
+}
+
 func retryable(o *store.Outcome) bool {
 	return o.Flags&store.OutcomeClientError == 0 && (o.ErrCode == mysql.ER_LOCK_DEADLOCK || o.ErrCode == mysql.ER_LOCK_WAIT_TIMEOUT) &&
 		o.Flags&store.OutcomeError != 0
