@@ -17,13 +17,15 @@ import (
 // capture, and are counted apart (nondeterministic-write), never as the
 // engine's; a table without such a write is compared as ever, and a table
 // truncated since starts over (its difference from the capture, made up
-// here, counts again).
+// here, counts again). A table CREATE … SELECT fills with UUID()s is one
+// such; a table named user is written by no USER() call.
 func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 	ta, tb, dba, dbb := twoInnoDB(t)
 	for _, db := range []*sql.DB{dba, dbb} {
 		exec(t, db, "CREATE TABLE made (id INT PRIMARY KEY, u VARCHAR(40))",
 			"CREATE TABLE copied (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE plain (id INT PRIMARY KEY, u VARCHAR(40))")
+			"CREATE TABLE plain (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE user (id INT PRIMARY KEY, u VARCHAR(40))")
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	// rows is a captured result of one VARCHAR row holding v, with the
@@ -51,6 +53,10 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 		q("TRUNCATE TABLE made", store.Response{Kind: store.RespOK}),
 		q("INSERT INTO made VALUES (2, 'fixed')", ok),
 		q("SELECT u FROM made WHERE id = 2", rows("other")), // made started over: a divergence from the capture
+		q("CREATE TABLE made2 AS SELECT id, UUID() AS u FROM plain", ok),
+		q("SELECT u FROM made2 WHERE id = 1", rows(primaryUUID)), // apart: CREATE … SELECT chose them
+		q("INSERT INTO user (id, u) VALUES (1, 'u1')", ok),       // a table named user: no USER() call
+		q("SELECT u FROM user WHERE id = 1", rows("wrong")),      // a divergence from the capture
 		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, nil, ta, tb)
@@ -59,9 +65,10 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
 		}
 		c := rep.VsCapture[i]
-		// Compared: the 9 statements; the INSERT of UUID() for errors only.
-		if c.Compared != 9 || c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 2 || c.AmbiguousBy[compare.ReasonChosenValues] != 2 || len(c.AmbiguousBy) != 1 {
-			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 9 compared, 1 row-content (seq 10), 2 nondeterministic-write",
+		// Compared: the 13 statements; the two writes of UUID() for
+		// errors only.
+		if c.Compared != 13 || c.Total() != 2 || c.ByClass[compare.Content] != 2 || c.Ambiguous != 3 || c.AmbiguousBy[compare.ReasonChosenValues] != 3 || len(c.AmbiguousBy) != 1 {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 13 compared, 2 row-content (seqs 10, 14), 3 nondeterministic-write",
 				tr.Name, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy)
 		}
 		var seqs []uint64
@@ -70,14 +77,14 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 				seqs = append(seqs, s.Seq)
 			}
 		}
-		if len(seqs) != 2 || seqs[0] != 5 || seqs[1] != 6 {
-			t.Errorf("%s vs capture: samples counted apart at seqs %v; want [5 6]: %+v", tr.Name, seqs, c.Samples)
+		if len(seqs) != 3 || seqs[0] != 5 || seqs[1] != 6 || seqs[2] != 12 {
+			t.Errorf("%s vs capture: samples counted apart at seqs %v; want [5 6 12]: %+v", tr.Name, seqs, c.Samples)
 		}
 	}
 	d := rep.Divergences[0]
 	// Between targets the connect is compared too.
-	if d.Compared != 10 || d.Total() != 0 || d.Ambiguous != 2 || d.AmbiguousBy[compare.ReasonChosenValues] != 2 || d.Nondeterministic != 1 {
-		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v, nondeterministic %d; want 10, 0, 2 nondeterministic-write, 1",
+	if d.Compared != 14 || d.Total() != 0 || d.Ambiguous != 3 || d.AmbiguousBy[compare.ReasonChosenValues] != 3 || d.Nondeterministic != 2 {
+		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v, nondeterministic %d; want 14, 0, 3 nondeterministic-write, 2",
 			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, d.Nondeterministic)
 	}
 	// The targets did choose their own: the rows are not the same.

@@ -230,18 +230,27 @@ func killsConnection(sql string) (uint32, bool) {
 // each server chooses anew, or of rows read from a table such a write had
 // reached (x.chosen); a table created, dropped or truncated starts over.
 func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, schema string, skipped bool) {
+	writes := qualify(info.Writes, schema, nil)
 	switch {
 	case info.TableDDL && info.Verb == "CREATE":
-		x.chosen.Reset(start, qualify(info.Created, schema, nil))
+		created := qualify(info.Created, schema, nil)
+		x.chosen.Reset(start, created)
+		writes = created // CREATE … SELECT fills it
 	case info.Verb == "DROP" || info.Verb == "TRUNCATE":
-		x.chosen.Reset(start, qualify(info.Writes, schema, nil))
-	case skipped || len(info.Writes) == 0:
-	case info.ChosenValues:
-		x.chosen.Add(session, start, qualify(info.Writes, schema, nil))
-	case x.chosen.Len() > 0:
-		if _, hit := x.chosen.Before(start, qualify(info.Reads, schema, nil)); hit {
-			x.chosen.Add(session, start, qualify(info.Writes, schema, nil))
-		}
+		x.chosen.Reset(start, writes)
+		return
+	}
+	if skipped || len(writes) == 0 {
+		return
+	}
+	chosen := info.ChosenValues
+	if !chosen && x.chosen.Len() > 0 {
+		// What it reads, the tables it makes aside (they start over).
+		reads := slices.DeleteFunc(qualify(info.Reads, schema, nil), func(t string) bool { return info.Verb == "CREATE" && slices.Contains(writes, t) })
+		_, chosen = x.chosen.Before(start, reads)
+	}
+	if chosen {
+		x.chosen.Add(session, start, writes)
 	}
 }
 

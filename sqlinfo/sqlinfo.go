@@ -212,6 +212,17 @@ func Analyze(sql string) *Info {
 	return info
 }
 
+// tableAt reports whether st[i] stands where a table's name does (after
+// INTO, UPDATE, TABLE, FROM, JOIN or a schema's dot): INSERT INTO user
+// (id) names a table, not the function USER().
+func tableAt(sql string, st []Token, i int) bool {
+	if i == 0 {
+		return false
+	}
+	p := st[i-1]
+	return p.IsPunct(sql, ".") || p.Is(sql, "INTO") || p.Is(sql, "UPDATE") || p.Is(sql, "TABLE") || p.Is(sql, "FROM") || p.Is(sql, "JOIN")
+}
+
 // chosenFuncs are the functions whose value the server chooses on each
 // run, beyond what replay sets (Info.ChosenValues); RAND only without a
 // seed.
@@ -330,7 +341,7 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 	}
 	for i, t := range st {
 		switch {
-		case t.Kind == TokIdent && i+1 < len(st) && st[i+1].IsPunct(sql, "("):
+		case t.Kind == TokIdent && i+1 < len(st) && st[i+1].IsPunct(sql, "(") && !tableAt(sql, st, i):
 			name := strings.ToLower(t.Text(sql))
 			switch name {
 			case "get_lock":

@@ -160,6 +160,11 @@ func TestChosenValuesAreTheWritesReplayCannotRepeat(t *testing.T) {
 		"SET @u = UUID()":                                                false,
 		"DELETE FROM t WHERE id = 3":                                     false,
 		"INSERT INTO t VALUES (1, 'uuid()')":                             false, // a string, no call
+		"INSERT INTO user (id, name) VALUES (1, 'a')":                    false, // a table named user
+		"REPLACE INTO app.uuid(id) VALUES (1)":                           false,
+		"UPDATE user SET name = 'b' WHERE id = 1":                        false,
+		"INSERT INTO user (id, who) VALUES (1, USER())":                  true,
+		"CREATE TABLE copy AS SELECT id, UUID() AS u FROM t":             true,
 	} {
 		if got := Analyze(sql).ChosenValues; got != want {
 			t.Errorf("%q: ChosenValues = %v, want %v", sql, got, want)
