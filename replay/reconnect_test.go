@@ -11,14 +11,17 @@ import (
 // A session whose connection the target closed (here its wait_timeout
 // of 1 s, during a 2.5 s pause of the captured session) goes on, on a new
 // connection, with the variables its SETs had given it, as the captured
-// session kept them. Session 1 turned autocommit off, committed row 1,
-// paused, then inserted row 2 and rolled it back. The new connection used
-// to run with the server's autocommit: row 2 was committed at once and
-// the ROLLBACK undid nothing.
+// session kept them: autocommit off (row 2 is rolled back), its isolation
+// level, set apart from its access mode, which was set after it (row 3 is
+// written only at READ COMMITTED). A SET whose value is an expression is
+// not evaluated again: NEXTVAL(s) advanced the sequence once. The new
+// connection used to run with the server's autocommit (row 2 committed at
+// once and the ROLLBACK undid nothing); a first fix lost the isolation
+// level to the access mode and ran NEXTVAL again.
 func TestAReconnectKeepsTheSessionsVariables(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)", "CREATE SEQUENCE s")
 	start := time.Now().Truncate(time.Millisecond)
 	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
 	ok := store.Response{Kind: store.RespOK}
@@ -29,12 +32,17 @@ func TestAReconnectKeepsTheSessionsVariables(t *testing.T) {
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(1, "SET autocommit = 0", ok),
+		q(1.2, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", ok),
+		q(1.4, "SET SESSION TRANSACTION READ WRITE", ok),
+		q(1.6, "SET @id = NEXTVAL(s)", ok),
 		q(2, "INSERT INTO r VALUES (1)", ins),
 		q(3, "COMMIT", ok),
 		q(2500, "SET @x = 1", ok),
 		q(2510, "INSERT INTO r VALUES (2)", ins),
 		q(2520, "ROLLBACK", ok),
-		{Session: 1, Start: at(2530), Kind: store.KindQuit},
+		q(2530, "INSERT INTO r SELECT 3 FROM DUAL WHERE @@tx_isolation = 'READ-COMMITTED'", ins),
+		q(2540, "COMMIT", ok),
+		{Session: 1, Start: at(2550), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, tgt(t, "a", dsn+"?wait_timeout=1", ""))
 	if tr := rep.Targets[0]; tr.Connections < 2 {
@@ -44,7 +52,14 @@ func TestAReconnectKeepsTheSessionsVariables(t *testing.T) {
 	if err := db.QueryRow("SELECT IFNULL(GROUP_CONCAT(id ORDER BY id), '') FROM r").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	if rows != "1" {
-		t.Errorf("rows %q; want 1: row 2 rolled back, in the session with autocommit off", rows)
+	if rows != "1,3" {
+		t.Errorf("rows %q; want 1,3: row 2 rolled back (autocommit off), row 3 written (READ COMMITTED)", rows)
+	}
+	var next int
+	if err := db.QueryRow("SELECT NEXTVAL(s)").Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next != 2 {
+		t.Errorf("the sequence's next value is %d; want 2: the session's NEXTVAL ran once", next)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -188,23 +189,28 @@ func (w *worker) noteXA(info *sqlinfo.Info, sql string) {
 }
 
 // noteSet keeps, in session mode, the variables of a SET the target took
-// (worker.sets).
+// (worker.sets), in the order they were last set. Only values written as
+// literals are kept, to be sent again as they were: an expression
+// (NEXTVAL(s), @n + 1, LAST_INSERT_ID(), a prepared statement's ?) would
+// be evaluated again, on other data; such a variable is forgotten (a new
+// connection has the server's default for it). One-shot variables, which
+// the next statement consumes, are never kept.
 func (w *worker) noteSet(sql string) {
 	as, ok := sqlinfo.SetAssignments(sql)
 	if !ok {
 		return
 	}
-next:
 	for _, a := range as {
-		for i := range w.sets {
-			if w.sets[i].name == a.Name {
-				w.sets[i].text = a.Text
-				continue next
-			}
+		w.sets = slices.DeleteFunc(w.sets, func(s setVar) bool { return s.name == a.Name })
+		if !oneShotVars[a.Name] && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.IsLiteral(a.Value)) {
+			w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
 		}
-		w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
 	}
 }
+
+// oneShotVars are session variables the next statement consumes (or that
+// only replication sets): not set again on a new connection.
+var oneShotVars = map[string]bool{"insert_id": true, "last_insert_id": true, "rand_seed1": true, "rand_seed2": true, "gtid_seq_no": true}
 
 // drop forgets a broken connection.
 func (w *worker) drop() {
@@ -213,6 +219,7 @@ func (w *worker) drop() {
 		w.c.Close()
 	}
 	w.c = nil
+	w.xa = "" // the server rolled back what the connection held
 	w.forgetStatements()
 }
 
@@ -381,7 +388,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		// A change of user is replayed as a reset (the target's own
 		// credentials are the only ones replay has) and its schema.
 		err = w.c.ResetConnection(ctx)
-		w.ownTime, w.sets = false, nil
+		w.ownTime, w.sets, w.xa = false, nil, ""
 		w.forgetStatements()
 		clear(w.sqlOf)
 		clear(w.unrunnable)
@@ -742,16 +749,20 @@ func capturedError(rec *store.Record) uint16 {
 // the server refuses a plain ROLLBACK inside one (1399), which left it
 // open, its locks held and the session's later statements in it.
 func (w *worker) rollback(ctx context.Context) {
-	if w.c != nil && w.xa != "" {
-		var r conn.Result
-		w.c.Query(ctx, "XA END "+w.xa, &r) // refused once it ended (XA END, XA PREPARE): then only the rollback
-		err := w.c.Query(ctx, "XA ROLLBACK "+w.xa, &r)
-		var se *conn.ServerError
-		if err != nil && !errors.As(err, &se) {
-			w.drop()
-		}
+	if xa := w.xa; w.c != nil && xa != "" {
 		w.xa = ""
-		return
+		var r conn.Result
+		w.c.Query(ctx, "XA END "+xa, &r) // refused once it ended (XA END, XA PREPARE): then only the rollback
+		err := w.c.Query(ctx, "XA ROLLBACK "+xa, &r)
+		var se *conn.ServerError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &se) {
+			w.drop()
+			return
+		}
+		// Refused (no such XA transaction any more): a plain one below.
 	}
 	if w.c != nil {
 		var r conn.Result

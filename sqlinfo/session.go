@@ -125,7 +125,19 @@ func setAssignments(sql string, st []Token) ([]Assignment, bool) {
 		return nil, false
 	case w == "SESSION" || w == "LOCAL":
 		if len(body) > 1 && body[1].Is(sql, "TRANSACTION") {
-			return []Assignment{{Name: "transaction", Value: sql[body[1].Start:body[len(body)-1].End],
+			// Its isolation level and its access mode are set apart (a
+			// pool sets the one once and toggles the other): each its own
+			// name, so that the one does not replace the other.
+			name := "transaction"
+			for _, t := range body[2:] {
+				switch {
+				case t.Is(sql, "ISOLATION"):
+					name += " isolation"
+				case t.Is(sql, "ONLY") || t.Is(sql, "WRITE"):
+					name += " access"
+				}
+			}
+			return []Assignment{{Name: name, Value: sql[body[1].Start:body[len(body)-1].End],
 				Text: sql[st[0].Start:body[len(body)-1].End]}}, true
 		}
 	}
@@ -575,6 +587,26 @@ func secretWords(sql string, st []Token) bool {
 		if match {
 			return true
 		}
+	}
+	return false
+}
+
+// IsLiteral reports whether a SET's value expression is a literal: a
+// string, a number (signed or not) or a bare word (ON, DEFAULT, utf8mb4),
+// which gives the same value wherever and whenever it is evaluated.
+func IsLiteral(value string) bool {
+	toks, err := Lex(value)
+	if err != nil {
+		return false
+	}
+	switch {
+	case len(toks) == 1:
+		k := toks[0].Kind
+		// A bare word may be a function that takes no parentheses
+		// (CURRENT_TIMESTAMP, CURRENT_USER).
+		return k == TokString || k == TokNumber || k == TokIdent && !nondeterministicFuncs[strings.ToLower(toks[0].Text(value))]
+	case len(toks) == 2:
+		return (toks[0].IsPunct(value, "-") || toks[0].IsPunct(value, "+")) && toks[1].Kind == TokNumber
 	}
 	return false
 }

@@ -487,3 +487,17 @@ func FuzzAnalyze(f *testing.F) {
 		_ = fmt.Sprint(IsLoadDataLocal(sql))
 	})
 }
+
+// A SET's value sent again on a new connection must give the same value:
+// only literals do.
+func TestIsLiteral(t *testing.T) {
+	for v, want := range map[string]bool{
+		"1": true, "-5": true, "'ANSI_QUOTES'": true, "ON": true, "DEFAULT": true, "utf8mb4": true, "1.5e3": true,
+		"NEXTVAL(s)": false, "@n + 1": false, "LAST_INSERT_ID()": false, "?": false, "@@sql_mode": false,
+		"CURRENT_TIMESTAMP": false, "CURRENT_USER": false, "CONCAT('a', 'b')": false, "": false,
+	} {
+		if got := IsLiteral(v); got != want {
+			t.Errorf("IsLiteral(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
