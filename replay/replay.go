@@ -72,6 +72,9 @@ type Config struct {
 	// unpacked from. Default Capture.
 	CaptureName string
 	RunDir      string
+	// RunMinFree is the run directory's free-space floor
+	// (store.DefaultRunMinFree when 0; negative: none).
+	RunMinFree int64
 	// RunID names the run (shards of one run share it); default: made up.
 	RunID   string
 	Targets []targets.Target
@@ -548,7 +551,11 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	if cfg.Shard.Count > 1 {
 		meta.Shard = &store.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
 	}
-	run, err := store.CreateRun(cfg.RunDir, meta, store.WithKey(cfg.Key))
+	runOpts := []store.Option{store.WithKey(cfg.Key)}
+	if cfg.RunMinFree != 0 {
+		runOpts = append(runOpts, store.WithRunMinFree(max(cfg.RunMinFree, 0)))
+	}
+	run, err := store.CreateRun(cfg.RunDir, meta, runOpts...)
 	if err != nil {
 		return Result{}, err
 	}

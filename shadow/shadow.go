@@ -63,6 +63,7 @@ type Config struct {
 	// MinFreeBytes is the free-space floor of a worker's copy of the feed
 	// (the capture's, --capture-min-free): past it the shadow's feed ends
 	// (it replays what it has) before the disk the capture may share fills.
+	// Its run directory has the same floor (0: none).
 	MinFreeBytes int64
 	// Replicas: the shadows are replicas of the primary, held and aligned
 	// to the capture's start (their replication removed) before any
@@ -180,7 +181,7 @@ func (cfg Config) startLocal(ts []targets.Target, dir, runs string, live *store.
 		// work (make bench-proxy).
 		pprof.Do(sctx, pprof.Labels("tandem", "shadow", "shadow", t.Name), func(lctx context.Context) {
 			lv = startFollower(lctx, replay.Config{Capture: dir, RunDir: rd, RunID: "shadow-" + t.Name, Targets: []targets.Target{t},
-				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key, Bypassed: s.bypassed.Load},
+				Logger: log, Metrics: metrics, TargetTimeout: cfg.TargetTimeout, Key: cfg.Key, Bypassed: s.bypassed.Load, RunMinFree: runFloor(cfg.MinFreeBytes)},
 				follow{reader: live, from: 1, drain: s.drain, maxLag: cfg.MaxLag, readOnly: cfg.Mode == ReadOnly, observe: lat.observe,
 					keepCommits: cfg.KeepCommits})
 		})
@@ -224,6 +225,15 @@ func (s *local) stats(lv *follower) stats {
 		st.Up, st.Down = false, "its feed broke off: "+*why
 	}
 	return st
+}
+
+// runFloor is a shadow's run directory's free-space floor for replay
+// (Config.RunMinFree) from the capture's (0: none).
+func runFloor(minFree int64) int64 {
+	if minFree <= 0 {
+		return -1
+	}
+	return minFree
 }
 
 func stateOf(st stats) string {

@@ -453,7 +453,7 @@ func checkFree(dir string, floor int64) error {
 		return nil // not known: Pebble's own error, if any, says more
 	}
 	if free := int64(st.Bavail) * int64(st.Bsize); free < floor {
-		return fmt.Errorf("%w (%s: %d bytes free, under the floor of %d): free space there, or give --run a directory on another disk, and replay again", ErrRunDiskFull, dir, free, floor)
+		return fmt.Errorf("%w (%s: %d bytes free, under the floor of %d): free space on that disk, or put the run on another one, and run it again", ErrRunDiskFull, dir, free, floor)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestReplayStopsAtTheRunDirectorysFreeSpaceFloor(t *testing.T) {
 		runDir := filepath.Join(tmpfs(c.size, c.ballast), "run")
 		_, stderr, code := run(t, nil, "replay", capDir, "--run", runDir, "--speed", "0", "--metrics-addr", "off", "--target", target)
 		if code != 1 || strings.Contains(stderr, "panic") || !strings.Contains(stderr, "the run directory's disk is nearly full") ||
-			!strings.Contains(stderr, "under the floor of 67108864): free space there, or give --run a directory on another disk, and replay again") {
+			!strings.Contains(stderr, "under the floor of 67108864): free space on that disk, or put the run on another one, and run it again") {
 			t.Errorf("%s: exit %d; want 1, the floor's error, no panic:\n%s", c.name, code, stderr)
 		}
 		if _, err := os.Stat(runDir); (err == nil) != c.started {
