@@ -78,6 +78,10 @@ const (
 	// that table's rows differ between the targets and from the capture
 	// although no engine differs. In both comparisons.
 	ReasonChosenValues = "nondeterministic-write"
+	// ReasonTiedOrder: the statement's ORDER BY may leave rows tied
+	// (Statement.TiedOrder): it differed in order only, or in content
+	// under a LIMIT, which is the server's choice among tied rows.
+	ReasonTiedOrder = "tied-order"
 )
 
 // Classes lists the divergence classes in report order. It is the one
@@ -86,7 +90,7 @@ var Classes = []string{ErrorVsOK, ErrorCode, Affected, InsertID, RowCount, Conte
 
 // Reasons lists the reasons a divergence is order-ambiguous, in report
 // order; like Classes, the one list.
-var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore, ReasonChosenValues, ReasonCoarseTimes}
+var Reasons = []string{ReasonCommitOverlap, ReasonReplayOrder, ReasonRetried, ReasonNotReplayed, ReasonFailedTrx, ReasonBypassed, ReasonStartedBefore, ReasonChosenValues, ReasonTiedOrder, ReasonCoarseTimes}
 
 func isErr(o *store.Outcome) bool { return o.Flags&store.OutcomeError != 0 }
 
@@ -251,6 +255,12 @@ type Statement struct {
 	// BeforeStart: it belongs to a transaction already open when the
 	// capture started (store.FlagBeforeStart).
 	BeforeStart bool
+	// TiedOrder: its ORDER BY may leave rows tied (its columns hold no
+	// unique key known to replay), so the server returns tied rows in an
+	// order of its own, and with Limited (a LIMIT) picks among them as it
+	// likes: a difference in order only, or in content under a LIMIT, is
+	// the server's choice, not the engine's data (ReasonTiedOrder).
+	TiedOrder, Limited bool
 	// Locked: its answer is decided by the commit order replay kept (the
 	// server's, from the capture's GTIDs): it locks the rows it names and
 	// its transaction committed in that order. A commit of another session
@@ -316,7 +326,7 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 		return
 	}
 	st, ok := t.src.Statement(key)
-	why, reason := t.Judge(key, st, ok, order)
+	why, reason := t.JudgeDiff(key, class, st, ok, order)
 	if why != "" {
 		t.D.Ambiguous++
 		if t.D.AmbiguousBy == nil {
@@ -333,14 +343,28 @@ func (t *Tally) Note(key uint64, class string, nondet bool, order OrderWhy, base
 			class = ReasonBypassed
 		case ReasonStartedBefore:
 			class = ReasonStartedBefore
-		case ReasonChosenValues:
-			class = ReasonChosenValues
+		case ReasonChosenValues, ReasonTiedOrder:
+			class = reason
 		}
 		t.sample(key, class, st, ok, base, target, why)
 		return
 	}
 	t.D.ByClass[class]++
 	t.sample(key, class, st, ok, base, target, "")
+}
+
+// JudgeDiff is Judge for a difference of class: one in order only, or in
+// content under a LIMIT, of a statement whose ORDER BY may leave rows
+// tied is the server's choice among them (ReasonTiedOrder).
+func (t *Tally) JudgeDiff(key uint64, class string, st Statement, ok bool, order OrderWhy) (why, reason string) {
+	if ok && st.TiedOrder && (class == Order || class == Content && st.Limited) {
+		what := "the rows in another order"
+		if class == Content {
+			what = "other rows under its LIMIT"
+		}
+		return "its ORDER BY may leave rows tied (its columns hold no unique key known to replay), and the server gives tied rows in an order of its own: " + what + " may be its choice, not the engine's data", ReasonTiedOrder
+	}
+	return t.Judge(key, st, ok, order)
 }
 
 // Judge says why a differing outcome of st (outcome key key; ok: st is

@@ -315,6 +315,28 @@ func TestForgottenCommitsMakeOlderTransactionsAmbiguous(t *testing.T) {
 	}
 }
 
+// A statement whose ORDER BY may leave rows tied: a difference in order
+// only, or in content under a LIMIT, is the server's choice among tied
+// rows, counted apart; any other difference of it, or an order difference
+// of a statement without ties, stays a divergence.
+func TestTiedOrderIsTheServersChoice(t *testing.T) {
+	src := fakeSource{
+		1: {Session: 1, SQL: "SELECT id FROM t ORDER BY k", Digest: "a", Tables: []string{"s.t"}, TiedOrder: true},
+		2: {Session: 1, SQL: "SELECT id FROM t ORDER BY k LIMIT 1", Digest: "b", Tables: []string{"s.t"}, TiedOrder: true, Limited: true},
+		3: {Session: 1, SQL: "SELECT id FROM t ORDER BY k", Digest: "a", Tables: []string{"s.t"}, TiedOrder: true},
+		4: {Session: 1, SQL: "SELECT id FROM t ORDER BY id", Digest: "c", Tables: []string{"s.t"}},
+	}
+	tl := NewTally(5, nil, src)
+	tl.Note(1, Order, false, OrderKept, "", "")
+	tl.Note(2, Content, false, OrderKept, "", "")
+	tl.Note(3, Content, false, OrderKept, "", "") // no LIMIT: other rows are the engine's
+	tl.Note(4, Order, false, OrderKept, "", "")
+	d := tl.D
+	if d.Ambiguous != 2 || d.AmbiguousBy[ReasonTiedOrder] != 2 || d.ByClass[Content] != 1 || d.ByClass[Order] != 1 {
+		t.Errorf("tally: apart %v, divergent %v; want 2 tied-order, 1 row-content, 1 order-only", d.AmbiguousBy, d.ByClass)
+	}
+}
+
 // A followed capture (a live shadow) lets go of old commits, and its run
 // compares again at its end: with Remember, that comparison finds for each
 // statement what the live one found while the commits were kept — an

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ type histories struct {
 	// answer that order decides (lockedInOrder).
 	ranks *commitRanks
 	keys  func(info *sqlinfo.Info, rec *store.Record) []string
+	// pks are the tables' primary keys (runner.pks, by captured name):
+	// an ORDER BY that holds one leaves no rows tied (TiedOrder).
+	pks map[string][]string
 	// capSpan is the capture's span (runner.capSpan), by which replay's
 	// timeline moves each --loop pass: a statement's LoopOffset.
 	capSpan int64
@@ -247,6 +251,9 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 		st.Locked = lockedInOrder(info, h.keys(info, &in)) && h.ranks.has(h.commitOf(rec))
 	}
 	st.Tables = qualify(info.Reads, schema, nil)
+	if info.Ordered {
+		st.TiedOrder, st.Limited = !h.orderUnique(info, st.Tables), info.Limit
+	}
 	st.Tables = qualify(info.Writes, schema, st.Tables)
 	for _, p := range rec.Params {
 		st.Params = append(st.Params, valueText(p))
@@ -255,6 +262,25 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 		st.Params = append(st.Params, "(a bulk execute: many rows of parameters in one command)")
 	}
 	return st, true
+}
+
+// orderUnique reports whether a statement's ORDER BY, over the one table
+// it reads (tables, qualified), holds that table's primary key: then no
+// two rows tie.
+func (h *histories) orderUnique(info *sqlinfo.Info, tables []string) bool {
+	if len(tables) != 1 || len(info.OrderColumns) == 0 {
+		return false
+	}
+	pk := h.pks[strings.ToLower(tables[0])]
+	if len(pk) == 0 {
+		return false
+	}
+	for _, c := range pk {
+		if !slices.Contains(info.OrderColumns, c) {
+			return false
+		}
+	}
+	return true
 }
 
 func valueText(v store.Value) string {

@@ -68,6 +68,9 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 	h := newHistories(r, an)
 	h.regrouped = cfg.Concurrency > 0
 	h.capSpan = x.last - x.first // as runner.capSpan
+	if len(runners) > 0 {
+		h.pks = runners[0].pks
+	}
 	if cfg.commitOrdered(x) && x.ranks.complete && len(runners) > 0 {
 		h.ranks, h.keys = x.ranks, runners[0].rowKeys
 	}

@@ -96,7 +96,7 @@ func (v *Verdicts) Note(d Done) bool {
 	if class != "" {
 		v.src.forget(rec.Session) // the session has grown since it was read
 		st, ok := v.src.Statement(o.Seq)
-		if _, reason := v.tally.Judge(o.Seq, st, ok, compare.OrderOf(o)); reason != "" {
+		if _, reason := v.tally.JudgeDiff(o.Seq, class, st, ok, compare.OrderOf(o)); reason != "" {
 			vd.reason = reason
 		}
 	}

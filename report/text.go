@@ -217,11 +217,12 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 	})
 	row("nondeterministic", vs(func(d *store.Divergences) string { return fmt.Sprint(d.Nondeterministic) }))
 	row("order-ambiguous", vs(func(d *store.Divergences) string {
-		return fmt.Sprint(d.Ambiguous - d.AmbiguousBy[compare.ReasonFailedTrx] - d.AmbiguousBy[compare.ReasonChosenValues])
+		return fmt.Sprint(d.Ambiguous - d.AmbiguousBy[compare.ReasonFailedTrx] - d.AmbiguousBy[compare.ReasonChosenValues] - d.AmbiguousBy[compare.ReasonTiedOrder])
 	}))
 	for _, r := range []struct{ reason, label string }{
 		{compare.ReasonFailedTrx, "after a failed trx"},
 		{compare.ReasonChosenValues, "after a nondeterministic write"}, // UUID(), RAND() …: each side chose its own values
+		{compare.ReasonTiedOrder, "tied rows of an ORDER BY"},          // in another order, or others picked by LIMIT
 	} {
 		if any(func(t *Target) bool { return t.VsBaseline != nil && t.VsBaseline.AmbiguousBy[r.reason] > 0 }) {
 			row(r.label, vs(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[r.reason]) }))
@@ -267,7 +268,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 		row("  order-ambiguous", vc(func(d *store.Divergences) string {
 			// The rest: each reason below has a row of its own.
 			by := d.AmbiguousBy
-			return fmt.Sprint(d.Ambiguous - by[compare.ReasonNotReplayed] - by[compare.ReasonFailedTrx] - by[compare.ReasonStartedBefore] - by[compare.ReasonBypassed] - by[compare.ReasonChosenValues])
+			return fmt.Sprint(d.Ambiguous - by[compare.ReasonNotReplayed] - by[compare.ReasonFailedTrx] - by[compare.ReasonStartedBefore] - by[compare.ReasonBypassed] - by[compare.ReasonChosenValues] - by[compare.ReasonTiedOrder])
 		}))
 		for _, r := range []struct{ reason, label string }{
 			{compare.ReasonStartedBefore, "  trx began before capture"}, // statements of transactions open at the capture's start
@@ -275,6 +276,7 @@ func (rep *Report) writePoint(w io.Writer, pt *Point, many bool) {
 			{compare.ReasonNotReplayed, "  after a skipped write"},
 			{compare.ReasonBypassed, "  after a bypassed write"},
 			{compare.ReasonChosenValues, "  after a nondeterministic write"},
+			{compare.ReasonTiedOrder, "  tied rows of an ORDER BY"},
 		} {
 			if capBy(r.reason) {
 				row(r.label, vc(func(d *store.Divergences) string { return fmt.Sprint(d.AmbiguousBy[r.reason]) }))

@@ -88,6 +88,14 @@ type Info struct {
 	Nondeterministic bool
 	// Ordered: ORDER BY fixes the row order, so order differences count.
 	Ordered bool
+	// OrderColumns are the columns a top-level SELECT's ORDER BY names,
+	// lower-cased, when it names only columns (nil otherwise: an
+	// expression, a position, a UNION); Limit: it has a top-level LIMIT.
+	// Rows tied on the ORDER BY come in the server's order, and LIMIT
+	// picks among tied rows as it likes, unless the columns hold a unique
+	// key (compare.Statement.TiedOrder).
+	OrderColumns []string
+	Limit        bool
 	// TableDDL: CREATE TABLE or ALTER TABLE, rewritten per target engine.
 	TableDDL bool
 	// Created lists the tables a CREATE TABLE makes.
@@ -210,6 +218,23 @@ func Analyze(sql string) *Info {
 		info.ChosenValues = false // a read's own answer only: Nondeterministic says it
 	}
 	return info
+}
+
+// orderColumns are the column names an ORDER BY names, nil when it names
+// anything else too.
+func orderColumns(by *ast.OrderByClause) []string {
+	if by == nil {
+		return nil
+	}
+	var cols []string
+	for _, it := range by.Items {
+		c, ok := it.Expr.(*ast.ColumnNameExpr)
+		if !ok {
+			return nil
+		}
+		cols = append(cols, c.Name.Name.L)
+	}
+	return cols
 }
 
 // tableAt reports whether st[i] stands where a table's name does (after
@@ -393,7 +418,7 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 				order = false // ORDER BY of a branch orders nothing
 			}
 		}
-		info.Ordered = order
+		info.Ordered, info.Limit = order, limit
 		if limit && !order {
 			info.Nondeterministic = true
 		}
@@ -483,6 +508,7 @@ func parse(sql string, info *Info) (ok bool) {
 				if x.Limit != nil && x.OrderBy == nil {
 					info.Nondeterministic = true
 				}
+				info.OrderColumns = orderColumns(x.OrderBy)
 			}
 		case *ast.SetOprStmt:
 			if k == 0 {

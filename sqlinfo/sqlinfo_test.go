@@ -501,3 +501,25 @@ func TestIsLiteral(t *testing.T) {
 		}
 	}
 }
+
+// What an ORDER BY names, for telling whether it can leave rows tied.
+func TestOrderColumns(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SELECT id, k FROM t ORDER BY k":                            "k",
+		"SELECT id FROM t ORDER BY t.k DESC, id LIMIT 5":            "k id +limit",
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 1 AND 9 ORDER BY c": "c",
+		"SELECT id FROM t ORDER BY k + 1":                           "",
+		"SELECT id FROM t ORDER BY 1":                               "",
+		"SELECT id FROM t":                                          "",
+		"SELECT id FROM t LIMIT 3":                                  "+limit",
+	} {
+		i := Analyze(sql)
+		got := strings.Join(i.OrderColumns, " ")
+		if i.Limit {
+			got = strings.TrimSpace(got + " +limit")
+		}
+		if got != want {
+			t.Errorf("%q: order columns %q; want %q", sql, got, want)
+		}
+	}
+}
