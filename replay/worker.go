@@ -189,12 +189,14 @@ func (w *worker) noteXA(info *sqlinfo.Info, sql string) {
 }
 
 // noteSet keeps, in session mode, the variables of a SET the target took
-// (worker.sets), in the order they were last set. Only values written as
-// literals are kept, to be sent again as they were: an expression
-// (NEXTVAL(s), @n + 1, LAST_INSERT_ID(), a prepared statement's ?) would
-// be evaluated again, on other data; such a variable is forgotten (a new
-// connection has the server's default for it). One-shot variables, which
-// the next statement consumes, are never kept.
+// (worker.sets), in the order they were last set. Only values that give
+// the same on a new connection are kept, to be sent again as they were
+// (sqlinfo.Reevaluable: literals, CONCAT(@@sql_mode, …)); an expression
+// of what the session did (NEXTVAL(s), @n + 1, LAST_INSERT_ID(), a
+// prepared statement's ?) would be evaluated again, on other data: such a
+// variable is forgotten (a new connection has the server's default for
+// it). One-shot variables, which the next statement consumes, are never
+// kept.
 func (w *worker) noteSet(sql string) {
 	as, ok := sqlinfo.SetAssignments(sql)
 	if !ok {
@@ -202,7 +204,7 @@ func (w *worker) noteSet(sql string) {
 	}
 	for _, a := range as {
 		w.sets = slices.DeleteFunc(w.sets, func(s setVar) bool { return s.name == a.Name })
-		if !oneShotVars[a.Name] && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.IsLiteral(a.Value)) {
+		if !oneShotVars[a.Name] && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.Reevaluable(a.Value)) {
 			w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
 		}
 	}

@@ -591,22 +591,32 @@ func secretWords(sql string, st []Token) bool {
 	return false
 }
 
-// IsLiteral reports whether a SET's value expression is a literal: a
-// string, a number (signed or not) or a bare word (ON, DEFAULT, utf8mb4),
-// which gives the same value wherever and whenever it is evaluated.
-func IsLiteral(value string) bool {
+// Reevaluable reports whether a SET's value expression gives, on a new
+// connection, what it gave the session: it depends on nothing the session
+// did — literals, system variables (@@sql_mode: a new connection starts
+// with them as the session did), functions of those (CONCAT) — and not
+// on user variables, a prepared statement's ?, a subquery, a sequence or
+// a nondeterministic function (NEXTVAL(s), LAST_INSERT_ID(), UUID()).
+func Reevaluable(value string) bool {
 	toks, err := Lex(value)
-	if err != nil {
+	if err != nil || len(toks) == 0 {
 		return false
 	}
-	switch {
-	case len(toks) == 1:
-		k := toks[0].Kind
-		// A bare word may be a function that takes no parentheses
-		// (CURRENT_TIMESTAMP, CURRENT_USER).
-		return k == TokString || k == TokNumber || k == TokIdent && !nondeterministicFuncs[strings.ToLower(toks[0].Text(value))]
-	case len(toks) == 2:
-		return (toks[0].IsPunct(value, "-") || toks[0].IsPunct(value, "+")) && toks[1].Kind == TokNumber
+	for i, t := range toks {
+		switch t.Kind {
+		case TokParam:
+			return false
+		case TokVariable:
+			if !strings.HasPrefix(t.Text(value), "@@") {
+				return false
+			}
+		case TokIdent:
+			name := strings.ToLower(t.Text(value))
+			if nondeterministicFuncs[name] || name == "select" || name == "setval" ||
+				i+1 < len(toks) && toks[i+1].IsPunct(value, "(") && chosenFuncs[name] {
+				return false
+			}
+		}
 	}
-	return false
+	return true
 }
