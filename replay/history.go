@@ -252,7 +252,7 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 	}
 	st.Tables = qualify(info.Reads, schema, nil)
 	if info.Ordered {
-		st.TiedOrder, st.Limited = !h.orderUnique(info, st.Tables), info.Limit
+		st.TiedOrder, st.Limited = h.mayTie(info, st.Tables), info.Limit
 	}
 	st.Tables = qualify(info.Writes, schema, st.Tables)
 	for _, p := range rec.Params {
@@ -264,10 +264,12 @@ func (h *histories) Statement(key uint64) (compare.Statement, bool) {
 	return st, true
 }
 
-// orderUnique reports whether a statement's ORDER BY, over the one table
-// it reads (tables, qualified), holds that table's primary key: then no
-// two rows tie.
-func (h *histories) orderUnique(info *sqlinfo.Info, tables []string) bool {
+// mayTie reports whether a statement's ORDER BY, over the one table it
+// reads (tables, qualified), can leave rows tied: it names columns only,
+// and they do not hold the table's primary key, as read from the target.
+// Where either is not known (an expression, a join, a table without a
+// known key) it says no, and differences in order count as ever.
+func (h *histories) mayTie(info *sqlinfo.Info, tables []string) bool {
 	if len(tables) != 1 || len(info.OrderColumns) == 0 {
 		return false
 	}
@@ -277,10 +279,10 @@ func (h *histories) orderUnique(info *sqlinfo.Info, tables []string) bool {
 	}
 	for _, c := range pk {
 		if !slices.Contains(info.OrderColumns, c) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func valueText(v store.Value) string {

@@ -220,19 +220,41 @@ func Analyze(sql string) *Info {
 	return info
 }
 
-// orderColumns are the column names an ORDER BY names, nil when it names
-// anything else too.
-func orderColumns(by *ast.OrderByClause) []string {
-	if by == nil {
+// orderColumns are the columns of its table a SELECT's ORDER BY names
+// (a select-list alias of a column resolved to it), nil when it names
+// anything else, or when which rows can tie is not read this simply: a
+// join, GROUP BY, DISTINCT.
+func orderColumns(x *ast.SelectStmt) []string {
+	if x.OrderBy == nil || x.GroupBy != nil || x.Distinct || x.From == nil || x.From.TableRefs == nil || x.From.TableRefs.Right != nil {
 		return nil
 	}
+	alias := map[string]string{} // select-list alias: its column, "" for an expression
+	if x.Fields != nil {
+		for _, f := range x.Fields.Fields {
+			if f.AsName.L == "" {
+				continue
+			}
+			if c, ok := f.Expr.(*ast.ColumnNameExpr); ok {
+				alias[f.AsName.L] = c.Name.Name.L
+			} else {
+				alias[f.AsName.L] = ""
+			}
+		}
+	}
 	var cols []string
-	for _, it := range by.Items {
+	for _, it := range x.OrderBy.Items {
 		c, ok := it.Expr.(*ast.ColumnNameExpr)
 		if !ok {
 			return nil
 		}
-		cols = append(cols, c.Name.Name.L)
+		name := c.Name.Name.L
+		if a, isAlias := alias[name]; isAlias && c.Name.Table.L == "" {
+			if a == "" {
+				return nil // an alias of an expression
+			}
+			name = a
+		}
+		cols = append(cols, name)
 	}
 	return cols
 }
@@ -508,7 +530,7 @@ func parse(sql string, info *Info) (ok bool) {
 				if x.Limit != nil && x.OrderBy == nil {
 					info.Nondeterministic = true
 				}
-				info.OrderColumns = orderColumns(x.OrderBy)
+				info.OrderColumns = orderColumns(x)
 			}
 		case *ast.SetOprStmt:
 			if k == 0 {

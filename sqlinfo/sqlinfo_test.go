@@ -513,6 +513,11 @@ func TestOrderColumns(t *testing.T) {
 		"SELECT id FROM t ORDER BY 1":                               "",
 		"SELECT id FROM t":                                          "",
 		"SELECT id FROM t LIMIT 3":                                  "+limit",
+		"SELECT id AS user_id FROM t ORDER BY user_id":              "id",
+		"SELECT k + 1 AS kk FROM t ORDER BY kk":                     "",
+		"SELECT a.id FROM t a JOIN t b ON a.g = b.g ORDER BY a.id":  "",
+		"SELECT k, COUNT(*) FROM t GROUP BY k ORDER BY k":           "",
+		"SELECT DISTINCT k FROM t ORDER BY k":                       "",
 	} {
 		i := Analyze(sql)
 		got := strings.Join(i.OrderColumns, " ")
