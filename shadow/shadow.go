@@ -63,7 +63,7 @@ type Config struct {
 	// MinFreeBytes is the free-space floor of a worker's copy of the feed
 	// (the capture's, --capture-min-free): past it the shadow's feed ends
 	// (it replays what it has) before the disk the capture may share fills.
-	// Its run directory has the same floor (0: none).
+	// Its run directory has half that floor (0: none).
 	MinFreeBytes int64
 	// Replicas: the shadows are replicas of the primary, held and aligned
 	// to the capture's start (their replication removed) before any
@@ -228,12 +228,14 @@ func (s *local) stats(lv *follower) stats {
 }
 
 // runFloor is a shadow's run directory's free-space floor for replay
-// (Config.RunMinFree) from the capture's (0: none).
+// (Config.RunMinFree) from the capture's (0: none): half of it, so that
+// where the capture stops and the shadow's feed ends (it replays what it
+// has), the run still has room to record that and end.
 func runFloor(minFree int64) int64 {
 	if minFree <= 0 {
 		return -1
 	}
-	return minFree
+	return max(minFree/2, 1)
 }
 
 func stateOf(st stats) string {
