@@ -22,18 +22,10 @@ import (
 // a's row 2 ended 1002, b's and the capture's 2.
 func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
-	}
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
+	dba, a := tableU(t, srv)
+	dbb, b := tableU(t, srv)
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	timedOut := q(3, "UPDATE u SET v = v + 1000 WHERE id = 2", store.Response{Kind: store.RespError, ErrCode: 1205, SQLState: "HY000",
 		Message: "Lock wait timeout exceeded; try restarting transaction"})
 	timedOut.Duration = 50 * time.Millisecond
@@ -51,16 +43,7 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 	// The outside lock on a's row 3, let go once session 1's UPDATE of it
 	// has timed out.
 	ctx := context.Background()
-	holder, err := dba.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
-		if _, err := holder.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holder := holdRow3(t, dba)
 	var dbName string
 	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
 		t.Fatal(err)
@@ -132,18 +115,10 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 // it, used to be skipped as part of the failed one: a's row 1 stayed 1.
 func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	dbb, b := srv.FreshDB(t)
-	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
-	}
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
+	dba, a := tableU(t, srv)
+	dbb, b := tableU(t, srv)
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
@@ -155,16 +130,7 @@ func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
 	ctx := context.Background()
-	holder, err := dba.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
-		if _, err := holder.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holder := holdRow3(t, dba)
 	rep := replayRun(t, capDir, func(cfg *Config) {
 		cfg.Order = OrderCapture
 		cfg.Retries = 1
@@ -205,16 +171,9 @@ func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
 func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 	// One target: xids are the server's, and the test's targets would
 	// share one.
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	exec(t, dba, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
+	dba, a := tableU(t, sandboxtest.Server(t, "innodb"))
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
@@ -227,16 +186,7 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
 	ctx := context.Background()
-	holder, err := dba.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
-		if _, err := holder.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holder := holdRow3(t, dba)
 	rep := replayRun(t, capDir, func(cfg *Config) {
 		cfg.Order = OrderCapture
 		cfg.Retries = 1
@@ -274,12 +224,8 @@ func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	db, dsn := srv.FreshDB(t)
 	exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1)")
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	at, q := session1()
 	ok := store.Response{Kind: store.RespOK}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(1, "BEGIN", ok),
@@ -312,16 +258,9 @@ func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 // retry waits for it again and its connection is killed; then the lock
 // is let go, and the second retry commits.
 func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	dba, a := srv.FreshDB(t)
-	exec(t, dba, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
+	dba, a := tableU(t, sandboxtest.Server(t, "innodb"))
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
@@ -333,16 +272,7 @@ func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
 	ctx := context.Background()
-	holder, err := dba.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
-		if _, err := holder.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	holder := holdRow3(t, dba)
 	var dbName string
 	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
 		t.Fatal(err)
@@ -401,4 +331,41 @@ func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 	if got != "2,12,103" {
 		t.Errorf("rows hold %s; want 2,12,103, the whole transaction once", got)
 	}
+}
+
+// tableU makes table u, rows (1, 1), (2, 2), (3, 3), in a fresh database
+// on srv.
+func tableU(t *testing.T, srv *sandboxtest.Handle) (*sql.DB, string) {
+	t.Helper()
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1), (2, 2), (3, 3)")
+	return db, dsn
+}
+
+// session1 gives the times of a capture made now (at: ms after its start)
+// and session 1's queries in schema shop at them.
+func session1() (at func(ms float64) time.Time, q func(ms float64, sql string, resp store.Response) store.Record) {
+	start := time.Now().Truncate(time.Millisecond)
+	at = func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	q = func(ms float64, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
+	}
+	return at, q
+}
+
+// holdRow3 locks row 3 of u on db from a connection outside the capture,
+// until the caller commits on it (closed at the test's end).
+func holdRow3(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	holder, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	for _, s := range []string{"BEGIN", "SELECT v FROM u WHERE id = 3 FOR UPDATE"} {
+		if _, err := holder.ExecContext(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return holder
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"testing"
-	"time"
 
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -23,13 +22,8 @@ func TestAReconnectKeepsTheSessionsVariables(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	db, dsn := srv.FreshDB(t)
 	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)", "CREATE SEQUENCE s")
-	start := time.Now().Truncate(time.Millisecond)
-	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
-	ok := store.Response{Kind: store.RespOK}
-	ins := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	q := func(ms float64, sql string, resp store.Response) store.Record {
-		return store.Record{Session: 1, Start: at(ms), Duration: 200 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
-	}
+	at, q := session1()
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(1, "SET autocommit = 0", ok),
