@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/tandemdb/tandem/compare"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,35 @@ func TestFailedTransactionsSayWhatTheyWrite(t *testing.T) {
 	for _, want := range []string{"seq 10–12 (3 statements, failed at seq 11) writing sbtest.sbtest1\n", "seq 20–22 (3 statements, failed at seq 21) writing nothing\n"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("want %q in:\n%s", want, text.String())
+		}
+	}
+}
+
+// Each reason a difference is counted apart for has its row, and the
+// samples' heading says how many were counted apart for which reason.
+func TestTextNamesEveryReasonCountedApart(t *testing.T) {
+	var a, b Target
+	a.Name, b.Name = "a", "b"
+	b.VsBaseline = &store.Divergences{Compared: 10, Ambiguous: 3, ByClass: map[string]int64{compare.Content: 1},
+		AmbiguousBy: map[string]int64{compare.ReasonCommitOverlap: 1, compare.ReasonChosenValues: 1, compare.ReasonTiedOrder: 1},
+		Samples:     []store.Sample{{Class: compare.Content, Seq: 7, Session: 1, Statement: "SELECT u FROM t"}}}
+	b.VsCapture = &store.Divergences{Compared: 10, Ambiguous: 4, AmbiguousBy: map[string]int64{compare.ReasonReplayOrder: 1, compare.ReasonChosenValues: 1, compare.ReasonTiedOrder: 2}}
+	rep := &Report{Baseline: "a", Finished: true, Points: []Point{{Targets: []Target{a, b}}}}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?m)^  order-ambiguous +- +1$`,
+		`(?m)^  after a nondeterministic write +- +1$`,
+		`(?m)^  tied rows of an ORDER BY +- +1$`,
+		`(?m)^    order-ambiguous +- +1$`,
+		`(?m)^    after a nondeterministic write +- +1$`,
+		`(?m)^    tied rows of an ORDER BY +- +2$`,
+		`divergences of b from a \(1, and 3 counted apart \(commit-overlap 1, nondeterministic-write 1, tied-order 1\)\); 1 of 1 samples`,
+	} {
+		if !regexp.MustCompile(want).MatchString(text.String()) {
+			t.Errorf("text lacks %s:\n%s", want, text.String())
 		}
 	}
 }

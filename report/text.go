@@ -668,8 +668,18 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 			return
 		}
 		shown := d.Samples[:min(len(d.Samples), 8)]
-		p("\ndivergences of %s from %s (%d, and %d counted apart: order-ambiguous, after a write replay skipped or a transaction that failed); %d of %d samples (all in --json and the run directory):\n",
-			name, from, d.Total(), d.Ambiguous, len(shown), len(d.Samples))
+		apart := ""
+		if d.Ambiguous > 0 {
+			var by []string
+			for _, r := range compare.Reasons { // the report's order
+				if n := d.AmbiguousBy[r]; n > 0 {
+					by = append(by, fmt.Sprintf("%s %d", r, n))
+				}
+			}
+			apart = " (" + strings.Join(by, ", ") + ")"
+		}
+		p("\ndivergences of %s from %s (%d, and %d counted apart%s); %d of %d samples (all in --json and the run directory):\n",
+			name, from, d.Total(), d.Ambiguous, apart, len(shown), len(d.Samples))
 		for _, s := range shown {
 			loop := ""
 			if s.Loop > 0 {
