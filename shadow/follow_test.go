@@ -66,6 +66,45 @@ func TestLaggingShadowKeepsAutocommitOffTransactionsWhole(t *testing.T) {
 	}
 }
 
+// A lagging shadow that leaves out an execute which opened a cursor
+// leaves out its fetches too: the target has no cursor to fetch from, and
+// the error (or another cursor's rows) was counted as a divergence. An
+// execute that runs again makes its fetches run.
+func TestLaggingShadowLeavesOutTheFetchesOfAnExecuteItLeftOut(t *testing.T) {
+	f := replay.NewFeed()
+	l := newFollower("s", follow{})
+	var seq uint64
+	var got []string
+	feed := func(lagging bool, kind store.Kind) {
+		l.lagging.Store(lagging)
+		seq++
+		rec := &store.Record{Seq: seq, Session: 1, Kind: kind, StmtID: 1, Schema: "s"}
+		if kind == store.KindPrepare {
+			rec.SQL = "SELECT v FROM t WHERE id > ?"
+		}
+		f.Index(rec)
+		mark := "run "
+		if l.skip(f, rec) {
+			mark = "skip"
+		}
+		got = append(got, mark+" "+kind.String())
+	}
+	feed(false, store.KindPrepare)
+	feed(true, store.KindExecute) // a read on its own while lagging: left out
+	feed(false, store.KindFetch)  // the lag ended: its fetch still has no cursor
+	feed(false, store.KindFetch)
+	feed(false, store.KindExecute)
+	feed(false, store.KindFetch)
+	want := []string{"run  " + store.KindPrepare.String(), "skip " + store.KindExecute.String(), "skip " + store.KindFetch.String(),
+		"skip " + store.KindFetch.String(), "run  " + store.KindExecute.String(), "run  " + store.KindFetch.String()}
+	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+		t.Errorf("got\n%s\nwant\n%s", g, w)
+	}
+	if l.skipped.Load() != 3 {
+		t.Errorf("skipped %d; want 3", l.skipped.Load())
+	}
+}
+
 // A shadow runs as long as its proxy: it lets go of the capture's commits
 // that ended keepCommits before the oldest record it has not finished (or
 // the newest it saw), and no sooner. Before, it kept every commit it ever
