@@ -222,8 +222,6 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 // at the session's end.
 func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, v INT)", "INSERT INTO u VALUES (1, 1)")
 	at, q := session1()
 	ok := store.Response{Kind: store.RespOK}
 	capDir := writeRecords(t, []store.Record{
@@ -235,16 +233,108 @@ func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 		q(60, "SELECT v FROM u WHERE id = 1", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
 		{Session: 1, Start: at(70), Kind: store.KindQuit},
 	})
-	rep := replayRun(t, capDir, nil, tgt(t, "a", dsn, ""))
-	if tr := rep.Targets[0]; tr.Errors != 0 || tr.FailedTransactions != 0 {
-		t.Errorf("%d errors %v, %d failed transactions; want none", tr.Errors, tr.ErrorCodes, tr.FailedTransactions)
+	for _, mode := range []struct {
+		name string
+		mod  func(*Config)
+	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+		db, dsn := tableU(t, srv)
+		rep := replayRun(t, capDir, mode.mod, tgt(t, "a", dsn, ""))
+		if tr := rep.Targets[0]; tr.Errors != 0 || tr.FailedTransactions != 0 {
+			t.Errorf("%s: %d errors %v, %d failed transactions; want none", mode.name, tr.Errors, tr.ErrorCodes, tr.FailedTransactions)
+		}
+		var v, cols int
+		if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
+			t.Fatal(err)
+		}
+		if v != 11 || cols != 2 {
+			t.Errorf("%s: row 1 holds %d, the table has %d columns; want 11 (committed before the ALTER) and 2 (the ALTER not sent)", mode.name, v, cols)
+		}
 	}
-	var v, cols int
-	if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
-		t.Fatal(err)
-	}
-	if v != 11 || cols != 2 {
-		t.Errorf("row 1 holds %d, the table has %d columns; want 11 (committed before the ALTER) and 2 (the ALTER not sent)", v, cols)
+}
+
+// A DDL that a target answers with a lock wait timeout (a metadata lock
+// held outside the capture) is retried alone: it had committed the
+// transaction before it when it ran. With --concurrency, the retry used
+// to run the transaction's UPDATE again and commit it a second time
+// (row 1 ended 21, the capture's 11).
+func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	at, q := session1()
+	ok := store.Response{Kind: store.RespOK}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 10 WHERE id = 1", store.Response{Kind: store.RespOK, AffectedRows: 1}),
+		q(3, "ALTER TABLE u ADD COLUMN c INT", ok),
+		{Session: 1, Start: at(70), Kind: store.KindQuit},
+	})
+	for _, mode := range []struct {
+		name string
+		mod  func(*Config)
+	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+		db, dsn := tableU(t, srv)
+		var dbName string
+		if err := db.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
+			t.Fatal(err)
+		}
+		// A transaction outside the capture that read u holds its
+		// metadata lock until the ALTER has timed out once.
+		ctx := context.Background()
+		holder, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"BEGIN", "SELECT COUNT(*) FROM u"} {
+			if _, err := holder.ExecContext(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		released := make(chan string, 1)
+		go func() {
+			waiting := func() bool {
+				var n int
+				err := db.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ? AND info = 'ALTER TABLE u ADD COLUMN c INT' AND time_ms > 100", dbName).Scan(&n)
+				return err == nil && n > 0
+			}
+			until := func(want bool) bool {
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+					if waiting() == want {
+						return true
+					}
+				}
+				return false
+			}
+			var why string
+			switch {
+			case !until(true):
+				why = "the ALTER never waited for the metadata lock"
+			case !until(false):
+				why = "the ALTER waited on past its lock_wait_timeout"
+			}
+			holder.ExecContext(ctx, "COMMIT")
+			holder.Close()
+			released <- why
+		}()
+		rep := replayRun(t, capDir, func(c *Config) {
+			c.Retries = 3
+			if mode.mod != nil {
+				mode.mod(c)
+			}
+		}, tgt(t, "a", dsn+"?lock_wait_timeout=1", ""))
+		if why := <-released; why != "" {
+			t.Fatalf("%s: %s", mode.name, why)
+		}
+		if tr := rep.Targets[0]; tr.ErrorCodes["1205"] != 1 || tr.Errors != 1 || tr.RetriesSucceeded != 1 || tr.FailedTransactions != 0 {
+			t.Errorf("%s: %d errors %v, %d retries (%d succeeded), %d failed transactions; want one 1205, a retry that succeeded",
+				mode.name, tr.Errors, tr.ErrorCodes, tr.Retries, tr.RetriesSucceeded, tr.FailedTransactions)
+		}
+		var v, cols int
+		if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
+			t.Fatal(err)
+		}
+		if v != 11 || cols != 3 {
+			t.Errorf("%s: row 1 holds %d, the table has %d columns; want 11 (the UPDATE once) and 3 (the ALTER ran)", mode.name, v, cols)
+		}
 	}
 }
 

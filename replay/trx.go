@@ -680,6 +680,11 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			}
 			b.Sent(w.slot)
 		}
+		if step.CommitBefore && isLockError(capturedError(j.rec)) && len(w.trx) > 0 && w.c != nil {
+			// As in session mode (handle): the captured server committed
+			// the transaction before the DDL that then failed.
+			w.commitLost(ctx)
+		}
 		if j.info != nil && w.rolledBack(ctx, j, step) {
 			continue
 		}
@@ -687,6 +692,11 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		kind := w.exec(ctx, j, &o)
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun
+		}
+		if step.CommitBefore {
+			// j (DDL, LOCK TABLES) committed the transaction before it
+			// ran: a retry of j runs j alone, not the transaction again.
+			w.endTrx()
 		}
 		if kind == statement {
 			w.afterStatement(ctx, j, &o, step)
