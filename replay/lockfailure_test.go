@@ -44,30 +44,14 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 	// has timed out.
 	ctx := context.Background()
 	holder := holdRow3(t, dba)
-	var dbName string
-	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
-		t.Fatal(err)
-	}
+	w := watchWait(t, dba, "UPDATE u SET v = v + 100 WHERE id = 3")
 	released := make(chan string, 1)
 	go func() {
-		waiting := func() bool {
-			var n int
-			err := dba.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ? AND info = 'UPDATE u SET v = v + 100 WHERE id = 3' AND time_ms > 100", dbName).Scan(&n)
-			return err == nil && n > 0
-		}
-		until := func(want bool) bool {
-			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if waiting() == want {
-					return true
-				}
-			}
-			return false
-		}
 		var why string
 		switch {
-		case !until(true):
+		case w.until(true) == 0:
 			why = "session 1's UPDATE of row 3 never waited for the outside lock"
-		case !until(false):
+		case w.until(false) == 0:
 			why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
 		}
 		holder.ExecContext(ctx, "COMMIT")
@@ -273,10 +257,6 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 		mod  func(*Config)
 	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
 		db, dsn := tableU(t, srv)
-		var dbName string
-		if err := db.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
-			t.Fatal(err)
-		}
 		// A transaction outside the capture that read u holds its
 		// metadata lock until the ALTER has timed out once.
 		ctx := context.Background()
@@ -289,26 +269,14 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		w := watchWait(t, db, "ALTER TABLE u ADD COLUMN c INT")
 		released := make(chan string, 1)
 		go func() {
-			waiting := func() bool {
-				var n int
-				err := db.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ? AND info = 'ALTER TABLE u ADD COLUMN c INT' AND time_ms > 100", dbName).Scan(&n)
-				return err == nil && n > 0
-			}
-			until := func(want bool) bool {
-				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-					if waiting() == want {
-						return true
-					}
-				}
-				return false
-			}
 			var why string
 			switch {
-			case !until(true):
+			case w.until(true) == 0:
 				why = "the ALTER never waited for the metadata lock"
-			case !until(false):
+			case w.until(false) == 0:
 				why = "the ALTER waited on past its lock_wait_timeout"
 			}
 			holder.ExecContext(ctx, "COMMIT")
@@ -363,35 +331,17 @@ func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 	})
 	ctx := context.Background()
 	holder := holdRow3(t, dba)
-	var dbName string
-	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
-		t.Fatal(err)
-	}
+	w := watchWait(t, dba, "UPDATE u SET v = v + 100 WHERE id = 3")
 	released := make(chan string, 1)
 	go func() {
-		waiter := func() int64 {
-			var id int64
-			if err := dba.QueryRow("SELECT id FROM information_schema.processlist WHERE db = ? AND info = 'UPDATE u SET v = v + 100 WHERE id = 3' AND time_ms > 100", dbName).Scan(&id); err != nil {
-				return 0
-			}
-			return id
-		}
-		until := func(want bool) int64 {
-			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if id := waiter(); (id != 0) == want {
-					return max(id, 1)
-				}
-			}
-			return 0
-		}
 		var why string
 		switch {
-		case until(true) == 0:
+		case w.until(true) == 0:
 			why = "session 1's UPDATE of row 3 never waited for the outside lock"
-		case until(false) == 0:
+		case w.until(false) == 0:
 			why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
 		default:
-			id := until(true)
+			id := w.until(true)
 			if id == 0 {
 				why = "the retry's UPDATE of row 3 never waited for the outside lock"
 			} else if _, err := dba.Exec(fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
@@ -458,4 +408,34 @@ func holdRow3(t *testing.T, db *sql.DB) *sql.Conn {
 		}
 	}
 	return holder
+}
+
+// waitWatch watches db's database for a statement of a text running for
+// over 100 ms: one waiting for a lock.
+type waitWatch struct {
+	db           *sql.DB
+	dbName, text string
+}
+
+func watchWait(t *testing.T, db *sql.DB, text string) waitWatch {
+	t.Helper()
+	w := waitWatch{db: db, text: text}
+	if err := db.QueryRow("SELECT DATABASE()").Scan(&w.dbName); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// until polls, for up to 30 s, until the statement waits (want) or no
+// longer does: the waiting connection's id (1 once none waits), 0 when it
+// never came to that.
+func (w waitWatch) until(want bool) int64 {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		var id int64
+		err := w.db.QueryRow("SELECT id FROM information_schema.processlist WHERE db = ? AND info = ? AND time_ms > 100 LIMIT 1", w.dbName, w.text).Scan(&id)
+		if waiting := err == nil; waiting == want {
+			return max(id, 1)
+		}
+	}
+	return 0
 }

@@ -49,34 +49,18 @@ func TestRetriedTransactionLabelsWhatOvertookItsLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var dbName string
-	if err := dba.QueryRow("SELECT DATABASE()").Scan(&dbName); err != nil {
-		t.Fatal(err)
-	}
+	// A wait for a row lock shows as a statement in the processlist for
+	// longer than it takes.
+	w := watchWait(t, dba, "UPDATE t SET v = v + 100 WHERE id = 2")
 	released := make(chan string, 1)
 	go func() {
-		waiting := func() bool {
-			var n int
-			// A wait for a row lock shows as a statement in the
-			// processlist for longer than it takes.
-			err := dba.QueryRow("SELECT COUNT(*) FROM information_schema.processlist WHERE db = ? AND info = 'UPDATE t SET v = v + 100 WHERE id = 2' AND time_ms > 100", dbName).Scan(&n)
-			return err == nil && n > 0
-		}
-		until := func(want bool) bool {
-			for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				if waiting() == want {
-					return true
-				}
-			}
-			return false
-		}
 		var why string
 		switch {
-		case !until(true):
+		case w.until(true) == 0:
 			why = "session 1's UPDATE of row 2 never waited for the outside lock"
-		case !until(false):
+		case w.until(false) == 0:
 			why = "session 1's UPDATE of row 2 waited on past the lock wait timeout"
-		case !until(true):
+		case w.until(true) == 0:
 			why = "the retry's UPDATE of row 2 never waited for the outside lock"
 		}
 		holder.ExecContext(ctx, "COMMIT")
