@@ -91,10 +91,10 @@ type follower struct {
 	// the sessions whose transaction is left out (skip's own).
 	trx     map[uint64]*sqlinfo.Trx
 	skipTrx map[uint64]bool
-	// cursorLeftOut: the prepared statements (session, statement id) whose
-	// last execute was left out: their fetches are left out with it (the
+	// cursorLeftOut: per session, the prepared statements whose last
+	// execute was left out: their fetches are left out with it (the
 	// target has no such cursor open).
-	cursorLeftOut map[[2]uint64]bool
+	cursorLeftOut map[uint64]map[uint32]bool
 
 	// flight holds the records dispatched and not finished, in dispatch
 	// order, with their captured end: the oldest is how far behind the
@@ -112,7 +112,7 @@ type inflight struct {
 }
 
 func newFollower(name string, opt follow) *follower {
-	fl := &follower{name: name, opt: opt, done: make(chan struct{}), trx: map[uint64]*sqlinfo.Trx{}, skipTrx: map[uint64]bool{}, cursorLeftOut: map[[2]uint64]bool{}}
+	fl := &follower{name: name, opt: opt, done: make(chan struct{}), trx: map[uint64]*sqlinfo.Trx{}, skipTrx: map[uint64]bool{}, cursorLeftOut: map[uint64]map[uint32]bool{}}
 	fl.opt.from = max(fl.opt.from, 1)
 	fl.flight.done = map[uint64]bool{}
 	return fl
@@ -307,13 +307,7 @@ func (fl *follower) Feed(ctx context.Context, f *replay.Feed) error {
 
 // forgetCursors forgets the statements of session whose execute was left
 // out: its statements are gone (a reconnect, a reset, its end).
-func (fl *follower) forgetCursors(session uint64) {
-	for k := range fl.cursorLeftOut {
-		if k[0] == session {
-			delete(fl.cursorLeftOut, k)
-		}
-	}
-}
+func (fl *follower) forgetCursors(session uint64) { delete(fl.cursorLeftOut, session) }
 
 // skip decides whether a record is left out: when lagging, statements
 // on their own and whole transactions that begin while lagging (as the
@@ -338,10 +332,13 @@ func (fl *follower) skip(f *replay.Feed, rec *store.Record) bool {
 		fl.forgetCursors(rec.Session)
 		return false
 	case store.KindFetch:
-		if fl.cursorLeftOut[[2]uint64{rec.Session, uint64(rec.StmtID)}] {
+		if fl.cursorLeftOut[rec.Session][rec.StmtID] {
 			fl.skipped.Add(1)
 			return true // of an execute left out: no cursor to fetch from
 		}
+		return false
+	case store.KindClose:
+		delete(fl.cursorLeftOut[rec.Session], rec.StmtID)
 		return false
 	}
 	if rec.CommandsLost() { // replay commits what was open there (sqlinfo.Trx.Lost)
@@ -371,10 +368,14 @@ func (fl *follower) skip(f *replay.Feed, rec *store.Record) bool {
 		}
 	}
 	if rec.Kind == store.KindExecute {
-		if k := [2]uint64{rec.Session, uint64(rec.StmtID)}; drop {
-			fl.cursorLeftOut[k] = true
-		} else {
-			delete(fl.cursorLeftOut, k)
+		left := fl.cursorLeftOut[rec.Session]
+		switch {
+		case drop && left == nil:
+			fl.cursorLeftOut[rec.Session] = map[uint32]bool{rec.StmtID: true}
+		case drop:
+			left[rec.StmtID] = true
+		default:
+			delete(left, rec.StmtID)
 		}
 	}
 	if !drop {

@@ -95,13 +95,16 @@ func TestLaggingShadowLeavesOutTheFetchesOfAnExecuteItLeftOut(t *testing.T) {
 	feed(false, store.KindFetch)
 	feed(false, store.KindExecute)
 	feed(false, store.KindFetch)
+	feed(true, store.KindExecute) // left out again, then closed: nothing of it is kept
+	feed(false, store.KindClose)
 	want := []string{"run  " + store.KindPrepare.String(), "skip " + store.KindExecute.String(), "skip " + store.KindFetch.String(),
-		"skip " + store.KindFetch.String(), "run  " + store.KindExecute.String(), "run  " + store.KindFetch.String()}
+		"skip " + store.KindFetch.String(), "run  " + store.KindExecute.String(), "run  " + store.KindFetch.String(),
+		"skip " + store.KindExecute.String(), "run  " + store.KindClose.String()}
 	if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
 		t.Errorf("got\n%s\nwant\n%s", g, w)
 	}
-	if l.skipped.Load() != 3 {
-		t.Errorf("skipped %d; want 3", l.skipped.Load())
+	if l.skipped.Load() != 4 || len(l.cursorLeftOut[1]) != 0 {
+		t.Errorf("skipped %d, statements kept %v; want 4 and none", l.skipped.Load(), l.cursorLeftOut)
 	}
 }
 
