@@ -439,3 +439,66 @@ func (w waitWatch) until(want bool) int64 {
 	}
 	return 0
 }
+
+// A DDL after a transaction that failed for good ends it implicitly, and
+// runs: the captured server ran it. With --concurrency it was skipped as
+// part of the failed transaction, and the target's table lacked the
+// column from then on. On the target, a connection outside the capture
+// holds row 3 until the UPDATE of it has timed out on its try and its
+// retry.
+func TestADDLAfterAFailedTransactionRuns(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		q(1, "BEGIN", ok),
+		q(2, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
+		q(3, "ALTER TABLE u ADD COLUMN c INT", ok),
+		{Session: 1, Start: at(10), Kind: store.KindQuit},
+	})
+	for _, mode := range []struct {
+		name string
+		mod  func(*Config)
+	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+		db, dsn := tableU(t, srv)
+		// The outside lock, let go once the try and the retry of the
+		// UPDATE have timed out (the ALTER waits for it: it holds the
+		// table's metadata lock too).
+		holder := holdRow3(t, db)
+		w := watchWait(t, db, "UPDATE u SET v = v + 100 WHERE id = 3")
+		released := make(chan string, 1)
+		go func() {
+			why := ""
+			for try := range 2 {
+				if w.until(true) == 0 || w.until(false) == 0 {
+					why = fmt.Sprintf("try %d of the UPDATE of row 3 never waited for the outside lock, or waited on", try+1)
+					break
+				}
+			}
+			holder.ExecContext(context.Background(), "COMMIT")
+			released <- why
+		}()
+		rep := replayRun(t, capDir, func(c *Config) {
+			c.Retries = 1
+			if mode.mod != nil {
+				mode.mod(c)
+			}
+		}, tgt(t, "a", dsn, ""))
+		if why := <-released; why != "" {
+			t.Fatalf("%s: %s", mode.name, why)
+		}
+		if tr := rep.Targets[0]; tr.FailedTransactions != 1 || tr.ErrorCodes["1205"] != 2 || tr.Errors != 2 || tr.Skipped != 0 {
+			t.Errorf("%s: %d failed transactions, %d errors %v, %d skipped %v; want 1 failed, two 1205, 0 skipped",
+				mode.name, tr.FailedTransactions, tr.Errors, tr.ErrorCodes, tr.Skipped, tr.SkippedBy)
+		}
+		var cols int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u'").Scan(&cols); err != nil {
+			t.Fatal(err)
+		}
+		if cols != 3 {
+			t.Errorf("%s: the table has %d columns; want 3 (the ALTER ran)", mode.name, cols)
+		}
+	}
+}

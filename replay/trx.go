@@ -640,6 +640,11 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		} else {
 			step.In = tx.Open()
 		}
+		if w.failing >= 0 && step.CommitBefore {
+			// j (DDL) ended the failed transaction implicitly, and runs,
+			// as in session mode.
+			w.failing = -1
+		}
 		if w.failing >= 0 {
 			w.skipFailed(j, step)
 			continue
