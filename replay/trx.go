@@ -140,6 +140,7 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	}
 	w.ctrx = next
 	if endsTrx {
+		w.commitUnsent(rn.ctx, kind, step)
 		w.endTrx() // j ran: the target ended it
 	}
 	if kind == statement {
@@ -247,6 +248,16 @@ func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 	w.trx = append(w.trx, j)
 	w.trxOut = append(w.trxOut, *o)
 	w.publishLocks(len(w.trx))
+}
+
+// commitUnsent commits the open transaction before a statement that
+// commits implicitly (step.CommitBefore: DDL, LOCK TABLES) but was not
+// sent (kind skipped: truncated, masked, not rewritable): the captured
+// server committed it there, and the target would keep it open.
+func (w *worker) commitUnsent(ctx context.Context, kind execKind, step sqlinfo.Step) {
+	if kind == skipped && step.CommitBefore && len(w.trx) > 0 && w.c != nil {
+		w.commitLost(ctx)
+	}
 }
 
 // commitLost commits the open transaction where a packet capture lost
@@ -701,6 +712,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		if step.CommitBefore {
 			// j (DDL, LOCK TABLES) committed the transaction before it
 			// ran: a retry of j runs j alone, not the transaction again.
+			w.commitUnsent(ctx, kind, step)
 			w.endTrx()
 		}
 		if kind == statement {
