@@ -121,13 +121,8 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		}
 	}
 	if endsTrx && isLockError(capturedError(j.rec)) {
-		if step.CommitBefore && w.c != nil && len(w.trx) > 0 && w.failing < 0 {
-			// The capture's server committed the open transaction before
-			// it ran j (DDL, LOCK TABLES), then j timed out or deadlocked:
-			// the commit stands; j is not sent (rolledBack).
-			w.commitLost(rn.ctx)
-		}
-		w.endTrx() // j is not sent (rolledBack)
+		w.commitUnsent(rn.ctx, step) // j is not sent (rolledBack)
+		w.endTrx()
 	}
 	if stmt && w.rolledBack(rn.ctx, j, step) {
 		w.ctrx = next
@@ -140,7 +135,9 @@ func (w *worker) handle(ctx context.Context, j *job) {
 	}
 	w.ctrx = next
 	if endsTrx {
-		w.commitUnsent(rn.ctx, kind, step)
+		if kind == skipped {
+			w.commitUnsent(rn.ctx, step)
+		}
 		w.endTrx() // j ran: the target ended it
 	}
 	if kind == statement {
@@ -251,11 +248,13 @@ func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 }
 
 // commitUnsent commits the open transaction before a statement that
-// commits implicitly (step.CommitBefore: DDL, LOCK TABLES) but was not
-// sent (kind skipped: truncated, masked, not rewritable): the captured
-// server committed it there, and the target would keep it open.
-func (w *worker) commitUnsent(ctx context.Context, kind execKind, step sqlinfo.Step) {
-	if kind == skipped && step.CommitBefore && len(w.trx) > 0 && w.c != nil {
+// commits implicitly (step.CommitBefore: DDL, LOCK TABLES) and that the
+// target is not sent (the capture's server answered it with a lock error;
+// or it was skipped: truncated, masked, not rewritable): the captured
+// server committed the transaction there, and the target would keep it
+// open.
+func (w *worker) commitUnsent(ctx context.Context, step sqlinfo.Step) {
+	if step.CommitBefore && len(w.trx) > 0 && w.c != nil && w.failing < 0 {
 		w.commitLost(ctx)
 	}
 }
@@ -696,10 +695,8 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			}
 			b.Sent(w.slot)
 		}
-		if step.CommitBefore && isLockError(capturedError(j.rec)) && len(w.trx) > 0 && w.c != nil {
-			// As in session mode (handle): the captured server committed
-			// the transaction before the DDL that then failed.
-			w.commitLost(ctx)
+		if isLockError(capturedError(j.rec)) {
+			w.commitUnsent(ctx, step) // j is not sent (rolledBack)
 		}
 		if j.info != nil && w.rolledBack(ctx, j, step) {
 			continue
@@ -712,7 +709,9 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		if step.CommitBefore {
 			// j (DDL, LOCK TABLES) committed the transaction before it
 			// ran: a retry of j runs j alone, not the transaction again.
-			w.commitUnsent(ctx, kind, step)
+			if kind == skipped {
+				w.commitUnsent(ctx, step)
+			}
 			w.endTrx()
 		}
 		if kind == statement {
