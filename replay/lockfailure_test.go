@@ -75,10 +75,7 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 		t.Errorf("b: %d errors %v, %d retries; want none", rb.Errors, rb.ErrorCodes, rb.Retries)
 	}
 	for i, db := range []*sql.DB{dba, dbb} {
-		var got string
-		if err := db.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := rowsOfU(t, db)
 		if got != "2,2,103" {
 			t.Errorf("target %s: rows hold %s; want 2,2,103, as the capture left them (its UPDATE of row 2 timed out)", rep.Targets[i].Name, got)
 		}
@@ -135,10 +132,7 @@ func TestABeginAfterAFailedTransactionRunsTheNextOne(t *testing.T) {
 		db   *sql.DB
 		want string
 	}{{dba, "11,2,3"}, {dbb, "11,2,103"}} {
-		var got string
-		if err := c.db.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := rowsOfU(t, c.db)
 		if got != c.want {
 			t.Errorf("target %s: rows hold %s; want %s", rep.Targets[i].Name, got, c.want)
 		}
@@ -182,10 +176,7 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 	if ra.FailedTransactions != 1 || ra.ErrorCodes["1205"] != 2 || ra.Errors != 2 {
 		t.Errorf("a: %d failed transactions, %d errors %v; want 1 failed, two 1205 (the try and its retry)", ra.FailedTransactions, ra.Errors, ra.ErrorCodes)
 	}
-	var got string
-	if err := dba.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := rowsOfU(t, dba)
 	if got != "11,2,3" {
 		t.Errorf("rows hold %s; want 11,2,3: the XA transaction rolled back, the later UPDATE of row 1 committed", got)
 	}
@@ -217,19 +208,13 @@ func TestAnImplicitCommitStandsWhenItsDDLTimedOut(t *testing.T) {
 		q(60, "SELECT v FROM u WHERE id = 1", store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1}),
 		{Session: 1, Start: at(70), Kind: store.KindQuit},
 	})
-	for _, mode := range []struct {
-		name string
-		mod  func(*Config)
-	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+	for _, mode := range bothModes {
 		db, dsn := tableU(t, srv)
 		rep := replayRun(t, capDir, mode.mod, tgt(t, "a", dsn, ""))
 		if tr := rep.Targets[0]; tr.Errors != 0 || tr.FailedTransactions != 0 {
 			t.Errorf("%s: %d errors %v, %d failed transactions; want none", mode.name, tr.Errors, tr.ErrorCodes, tr.FailedTransactions)
 		}
-		var v, cols int
-		if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
-			t.Fatal(err)
-		}
+		v, cols := uState(t, db)
 		if v != 11 || cols != 2 {
 			t.Errorf("%s: row 1 holds %d, the table has %d columns; want 11 (committed before the ALTER) and 2 (the ALTER not sent)", mode.name, v, cols)
 		}
@@ -252,10 +237,7 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 		q(3, "ALTER TABLE u ADD COLUMN c INT", ok),
 		{Session: 1, Start: at(70), Kind: store.KindQuit},
 	})
-	for _, mode := range []struct {
-		name string
-		mod  func(*Config)
-	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+	for _, mode := range bothModes {
 		db, dsn := tableU(t, srv)
 		// A transaction outside the capture that read u holds its
 		// metadata lock until the ALTER has timed out once.
@@ -296,10 +278,7 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 			t.Errorf("%s: %d errors %v, %d retries (%d succeeded), %d failed transactions; want one 1205, a retry that succeeded",
 				mode.name, tr.Errors, tr.ErrorCodes, tr.Retries, tr.RetriesSucceeded, tr.FailedTransactions)
 		}
-		var v, cols int
-		if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
-			t.Fatal(err)
-		}
+		v, cols := uState(t, db)
 		if v != 11 || cols != 3 {
 			t.Errorf("%s: row 1 holds %d, the table has %d columns; want 11 (the UPDATE once) and 3 (the ALTER ran)", mode.name, v, cols)
 		}
@@ -364,10 +343,7 @@ func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 		t.Errorf("a: %d failed transactions, errors %v, %d retries (%d succeeded); want 0 failed, one 1205 and the lost connection, 2 retries (the second succeeded)",
 			ra.FailedTransactions, ra.ErrorCodes, ra.Retries, ra.RetriesSucceeded)
 	}
-	var got string
-	if err := dba.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
-		t.Fatal(err)
-	}
+	got := rowsOfU(t, dba)
 	if got != "2,12,103" {
 		t.Errorf("rows hold %s; want 2,12,103, the whole transaction once", got)
 	}
@@ -458,10 +434,7 @@ func TestADDLAfterAFailedTransactionRuns(t *testing.T) {
 		q(3, "ALTER TABLE u ADD COLUMN c INT", ok),
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
-	for _, mode := range []struct {
-		name string
-		mod  func(*Config)
-	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+	for _, mode := range bothModes {
 		db, dsn := tableU(t, srv)
 		// The outside lock, let go once the try and the retry of the
 		// UPDATE have timed out (the ALTER waits for it: it holds the
@@ -493,10 +466,7 @@ func TestADDLAfterAFailedTransactionRuns(t *testing.T) {
 			t.Errorf("%s: %d failed transactions, %d errors %v, %d skipped %v; want 1 failed, two 1205, 0 skipped",
 				mode.name, tr.FailedTransactions, tr.Errors, tr.ErrorCodes, tr.Skipped, tr.SkippedBy)
 		}
-		var cols int
-		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u'").Scan(&cols); err != nil {
-			t.Fatal(err)
-		}
+		_, cols := uState(t, db)
 		if cols != 3 {
 			t.Errorf("%s: the table has %d columns; want 3 (the ALTER ran)", mode.name, cols)
 		}
@@ -521,21 +491,40 @@ func TestAnUnsentDDLStillCommitsTheTransactionBeforeIt(t *testing.T) {
 		ddl,
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
-	for _, mode := range []struct {
-		name string
-		mod  func(*Config)
-	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+	for _, mode := range bothModes {
 		db, dsn := tableU(t, srv)
 		rep := replayRun(t, capDir, mode.mod, tgt(t, "a", dsn, ""))
 		if tr := rep.Targets[0]; tr.Errors != 0 || tr.SkippedBy[store.SkipReasonText(store.SkipTruncated)] != 1 {
 			t.Errorf("%s: %d errors %v, skipped %v; want none, the ALTER skipped as truncated", mode.name, tr.Errors, tr.ErrorCodes, tr.SkippedBy)
 		}
-		var v int
-		if err := db.QueryRow("SELECT v FROM u WHERE id = 1").Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		if v != 11 {
+		if v, _ := uState(t, db); v != 11 {
 			t.Errorf("%s: row 1 holds %d; want 11 (committed before the ALTER)", mode.name, v)
 		}
 	}
+}
+
+// bothModes are replay's two ways to run sessions: each on a connection of
+// its own, and regrouped onto two (--concurrency).
+var bothModes = []struct {
+	name string
+	mod  func(*Config)
+}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}}
+
+// rowsOfU is u's v values in id order, comma-separated.
+func rowsOfU(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var got string
+	if err := db.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM u").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// uState is u's row 1 value and its number of columns.
+func uState(t *testing.T, db *sql.DB) (v, cols int) {
+	t.Helper()
+	if err := db.QueryRow("SELECT v, (SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'u') FROM u WHERE id = 1").Scan(&v, &cols); err != nil {
+		t.Fatal(err)
+	}
+	return v, cols
 }

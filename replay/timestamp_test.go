@@ -42,10 +42,7 @@ func TestWritesHoldTheCapturedTime(t *testing.T) {
 		q(3900*time.Millisecond, "INSERT INTO stamps (id) VALUES (4)"),
 		{Session: 1, Start: at.Add(4 * time.Second), Kind: store.KindQuit},
 	})
-	for _, mode := range []struct {
-		name string
-		mod  func(*Config)
-	}{{"sessions", nil}, {"--concurrency 2", func(c *Config) { c.Concurrency = 2 }}} {
+	for _, mode := range bothModes {
 		for _, db := range []*sql.DB{dba, dbb} {
 			exec(t, db, "DELETE FROM stamps")
 		}
