@@ -433,6 +433,9 @@ func (sc *scanner) add(rec *store.Record) {
 	}
 	if info.Set && rec.Resp.Kind != store.RespError {
 		s.cs.Statement(sql)
+		if !x.pinned[rec.Session] && setsWhatItDid(sql) {
+			x.pinned[rec.Session] = true
+		}
 	}
 	sc.scratch = qualify(info.Reads, s.schema, sc.scratch[:0])
 	sc.scratch = qualify(info.Writes, s.schema, sc.scratch)
@@ -651,3 +654,23 @@ func (sc *scanner) preparedSQL(session uint64, id uint32) string {
 
 // deletes reports whether a write deletes rows (DELETE, REPLACE).
 func deletes(info *sqlinfo.Info) bool { return info.Verb == "DELETE" || info.Verb == "REPLACE" }
+
+// setsWhatItDid reports whether a SET gives a variable a value of what
+// the session did (NEXTVAL(s), @n + 1, LAST_INSERT_ID(), a subquery, a
+// prepared statement's ?: not sqlinfo.Reevaluable). --concurrency carries
+// a session's variables to each connection its units run on by setting
+// them again there, which would evaluate such a value again, on other
+// data: the session keeps a connection of its own instead, as one that
+// assigns a variable inside a statement (@x := …) does.
+func setsWhatItDid(sql string) bool {
+	as, ok := sqlinfo.SetAssignments(sql)
+	if !ok {
+		return false
+	}
+	for _, a := range as {
+		if !oneShotVars[a.Name] && a.Name != "names" && !strings.HasPrefix(a.Name, "transaction") && !sqlinfo.Reevaluable(a.Value) {
+			return true
+		}
+	}
+	return false
+}

@@ -703,6 +703,16 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		}
 		var o store.Outcome
 		kind := w.exec(ctx, j, &o)
+		if j.setVersion > 0 && kind != skipped && w.session == j.rec.Session {
+			// The session's state the SET gave the connection: not sent
+			// again before its next unit here (adopt), and reset before
+			// another session's.
+			w.version = max(w.version, j.setVersion)
+			w.carried++
+		}
+		if j.info != nil && j.info.Use && kind != skipped {
+			w.schema = "" // not known: the next unit sets its own
+		}
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun
 		}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,9 @@ type job struct {
 	sql  string
 	info *sqlinfo.Info
 	t    *order.Ticket // session mode: the record's place in the order
+	// setVersion: the session's state version this job's SET gives it
+	// (--concurrency), for the worker not to send it again (adopt).
+	setVersion int
 	// unrunnable: an execute whose prepare's text cannot run (masked,
 	// truncated, not replayable; see unrunnablePrepare), the skip reason.
 	// Regrouping sets it: a regrouped worker never sees the prepare.
@@ -70,7 +74,11 @@ type unit struct {
 	// after its last record (a BEGIN or SET autocommit=1 that followed),
 	// or may have, in commands a packet capture lost.
 	commitAtEnd bool
-	t           *order.Ticket
+	// lead counts the jobs at its start that set the session's next
+	// statement only (SET TRANSACTION, SET insert_id: regrouper.addTo),
+	// with SETs of session state between them and it.
+	lead int
+	t    *order.Ticket
 	// first holds jobs[0] of a unit of one job (most units outside
 	// transactions), so that such a unit is one allocation, not two.
 	first [1]job
@@ -225,16 +233,34 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		s.open.commitAtEnd = true
 		closeOpen()
 	}
+	// lead: a SET for the session's next statement only (SET TRANSACTION,
+	// SET insert_id): it goes as a job with that statement, on its
+	// connection, and is no part of the session's state that later units
+	// carry; set on a unit's connection ahead of time, it applied to what
+	// ran there next, maybe another session's, and not to its own.
+	lead := info.SetNext && !step.In
 	if info.Set {
 		if as, ok := sqlinfo.SetAssignments(j.sql); ok {
-			s.version++
-			for _, a := range as {
-				s.setVar(a, s.version, rec.Resp.Kind == store.RespOK)
+			if slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return oneShotVars[a.Name] }) {
+				lead = !step.In
+				as = slices.DeleteFunc(slices.Clone(as), func(a sqlinfo.Assignment) bool { return oneShotVars[a.Name] })
 			}
-			if s.open == nil {
+			if len(as) > 0 {
+				s.version++
+				for _, a := range as {
+					s.setVar(a, s.version, rec.Resp.Kind == store.RespOK)
+				}
+				j.setVersion = s.version
+			}
+			if s.open == nil && !lead {
 				return done // state, applied before the session's next unit
 			}
 		}
+	}
+	if (info.Set || info.Use) && !step.In && s.open != nil && s.open.lead == len(s.open.jobs) {
+		// Between a one-shot SET and its statement: state, that this
+		// unit's connection gets from the job.
+		lead = true
 	}
 	if info.Use && s.open == nil {
 		if db, ok := sqlinfo.UseSchema(j.sql); ok {
@@ -255,7 +281,11 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 			s.schema = db
 		}
 	}
-	if !step.In && len(u.jobs) == 1 && info.Changes() {
+	if lead && u.lead == len(u.jobs)-1 {
+		u.lead++
+		return done // the unit waits for its statement
+	}
+	if !step.In && len(u.jobs) == u.lead+1 && info.Changes() {
 		u.lone, u.commitStart = true, u.end
 	}
 	if !step.In || step.End != sqlinfo.EndNone {

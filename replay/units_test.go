@@ -111,6 +111,60 @@ func TestRegroup(t *testing.T) {
 	}
 }
 
+// A SET for the session's next statement only (SET TRANSACTION without
+// SESSION, SET insert_id) goes with that statement, in its unit, with
+// the SETs and USE between them, and no later unit carries it; a SET of
+// state among them is still carried. The unit that holds such a SET and
+// an autocommit change is a lone change. Before, each SET TRANSACTION
+// was a unit of its own, run on whatever connection was free, and
+// insert_id was set again before every later unit of the session on
+// another connection.
+func TestRegroupGivesOneShotSetsToTheirStatement(t *testing.T) {
+	at := time.Unix(0, 0)
+	var seq uint64
+	rec := func(session uint64, kind store.Kind, sql string) *store.Record {
+		seq++
+		return &store.Record{Seq: seq, Session: session, Kind: kind, SQL: sql, Start: at.Add(time.Duration(seq) * time.Millisecond),
+			Duration: time.Microsecond, Schema: "s0"}
+	}
+	g := newRegrouper(sqlinfo.NewAnalyzer(), func(r *store.Record, loop int) int64 { return r.Start.UnixNano() })
+	var got []*unit
+	add := func(r *store.Record) { got = append(got, g.add(r, 0, time.Time{})...) }
+	add(rec(1, store.KindConnect, ""))
+	add(rec(1, store.KindQuery, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"))
+	add(rec(1, store.KindQuery, "SET TRANSACTION READ ONLY"))
+	add(rec(1, store.KindQuery, "SET @a = 1")) // state, between them: a job, and carried
+	add(rec(1, store.KindQuery, "START TRANSACTION"))
+	add(rec(1, store.KindQuery, "SELECT 1"))
+	add(rec(1, store.KindQuery, "COMMIT"))
+	add(rec(1, store.KindQuery, "SET insert_id = 100"))
+	add(rec(1, store.KindQuery, "USE other"))
+	add(rec(1, store.KindQuery, "INSERT INTO t (v) VALUES (1)"))
+	add(rec(1, store.KindQuery, "INSERT INTO t (v) VALUES (2)"))
+	add(rec(1, store.KindQuery, "SET SESSION TRANSACTION READ ONLY")) // state: carried
+	add(rec(1, store.KindQuery, "BEGIN"))
+	add(rec(1, store.KindQuery, "SET TRANSACTION READ WRITE")) // inside: a statement of the transaction (the server refuses it)
+	add(rec(1, store.KindQuery, "COMMIT"))
+	add(rec(1, store.KindQuery, "SET TRANSACTION READ ONLY"))
+	add(rec(1, store.KindQuit, ""))
+	want := strings.Join([]string{
+		"1@s0[]{SET TRANSACTION ISOLATION LEVEL SERIALIZABLE,SET TRANSACTION READ ONLY,SET @a = 1,START TRANSACTION,SELECT 1,COMMIT}",
+		"1@s0[SET @a = 1]{SET insert_id = 100,USE other,INSERT INTO t (v) VALUES (1)}",
+		"1@other[SET @a = 1]{INSERT INTO t (v) VALUES (2)}",
+		"1@other[SET @a = 1;SET SESSION TRANSACTION READ ONLY]{BEGIN,SET TRANSACTION READ WRITE,COMMIT}",
+		"1@other[SET @a = 1;SET SESSION TRANSACTION READ ONLY]{SET TRANSACTION READ ONLY} (open)",
+	}, " | ")
+	if g := unitsText(got); g != want {
+		t.Fatalf("units\n got %s\nwant %s", strings.ReplaceAll(g, " | ", "\n     "), strings.ReplaceAll(want, " | ", "\n     "))
+	}
+	if u := got[0]; u.lead != 3 || u.jobs[2].setVersion != u.version+1 {
+		t.Errorf("first unit: lead %d, SET @a's version %d over the unit's %d; want 3, one more", u.lead, u.jobs[2].setVersion, u.version)
+	}
+	if u := got[1]; u.lead != 2 || !u.lone || u.commitStart != u.end {
+		t.Errorf("insert_id's unit: lead %d, lone %v, commit start %d, end %d; want 2, a lone change committing at its end", u.lead, u.lone, u.commitStart, u.end)
+	}
+}
+
 // The held units leave in the order of their COMMIT's start, those with
 // the same start in the order they came, also across the queue's reuse
 // of its front.

@@ -32,3 +32,23 @@ func TestSetsGlobal(t *testing.T) {
 		}
 	}
 }
+
+// SetNext is SET TRANSACTION without a scope: for the next transaction
+// only; with SESSION it is session state (SetAssignments), with GLOBAL
+// the server's.
+func TestSetNext(t *testing.T) {
+	an := NewAnalyzer()
+	for sql, want := range map[string]bool{
+		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE": true,
+		"set transaction read only":                    true,
+		"SET SESSION TRANSACTION READ ONLY":            false,
+		"SET GLOBAL TRANSACTION READ ONLY":             false,
+		"SET @transaction = 1":                         false,
+		"SET tx_isolation = 'READ-COMMITTED'":          false,
+		"SELECT 1":                                     false,
+	} {
+		if got := an.Info(sql).SetNext; got != want {
+			t.Errorf("%q: SetNext %v; want %v", sql, got, want)
+		}
+	}
+}

@@ -116,6 +116,10 @@ type Info struct {
 	// holds autocommit's new value when the SET names it: '0', '1' or 0.
 	Use, Set      bool
 	SetAutocommit byte
+	// SetNext: SET TRANSACTION without SESSION or GLOBAL, which gives the
+	// session's next transaction (the next statement, with autocommit)
+	// its isolation level or access mode, and no later one.
+	SetNext bool
 	// LoadLocal: LOAD DATA LOCAL / LOAD XML LOCAL, whose file was on the
 	// client's machine.
 	LoadLocal bool
@@ -352,6 +356,9 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 	case "USE":
 		info.Use = true
 	case "SET":
+		if at(1, "TRANSACTION") {
+			info.SetNext = true
+		}
 		if as, ok := setAssignments(sql, st); ok {
 			info.Set = true
 			for _, a := range as {

@@ -290,8 +290,10 @@ Modes: each captured session on its own connection, paced by --speed (1 as
 captured, 0 no clock waits); or --concurrency K, whole transactions
 regrouped onto K connections per target, each carrying the schema,
 variables (the latest value of each) and client flags of the session it
-serves; sessions with state that cannot move (temporary tables, LOCK
-TABLES, GET_LOCK, user variables set by queries, cursors) keep a
+serves (a SET TRANSACTION or SET insert_id goes with the statement it is
+for); sessions with state that cannot move (temporary tables, LOCK
+TABLES, GET_LOCK, user variables set by queries or to a value of what
+the session did, such as SET @id = NEXTVAL(s), cursors) keep a
 connection of their own. Latency is service time and, when paced, time
 from the intended send instant. Statements that cannot be deterministic
 (NOW(), RAND(), LIMIT without ORDER BY …) are compared for errors only.

@@ -1,0 +1,140 @@
+package replay
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/store"
+)
+
+// With --concurrency, a SET TRANSACTION for the session's next
+// transaction runs with that transaction, on its connection. Here one
+// connection serves two sessions (--concurrency 1), and the other
+// session's INSERT comes between the SET and the transaction in the
+// capture. The SET used to be a unit of its own, and the INSERT ran in
+// the read-only transaction it set: error 1792, row 1 missing, and a
+// divergence that was replay's, not the engine's.
+func TestConcurrencyRunsSetTransactionWithItsTransaction(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	at, q := session1()
+	q2 := func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	readOnly := store.Response{Kind: store.RespError, ErrCode: 1792, SQLState: "25006", Message: "Cannot execute statement in a READ ONLY transaction"}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET TRANSACTION READ ONLY", ok),
+		q2(2, "INSERT INTO r VALUES (1)", ins),
+		q(3, "START TRANSACTION", ok),
+		q(4, "INSERT INTO r VALUES (9)", readOnly),
+		q(5, "COMMIT", ok),
+		q2(6, "INSERT INTO r VALUES (2)", ins),
+		{Session: 1, Start: at(7), Kind: store.KindQuit},
+		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "1,2" {
+		t.Errorf("rows %q; want 1,2: the INSERTs of session 2 in a read-write transaction, row 9 refused", got)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 || d.Compared != 6 {
+		t.Errorf("vs capture: compared %d (want 6), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
+	}
+}
+
+// With --concurrency, a SET inside a transaction sets the session's state
+// on its connection: before another session's unit runs there, the
+// connection is reset. It was not (only state sent before a unit counted),
+// and the other session's INSERT ran with the first one's ANSI_QUOTES: a
+// "string" became a column, error 1054, row 2 missing.
+func TestConcurrencyResetsASetOfATransactionForTheNextSession(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	at, q := session1()
+	q2 := func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "BEGIN", ok),
+		q(2, "SET SESSION sql_mode = 'ANSI_QUOTES'", ok),
+		q(3, "INSERT INTO r VALUES (1)", ins),
+		q(4, "COMMIT", ok),
+		q2(5, `INSERT INTO r SELECT 2 FROM DUAL WHERE "a" = 'a'`, ins),
+		q(6, "INSERT INTO r SELECT 3 FROM DUAL WHERE @@sql_mode LIKE '%ANSI_QUOTES%'", ins),
+		{Session: 1, Start: at(7), Kind: store.KindQuit},
+		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "1,2,3" {
+		t.Errorf("rows %q; want 1,2,3: session 2 without ANSI_QUOTES, session 1 still with it", got)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 || d.Compared != 6 {
+		t.Errorf("vs capture: compared %d (want 6), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
+	}
+}
+
+// With --concurrency, a session whose SET gives a variable a value of what
+// it did (NEXTVAL) keeps a connection of its own: moved to another
+// connection, its units were given the SET again there, which took a new
+// value from the sequence each time (rows 1,12 and the sequence at 3).
+func TestConcurrencyKeepsASessionWhoseSetDependsOnWhatItDid(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)", "CREATE SEQUENCE s")
+	at, q := session1()
+	q2 := func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET @id = NEXTVAL(s)", ok),
+		q(2, "INSERT INTO r VALUES (@id)", ins),
+		q2(3, "INSERT INTO r VALUES (100)", ins),
+		q(4, "INSERT INTO r VALUES (@id + 10)", ins),
+		{Session: 1, Start: at(7), Kind: store.KindQuit},
+		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "1,11,100" {
+		t.Errorf("rows %q; want 1,11,100: NEXTVAL(s) taken once", got)
+	}
+	var next int
+	if err := db.QueryRow("SELECT NEXTVAL(s)").Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	if next != 2 {
+		t.Errorf("the sequence's next value is %d; want 2", next)
+	}
+	if tr := rep.Targets[0]; tr.PinnedSessions != 1 {
+		t.Errorf("%d sessions kept a connection of their own; want 1", tr.PinnedSessions)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 {
+		t.Errorf("vs capture: divergent %v %+v", d.ByClass, d.Samples)
+	}
+}
+
+// rowsOf is table's id values in order, comma-separated.
+func rowsOf(t *testing.T, db *sql.DB, table string) string {
+	t.Helper()
+	var got string
+	if err := db.QueryRow("SELECT IFNULL(GROUP_CONCAT(id ORDER BY id), '') FROM " + table).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
