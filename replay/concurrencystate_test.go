@@ -129,6 +129,47 @@ func TestConcurrencyKeepsASessionWhoseSetDependsOnWhatItDid(t *testing.T) {
 	}
 }
 
+// With --concurrency, a session that ends a transaction AND CHAIN keeps
+// a connection of its own. The chained transaction opened on the
+// connection with the COMMIT, but its statements were the session's next
+// unit: the other session's INSERT, run there in between, ran inside it,
+// and the chained ROLLBACK undid it (rows 1 only; on two connections the
+// chained INSERT would commit at once and the ROLLBACK undo nothing).
+func TestConcurrencyKeepsAChainedTransactionWhole(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	at, q := session1()
+	q2 := func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "BEGIN", ok),
+		q(2, "INSERT INTO r VALUES (1)", ins),
+		q(3, "COMMIT AND CHAIN", ok),
+		q2(4, "INSERT INTO r VALUES (100)", ins),
+		q(5, "INSERT INTO r VALUES (2)", ins),
+		q(6, "ROLLBACK", ok),
+		{Session: 1, Start: at(7), Kind: store.KindQuit},
+		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "1,100" {
+		t.Errorf("rows %q; want 1,100: row 2 rolled back with its chained transaction", got)
+	}
+	if tr := rep.Targets[0]; tr.PinnedSessions != 1 {
+		t.Errorf("%d sessions kept a connection of their own; want 1", tr.PinnedSessions)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 {
+		t.Errorf("vs capture: divergent %v %+v", d.ByClass, d.Samples)
+	}
+}
+
 // rowsOf is table's id values in order, comma-separated.
 func rowsOf(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()

@@ -423,7 +423,10 @@ func (sc *scanner) add(rec *store.Record) {
 		x.digests[info.Digest.ID] = d
 	}
 	d.n++
-	if info.PinsSession() {
+	if info.PinsSession() || info.Chain {
+		// … AND CHAIN: the transaction it opens is the session's next
+		// unit's, which --concurrency may run on another connection,
+		// where nothing opened it.
 		x.pinned[rec.Session] = true
 	}
 	if info.Use {
