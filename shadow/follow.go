@@ -95,6 +95,13 @@ type follower struct {
 	// execute was left out: their fetches are left out with it (the
 	// target has no such cursor open).
 	cursorLeftOut map[uint64]map[uint32]bool
+	// longData: per session, the long data (COM_STMT_SEND_LONG_DATA,
+	// clones, in order) whose execute has not come yet: sent with it, or
+	// left out with it (admit). Sent at once, the long data of an execute
+	// left out stayed on the target's statement and went with its next
+	// execute, whose parameter then held both.
+	longData map[uint64][]*store.Record
+	out      []*store.Record // admit's result, reused
 
 	// flight holds the records dispatched and not finished, in dispatch
 	// order, with their captured end: the oldest is how far behind the
@@ -112,7 +119,8 @@ type inflight struct {
 }
 
 func newFollower(name string, opt follow) *follower {
-	fl := &follower{name: name, opt: opt, done: make(chan struct{}), trx: map[uint64]*sqlinfo.Trx{}, skipTrx: map[uint64]bool{}, cursorLeftOut: map[uint64]map[uint32]bool{}}
+	fl := &follower{name: name, opt: opt, done: make(chan struct{}), trx: map[uint64]*sqlinfo.Trx{}, skipTrx: map[uint64]bool{}, cursorLeftOut: map[uint64]map[uint32]bool{},
+		longData: map[uint64][]*store.Record{}}
 	fl.opt.from = max(fl.opt.from, 1)
 	fl.flight.done = map[uint64]bool{}
 	return fl
@@ -292,17 +300,59 @@ func (fl *follower) Feed(ctx context.Context, f *replay.Feed) error {
 				f.Logger().Info("shadow caught up", "shadow", f.Target(), "skipped", fl.skipped.Load())
 			}
 		}
-		if fl.skip(f, rec) {
-			fl.seq.Store(rec.Seq)
-			continue
-		}
-		fl.dispatched(rec)
-		if !f.Send(rec) {
-			return nil
+		for _, r := range fl.admit(f, rec) {
+			fl.dispatched(r)
+			if !f.Send(r) {
+				return nil
+			}
 		}
 		fl.seq.Store(rec.Seq)
 	}
 	return nil
+}
+
+// admit returns the records to send now for rec, in order (valid until
+// the next call): none when rec is left out (skip) or is long data, held
+// until its execute comes; else the session's long data held for rec's
+// statement, if rec is its execute (or its reset or close, or the
+// session's end), then rec. The long data of an execute left out is left
+// out with it.
+func (fl *follower) admit(f *replay.Feed, rec *store.Record) []*store.Record {
+	clear(fl.out)
+	fl.out = fl.out[:0]
+	if rec.Kind == store.KindLongData {
+		fl.longData[rec.Session] = append(fl.longData[rec.Session], rec.Clone())
+		return nil
+	}
+	left := fl.skip(f, rec)
+	if held := fl.longData[rec.Session]; len(held) > 0 {
+		var mine []*store.Record
+		switch rec.Kind {
+		case store.KindExecute, store.KindReset, store.KindClose:
+			rest := held[:0]
+			for _, h := range held {
+				if h.StmtID == rec.StmtID {
+					mine = append(mine, h)
+				} else {
+					rest = append(rest, h)
+				}
+			}
+			clear(held[len(rest):])
+			fl.longData[rec.Session] = rest
+		case store.KindQuit, store.KindConnect, store.KindChangeUser, store.KindResetConnection:
+			mine = held // what the server discards: as captured
+			delete(fl.longData, rec.Session)
+		}
+		if left {
+			fl.skipped.Add(uint64(len(mine)))
+		} else {
+			fl.out = append(fl.out, mine...)
+		}
+	}
+	if !left {
+		fl.out = append(fl.out, rec)
+	}
+	return fl.out
 }
 
 // forgetCursors forgets the statements of session whose execute was left

@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,56 @@ func TestLaggingShadowLeavesOutTheFetchesOfAnExecuteItLeftOut(t *testing.T) {
 	}
 	if l.skipped.Load() != 4 || len(l.cursorLeftOut[1]) != 0 {
 		t.Errorf("skipped %d, statements kept %v; want 4 and none", l.skipped.Load(), l.cursorLeftOut)
+	}
+}
+
+// A shadow holds a statement's long data until its execute comes, and
+// leaves it out with an execute it leaves out. It used to send the long
+// data at once: the execute left out, the data stayed on the target's
+// statement and went with its next execute, whose parameter then held
+// both. Held long data of other statements waits for its own execute; a
+// reset or close, or the session's end, gets it sent as captured.
+func TestLaggingShadowLeavesOutTheLongDataOfAnExecuteItLeftOut(t *testing.T) {
+	f := replay.NewFeed()
+	l := newFollower("s", follow{})
+	var seq uint64
+	var got []string
+	feed := func(lagging bool, kind store.Kind, stmt uint32) {
+		l.lagging.Store(lagging)
+		seq++
+		rec := &store.Record{Seq: seq, Session: 1, Kind: kind, StmtID: stmt, Schema: "s"}
+		switch kind {
+		case store.KindPrepare:
+			rec.SQL = "INSERT INTO t (doc) VALUES (?)"
+		case store.KindLongData:
+			rec.Data = []byte(fmt.Sprint("chunk ", seq))
+		}
+		f.Index(rec)
+		var sent []string
+		for _, r := range l.admit(f, rec) {
+			sent = append(sent, fmt.Sprint(r.Seq))
+		}
+		got = append(got, fmt.Sprintf("%d:[%s]", seq, strings.Join(sent, " ")))
+	}
+	feed(false, store.KindPrepare, 1)  // 1
+	feed(false, store.KindPrepare, 2)  // 2
+	feed(true, store.KindLongData, 1)  // 3: held
+	feed(true, store.KindLongData, 1)  // 4: held
+	feed(true, store.KindLongData, 2)  // 5: held, another statement's
+	feed(true, store.KindExecute, 1)   // 6: left out, 3 and 4 with it
+	feed(false, store.KindLongData, 1) // 7: held
+	feed(false, store.KindExecute, 1)  // 8: runs, with 7 only
+	feed(false, store.KindExecute, 2)  // 9: runs, with 5
+	feed(false, store.KindLongData, 1) // 10: held
+	feed(false, store.KindReset, 1)    // 11: sent with it, as captured
+	feed(false, store.KindLongData, 2) // 12: held
+	feed(false, store.KindQuit, 0)     // 13: sent before the end
+	want := "1:[1] 2:[2] 3:[] 4:[] 5:[] 6:[] 7:[] 8:[7 8] 9:[5 9] 10:[] 11:[10 11] 12:[] 13:[12 13]"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("sent\n got %s\nwant %s", g, want)
+	}
+	if l.skipped.Load() != 3 || len(l.longData) != 0 {
+		t.Errorf("skipped %d, held %v; want 3 and none", l.skipped.Load(), l.longData)
 	}
 }
 
