@@ -49,6 +49,10 @@ type worker struct {
 	sqlOf map[uint32]string
 	byID  map[uint32]*conn.Stmt
 	lost  map[uint32]bool
+	// longSent: the target's statements that hold long data sent for a
+	// captured execute still to come (by session and captured id): an
+	// execute not sent resets its statement (see finish).
+	longSent map[stmtRef]*conn.Stmt
 	// unrunnable: statements whose prepare's text cannot run, with why
 	// (store.Skip*): their executes are skipped for that reason.
 	unrunnable map[uint32]byte
@@ -230,6 +234,31 @@ func (w *worker) drop() {
 func (w *worker) forgetStatements() {
 	clear(w.stmts)
 	clear(w.byID)
+	clear(w.longSent)
+}
+
+// stmtRef names a captured prepared statement.
+type stmtRef struct {
+	session uint64
+	id      uint32
+}
+
+// longDataUsed notes that a captured execute was sent (the server took
+// its statement's long data) or not: then the long data sent for it is
+// dropped on the target (COM_STMT_RESET), else it would go with the
+// statement's next execute, whose parameter would hold both.
+func (w *worker) longDataUsed(rec *store.Record, sent bool) {
+	ref := stmtRef{rec.Session, rec.StmtID}
+	st := w.longSent[ref]
+	if st == nil {
+		return
+	}
+	delete(w.longSent, ref)
+	if !sent && w.c != nil {
+		if err := w.c.ResetStmt(w.rn.ctx, st); err != nil {
+			w.rn.cfg.Logger.Debug("could not drop the long data of an execute not sent", "target", w.rn.t.Name, "err", err)
+		}
+	}
 }
 
 // quit ends the connection as the client did.
@@ -315,6 +344,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.byID, rec.StmtID)
 		delete(w.sqlOf, rec.StmtID)
 		delete(w.lost, rec.StmtID)
+		delete(w.longSent, stmtRef{rec.Session, rec.StmtID})
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
@@ -413,6 +443,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			delete(w.byID, rec.StmtID)
 		}
 	case store.KindReset:
+		delete(w.longSent, stmtRef{rec.Session, rec.StmtID}) // the server drops it
 		if st := w.byID[rec.StmtID]; st != nil {
 			err = w.c.ResetStmt(ctx, st)
 		} else {
@@ -424,8 +455,11 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			sql = w.sqlOf[rec.StmtID]
 		}
 		st, _, perr := w.statement(ctx, rec.StmtID, sql, w.regrouped)
-		if perr == nil {
-			w.c.SendLongData(ctx, st, rec.ParamIndex, rec.Data)
+		if perr == nil && w.c.SendLongData(ctx, st, rec.ParamIndex, rec.Data) == nil {
+			if w.longSent == nil {
+				w.longSent = map[stmtRef]*conn.Stmt{}
+			}
+			w.longSent[stmtRef{rec.Session, rec.StmtID}] = st
 		}
 		return notCompared
 	case store.KindFetch:
@@ -455,6 +489,9 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			err = w.c.BulkExecute(ctx, st, rec.Data, &w.res) // all its rows in one command, as captured
 		} else {
 			err = w.c.Execute(ctx, st, rec.Params, rec.CursorType, &w.res)
+		}
+		if len(w.longSent) > 0 {
+			delete(w.longSent, stmtRef{rec.Session, rec.StmtID}) // taken with it
 		}
 	}
 	o.Service = time.Since(start)
@@ -780,6 +817,9 @@ func (w *worker) rollback(ctx context.Context) {
 // finish counts an outcome and buffers it for the run store.
 func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 	w.st.records.Add(1)
+	if len(w.longSent) > 0 && j.rec.Kind == store.KindExecute {
+		w.longDataUsed(j.rec, kind != skipped)
+	}
 	switch kind {
 	case notCompared:
 		return
