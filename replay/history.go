@@ -34,6 +34,9 @@ type histories struct {
 	// pks are the tables' primary keys (runner.pks, by captured name):
 	// an ORDER BY that holds one leaves no rows tied (TiedOrder).
 	pks map[string][]string
+	// uniqueKeys: the tables' unique keys of NOT NULL columns
+	// (runner.uniqueKeys): one held by an ORDER BY leaves no ties either.
+	uniqueKeys map[string][][]string
 	// capSpan is the capture's span (runner.capSpan), by which replay's
 	// timeline moves each --loop pass: a statement's LoopOffset.
 	capSpan int64
@@ -273,16 +276,20 @@ func (h *histories) mayTie(info *sqlinfo.Info, tables []string) bool {
 	if len(tables) != 1 || len(info.OrderColumns) == 0 {
 		return false
 	}
-	pk := h.pks[strings.ToLower(tables[0])]
+	table := strings.ToLower(tables[0])
+	pk := h.pks[table]
 	if len(pk) == 0 {
 		return false
 	}
-	for _, c := range pk {
-		if !slices.Contains(info.OrderColumns, c) {
-			return true
+	holds := func(key []string) bool {
+		for _, c := range key {
+			if !slices.Contains(info.OrderColumns, c) {
+				return false
+			}
 		}
+		return true
 	}
-	return false
+	return !holds(pk) && !slices.ContainsFunc(h.uniqueKeys[table], holds)
 }
 
 func valueText(v store.Value) string {

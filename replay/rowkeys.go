@@ -26,7 +26,7 @@ import (
 // tables the capture touches, by captured name ("schema.table",
 // lower-case). Errors leave the map short: those tables are table-level.
 func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
-	rn.pks = map[string][]string{}
+	rn.pks, rn.uniqueKeys = map[string][]string{}, map[string][][]string{}
 	if len(tables) == 0 {
 		return
 	}
@@ -56,6 +56,14 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 		everyPair(ctx, db, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.autoinc[captured] = strings.ToLower(col)
+			}
+		}, schema)
+		// Unique keys of NOT NULL columns: like the primary key, an
+		// ORDER BY that holds one leaves no rows tied (one with a
+		// nullable column does: its NULLs repeat).
+		everyPair(ctx, db, "SELECT TABLE_NAME, GROUP_CONCAT(LOWER(COLUMN_NAME) ORDER BY SEQ_IN_INDEX SEPARATOR '\\0') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY TABLE_NAME, INDEX_NAME HAVING SUM(NULLABLE = 'YES') = 0", func(tbl, cols string) {
+			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
+				rn.uniqueKeys[captured] = append(rn.uniqueKeys[captured], strings.Split(cols, "\x00"))
 			}
 		}, schema)
 	}

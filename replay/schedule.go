@@ -113,6 +113,9 @@ type runner struct {
 	// none; absent: not known) (loadPrimaryKeys).
 	pks     map[string][]string
 	autoinc map[string]string
+	// uniqueKeys are the tables' other unique keys whose columns are all
+	// NOT NULL, by captured name (loadPrimaryKeys; the tied-order check).
+	uniqueKeys map[string][][]string
 	// access: units carry what they read and change, and wait only for
 	// the earlier units they depend on (see Access); tangled (nil: not
 	// known, no Access) are the tables a statement cannot name all the
