@@ -181,6 +181,9 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 		if !w.regrouped && j.info.Set {
 			w.noteSet(j.sql)
 		}
+		if j.info.SetNext && !step.In {
+			w.nextChars = append(w.nextChars, j.sql)
+		}
 		w.noteXA(j.info, j.sql)
 	}
 	switch {
@@ -240,7 +243,14 @@ func isLockError(code uint16) bool {
 func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 	if !step.In || step.End != sqlinfo.EndNone {
 		w.endTrx()
+		if j.info == nil || !j.info.SetNext && !j.info.Set && !j.info.Use {
+			w.nextChars = w.nextChars[:0] // used by j
+		}
 		return
+	}
+	if len(w.trx) == 0 {
+		w.trxChars = append(w.trxChars[:0], w.nextChars...)
+		w.nextChars = w.nextChars[:0]
 	}
 	w.trx = append(w.trx, j)
 	w.trxOut = append(w.trxOut, *o)
@@ -281,6 +291,7 @@ func (w *worker) commitLost(ctx context.Context) {
 func (w *worker) endTrx() {
 	clear(w.trx)
 	w.trx, w.trxOut = w.trx[:0], w.trxOut[:0]
+	w.trxChars = w.trxChars[:0]
 	w.trxFlags = 0
 	w.publishLocks(0)
 }
@@ -414,6 +425,7 @@ func (w *worker) failTrx(j *job, final *store.Outcome, step sqlinfo.Step, held b
 	key := errorKey(&store.Outcome{ErrCode: f.Code, Cause: f.Cause, Flags: clientFlag(f.Cause)})
 	w.st.failedTrx(key)
 	w.endTrx()
+	w.nextChars = w.nextChars[:0] // the failed statement's
 	w.failures = append(w.failures, f)
 	w.failing = -1
 	if step.In && step.End == sqlinfo.EndNone {
@@ -515,6 +527,17 @@ func (w *worker) rerunTrx(ctx context.Context, flag uint32, patience int) bool {
 	}
 }
 
+// charsForRerun are the SET TRANSACTION statements a rerun sends first:
+// those the open transaction began under, or, when nothing of it is kept
+// (the statement that failed is its first, or runs on its own), those
+// that statement was to run under.
+func (w *worker) charsForRerun() []string {
+	if len(w.trx) > 0 {
+		return w.trxChars
+	}
+	return w.nextChars
+}
+
 // maxRestarts bounds how often a transaction starts over for order; by
 // then the in-flight bound (doubled per restart) is far past the hard
 // bound, so in practice the hard bound ends the wait first.
@@ -536,6 +559,11 @@ func (w *worker) patience(attempt int) int {
 // restart when one, waiting its turn, found the order stuck behind this
 // transaction's locks.
 func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, restart bool) {
+	for _, q := range w.charsForRerun() {
+		if err := w.helper(ctx, q); err != nil {
+			w.rn.cfg.Logger.Debug("could not set the rerun transaction's characteristics again", "target", w.rn.t.Name, "err", err)
+		}
+	}
 	for i, p := range w.trx {
 		if p.t != nil && w.rn.failed() == "" {
 			w.cur = p.t
@@ -632,6 +660,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		return
 	}
 	w.endTrx()
+	w.nextChars = w.nextChars[:0] // another session's, if any
 	w.failing = -1
 	if b := w.rn.board; b != nil {
 		b.Running(w.slot, u.t)

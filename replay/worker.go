@@ -106,6 +106,12 @@ type worker struct {
 	// of the open transaction had: the rest of it has them too (see
 	// record); cleared when it ends.
 	trxFlags uint32
+	// nextChars: the SET TRANSACTION statements (no scope) the session
+	// ran since its last statement, for its next transaction only;
+	// trxChars: those the open transaction began under. A rerun of the
+	// transaction, or of the statement they were for, sends them first:
+	// the first try used them up (see charsForRerun).
+	nextChars, trxChars []string
 
 	nextDial time.Time
 	backoff  time.Duration
