@@ -66,12 +66,22 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 
 // AddReorder records r, a change replay sent out of the capture's order
 // on the side named side. Unlike a failed transaction's, the statement's
-// own outcome is explained too (its worker flags it released).
+// own outcome is explained too (its worker flags it released). A change
+// the side lacks (store.ReorderUnsent, store.ReorderFailed) explains what
+// follows it (r.At is its end), as ReasonNotReplayed.
 func (fs *Failures) AddReorder(side string, r store.Reorder) {
 	why := fmt.Sprintf("replay sent a change of %s (seq %d) to %s ahead of a conflicting change that came before it in the capture (the order could not be kept), so the data differs from then on",
 		store.SessionName(r.Session), r.Seq, side)
 	reason := ReasonReplayOrder
 	switch r.Kind {
+	case store.ReorderUnsent:
+		why = fmt.Sprintf("replay did not send a write of %s (seq %d) to %s (its table's engine could not be set in it; --on-unrewritable skip), so the data differs from then on",
+			store.SessionName(r.Session), r.Seq, side)
+		reason = ReasonNotReplayed
+	case store.ReorderFailed:
+		why = fmt.Sprintf("a write of %s (seq %d) failed on %s where the capture's succeeded, so the data differs from then on",
+			store.SessionName(r.Session), r.Seq, side)
+		reason = ReasonNotReplayed
 	case store.ReorderYielded:
 		why = fmt.Sprintf("replay rolled back a transaction of %s (from seq %d) on %s and ran it again, to let a statement stuck behind its locks through; a change waiting for those locks went on at the rollback, ahead of its writes, so the data may differ from then on",
 			store.SessionName(r.Session), r.Seq, side)
@@ -80,7 +90,7 @@ func (fs *Failures) AddReorder(side string, r store.Reorder) {
 			store.SessionName(r.Session), r.Seq, side)
 		reason = ReasonRetried
 	}
-	x := failure{at: r.At, session: r.Session, why: why, reason: reason, mayHave: r.Kind != ""}
+	x := failure{at: r.At, session: r.Session, why: why, reason: reason, mayHave: r.Kind == store.ReorderYielded || r.Kind == store.ReorderRetried}
 	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
@@ -142,7 +152,7 @@ func (fs *Failures) explain(table string, mayHave bool) string {
 	if fs == nil {
 		return ""
 	}
-	for _, reason := range []string{ReasonFailedTrx, ReasonReplayOrder, ReasonRetried} {
+	for _, reason := range []string{ReasonFailedTrx, ReasonNotReplayed, ReasonReplayOrder, ReasonRetried} {
 		var l []failure
 		for _, t := range []string{table, AnyTable} {
 			for _, f := range fs.byTable[t] {

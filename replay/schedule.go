@@ -685,6 +685,23 @@ func (w *worker) noteRunAgain(kind string, trx []*job, failed *job) {
 	w.reorders = append(w.reorders, r)
 }
 
+// noteLacking lists j, a change the target lacks (kind
+// store.ReorderUnsent: not sent; store.ReorderFailed: it failed there
+// where the capture's succeeded), with the reorders, on the tables it
+// writes, from its end: what differs there afterwards follows from it
+// (compare.Failures).
+func (w *worker) noteLacking(j *job, kind string) {
+	if j.info == nil || len(w.reorders) >= store.MaxFailures {
+		return
+	}
+	tables := qualify(j.info.Created, j.rec.Schema, writesOf(j, nil))
+	if len(tables) == 0 {
+		return
+	}
+	at := w.rn.offset(j.rec, j.loop) + int64(j.rec.Duration)
+	w.reorders = append(w.reorders, store.Reorder{Session: j.rec.Session, Loop: j.loop, Seq: j.rec.Seq, At: at, Tables: tables, Kind: kind})
+}
+
 // pastDeadline reports whether --duration has run out: the connections
 // then run no more of what is queued for them (what is on the server
 // ends), so that the point lasts what was asked and its rates are over

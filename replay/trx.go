@@ -224,6 +224,9 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 		w.giveUp(j, &final, step)
 		return
 	}
+	if o.Flags&(store.OutcomeError|store.OutcomeClientError) == store.OutcomeError && j.rec.Resp.Kind != store.RespError && j.info.Changes() {
+		w.noteLacking(j, store.ReorderFailed) // the target's difference; what follows on its tables, from it
+	}
 	w.keep(j, o, step)
 	w.finish(j, o, statement)
 }

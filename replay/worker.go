@@ -395,6 +395,9 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	if kind == statement && j.info.TableDDL || rec.Kind == store.KindPrepare && w.rn.an.Info(sql).TableDDL {
 		var err error
 		if sql, err = w.rn.rewrite(sql); err != nil {
+			if kind == statement && capturedError(rec) == 0 {
+				w.noteLacking(j, store.ReorderUnsent)
+			}
 			return skip(o, store.SkipUnrewritable)
 		}
 	}

@@ -551,6 +551,14 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 					t.Name, n, strings.Join(tables, ", "))
 			}
 		}
+		if n, tables := reorderedTables(store.ReorderUnsent); n > 0 {
+			p("writes replay did not send to %s (table DDL whose engine could not be set in it; --on-unrewritable skip): %d; %s differ there from then on by that: later differences on them are counted apart (not-replayed)\n",
+				t.Name, n, strings.Join(tables, ", "))
+		}
+		if n, tables := reorderedTables(store.ReorderFailed); n > 0 {
+			p("writes that failed on %s where the capture's succeeded (each counted as its difference): %d; %s lack them there from then on: later differences on them follow from those and are counted apart (not-replayed)\n",
+				t.Name, n, strings.Join(tables, ", "))
+		}
 	}
 	// End state: which tables differ.
 	for i := range pt.Targets {

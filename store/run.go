@@ -264,6 +264,19 @@ const (
 	ReorderRetried = "retried"
 )
 
+// Kinds of a change the target lacks, listed with the reorders for the
+// same purpose: from then on the tables it writes may differ there, by
+// that change, not by what later statements do.
+const (
+	// ReorderUnsent: replay did not send it to the target (table DDL whose
+	// engine could not be set for it, --on-unrewritable skip).
+	ReorderUnsent = "unsent"
+	// ReorderFailed: it failed on the target (not with a lock error,
+	// which is retried) where the capture's succeeded. The failure itself
+	// is counted as the target's difference.
+	ReorderFailed = "failed"
+)
+
 // MaxFailures bounds TargetResult.Failures and TargetResult.Reorders.
 const MaxFailures = 100000
 

@@ -1,0 +1,92 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/wire"
+)
+
+// A write that fails on one target where the capture's succeeded is that
+// target's verdict, counted; what differs on its table after it follows
+// from it, and is counted apart (not-replayed, "a write … failed on b"),
+// in both comparisons, as a live shadow does. Here b refuses session 1's
+// second INSERT (a row with its key was there: the engine difference this
+// stands for), and the SELECT after it differs too. The SELECT used to be
+// counted as a second difference of the engine's.
+func TestAWriteThatFailedOnATargetExplainsWhatFollows(t *testing.T) {
+	ta, tb, dba, dbb := twoInnoDB(t)
+	exec(t, dba, "CREATE TABLE w (id INT PRIMARY KEY, v INT)")
+	exec(t, dbb, "CREATE TABLE w (id INT PRIMARY KEY, v INT)", "INSERT INTO w VALUES (2, 99)")
+	rows := func(rs ...string) store.Response {
+		var s wire.RowSums
+		for _, r := range rs {
+			s.AddRow(append([]byte{byte(len(r))}, r...))
+		}
+		return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: uint64(len(rs)), HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
+	}
+	at, q := session1()
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "INSERT INTO w VALUES (1, 1)", ins),
+		q(2, "INSERT INTO w VALUES (2, 2)", ins),
+		q(3, "SELECT v FROM w ORDER BY id", rows("1", "2")),
+		{Session: 1, Start: at(4), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed = 1 }, ta, tb)
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "writes that failed on b where the capture's succeeded (each counted as its difference): 1; shop.w lack them"; !strings.Contains(text.String(), want) {
+		t.Errorf("the text report does not say %q:\n%s", want, text.String())
+	}
+	if c := rep.VsCapture[0]; c.Compared != 3 || c.Total() != 0 || c.Ambiguous != 0 {
+		t.Errorf("a vs capture: compared %d, divergent %v, apart %v; want 3 as captured", c.Compared, c.ByClass, c.AmbiguousBy)
+	}
+	for name, c := range map[string]*store.Divergences{"b vs capture": rep.VsCapture[1], "b vs a": rep.Divergences[0]} {
+		if c.Total() != 1 || c.ByClass[compare.ErrorVsOK] != 1 || c.Ambiguous != 1 || c.AmbiguousBy[compare.ReasonNotReplayed] != 1 {
+			t.Errorf("%s: divergent %v, apart %v; want the INSERT error-vs-ok, the SELECT apart (not-replayed)", name, c.ByClass, c.AmbiguousBy)
+		}
+		for _, s := range c.Samples {
+			if strings.HasPrefix(s.Statement, "SELECT") && !strings.Contains(s.Why, "failed on b") {
+				t.Errorf("%s: the SELECT's sample says %q (%s); want it to name the write that failed on b", name, s.Why, s.Class)
+			}
+		}
+	}
+}
+
+// A table DDL replay did not send to a target (its engine could not be
+// set in it: --on-unrewritable skip) leaves that target's table other
+// than the capture's: what differs there after it is counted apart (not
+// as the engine's). The capture here is made up: a CREATE TABLE whose
+// definitions do not close, which the capture's server "took"; neither
+// target can rewrite it. Before, each later INSERT counted as a
+// difference of the engine's (error-vs-ok: no table).
+func TestADDLNotSentExplainsWhatFollows(t *testing.T) {
+	ta, tb, _, _ := twoInnoDB(t)
+	at, q := session1()
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "CREATE TABLE w (id INT PRIMARY KEY, v INT", ok),
+		q(2, "INSERT INTO w VALUES (1, 1)", ins),
+		q(3, "INSERT INTO w VALUES (2, 2)", ins),
+		{Session: 1, Start: at(4), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Speed, c.OnUnrewritable = 1, UnrewritableSkip }, ta, tb)
+	for i, c := range rep.VsCapture {
+		if tr := rep.Targets[i]; tr.Skipped != 1 || tr.Errors != 2 {
+			t.Errorf("%s: skipped %d %v, %d errors; want the DDL skipped, both INSERTs failing", tr.Name, tr.Skipped, tr.SkippedBy, tr.Errors)
+		}
+		if c.Total() != 0 || c.Ambiguous != 2 || c.AmbiguousBy[compare.ReasonNotReplayed] != 2 {
+			t.Errorf("%s vs capture: divergent %v, apart %v; want none divergent, the 2 INSERTs apart (not-replayed)", rep.Targets[i].Name, c.ByClass, c.AmbiguousBy)
+		}
+	}
+	if c := rep.Divergences[0]; c.Total() != 0 {
+		t.Errorf("b vs a: divergent %v; want none", c.ByClass)
+	}
+}
