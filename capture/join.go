@@ -84,6 +84,9 @@ func (s *Session) keepSet(sql string) {
 	if slices.Contains(s.sets, sql) {
 		return
 	}
+	if as, ok := sqlinfo.SetAssignments(sql); ok && !slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return !sqlinfo.OneShot(a.Name) }) {
+		return // for the statement after it, long done (SET insert_id): no state of the session's
+	}
 	if len(s.sets) >= MaxSets {
 		s.setsBeyond++
 		return

@@ -137,6 +137,25 @@ func TestJoinEndsWithTheSessionsAutocommit(t *testing.T) {
 	})
 }
 
+// A SET for the statement after it only (SET insert_id, as mysqlbinlog's
+// output sends before an INSERT) is no state of the session's: a session
+// joining a capture long after it does not set it again, which made the
+// replay's next INSERT take that id. A SET that also assigns a variable
+// of the session's is kept.
+func TestJoinLeavesOutOneShotSets(t *testing.T) {
+	s := NewSession(7, State{User: "app", Schema: "shop", Caps: caps41, Collation: 45}, Options{MaxRecordBytes: 1 << 20}, nil)
+	feed(t, s, query("SET insert_id = 100"), Read, frame{okp(0, 0, stAC, 0), Done})
+	feed(t, s, query("SET @@session.last_insert_id = 7"), Read, frame{okp(0, 0, stAC, 0), Done})
+	feed(t, s, query("SET insert_id = 5, @x = 1"), Read, frame{okp(0, 0, stAC, 0), Done})
+	var out sink
+	s.Join(&out, Options{MaxRecordBytes: 1 << 20}, time.Unix(200, 0))
+	syn := store.FlagOpenAtStart
+	sameSummaries(t, out, []summary{
+		{store.KindConnect, "", 0, syn},
+		{store.KindQuery, "SET insert_id = 5, @x = 1", 0, syn},
+	})
+}
+
 // A session that turned multi-statement texts on (COM_SET_OPTION, which
 // the server answers with an EOF) joins a capture with them on.
 func TestJoinKeepsMultiStatementsTurnedOn(t *testing.T) {

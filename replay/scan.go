@@ -671,7 +671,7 @@ func setsWhatItDid(sql string) bool {
 		return false
 	}
 	for _, a := range as {
-		if !oneShotVars[a.Name] && a.Name != "names" && !strings.HasPrefix(a.Name, "transaction") && !sqlinfo.Reevaluable(a.Value) {
+		if !sqlinfo.OneShot(a.Name) && a.Name != "names" && !strings.HasPrefix(a.Name, "transaction") && !sqlinfo.Reevaluable(a.Value) {
 			return true
 		}
 	}

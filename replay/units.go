@@ -241,9 +241,9 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 	lead := info.SetNext && !step.In
 	if info.Set {
 		if as, ok := sqlinfo.SetAssignments(j.sql); ok {
-			if slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return oneShotVars[a.Name] }) {
+			if slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return sqlinfo.OneShot(a.Name) }) {
 				lead = !step.In
-				as = slices.DeleteFunc(slices.Clone(as), func(a sqlinfo.Assignment) bool { return oneShotVars[a.Name] })
+				as = slices.DeleteFunc(slices.Clone(as), func(a sqlinfo.Assignment) bool { return sqlinfo.OneShot(a.Name) })
 			}
 			if len(as) > 0 {
 				s.version++

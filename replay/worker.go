@@ -214,15 +214,11 @@ func (w *worker) noteSet(sql string) {
 	}
 	for _, a := range as {
 		w.sets = slices.DeleteFunc(w.sets, func(s setVar) bool { return s.name == a.Name })
-		if !oneShotVars[a.Name] && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.Reevaluable(a.Value)) {
+		if !sqlinfo.OneShot(a.Name) && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.Reevaluable(a.Value)) {
 			w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
 		}
 	}
 }
-
-// oneShotVars are session variables the next statement consumes (or that
-// only replication sets): not set again on a new connection.
-var oneShotVars = map[string]bool{"insert_id": true, "last_insert_id": true, "rand_seed1": true, "rand_seed2": true, "gtid_seq_no": true}
 
 // drop forgets a broken connection.
 func (w *worker) drop() {

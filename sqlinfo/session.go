@@ -591,6 +591,15 @@ func secretWords(sql string, st []Token) bool {
 	return false
 }
 
+// OneShot reports whether a session variable (an Assignment's Name) is
+// one the next statement consumes, or that only replication sets
+// (insert_id, last_insert_id, rand_seed1, rand_seed2, gtid_seq_no): its
+// SET belongs to that statement, and is no state of the session's to set
+// again later.
+func OneShot(name string) bool { return oneShotVars[name] }
+
+var oneShotVars = map[string]bool{"insert_id": true, "last_insert_id": true, "rand_seed1": true, "rand_seed2": true, "gtid_seq_no": true}
+
 // Reevaluable reports whether a SET's value expression gives, on a new
 // connection, what it gave the session: it depends on nothing the session
 // did — literals, system variables (@@sql_mode: a new connection starts
