@@ -149,9 +149,10 @@ func (rn *runner) addAccess(a *order.Access, info *sqlinfo.Info, rec *store.Reco
 	switch info.Verb {
 	case "SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "BEGIN", "START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE":
 	case "SET":
-		if !info.Set {
+		if !info.Set && !info.SetNext { // SET TRANSACTION (for the next one) touches no table either
 			return false
 		}
+	case "USE": // with the statement it leads (regrouper.addTo): tables are qualified by each record's schema
 	default:
 		return false
 	}

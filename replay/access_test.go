@@ -83,6 +83,8 @@ func TestStatementAccess(t *testing.T) {
 		{"BEGIN", true, nil, nil},
 		{"COMMIT", true, nil, nil},
 		{"SET @a = 1", true, nil, nil},
+		{"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", true, nil, nil}, // leads its transaction's unit
+		{"USE other", true, nil, nil},
 		{"SELECT 1", true, nil, nil},
 		{"SELECT NOW()", false, nil, nil},
 		{"SELECT v FROM t LIMIT 1", false, nil, nil},

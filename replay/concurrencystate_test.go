@@ -170,6 +170,68 @@ func TestConcurrencyKeepsAChainedTransactionWhole(t *testing.T) {
 	}
 }
 
+// A one-shot SET whose statement replay does not send (here the capture's
+// server answered it with a lock wait timeout) is not left for another
+// session's unit on the connection: it gets a clean one. It got the
+// READ ONLY, and its INSERT failed with 1792.
+func TestConcurrencyDoesNotLeaveAOneShotSetToAnotherSession(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	at, q := session1()
+	q2 := func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	timedOut := store.Response{Kind: store.RespError, ErrCode: 1205, SQLState: "HY000", Message: "Lock wait timeout exceeded; try restarting transaction"}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET TRANSACTION READ ONLY", ok),
+		q(2, "UPDATE r SET id = id + 1 WHERE id = 0", timedOut),
+		q2(3, "INSERT INTO r VALUES (5)", ins),
+		{Session: 1, Start: at(7), Kind: store.KindQuit},
+		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "5" {
+		t.Errorf("rows %q; want 5: session 2's INSERT on a clean connection", got)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 {
+		t.Errorf("vs capture: divergent %v %+v", d.ByClass, d.Samples)
+	}
+}
+
+// With --concurrency, a session's reset (COM_RESET_CONNECTION, or a
+// change of user) gives its next unit a connection with the server's
+// defaults. A connection that carried its state from before was given
+// only the SETs after the reset (none), and kept ANSI_QUOTES: the INSERT
+// failed with 1054.
+func TestConcurrencyResetsTheConnectionAfterASessionsReset(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	at, q := session1()
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET SESSION sql_mode = 'ANSI_QUOTES'", ok),
+		q(2, `INSERT INTO r SELECT 1 FROM DUAL WHERE @@sql_mode LIKE '%ANSI_QUOTES%'`, ins),
+		{Session: 1, Start: at(3), Kind: store.KindResetConnection, Resp: ok},
+		q(4, `INSERT INTO r SELECT 2 FROM DUAL WHERE "a" = 'a'`, ins),
+		{Session: 1, Start: at(5), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
+	if got := rowsOf(t, db, "r"); got != "1,2" {
+		t.Errorf("rows %q; want 1,2: ANSI_QUOTES before the reset, not after it", got)
+	}
+	if d := rep.VsCapture[0]; d.Total() != 0 {
+		t.Errorf("vs capture: divergent %v %+v", d.ByClass, d.Samples)
+	}
+}
+
 // rowsOf is table's id values in order, comma-separated.
 func rowsOf(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()

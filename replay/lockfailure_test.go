@@ -296,15 +296,21 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 // is let go, and the second retry commits.
 func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 	dba, a := tableU(t, sandboxtest.Server(t, "innodb"))
+	exec(t, dba, "CREATE TABLE r (id INT PRIMARY KEY)")
 	at, q := session1()
 	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(0.5, "SET SESSION innodb_lock_wait_timeout = 1", ok),
+		// For the next transaction only: each try runs under it, the last
+		// on a new connection (it crashed replay when the retry found
+		// its connection gone, before that was fixed).
+		q(0.8, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", ok),
 		q(1, "BEGIN", ok),
 		q(2, "UPDATE u SET v = v + 1 WHERE id = 1", upd),
 		q(3, "UPDATE u SET v = v + 100 WHERE id = 3", upd),
 		q(4, "UPDATE u SET v = v + 10 WHERE id = 2", upd),
+		q(4.5, "INSERT INTO r SELECT 7 FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID() AND trx_isolation_level = 'SERIALIZABLE'", upd),
 		q(5, "COMMIT", ok),
 		{Session: 1, Start: at(10), Kind: store.KindQuit},
 	})
@@ -346,6 +352,9 @@ func TestARetryThatLosesItsConnectionRunsTheTransactionAgain(t *testing.T) {
 	got := rowsOfU(t, dba)
 	if got != "2,12,103" {
 		t.Errorf("rows hold %s; want 2,12,103, the whole transaction once", got)
+	}
+	if r := rowsOf(t, dba, "r"); r != "7" {
+		t.Errorf("r holds %q; want 7: the last try ran SERIALIZABLE", r)
 	}
 }
 

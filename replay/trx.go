@@ -294,7 +294,7 @@ func (w *worker) commitLost(ctx context.Context) {
 func (w *worker) endTrx() {
 	clear(w.trx)
 	w.trx, w.trxOut = w.trx[:0], w.trxOut[:0]
-	w.trxChars = w.trxChars[:0]
+	w.trxChars, w.resendChars = w.trxChars[:0], w.resendChars[:0]
 	w.trxFlags = 0
 	w.publishLocks(0)
 }
@@ -562,11 +562,9 @@ func (w *worker) patience(attempt int) int {
 // restart when one, waiting its turn, found the order stuck behind this
 // transaction's locks.
 func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, restart bool) {
-	for _, q := range w.charsForRerun() {
-		if err := w.helper(ctx, q); err != nil {
-			w.rn.cfg.Logger.Debug("could not set the rerun transaction's characteristics again", "target", w.rn.t.Name, "err", err)
-		}
-	}
+	// Sent by exec before the next statement, on the connection it runs
+	// on (the rollback may have lost this one).
+	w.resendChars = append(w.resendChars[:0], w.charsForRerun()...)
 	for i, p := range w.trx {
 		if p.t != nil && w.rn.failed() == "" {
 			w.cur = p.t
@@ -744,6 +742,12 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		}
 		if j.info != nil && j.info.Use && kind != skipped {
 			w.schema = "" // not known: the next unit sets its own
+		}
+		if i < u.lead && kind != skipped {
+			// A one-shot SET whose statement may not be sent (skipped,
+			// or rolled back in the capture): another session's unit
+			// here gets a clean connection, not what it set.
+			w.carried++
 		}
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun

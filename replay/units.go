@@ -52,6 +52,10 @@ type unit struct {
 	schema  string
 	sets    []setVar
 	version int
+	// resetAt: the session's state version at its last change of user
+	// or reset: a connection that carries an older state of it is reset
+	// (adopt), not given only the newer SETs.
+	resetAt int
 	client  clientFlags
 	jobs    []job
 	// start and end bound the unit in the capture (ns, loop-adjusted);
@@ -102,6 +106,7 @@ type regroupSession struct {
 	unrunnable map[uint32]byte
 	sets       []setVar
 	version    int
+	resetAt    int         // the version of its last change of user or reset
 	trx        sqlinfo.Trx // where its transactions open and end
 	client     clientFlags
 	open       *unit
@@ -156,6 +161,9 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 	case store.KindInitDB:
 		if rec.Resp.Kind != store.RespError {
 			s.schema = rec.Schema
+			if s.leading() {
+				s.open.schema = s.schema // the statement the unit waits for runs there
+			}
 		}
 		return nil
 	case store.KindChangeUser, store.KindResetConnection:
@@ -166,6 +174,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		clear(s.unrunnable)
 		s.trx.Reset()
 		s.version++
+		s.resetAt = s.version // the server's defaults again (adopt)
 		if s.open != nil {
 			s.open.open = true
 			closeOpen()
@@ -187,6 +196,9 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 			// The session's next units run with multi-statement texts on
 			// or off (adopt sets it on the connection).
 			s.client.setMultiStatements(on)
+			if s.leading() {
+				s.open.client = s.client
+			}
 		}
 		if rec.CommandsLost() && s.trx.Lost().CommitBefore && s.open != nil {
 			// The lost commands may have ended the transaction
@@ -257,7 +269,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 			}
 		}
 	}
-	if (info.Set || info.Use) && !step.In && s.open != nil && s.open.lead == len(s.open.jobs) {
+	if (info.Set || info.Use) && !step.In && s.leading() {
 		// Between a one-shot SET and its statement: state, that this
 		// unit's connection gets from the job.
 		lead = true
@@ -297,11 +309,15 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
 	u := g.spares.unit()
-	*u = unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version,
+	*u = unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version, resetAt: s.resetAt,
 		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.trx.Autocommit()}
 	u.jobs = u.first[:0]
 	return u
 }
+
+// leading reports whether the session's open unit holds only SETs for
+// the statement it waits for (unit.lead).
+func (s *regroupSession) leading() bool { return s.open != nil && s.open.lead == len(s.open.jobs) }
 
 // setVar records a's value as the session's latest for its variable.
 func (s *regroupSession) setVar(a sqlinfo.Assignment, version int, ok bool) {

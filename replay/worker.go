@@ -48,7 +48,7 @@ type worker struct {
 	// prepared for it here; statements whose long data was lost.
 	sqlOf map[uint32]string
 	byID  map[uint32]*conn.Stmt
-	lost  map[uint32]bool
+	lost  map[stmtRef]bool // by session too: regrouped, a worker serves many
 	// longSent: the target's statements that hold long data sent for a
 	// captured execute still to come (by session and captured id): an
 	// execute not sent resets its statement (see finish).
@@ -112,6 +112,9 @@ type worker struct {
 	// transaction, or of the statement they were for, sends them first:
 	// the first try used them up (see charsForRerun).
 	nextChars, trxChars []string
+	// resendChars: those a rerun sends before its first statement (exec,
+	// once connected).
+	resendChars []string
 
 	nextDial time.Time
 	backoff  time.Duration
@@ -126,7 +129,7 @@ type worker struct {
 
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
-		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[uint32]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
+		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[stmtRef]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
 		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
@@ -316,7 +319,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 	case rec.Flags&store.FlagMasked != 0:
 		return skip(o, store.SkipMasked)
 	case rec.Flags&store.FlagTruncated != 0 && rec.Kind == store.KindLongData:
-		w.lost[rec.StmtID] = true
+		w.lost[stmtRef{rec.Session, rec.StmtID}] = true
 		return skip(o, store.SkipLongData)
 	case rec.Flags&store.FlagTruncated != 0:
 		return skip(o, store.SkipTruncated)
@@ -345,12 +348,13 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 		delete(w.byID, rec.StmtID)
 		delete(w.sqlOf, rec.StmtID)
-		delete(w.lost, rec.StmtID)
+		delete(w.lost, stmtRef{rec.Session, rec.StmtID})
 		delete(w.longSent, stmtRef{rec.Session, rec.StmtID})
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
 		w.client, w.connOf, w.ownTime, w.sets, w.xa = clientOf(rec), rec.ConnID, false, nil, ""
+		w.nextChars = w.nextChars[:0]
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
 		}
@@ -365,8 +369,8 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			}
 			return skip(o, store.SkipUnknownStatement) // prepared before the capture began
 		}
-		if w.lost[rec.StmtID] {
-			delete(w.lost, rec.StmtID)
+		if ref := (stmtRef{rec.Session, rec.StmtID}); w.lost[ref] {
+			delete(w.lost, ref)
 			return skip(o, store.SkipLongData)
 		}
 	}
@@ -384,6 +388,12 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		w.fill(o, nil, err, j.info)
 		return kind
 	}
+	for _, q := range w.resendChars {
+		if err := w.helper(ctx, q); err != nil {
+			w.rn.cfg.Logger.Debug("could not set the rerun transaction's characteristics again", "target", w.rn.t.Name, "err", err)
+		}
+	}
+	w.resendChars = w.resendChars[:0]
 	sql := j.sql
 	if rec.Kind == store.KindPrepare {
 		sql = rec.SQL
@@ -426,6 +436,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		// credentials are the only ones replay has) and its schema.
 		err = w.c.ResetConnection(ctx)
 		w.ownTime, w.sets, w.xa = false, nil, ""
+		w.nextChars = w.nextChars[:0]
 		w.forgetStatements()
 		clear(w.sqlOf)
 		clear(w.unrunnable)
@@ -927,10 +938,11 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 	switch {
 	case w.session == u.session && w.version == u.version:
 		from = -1
-	case w.session == u.session:
+	case w.session == u.session && w.version >= u.resetAt:
 		from = w.version
 	case w.carried > 0:
-		// Another session's variables: a clean session first (its prepared
+		// Another session's variables, or this one's from before its
+		// change of user or reset: a clean session first (its prepared
 		// statements go too). A connection that carries none needs nothing.
 		if err := w.c.ResetConnection(ctx); err != nil {
 			w.drop()
