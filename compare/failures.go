@@ -30,7 +30,12 @@ type failure struct {
 	session     uint64
 	first, last uint64 // outcome keys of its first and last record
 	why         string
-	reason      string // ReasonFailedTrx, ReasonReplayOrder or ReasonRetried
+	reason      string // ReasonFailedTrx, ReasonReplayOrder, ReasonRetried or ReasonNotReplayed
+	// own: the session's records first to last (outcome keys) are not
+	// explained by it: a failed transaction's own, or a write the side
+	// lacks and what its session ran before it (regrouped, a statement's
+	// interval runs to its transaction's end).
+	own bool
 	// mayHave: the order may have been lost (a transaction rolled back and
 	// run again: a change that waited for its locks, if there was one,
 	// went ahead of it), not surely; a cause known for certain (a write that bypassed
@@ -58,7 +63,7 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 			store.SessionName(f.Session), f.FirstSeq, f.LastSeq, side, code)
 	}
 	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop),
-		why: why, reason: ReasonFailedTrx}
+		why: why, reason: ReasonFailedTrx, own: true}
 	for _, t := range f.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
@@ -91,6 +96,9 @@ func (fs *Failures) AddReorder(side string, r store.Reorder) {
 		reason = ReasonRetried
 	}
 	x := failure{at: r.At, session: r.Session, why: why, reason: reason, mayHave: r.Kind == store.ReorderYielded || r.Kind == store.ReorderRetried}
+	if reason == ReasonNotReplayed {
+		x.own, x.last = true, store.OutcomeSeq(r.Seq, r.Loop)
+	}
 	for _, t := range r.Tables {
 		fs.byTable[t] = append(fs.byTable[t], x)
 	}
@@ -121,7 +129,7 @@ func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHa
 	}
 	check := func(t, name string) (string, string) {
 		for _, f := range fs.byTable[t] {
-			if f.mayHave == mayHave && f.at < to && (f.reason != ReasonFailedTrx || !(f.session == session && f.first <= key && key <= f.last)) {
+			if f.mayHave == mayHave && f.at < to && !(f.own && f.session == session && f.first <= key && key <= f.last) {
 				return f.why + ", and wrote " + name + " before this", f.reason
 			}
 		}

@@ -472,11 +472,33 @@ func vsReference(ctx context.Context, ref *runner, runners []*runner, x *capture
 // of the capture's order, of each side named.
 func failuresOf(by map[string]*store.TargetResult) *compare.Failures {
 	fs := compare.NewFailures()
+	// A write every side lacks (it failed, or was not sent, on each)
+	// leaves them alike: no cause of a difference between them.
+	type lack struct {
+		session, seq uint64
+		loop         int
+	}
+	lacking := func(r store.Reorder) bool { return r.Kind == store.ReorderFailed || r.Kind == store.ReorderUnsent }
+	sides := map[lack]int{}
+	if len(by) > 1 {
+		for _, res := range by {
+			seen := map[lack]bool{}
+			for _, r := range res.Reorders {
+				if k := (lack{r.Session, r.Seq, r.Loop}); lacking(r) && !seen[k] {
+					seen[k] = true
+					sides[k]++
+				}
+			}
+		}
+	}
 	for side, res := range by {
 		for _, f := range res.Failures {
 			fs.Add(side, f)
 		}
 		for _, r := range res.Reorders {
+			if len(by) > 1 && lacking(r) && sides[lack{r.Session, r.Seq, r.Loop}] == len(by) {
+				continue
+			}
 			fs.AddReorder(side, r)
 		}
 	}

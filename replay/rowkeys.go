@@ -60,8 +60,9 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 		}, schema)
 		// Unique keys of NOT NULL columns: like the primary key, an
 		// ORDER BY that holds one leaves no rows tied (one with a
-		// nullable column does: its NULLs repeat).
-		everyPair(ctx, db, "SELECT TABLE_NAME, GROUP_CONCAT(LOWER(COLUMN_NAME) ORDER BY SEQ_IN_INDEX SEPARATOR '\\0') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY TABLE_NAME, INDEX_NAME HAVING SUM(NULLABLE = 'YES') = 0", func(tbl, cols string) {
+		// nullable column does: its NULLs repeat; one with an expression,
+		// MySQL's functional key part, has no column to hold).
+		everyPair(ctx, db, "SELECT TABLE_NAME, GROUP_CONCAT(LOWER(COLUMN_NAME) ORDER BY SEQ_IN_INDEX SEPARATOR '\\0') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY TABLE_NAME, INDEX_NAME HAVING SUM(NULLABLE = 'YES') = 0 AND SUM(COLUMN_NAME IS NULL) = 0", func(tbl, cols string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.uniqueKeys[captured] = append(rn.uniqueKeys[captured], strings.Split(cols, "\x00"))
 			}

@@ -694,7 +694,9 @@ func (w *worker) noteLacking(j *job, kind string) {
 	if j.info == nil || len(w.reorders) >= store.MaxFailures {
 		return
 	}
-	tables := qualify(j.info.Created, j.rec.Schema, writesOf(j, nil))
+	// Tables it names only: a failed CALL (whose writes are not known)
+	// would otherwise explain every later difference of the run.
+	tables := qualify(j.info.Created, j.rec.Schema, slices.DeleteFunc(writesOf(j, nil), func(t string) bool { return t == anyTable }))
 	if len(tables) == 0 {
 		return
 	}

@@ -556,7 +556,7 @@ func (rep *Report) writeDetails(w io.Writer, pt *Point) {
 				t.Name, n, strings.Join(tables, ", "))
 		}
 		if n, tables := reorderedTables(store.ReorderFailed); n > 0 {
-			p("writes that failed on %s where the capture's succeeded (each counted as its difference): %d; %s lack them there from then on: later differences on them follow from those and are counted apart (not-replayed)\n",
+			p("writes that failed on %s where the capture's succeeded: %d; %s lack them there from then on: the first such failure on a table counts as the target's difference, and later differences there follow from it and are counted apart (not-replayed)\n",
 				t.Name, n, strings.Join(tables, ", "))
 		}
 	}

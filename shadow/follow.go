@@ -320,7 +320,7 @@ func (fl *follower) Feed(ctx context.Context, f *replay.Feed) error {
 func (fl *follower) admit(f *replay.Feed, rec *store.Record) []*store.Record {
 	clear(fl.out)
 	fl.out = fl.out[:0]
-	if rec.Kind == store.KindLongData {
+	if rec.Kind == store.KindLongData && !rec.CommandsLost() { // lost commands before it: skip moves the transaction past them
 		fl.longData[rec.Session] = append(fl.longData[rec.Session], rec.Clone())
 		return nil
 	}

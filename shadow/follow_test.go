@@ -120,10 +120,14 @@ func TestLaggingShadowLeavesOutTheLongDataOfAnExecuteItLeftOut(t *testing.T) {
 	l := newFollower("s", follow{})
 	var seq uint64
 	var got []string
+	lost := false
 	feed := func(lagging bool, kind store.Kind, stmt uint32) {
 		l.lagging.Store(lagging)
 		seq++
 		rec := &store.Record{Seq: seq, Session: 1, Kind: kind, StmtID: stmt, Schema: "s"}
+		if lost {
+			rec.Flags |= store.FlagLost
+		}
 		switch kind {
 		case store.KindPrepare:
 			rec.SQL = "INSERT INTO t (doc) VALUES (?)"
@@ -150,7 +154,9 @@ func TestLaggingShadowLeavesOutTheLongDataOfAnExecuteItLeftOut(t *testing.T) {
 	feed(false, store.KindReset, 1)    // 11: sent with it, as captured
 	feed(false, store.KindLongData, 2) // 12: held
 	feed(false, store.KindQuit, 0)     // 13: sent before the end
-	want := "1:[1] 2:[2] 3:[] 4:[] 5:[] 6:[] 7:[] 8:[7 8] 9:[5 9] 10:[] 11:[10 11] 12:[] 13:[12 13]"
+	lost = true
+	feed(true, store.KindLongData, 1) // 14: commands lost before it: sent, the transaction moved past them
+	want := "1:[1] 2:[2] 3:[] 4:[] 5:[] 6:[] 7:[] 8:[7 8] 9:[5 9] 10:[] 11:[10 11] 12:[] 13:[12 13] 14:[14]"
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("sent\n got %s\nwant %s", g, want)
 	}
