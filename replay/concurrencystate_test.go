@@ -16,6 +16,15 @@ import (
 // the read-only transaction it set: error 1792, row 1 missing, and a
 // divergence that was replay's, not the engine's.
 func TestConcurrencyRunsSetTransactionWithItsTransaction(t *testing.T) {
+	// SET @@tx_read_only = 1 without a scope sets the next transaction
+	// only too (MariaDB keeps the session's value): it was taken for the
+	// session's state, sent before each later unit of it.
+	for _, set := range []string{"SET TRANSACTION READ ONLY", "SET @@tx_read_only = 1"} {
+		t.Run(set, func(t *testing.T) { runsSetTransactionWithItsTransaction(t, set) })
+	}
+}
+
+func runsSetTransactionWithItsTransaction(t *testing.T, set string) {
 	srv := sandboxtest.Server(t, "innodb")
 	db, dsn := srv.FreshDB(t)
 	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
@@ -30,21 +39,22 @@ func TestConcurrencyRunsSetTransactionWithItsTransaction(t *testing.T) {
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		{Session: 2, Start: at(0.5), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
-		q(1, "SET TRANSACTION READ ONLY", ok),
+		q(1, set, ok),
 		q2(2, "INSERT INTO r VALUES (1)", ins),
 		q(3, "START TRANSACTION", ok),
 		q(4, "INSERT INTO r VALUES (9)", readOnly),
 		q(5, "COMMIT", ok),
 		q2(6, "INSERT INTO r VALUES (2)", ins),
+		q(6.5, "INSERT INTO r VALUES (3)", ins), // a later transaction: read-write
 		{Session: 1, Start: at(7), Kind: store.KindQuit},
 		{Session: 2, Start: at(7.5), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", dsn, ""))
-	if got := rowsOf(t, db, "r"); got != "1,2" {
-		t.Errorf("rows %q; want 1,2: the INSERTs of session 2 in a read-write transaction, row 9 refused", got)
+	if got := rowsOf(t, db, "r"); got != "1,2,3" {
+		t.Errorf("rows %q; want 1,2,3: the INSERTs of session 2 and session 1's last in read-write transactions, row 9 refused", got)
 	}
-	if d := rep.VsCapture[0]; d.Total() != 0 || d.Compared != 6 {
-		t.Errorf("vs capture: compared %d (want 6), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
+	if d := rep.VsCapture[0]; d.Total() != 0 || d.Compared != 7 {
+		t.Errorf("vs capture: compared %d (want 7), divergent %v %+v", d.Compared, d.ByClass, d.Samples)
 	}
 }
 

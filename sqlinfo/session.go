@@ -232,6 +232,12 @@ func assignment(sql string, el []Token) (Assignment, bool) {
 				n = n[len("session."):]
 			case strings.HasPrefix(n, "local."):
 				n = n[len("local."):]
+			case nextOnly[n]:
+				// @@tx_isolation without a scope sets the next transaction
+				// only, as SET TRANSACTION does (asked of MariaDB 10.11:
+				// the session's value stays); SET tx_isolation sets the
+				// session's.
+				n = nextPrefix + n
 			}
 			name = n
 		} else {
@@ -593,12 +599,20 @@ func secretWords(sql string, st []Token) bool {
 
 // OneShot reports whether a session variable (an Assignment's Name) is
 // one the next statement consumes, or that only replication sets
-// (insert_id, last_insert_id, rand_seed1, rand_seed2, gtid_seq_no): its
-// SET belongs to that statement, and is no state of the session's to set
-// again later.
-func OneShot(name string) bool { return oneShotVars[name] }
+// (insert_id, last_insert_id, rand_seed1, rand_seed2, gtid_seq_no), or
+// the next transaction's isolation level or access mode (@@tx_isolation
+// without a scope): its SET belongs to that statement, and is no state
+// of the session's to set again later.
+func OneShot(name string) bool { return oneShotVars[name] || strings.HasPrefix(name, nextPrefix) }
 
 var oneShotVars = map[string]bool{"insert_id": true, "last_insert_id": true, "rand_seed1": true, "rand_seed2": true, "gtid_seq_no": true}
+
+// nextOnly are the variables that @@name = … without a scope sets for the
+// next transaction only; nextPrefix marks such an Assignment's Name
+// ("next tx_isolation"), which OneShot reports.
+var nextOnly = map[string]bool{"tx_isolation": true, "tx_read_only": true, "transaction_isolation": true, "transaction_read_only": true}
+
+const nextPrefix = "next "
 
 // Reevaluable reports whether a SET's value expression gives, on a new
 // connection, what it gave the session: it depends on nothing the session

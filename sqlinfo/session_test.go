@@ -1,6 +1,9 @@
 package sqlinfo
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSetsGlobal(t *testing.T) {
 	for sql, want := range map[string]bool{
@@ -33,9 +36,10 @@ func TestSetsGlobal(t *testing.T) {
 	}
 }
 
-// SetNext is SET TRANSACTION without a scope: for the next transaction
-// only; with SESSION it is session state (SetAssignments), with GLOBAL
-// the server's.
+// SetNext is SET TRANSACTION without a scope, or SET @@tx_isolation
+// (@@tx_read_only) without one: for the next transaction only, as asked
+// of MariaDB 10.11; with SESSION it is session state (SetAssignments),
+// with GLOBAL the server's. OneShot says so of the assignment.
 func TestSetNext(t *testing.T) {
 	an := NewAnalyzer()
 	for sql, want := range map[string]bool{
@@ -44,11 +48,29 @@ func TestSetNext(t *testing.T) {
 		"SET SESSION TRANSACTION READ ONLY":            false,
 		"SET GLOBAL TRANSACTION READ ONLY":             false,
 		"SET @transaction = 1":                         false,
-		"SET tx_isolation = 'READ-COMMITTED'":          false,
-		"SELECT 1":                                     false,
+		"SET tx_isolation = 'READ-COMMITTED'":          false, // the session's
+		"SET @@tx_isolation = 'READ-COMMITTED'":        true,  // without a scope: the next transaction's
+		"SET @@tx_read_only = 1, @x = 2":               true,
+		"SET @@session.tx_read_only = 1":               false,
+		"SET @@transaction_isolation = 'SERIALIZABLE'": true, // MySQL's name
+		"SELECT 1": false,
 	} {
 		if got := an.Info(sql).SetNext; got != want {
 			t.Errorf("%q: SetNext %v; want %v", sql, got, want)
+		}
+	}
+}
+
+func TestOneShotNamesTheNextTransactionsVariables(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SET @@tx_isolation = 'SERIALIZABLE'":         "next tx_isolation",
+		"SET tx_isolation = 'SERIALIZABLE'":           "tx_isolation",
+		"SET @@session.tx_isolation = 'SERIALIZABLE'": "tx_isolation",
+		"SET @@TX_READ_ONLY = 1":                      "next tx_read_only",
+	} {
+		as, ok := SetAssignments(sql)
+		if !ok || len(as) != 1 || as[0].Name != want || OneShot(as[0].Name) != strings.HasPrefix(want, "next ") {
+			t.Errorf("%q: %+v %v; want the name %q", sql, as, ok, want)
 		}
 	}
 }

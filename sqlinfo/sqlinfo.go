@@ -116,7 +116,8 @@ type Info struct {
 	// holds autocommit's new value when the SET names it: '0', '1' or 0.
 	Use, Set      bool
 	SetAutocommit byte
-	// SetNext: SET TRANSACTION without SESSION or GLOBAL, which gives the
+	// SetNext: SET TRANSACTION without SESSION or GLOBAL (or SET
+	// @@tx_isolation, @@tx_read_only without a scope), which gives the
 	// session's next transaction (the next statement, with autocommit)
 	// its isolation level or access mode, and no later one.
 	SetNext bool
@@ -362,6 +363,9 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 		if as, ok := setAssignments(sql, st); ok {
 			info.Set = true
 			for _, a := range as {
+				if strings.HasPrefix(a.Name, nextPrefix) {
+					info.SetNext = true
+				}
 				if a.Name == "autocommit" {
 					info.SetAutocommit = autocommitValue(a.Value)
 					if info.SetAutocommit == '1' {
