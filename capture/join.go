@@ -84,8 +84,22 @@ func (s *Session) keepSet(sql string) {
 	if slices.Contains(s.sets, sql) {
 		return
 	}
-	if as, ok := sqlinfo.SetAssignments(sql); ok && !slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return !sqlinfo.OneShot(a.Name) }) {
-		return // for the statement after it, long done (SET insert_id): no state of the session's
+	if as, ok := sqlinfo.SetAssignments(sql); ok && slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return sqlinfo.OneShot(a.Name) }) {
+		// Its one-shot assignments were for the statement after it, long
+		// done (SET insert_id): no state of the session's. The rest is.
+		var rest []string
+		for _, a := range as {
+			if !sqlinfo.OneShot(a.Name) {
+				rest = append(rest, strings.TrimPrefix(a.Text, "SET "))
+			}
+		}
+		if len(rest) == 0 {
+			return
+		}
+		sql = "SET " + strings.Join(rest, ", ")
+		if slices.Contains(s.sets, sql) {
+			return
+		}
 	}
 	if len(s.sets) >= MaxSets {
 		s.setsBeyond++

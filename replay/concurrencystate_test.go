@@ -242,6 +242,69 @@ func TestConcurrencyResetsTheConnectionAfterASessionsReset(t *testing.T) {
 	}
 }
 
+// A one-shot SET whose statement replay does not send (here cut at the
+// capture's size limit) does not reach the session's next statement
+// either: MariaDB keeps such characteristics until a transaction ends,
+// and the capture's statement had ended one. Replay ends them with a
+// ROLLBACK. The INSERT after it used to run READ ONLY (1792), in both
+// modes.
+func TestAOneShotSetOfAStatementNotSentEnds(t *testing.T) {
+	for _, m := range bothModes {
+		t.Run(m.name, func(t *testing.T) {
+			srv := sandboxtest.Server(t, "innodb")
+			db, dsn := srv.FreshDB(t)
+			exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+			at, q := session1()
+			ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+			cut := q(2, "SELECT id FROM r WHERE id IN (1, 2, 3", store.Response{Kind: store.RespResultSet, Columns: 1})
+			cut.Flags |= store.FlagTruncated
+			capDir := writeRecords(t, []store.Record{
+				{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+				q(1, "SET TRANSACTION READ ONLY", ok),
+				cut,
+				q(3, "INSERT INTO r VALUES (4)", ins),
+				{Session: 1, Start: at(4), Kind: store.KindQuit},
+			})
+			rep := replayRun(t, capDir, m.mod, tgt(t, "a", dsn, ""))
+			if got := rowsOf(t, db, "r"); got != "4" {
+				t.Errorf("rows %q; want 4: the INSERT read-write", got)
+			}
+			if tr := rep.Targets[0]; tr.Skipped != 1 || tr.Errors != 0 {
+				t.Errorf("skipped %d %v, %d errors %v; want the cut SELECT skipped, no error", tr.Skipped, tr.SkippedBy, tr.Errors, tr.ErrorCodes)
+			}
+		})
+	}
+}
+
+// With --concurrency and --loop, a session's second pass starts from the
+// server's defaults and its own SETs, not from where the first pass left
+// the connection. Its state versions started over at each pass, so the
+// worker, holding the first pass's last version, took the second pass's
+// first unit for one it had the state of: it ran without ANSI_QUOTES.
+func TestConcurrencyLoopStartsEachPassFromItsOwnState(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	exec(t, db, "CREATE TABLE m (pass_mode VARCHAR(200))")
+	at, q := session1()
+	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(1, "SET SESSION sql_mode = 'ANSI_QUOTES'", ok),
+		q(2, "INSERT INTO m SELECT CONCAT('first ', @@sql_mode)", ins),
+		q(3, "SET SESSION sql_mode = ''", ok),
+		q(4, "INSERT INTO m SELECT CONCAT('second ', @@sql_mode)", ins),
+		{Session: 1, Start: at(5), Kind: store.KindQuit},
+	})
+	replayRun(t, capDir, func(c *Config) { c.Concurrency, c.Loop = 1, 2 }, tgt(t, "a", dsn, ""))
+	var got string
+	if err := db.QueryRow("SELECT GROUP_CONCAT(pass_mode ORDER BY pass_mode SEPARATOR '|') FROM m").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := "first ANSI_QUOTES|first ANSI_QUOTES|second |second "; got != want {
+		t.Errorf("rows %q; want %q", got, want)
+	}
+}
+
 // rowsOf is table's id values in order, comma-separated.
 func rowsOf(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()

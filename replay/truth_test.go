@@ -350,8 +350,9 @@ func TestTruthInnoDBVsMyRocks(t *testing.T) {
 // difference there ambiguous too: when that left none of the row's reads
 // a verdict (seen once in make test: 0 divergent of 33 reads, after a
 // yield early in the run), the attempt shows nothing either way and the
-// replay is run again, up to three times. Without such a cause, no
-// divergent read fails at once.
+// replay is run again, up to five times (three ran out once with six test
+// packages at once on 2 CPUs: 3 or 4 yields each time, every read apart
+// as replay-order). Without such a cause, no divergent read fails at once.
 func TestTruthInjectedDifferenceFoundExactly(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	_, a := srv.FreshDB(t)
@@ -390,7 +391,7 @@ func TestTruthInjectedDifferenceFoundExactly(t *testing.T) {
 				t.Errorf("seq %d reads the changed row but did not diverge", s)
 			}
 		}
-		if len(divergent) == 0 && reordered > 0 && attempt < 3 {
+		if len(divergent) == 0 && reordered > 0 && attempt < 5 {
 			continue // inconclusive: see above
 		}
 		if len(divergent) == 0 || d.ByClass[compare.Content] != int64(len(divergent)) || d.Total() != int64(len(divergent)) {

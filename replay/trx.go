@@ -246,8 +246,8 @@ func isLockError(code uint16) bool {
 func (w *worker) keep(j *job, o *store.Outcome, step sqlinfo.Step) {
 	if !step.In || step.End != sqlinfo.EndNone {
 		w.endTrx()
-		if j.info == nil || !j.info.SetNext && !j.info.Set && !j.info.Use {
-			w.nextChars = w.nextChars[:0] // used by j
+		if o.Flags&store.OutcomeSkipped == 0 && (j.info == nil || !j.info.SetNext && !j.info.Set && !j.info.Use) {
+			w.nextChars = w.nextChars[:0] // used by j (one not sent leaves them: finish)
 		}
 		return
 	}
@@ -743,12 +743,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		if j.info != nil && j.info.Use && kind != skipped {
 			w.schema = "" // not known: the next unit sets its own
 		}
-		if i < u.lead && kind != skipped {
-			// A one-shot SET whose statement may not be sent (skipped,
-			// or rolled back in the capture): another session's unit
-			// here gets a clean connection, not what it set.
-			w.carried++
-		}
+
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun
 		}
@@ -774,6 +769,13 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		w.rollback(ctx) // the client left with the transaction open
 	case u.commitAtEnd && w.c != nil && w.failing < 0:
 		w.helper(ctx, "COMMIT") // as the capture's next BEGIN did
+	}
+	if len(w.nextChars) > 0 {
+		// One-shot characteristics still set on the connection (no
+		// statement of the session used them): another session's unit
+		// here gets a clean connection, not them.
+		w.carried++
+		w.nextChars = w.nextChars[:0]
 	}
 	w.endTrx()
 	w.failing = -1

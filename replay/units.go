@@ -119,6 +119,16 @@ type regrouper struct {
 	offset   func(rec *store.Record, loop int) int64
 	done     []*unit // add's result, reused
 	spares   *spares // nil: every unit and record is a new one
+	// versions numbers the sessions' states across all of them and every
+	// pass (--loop): a session that ends and comes back (the next pass)
+	// never reuses a version a worker may still hold for it (adopt).
+	versions int
+}
+
+// nextVersion is a state version no session had before.
+func (g *regrouper) nextVersion() int {
+	g.versions++
+	return g.versions
 }
 
 func newRegrouper(an *sqlinfo.Analyzer, offset func(*store.Record, int) int64) *regrouper {
@@ -129,6 +139,8 @@ func (g *regrouper) session(rec *store.Record) *regroupSession {
 	s := g.sessions[rec.Session]
 	if s == nil {
 		s = &regroupSession{schema: rec.Schema, sqlOf: map[uint32]string{}, unrunnable: map[uint32]byte{}, client: defaultClient}
+		s.version = g.nextVersion()
+		s.resetAt = s.version // a new session: the server's defaults
 		g.sessions[rec.Session] = s
 	}
 	return s
@@ -173,7 +185,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 		s.sets, s.sqlOf = nil, map[uint32]string{}
 		clear(s.unrunnable)
 		s.trx.Reset()
-		s.version++
+		s.version = g.nextVersion()
 		s.resetAt = s.version // the server's defaults again (adopt)
 		if s.open != nil {
 			s.open.open = true
@@ -258,7 +270,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 				as = slices.DeleteFunc(slices.Clone(as), func(a sqlinfo.Assignment) bool { return sqlinfo.OneShot(a.Name) })
 			}
 			if len(as) > 0 {
-				s.version++
+				s.version = g.nextVersion()
 				for _, a := range as {
 					s.setVar(a, s.version, rec.Resp.Kind == store.RespOK)
 				}

@@ -242,6 +242,22 @@ func (w *worker) forgetStatements() {
 	clear(w.longSent)
 }
 
+// dropChars ends the one-shot transaction characteristics the session
+// set for a statement replay did not send (the capture's server ran it, or
+// rolled it back: either way the session's next transaction did not get
+// them). MariaDB keeps them through statements that fail or start no
+// transaction, until a transaction ends: a ROLLBACK, with none open, ends
+// them. Left, they went to the session's next transaction (1792 on a
+// write after a READ ONLY).
+func (w *worker) dropChars() {
+	w.nextChars = w.nextChars[:0]
+	if w.c != nil {
+		if err := w.helper(w.rn.ctx, "ROLLBACK"); err != nil {
+			w.rn.cfg.Logger.Debug("could not drop one-shot transaction characteristics", "target", w.rn.t.Name, "err", err)
+		}
+	}
+}
+
 // stmtRef names a captured prepared statement.
 type stmtRef struct {
 	session uint64
@@ -835,6 +851,9 @@ func (w *worker) finish(j *job, o *store.Outcome, kind execKind) {
 	w.st.records.Add(1)
 	if len(w.longSent) > 0 && j.rec.Kind == store.KindExecute {
 		w.longDataUsed(j.rec, kind != skipped)
+	}
+	if kind == skipped && len(w.nextChars) > 0 && len(w.trx) == 0 && j.info != nil && !j.info.Set && !j.info.SetNext && !j.info.Use {
+		w.dropChars()
 	}
 	switch kind {
 	case notCompared:

@@ -320,6 +320,12 @@ func (fl *follower) Feed(ctx context.Context, f *replay.Feed) error {
 func (fl *follower) admit(f *replay.Feed, rec *store.Record) []*store.Record {
 	clear(fl.out)
 	fl.out = fl.out[:0]
+	if held := fl.longData[rec.Session]; rec.CommandsLost() && len(held) > 0 {
+		// Commands lost before rec: what is held goes first, in the
+		// order captured, and rec is not held behind it.
+		fl.out = append(fl.out, held...)
+		delete(fl.longData, rec.Session)
+	}
 	if rec.Kind == store.KindLongData && !rec.CommandsLost() { // lost commands before it: skip moves the transaction past them
 		fl.longData[rec.Session] = append(fl.longData[rec.Session], rec.Clone())
 		return nil

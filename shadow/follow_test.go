@@ -154,9 +154,10 @@ func TestLaggingShadowLeavesOutTheLongDataOfAnExecuteItLeftOut(t *testing.T) {
 	feed(false, store.KindReset, 1)    // 11: sent with it, as captured
 	feed(false, store.KindLongData, 2) // 12: held
 	feed(false, store.KindQuit, 0)     // 13: sent before the end
+	feed(false, store.KindLongData, 1) // 14: held
 	lost = true
-	feed(true, store.KindLongData, 1) // 14: commands lost before it: sent, the transaction moved past them
-	want := "1:[1] 2:[2] 3:[] 4:[] 5:[] 6:[] 7:[] 8:[7 8] 9:[5 9] 10:[] 11:[10 11] 12:[] 13:[12 13] 14:[14]"
+	feed(true, store.KindLongData, 1) // 15: commands lost before it: sent (the transaction moved past them), after 14
+	want := "1:[1] 2:[2] 3:[] 4:[] 5:[] 6:[] 7:[] 8:[7 8] 9:[5 9] 10:[] 11:[10 11] 12:[] 13:[12 13] 14:[] 15:[14 15]"
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("sent\n got %s\nwant %s", g, want)
 	}

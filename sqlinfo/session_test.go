@@ -43,16 +43,17 @@ func TestSetsGlobal(t *testing.T) {
 func TestSetNext(t *testing.T) {
 	an := NewAnalyzer()
 	for sql, want := range map[string]bool{
-		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE": true,
-		"set transaction read only":                    true,
-		"SET SESSION TRANSACTION READ ONLY":            false,
-		"SET GLOBAL TRANSACTION READ ONLY":             false,
-		"SET @transaction = 1":                         false,
-		"SET tx_isolation = 'READ-COMMITTED'":          false, // the session's
-		"SET @@tx_isolation = 'READ-COMMITTED'":        true,  // without a scope: the next transaction's
-		"SET @@tx_read_only = 1, @x = 2":               true,
-		"SET @@session.tx_read_only = 1":               false,
-		"SET @@transaction_isolation = 'SERIALIZABLE'": true, // MySQL's name
+		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE":        true,
+		"set transaction read only":                           true,
+		"SET SESSION TRANSACTION READ ONLY":                   false,
+		"SET GLOBAL TRANSACTION READ ONLY":                    false,
+		"SET @transaction = 1":                                false,
+		"SET tx_isolation = 'READ-COMMITTED'":                 false, // the session's
+		"SET @@tx_isolation = 'READ-COMMITTED'":               true,  // without a scope: the next transaction's
+		"SET @@tx_read_only = 1, @x = 2":                      true,
+		"SET @@session.tx_read_only = 1":                      false,
+		"SET @@transaction_isolation = 'SERIALIZABLE'":        true,  // MySQL's name
+		"INSERT INTO t VALUES (1); SET TRANSACTION READ ONLY": false, // a text of several runs as one
 		"SELECT 1": false,
 	} {
 		if got := an.Info(sql).SetNext; got != want {

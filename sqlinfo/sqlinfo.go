@@ -222,6 +222,9 @@ func Analyze(sql string) *Info {
 	if len(info.Writes) == 0 {
 		info.ChosenValues = false // a read's own answer only: Nondeterministic says it
 	}
+	if info.Statements != 1 {
+		info.SetNext = false // a text of several: it runs as one, not ahead of the next
+	}
 	return info
 }
 
