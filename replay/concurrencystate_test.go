@@ -3,6 +3,7 @@ package replay
 import (
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
@@ -25,15 +26,8 @@ func TestConcurrencyRunsSetTransactionWithItsTransaction(t *testing.T) {
 }
 
 func runsSetTransactionWithItsTransaction(t *testing.T, set string) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
-	at, q := session1()
-	q2 := func(ms float64, sql string, resp store.Response) store.Record {
-		r := q(ms, sql, resp)
-		r.Session = 2
-		return r
-	}
+	db, dsn := tableR(t)
+	at, q, q2 := sessions12()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	readOnly := store.Response{Kind: store.RespError, ErrCode: 1792, SQLState: "25006", Message: "Cannot execute statement in a READ ONLY transaction"}
 	capDir := writeRecords(t, []store.Record{
@@ -64,15 +58,8 @@ func runsSetTransactionWithItsTransaction(t *testing.T, set string) {
 // and the other session's INSERT ran with the first one's ANSI_QUOTES: a
 // "string" became a column, error 1054, row 2 missing.
 func TestConcurrencyResetsASetOfATransactionForTheNextSession(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
-	at, q := session1()
-	q2 := func(ms float64, sql string, resp store.Response) store.Record {
-		r := q(ms, sql, resp)
-		r.Session = 2
-		return r
-	}
+	db, dsn := tableR(t)
+	at, q, q2 := sessions12()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
@@ -100,15 +87,9 @@ func TestConcurrencyResetsASetOfATransactionForTheNextSession(t *testing.T) {
 // connection, its units were given the SET again there, which took a new
 // value from the sequence each time (rows 1,12 and the sequence at 3).
 func TestConcurrencyKeepsASessionWhoseSetDependsOnWhatItDid(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)", "CREATE SEQUENCE s")
-	at, q := session1()
-	q2 := func(ms float64, sql string, resp store.Response) store.Record {
-		r := q(ms, sql, resp)
-		r.Session = 2
-		return r
-	}
+	db, dsn := tableR(t)
+	exec(t, db, "CREATE SEQUENCE s")
+	at, q, q2 := sessions12()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
@@ -146,15 +127,8 @@ func TestConcurrencyKeepsASessionWhoseSetDependsOnWhatItDid(t *testing.T) {
 // and the chained ROLLBACK undid it (rows 1 only; on two connections the
 // chained INSERT would commit at once and the ROLLBACK undo nothing).
 func TestConcurrencyKeepsAChainedTransactionWhole(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
-	at, q := session1()
-	q2 := func(ms float64, sql string, resp store.Response) store.Record {
-		r := q(ms, sql, resp)
-		r.Session = 2
-		return r
-	}
+	db, dsn := tableR(t)
+	at, q, q2 := sessions12()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
@@ -185,15 +159,8 @@ func TestConcurrencyKeepsAChainedTransactionWhole(t *testing.T) {
 // session's unit on the connection: it gets a clean one. It got the
 // READ ONLY, and its INSERT failed with 1792.
 func TestConcurrencyDoesNotLeaveAOneShotSetToAnotherSession(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
-	at, q := session1()
-	q2 := func(ms float64, sql string, resp store.Response) store.Record {
-		r := q(ms, sql, resp)
-		r.Session = 2
-		return r
-	}
+	db, dsn := tableR(t)
+	at, q, q2 := sessions12()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	timedOut := store.Response{Kind: store.RespError, ErrCode: 1205, SQLState: "HY000", Message: "Lock wait timeout exceeded; try restarting transaction"}
 	capDir := writeRecords(t, []store.Record{
@@ -220,9 +187,7 @@ func TestConcurrencyDoesNotLeaveAOneShotSetToAnotherSession(t *testing.T) {
 // only the SETs after the reset (none), and kept ANSI_QUOTES: the INSERT
 // failed with 1054.
 func TestConcurrencyResetsTheConnectionAfterASessionsReset(t *testing.T) {
-	srv := sandboxtest.Server(t, "innodb")
-	db, dsn := srv.FreshDB(t)
-	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	db, dsn := tableR(t)
 	at, q := session1()
 	ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 	capDir := writeRecords(t, []store.Record{
@@ -251,9 +216,7 @@ func TestConcurrencyResetsTheConnectionAfterASessionsReset(t *testing.T) {
 func TestAOneShotSetOfAStatementNotSentEnds(t *testing.T) {
 	for _, m := range bothModes {
 		t.Run(m.name, func(t *testing.T) {
-			srv := sandboxtest.Server(t, "innodb")
-			db, dsn := srv.FreshDB(t)
-			exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+			db, dsn := tableR(t)
 			at, q := session1()
 			ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 			cut := q(2, "SELECT id FROM r WHERE id IN (1, 2, 3", store.Response{Kind: store.RespResultSet, Columns: 1})
@@ -313,4 +276,24 @@ func rowsOf(t *testing.T, db *sql.DB, table string) string {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// tableR makes table r (id INT PRIMARY KEY) in a fresh database on a
+// sandboxed InnoDB server.
+func tableR(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	db, dsn := sandboxtest.Server(t, "innodb").FreshDB(t)
+	exec(t, db, "CREATE TABLE r (id INT PRIMARY KEY)")
+	return db, dsn
+}
+
+// sessions12 are session1's clock and queries, and session 2's queries.
+func sessions12() (at func(ms float64) time.Time, q, q2 func(ms float64, sql string, resp store.Response) store.Record) {
+	at, q = session1()
+	q2 = func(ms float64, sql string, resp store.Response) store.Record {
+		r := q(ms, sql, resp)
+		r.Session = 2
+		return r
+	}
+	return at, q, q2
 }

@@ -42,21 +42,7 @@ func TestACapturedLockTimeoutIsNotSentOnARetry(t *testing.T) {
 
 	// The outside lock on a's row 3, let go once session 1's UPDATE of it
 	// has timed out.
-	ctx := context.Background()
-	holder := holdRow3(t, dba)
-	w := watchWait(t, dba, "UPDATE u SET v = v + 100 WHERE id = 3")
-	released := make(chan string, 1)
-	go func() {
-		var why string
-		switch {
-		case w.until(true) == 0:
-			why = "session 1's UPDATE of row 3 never waited for the outside lock"
-		case w.until(false) == 0:
-			why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
-		}
-		holder.ExecContext(ctx, "COMMIT")
-		released <- why
-	}()
+	released := holdRow3UntilTimedOut(t, dba, "UPDATE u SET v = v + 100 WHERE id = 3")
 	rep := replayRun(t, capDir, func(cfg *Config) {
 		cfg.Order = OrderCapture
 		cfg.OrderTimeout = 30 * time.Second
@@ -376,6 +362,28 @@ func session1() (at func(ms float64) time.Time, q func(ms float64, sql string, r
 		return store.Record{Session: 1, Start: at(ms), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: sql, Resp: resp}
 	}
 	return at, q
+}
+
+// holdRow3UntilTimedOut holds row 3 of u on db (holdRow3) until the
+// statement text has waited for it and timed out once, then lets it go;
+// the channel says why not, if it did not come to that.
+func holdRow3UntilTimedOut(t *testing.T, db *sql.DB, text string) <-chan string {
+	t.Helper()
+	holder := holdRow3(t, db)
+	w := watchWait(t, db, text)
+	released := make(chan string, 1)
+	go func() {
+		var why string
+		switch {
+		case w.until(true) == 0:
+			why = "session 1's " + text + " never waited for the outside lock"
+		case w.until(false) == 0:
+			why = "session 1's " + text + " waited on past the lock wait timeout"
+		}
+		holder.ExecContext(context.Background(), "COMMIT")
+		released <- why
+	}()
+	return released
 }
 
 // holdRow3 locks row 3 of u on db from a connection outside the capture,

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -36,21 +35,7 @@ func TestARetriedTransactionKeepsItsSetTransaction(t *testing.T) {
 				q(6, "COMMIT", ok),
 				{Session: 1, Start: at(7), Kind: store.KindQuit},
 			})
-			ctx := context.Background()
-			holder := holdRow3(t, db)
-			w := watchWait(t, db, "UPDATE u SET v = v + 100 WHERE id = 3")
-			released := make(chan string, 1)
-			go func() {
-				var why string
-				switch {
-				case w.until(true) == 0:
-					why = "session 1's UPDATE of row 3 never waited for the outside lock"
-				case w.until(false) == 0:
-					why = "session 1's UPDATE of row 3 waited on past the lock wait timeout"
-				}
-				holder.ExecContext(ctx, "COMMIT")
-				released <- why
-			}()
+			released := holdRow3UntilTimedOut(t, db, "UPDATE u SET v = v + 100 WHERE id = 3")
 			rep := replayRun(t, capDir, func(c *Config) {
 				c.Order = OrderCapture
 				c.OrderTimeout = 30 * time.Second

@@ -41,21 +41,29 @@ func unitsText(us []*unit) string {
 	return strings.Join(parts, " | ")
 }
 
+// regroupFeed is a regrouper, a maker of records one millisecond apart in
+// schema s0, and add, which feeds one and gathers the units it completes
+// in got.
+func regroupFeed() (g *regrouper, rec func(session uint64, kind store.Kind, sql string) *store.Record, add func(*store.Record), got *[]*unit) {
+	at := time.Unix(0, 0)
+	var seq uint64
+	rec = func(session uint64, kind store.Kind, sql string) *store.Record {
+		seq++
+		return &store.Record{Seq: seq, Session: session, Kind: kind, SQL: sql, Start: at.Add(time.Duration(seq) * time.Millisecond),
+			Duration: time.Microsecond, Schema: "s0"}
+	}
+	g = newRegrouper(sqlinfo.NewAnalyzer(), func(r *store.Record, loop int) int64 { return r.Start.UnixNano() })
+	got = new([]*unit)
+	add = func(r *store.Record) { *got = append(*got, g.add(r, 0, time.Time{})...) }
+	return g, rec, add, got
+}
+
 // Regrouping keeps each session's transactions whole and in order, ends a
 // unit at COMMIT, ROLLBACK, an implicit commit or a statement outside a
 // transaction, keeps autocommit=0 statements together up to COMMIT, and
 // carries the latest value of each variable, the schema and long data.
 func TestRegroup(t *testing.T) {
-	at := time.Unix(0, 0)
-	var seq uint64
-	rec := func(session uint64, kind store.Kind, sql string) *store.Record {
-		seq++
-		return &store.Record{Seq: seq, Session: session, Kind: kind, SQL: sql, Start: at.Add(time.Duration(seq) * time.Millisecond),
-			Duration: time.Microsecond, Schema: "s0"}
-	}
-	g := newRegrouper(sqlinfo.NewAnalyzer(), func(r *store.Record, loop int) int64 { return r.Start.UnixNano() })
-	var got []*unit
-	add := func(r *store.Record) { got = append(got, g.add(r, 0, time.Time{})...) }
+	g, rec, add, got := regroupFeed()
 	add(rec(1, store.KindConnect, ""))
 	add(rec(2, store.KindConnect, ""))
 	add(rec(1, store.KindQuery, "SET sql_mode = 'A'"))
@@ -86,7 +94,7 @@ func TestRegroup(t *testing.T) {
 	add(rec(1, store.KindQuery, "BEGIN")) // implicitly commits the one before
 	add(rec(1, store.KindQuery, "SELECT 3"))
 	add(rec(1, store.KindQuit, ""))
-	got = append(got, g.flush()...)
+	*got = append(*got, g.flush()...)
 	want := strings.Join([]string{
 		"2@s0[]{SELECT 1}",
 		"1@s0[SET sql_mode = 'A']{BEGIN,UPDATE t SET v = 1,SET sql_mode = 'B',COMMIT}",
@@ -97,17 +105,17 @@ func TestRegroup(t *testing.T) {
 		"1@other[SET sql_mode = 'B';SET @x = 5]{BEGIN,SELECT 3} (open)",
 		"2@s0[SET autocommit = 0]{DELETE FROM t} (open)",
 	}, " | ")
-	if g := unitsText(got); g != want {
+	if g := unitsText(*got); g != want {
 		t.Fatalf("units\n got %s\nwant %s", strings.ReplaceAll(g, " | ", "\n     "), strings.ReplaceAll(want, " | ", "\n     "))
 	}
 	// A unit's interval runs from its first statement's start to its last's end.
-	if u := got[1]; u.start != int64(4*time.Millisecond) || u.end != int64(8*time.Millisecond)+int64(time.Microsecond) {
+	if u := (*got)[1]; u.start != int64(4*time.Millisecond) || u.end != int64(8*time.Millisecond)+int64(time.Microsecond) {
 		t.Errorf("unit interval [%d, %d]", u.start, u.end)
 	}
 	// The state version grows with each SET, so a connection that carries
 	// a session's older state applies only what changed.
-	if got[2].version <= got[1].version {
-		t.Errorf("versions %d then %d", got[1].version, got[2].version)
+	if (*got)[2].version <= (*got)[1].version {
+		t.Errorf("versions %d then %d", (*got)[1].version, (*got)[2].version)
 	}
 }
 
@@ -120,16 +128,7 @@ func TestRegroup(t *testing.T) {
 // insert_id was set again before every later unit of the session on
 // another connection.
 func TestRegroupGivesOneShotSetsToTheirStatement(t *testing.T) {
-	at := time.Unix(0, 0)
-	var seq uint64
-	rec := func(session uint64, kind store.Kind, sql string) *store.Record {
-		seq++
-		return &store.Record{Seq: seq, Session: session, Kind: kind, SQL: sql, Start: at.Add(time.Duration(seq) * time.Millisecond),
-			Duration: time.Microsecond, Schema: "s0"}
-	}
-	g := newRegrouper(sqlinfo.NewAnalyzer(), func(r *store.Record, loop int) int64 { return r.Start.UnixNano() })
-	var got []*unit
-	add := func(r *store.Record) { got = append(got, g.add(r, 0, time.Time{})...) }
+	_, rec, add, got := regroupFeed()
 	add(rec(1, store.KindConnect, ""))
 	add(rec(1, store.KindQuery, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"))
 	add(rec(1, store.KindQuery, "SET TRANSACTION READ ONLY"))
@@ -154,13 +153,13 @@ func TestRegroupGivesOneShotSetsToTheirStatement(t *testing.T) {
 		"1@other[SET @a = 1;SET SESSION TRANSACTION READ ONLY]{BEGIN,SET TRANSACTION READ WRITE,COMMIT}",
 		"1@other[SET @a = 1;SET SESSION TRANSACTION READ ONLY]{SET TRANSACTION READ ONLY} (open)",
 	}, " | ")
-	if g := unitsText(got); g != want {
+	if g := unitsText(*got); g != want {
 		t.Fatalf("units\n got %s\nwant %s", strings.ReplaceAll(g, " | ", "\n     "), strings.ReplaceAll(want, " | ", "\n     "))
 	}
-	if u := got[0]; u.lead != 3 || u.jobs[2].setVersion != u.version+1 {
+	if u := (*got)[0]; u.lead != 3 || u.jobs[2].setVersion != u.version+1 {
 		t.Errorf("first unit: lead %d, SET @a's version %d over the unit's %d; want 3, one more", u.lead, u.jobs[2].setVersion, u.version)
 	}
-	if u := got[1]; u.lead != 2 || !u.lone || u.commitStart != u.end {
+	if u := (*got)[1]; u.lead != 2 || !u.lone || u.commitStart != u.end {
 		t.Errorf("insert_id's unit: lead %d, lone %v, commit start %d, end %d; want 2, a lone change committing at its end", u.lead, u.lone, u.commitStart, u.end)
 	}
 }
