@@ -237,20 +237,8 @@ func TestARetriedDDLDoesNotRunItsTransactionAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := watchWait(t, db, "ALTER TABLE u ADD COLUMN c INT")
-		released := make(chan string, 1)
-		go func() {
-			var why string
-			switch {
-			case w.until(true) == 0:
-				why = "the ALTER never waited for the metadata lock"
-			case w.until(false) == 0:
-				why = "the ALTER waited on past its lock_wait_timeout"
-			}
-			holder.ExecContext(ctx, "COMMIT")
-			holder.Close()
-			released <- why
-		}()
+		t.Cleanup(func() { holder.Close() })
+		released := releaseAfterTimeouts(holder, watchWait(t, db, "ALTER TABLE u ADD COLUMN c INT"), 1)
 		rep := replayRun(t, capDir, func(c *Config) {
 			c.Retries = 3
 			if mode.mod != nil {
@@ -369,16 +357,26 @@ func session1() (at func(ms float64) time.Time, q func(ms float64, sql string, r
 // the channel says why not, if it did not come to that.
 func holdRow3UntilTimedOut(t *testing.T, db *sql.DB, text string) <-chan string {
 	t.Helper()
-	holder := holdRow3(t, db)
-	w := watchWait(t, db, text)
+	return releaseAfterTimeouts(holdRow3(t, db), watchWait(t, db, text), 1)
+}
+
+// releaseAfterTimeouts commits holder's transaction once the statement w
+// watches has waited for its lock and timed out n times; the channel says
+// why not, if it did not come to that.
+func releaseAfterTimeouts(holder *sql.Conn, w waitWatch, n int) <-chan string {
 	released := make(chan string, 1)
 	go func() {
-		var why string
-		switch {
-		case w.until(true) == 0:
-			why = "session 1's " + text + " never waited for the outside lock"
-		case w.until(false) == 0:
-			why = "session 1's " + text + " waited on past the lock wait timeout"
+		why := ""
+		for try := range n {
+			switch {
+			case w.until(true) == 0:
+				why = fmt.Sprintf("try %d of %s never waited for the outside lock", try+1, w.text)
+			case w.until(false) == 0:
+				why = fmt.Sprintf("try %d of %s waited on past its lock wait timeout", try+1, w.text)
+			}
+			if why != "" {
+				break
+			}
 		}
 		holder.ExecContext(context.Background(), "COMMIT")
 		released <- why
@@ -456,20 +454,7 @@ func TestADDLAfterAFailedTransactionRuns(t *testing.T) {
 		// The outside lock, let go once the try and the retry of the
 		// UPDATE have timed out (the ALTER waits for it: it holds the
 		// table's metadata lock too).
-		holder := holdRow3(t, db)
-		w := watchWait(t, db, "UPDATE u SET v = v + 100 WHERE id = 3")
-		released := make(chan string, 1)
-		go func() {
-			why := ""
-			for try := range 2 {
-				if w.until(true) == 0 || w.until(false) == 0 {
-					why = fmt.Sprintf("try %d of the UPDATE of row 3 never waited for the outside lock, or waited on", try+1)
-					break
-				}
-			}
-			holder.ExecContext(context.Background(), "COMMIT")
-			released <- why
-		}()
+		released := releaseAfterTimeouts(holdRow3(t, db), watchWait(t, db, "UPDATE u SET v = v + 100 WHERE id = 3"), 2)
 		rep := replayRun(t, capDir, func(c *Config) {
 			c.Retries = 1
 			if mode.mod != nil {
