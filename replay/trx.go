@@ -743,7 +743,6 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 		if j.info != nil && j.info.Use && kind != skipped {
 			w.schema = "" // not known: the next unit sets its own
 		}
-
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun
 		}
