@@ -175,6 +175,71 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 	}
 }
 
+// A server's xids are its own, not a database's. Two targets that are
+// databases of one server took the same xid: the second XA START was
+// refused (1440, XAER_DUPID), its transaction's writes ran outside any
+// transaction and the captured XA COMMIT of session 2 committed the other
+// target's prepared transaction. Each target after a server's first now
+// gives its xids a branch qualifier of its own. Session 1 prepares
+// 'pay-7' and quits (the server keeps it prepared); session 2 commits it,
+// as a transaction manager's recovery does; session 1 also rolls back
+// 'pay-8'. Both sessions run at the captured pace, so that the targets'
+// transactions overlap.
+func TestTargetsOnOneServerHaveXidsOfTheirOwn(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	at, q := session1()
+	ok, upd := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
+	s2 := func(ms float64, sql string) store.Record {
+		r := q(ms, sql, ok)
+		r.Session = 2
+		return r
+	}
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		{Session: 2, Start: at(1), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
+		q(100, "XA START 'pay-8'", ok),
+		q(150, "UPDATE u SET v = v + 100 WHERE id = 2", upd),
+		q(200, "XA END 'pay-8'", ok),
+		q(250, "XA ROLLBACK 'pay-8'", ok),
+		q(300, "XA START 'pay-7', 'b1'", ok),
+		q(350, "UPDATE u SET v = v + 10 WHERE id = 1", upd),
+		q(400, "XA END 'pay-7', 'b1'", ok),
+		q(450, "XA PREPARE 'pay-7', 'b1'", ok),
+		{Session: 1, Start: at(500), Kind: store.KindQuit},
+		s2(600, "XA COMMIT 'pay-7', 'b1'"),
+		{Session: 2, Start: at(700), Kind: store.KindQuit},
+	})
+	for _, mode := range bothModes {
+		dba, a := tableU(t, srv)
+		dbb, b := tableU(t, srv)
+		rep := replayRun(t, capDir, func(cfg *Config) {
+			cfg.Speed = 1
+			if mode.mod != nil {
+				mode.mod(cfg)
+			}
+		}, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+		for i, db := range []*sql.DB{dba, dbb} {
+			tr := rep.Targets[i]
+			if tr.Errors != 0 || tr.FailedTransactions != 0 {
+				t.Errorf("%s: target %s: %d errors %v, %d failed transactions; want none", mode.name, tr.Name, tr.Errors, tr.ErrorCodes, tr.FailedTransactions)
+			}
+			if got := rowsOfU(t, db); got != "11,2,3" {
+				t.Errorf("%s: target %s: rows hold %s; want 11,2,3 ('pay-8' rolled back, 'pay-7' committed by session 2)", mode.name, tr.Name, got)
+			}
+		}
+		if d := rep.Divergences[0]; d.Total() != 0 || d.Missing != 0 {
+			t.Errorf("%s: b against a: divergent %v, missing %d; want none", mode.name, d.ByClass, d.Missing)
+		}
+		var left int
+		if err := dba.QueryRow("SELECT COUNT(*) FROM information_schema.innodb_trx").Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left != 0 {
+			t.Errorf("%s: %d transactions left on the server; want 0", mode.name, left)
+		}
+	}
+}
+
 // DDL commits the open transaction before it runs: when the captured
 // server then answered the DDL with a lock wait timeout (a metadata lock
 // another session held), the transaction before it was committed there.

@@ -442,10 +442,19 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
 	}
-	err = targets.SameTables(ctx, cfg.Targets, dbs)
+	servers, err := targets.Servers(ctx, cfg.Targets, dbs)
+	if err == nil {
+		err = targets.SameTables(cfg.Targets, servers)
+	}
 	closeAll()
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)
+	}
+	if !followed { // a shadow's Shared is the proxy's, which knows the other shadows
+		cfg.Targets = slices.Clone(cfg.Targets)
+		for i, n := range targets.SharedBefore(servers) {
+			cfg.Targets[i].Shared = n
+		}
 	}
 	var notes []string
 	if cfg.ApplyBypassed {

@@ -61,6 +61,9 @@ type runner struct {
 	// down is set once the target has failed (mu.failed says why): every
 	// record asks, so it is not behind the lock.
 	down atomic.Bool
+	// xidKept: an XA transaction kept its xid on a shared server (xid),
+	// which is logged once.
+	xidKept atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -229,6 +232,24 @@ func (rn *runner) rewrite(sql string) (string, error) {
 			rn.t.Engine, textclip.Clip(sql, 120), err))
 	}
 	return out, err
+}
+
+// xid returns an XA statement with the xid this target gives it: the
+// captured one, or on a server that an earlier target (or shadow) is on
+// too (targets.Target.Shared), one with a branch qualifier of its own,
+// since a server's xids are its own, not a database's: the second XA
+// START of one xid would be refused (1440), and a captured XA ROLLBACK or
+// COMMIT of a prepared xid would end the other target's transaction.
+func (rn *runner) xid(sql string) string {
+	if rn.t.Shared == 0 {
+		return sql
+	}
+	moved, ok := sqlinfo.MoveXid(sql, fmt.Sprintf("~tandem%d", rn.t.Shared))
+	if !ok && xaStart.MatchString(sql) && rn.xidKept.CompareAndSwap(false, true) {
+		rn.cfg.Logger.Warn("an XA transaction keeps its xid on a server another target shares (its branch qualifier cannot take 8 more bytes, or its form is not known): the targets' transactions of that xid collide (1440, XAER_DUPID); give each target a server of its own",
+			"target", rn.t.Name, "statement", textclip.Clip(sql, 120))
+	}
+	return moved
 }
 
 // fail stops the target: every record after this is skipped, its

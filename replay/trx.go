@@ -74,6 +74,8 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		switch {
 		case j.rec.CommandsLost() && w.failing < 0 && w.c != nil:
 			w.commitLost(ctx)
+		case !stmt && len(w.trx) > 0 && j.rec.Kind == store.KindQuit:
+			w.leave(ctx)
 		case !stmt && len(w.trx) > 0:
 			w.rollback(ctx)
 		}
@@ -765,7 +767,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	}
 	switch {
 	case u.open && w.c != nil:
-		w.rollback(ctx) // the client left with the transaction open
+		w.leave(ctx) // the client left with the transaction open
 	case u.commitAtEnd && w.c != nil && w.failing < 0:
 		w.helper(ctx, "COMMIT") // as the capture's next BEGIN did
 	}

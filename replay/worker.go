@@ -76,7 +76,10 @@ type worker struct {
 	sets []setVar
 	// xa is the xid of the XA transaction open on the connection (as its
 	// XA START wrote it), "" for none: rollback ends it by name.
-	xa string
+	// xaPrepared: XA PREPARE ran for it, so the server keeps it, prepared,
+	// when the connection closes (leave).
+	xa         string
+	xaPrepared bool
 
 	// ctrx follows the captured session's transaction (session mode), as
 	// its server saw it: where each captured transaction begins and ends.
@@ -184,20 +187,25 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	return nil
 }
 
-// xaStart matches XA START (or BEGIN) and its xid.
-var xaStart = regexp.MustCompile(`(?is)^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$`)
+// xaStart matches XA START (or BEGIN) and its xid; xaPrepare XA PREPARE.
+var (
+	xaStart   = regexp.MustCompile(`(?is)^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$`)
+	xaPrepare = regexp.MustCompile(`(?is)^\s*XA\s+PREPARE\s`)
+)
 
-// noteXA follows the XA transaction open on the connection (worker.xa)
-// from a statement that ran without error.
+// noteXA follows the XA transaction open on the connection (worker.xa,
+// the xid as sent: runner.xid) from a statement that ran without error.
 func (w *worker) noteXA(info *sqlinfo.Info, sql string) {
 	switch {
 	case info.Verb != "XA":
 	case info.Begin:
-		if m := xaStart.FindStringSubmatch(sql); m != nil {
-			w.xa = m[1]
+		if m := xaStart.FindStringSubmatch(w.rn.xid(sql)); m != nil {
+			w.xa, w.xaPrepared = m[1], false
 		}
 	case info.End:
-		w.xa = ""
+		w.xa, w.xaPrepared = "", false
+	case xaPrepare.MatchString(sql):
+		w.xaPrepared = w.xa != ""
 	}
 }
 
@@ -230,7 +238,7 @@ func (w *worker) drop() {
 		w.c.Close()
 	}
 	w.c = nil
-	w.xa = "" // the server rolled back what the connection held
+	w.xa, w.xaPrepared = "", false // the server rolled back what the connection held (or keeps it prepared)
 	w.forgetStatements()
 }
 
@@ -369,7 +377,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		delete(w.unrunnable, rec.StmtID)
 		return notCompared
 	case store.KindConnect:
-		w.client, w.connOf, w.ownTime, w.sets, w.xa = clientOf(rec), rec.ConnID, false, nil, ""
+		w.client, w.connOf, w.ownTime, w.sets, w.xa, w.xaPrepared = clientOf(rec), rec.ConnID, false, nil, "", false
 		w.nextChars = w.nextChars[:0]
 		if w.c != nil { // a session reconnected (or a pass begins again)
 			w.quit()
@@ -423,6 +431,9 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			return skip(o, store.SkipUnrewritable)
 		}
 	}
+	if kind == statement && j.info.Verb == "XA" {
+		sql = w.rn.xid(sql)
+	}
 	if kind == statement && j.info.Kill {
 		var ok bool
 		if sql, ok = w.rn.mapKill(sql); !ok || rec.Kind != store.KindQuery { // a prepared KILL runs its prepared text
@@ -451,7 +462,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		// A change of user is replayed as a reset (the target's own
 		// credentials are the only ones replay has) and its schema.
 		err = w.c.ResetConnection(ctx)
-		w.ownTime, w.sets, w.xa = false, nil, ""
+		w.ownTime, w.sets, w.xa, w.xaPrepared = false, nil, "", false
 		w.nextChars = w.nextChars[:0]
 		w.forgetStatements()
 		clear(w.sqlOf)
@@ -814,6 +825,20 @@ func capturedError(rec *store.Record) uint16 {
 	return 0
 }
 
+// leave ends the transaction a session left open at its end, as the
+// server did when the captured client went away: it rolls it back, but
+// for an XA transaction XA PREPARE ran for, which the server keeps,
+// prepared, for whoever commits or rolls it back by its xid (a
+// transaction manager's recovery, another session of the capture): the
+// connection is closed, not rolled back.
+func (w *worker) leave(ctx context.Context) {
+	if w.xaPrepared && w.c != nil {
+		w.drop()
+		return
+	}
+	w.rollback(ctx)
+}
+
 // rollback ends the connection's transaction.
 //
 // An XA transaction (XA START xid ran) is ended and rolled back by its xid:
@@ -821,7 +846,7 @@ func capturedError(rec *store.Record) uint16 {
 // open, its locks held and the session's later statements in it.
 func (w *worker) rollback(ctx context.Context) {
 	if xa := w.xa; w.c != nil && xa != "" {
-		w.xa = ""
+		w.xa, w.xaPrepared = "", false
 		var r conn.Result
 		w.c.Query(ctx, "XA END "+xa, &r) // refused once it ended (XA END, XA PREPARE): then only the rollback
 		err := w.c.Query(ctx, "XA ROLLBACK "+xa, &r)

@@ -8,6 +8,7 @@ package shadow
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -129,6 +130,12 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 		all = append(all, t)
 	}
 	var ts []targets.Target
+	var dbs []*sql.DB
+	defer func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+	}()
 	for _, t := range all {
 		if slices.ContainsFunc(ts, func(o targets.Target) bool { return o.Name == t.Name }) {
 			return nil, fmt.Errorf("--shadow: two shadows are named %q", t.Name)
@@ -137,6 +144,7 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("shadow %s: %w", t.Name, err)
 		}
+		dbs = append(dbs, db)
 		if _, err = t.Check(ctx, db); err != nil {
 			err = fmt.Errorf("shadow %s: %w", t.Name, err)
 		} else if cfg.Mode == All && !cfg.Replicas {
@@ -152,11 +160,25 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 				err = fmt.Errorf("%w; or give --shadow-mode read-only (no writes sent)", err)
 			}
 		}
-		db.Close()
 		if err != nil {
 			return nil, err
 		}
 		ts = append(ts, t)
+	}
+	// Shadows on one server: one database each, and xids of their own
+	// (each replays in a worker of its own, which cannot tell). Every
+	// shadow's xids are its own: it may be on the primary's server, whose
+	// live XA transactions hold the captured xids (the proxy has no
+	// account there to ask).
+	servers, err := targets.Servers(ctx, ts, dbs)
+	if err == nil {
+		err = targets.SameTables(ts, servers)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--shadow: %w", err)
+	}
+	for i, n := range targets.SharedBefore(servers) {
+		ts[i].Shared = n + 1
 	}
 	return ts, nil
 }

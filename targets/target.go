@@ -39,6 +39,12 @@ type Target struct {
 	// CA is a PEM file of the CA that signed the server's certificate:
 	// every connection is TLS, verified against it (see connect.go).
 	CA string
+	// Shared is set by replay and the proxy, never by a spec: how many
+	// targets before this one are on its server (Servers), and for a
+	// shadow one more (it may be on the primary's server). A server's
+	// xids are its own, not a database's: a target with Shared > 0 gives
+	// its XA statements xids of their own (replay; sqlinfo.MoveXid).
+	Shared int
 }
 
 // Known engine spellings, mapped to what SHOW ENGINES says.
@@ -280,22 +286,36 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 }
 
 // SameTables returns an error naming the first two targets that are one
-// server's one database (dbs[i] is ts[i]'s handle): every write would run
-// twice on the same rows, and comparing them would compare a server with
-// itself. Whether two targets naming one database are one server is
+// server's one database (servers is what Servers returned for them):
+// every write would run twice on the same rows, and comparing them would
+// compare a server with itself.
+func SameTables(ts []Target, servers []int) error {
+	for i := range ts {
+		for j := range i {
+			if servers[i] == servers[j] && ts[i].Database() == ts[j].Database() {
+				return fmt.Errorf("targets %s and %s are the same tables: one server (a lock taken through %s is held there as seen through %s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
+					ts[j].Name, ts[i].Name, ts[j].Addr(), ts[i].Addr(), ts[i].Database())
+			}
+		}
+	}
+	return nil
+}
+
+// Servers tells which targets are one server (dbs[i] is ts[i]'s handle):
+// servers[i] is the index of the first target on ts[i]'s server. It is
 // proved, not guessed from addresses: a lock taken on one (GET_LOCK, of a
 // name made for this check) is seen in use from the other only when they
 // are one server, whatever address, DSN, proxy or container each was
-// reached through. Targets naming different databases are never asked.
-func SameTables(ctx context.Context, ts []Target, dbs []*sql.DB) error {
-	pairs := false
-	for i := range ts {
-		for j := range i {
-			pairs = pairs || ts[i].Database() == ts[j].Database()
-		}
+// reached through. Targets on one server share what is the server's, not
+// a database's: its xids (SharedBefore), and its tables when they name
+// one database (SameTables).
+func Servers(ctx context.Context, ts []Target, dbs []*sql.DB) ([]int, error) {
+	servers := make([]int, len(ts))
+	for i := range servers {
+		servers[i] = i
 	}
-	if !pairs {
-		return nil
+	if len(ts) < 2 {
+		return servers, nil
 	}
 	tag := fmt.Sprintf("tandem-same-%d-%d", os.Getpid(), time.Now().UnixNano())
 	conns := make([]*sql.Conn, len(ts))
@@ -309,30 +329,44 @@ func SameTables(ctx context.Context, ts []Target, dbs []*sql.DB) error {
 	for i, db := range dbs {
 		c, err := db.Conn(ctx)
 		if err != nil {
-			return fmt.Errorf("target %s: %w", ts[i].Name, err)
+			return nil, fmt.Errorf("target %s: %w", ts[i].Name, err)
 		}
 		conns[i] = c
 		var got sql.NullInt64
 		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", fmt.Sprintf("%s-%d", tag, i)).Scan(&got); err != nil {
-			return fmt.Errorf("target %s: taking a lock to tell whether it is another target's server: %w", ts[i].Name, err)
+			return nil, fmt.Errorf("target %s: taking a lock to tell whether it is another target's server: %w", ts[i].Name, err)
 		}
 	}
 	for i := range ts {
 		for j := range i {
-			if ts[i].Database() != ts[j].Database() {
-				continue
+			if servers[j] != j {
+				continue // asked through the first target of its server
 			}
 			var holder sql.NullInt64
 			if err := conns[i].QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", fmt.Sprintf("%s-%d", tag, j)).Scan(&holder); err != nil {
-				return fmt.Errorf("target %s: %w", ts[i].Name, err)
+				return nil, fmt.Errorf("target %s: %w", ts[i].Name, err)
 			}
 			if holder.Valid {
-				return fmt.Errorf("targets %s and %s are the same tables: one server (a lock taken through %s is held there as seen through %s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
-					ts[j].Name, ts[i].Name, ts[j].Addr(), ts[i].Addr(), ts[i].Database())
+				servers[i] = j
+				break
 			}
 		}
 	}
-	return nil
+	return servers, nil
+}
+
+// SharedBefore returns, for each target, how many targets before it are
+// on its server (servers as Servers returned): 0 for a server's first.
+func SharedBefore(servers []int) []int {
+	out := make([]int, len(servers))
+	for i, s := range servers {
+		for j := range i {
+			if servers[j] == s {
+				out[i]++
+			}
+		}
+	}
+	return out
 }
 
 // RedactDSN returns dsn with its password, if it has one, replaced by

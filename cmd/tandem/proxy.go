@@ -58,7 +58,10 @@ Shadows (--shadow, repeatable) replay the capture as it is written, each on
 a server of its own — a copy of the primary on another engine — with the
 replay engine (sessions, prepared statements, the capture's order, the
 client's deadlock retries), and compare every statement with the primary's
-captured response (row checksums are captured automatically). Clients are
+captured response (row checksums are captured automatically). A shadow may
+also be a database of the primary's server or another shadow's (never the
+same database): its XA transactions get xids of their own (~tandemN in the
+branch qualifier), since a server's xids are not a database's. Clients are
 served by the primary exactly as without shadows: each shadow runs in a
 worker process of its own (its heap, garbage collector and crashes are
 not the proxy's), fed the capture's committed records by the proxy, which

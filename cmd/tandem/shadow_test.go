@@ -694,3 +694,65 @@ func TestShadowCutOffAtStopSaysSo(t *testing.T) {
 		t.Errorf("the shadow failed (%q); want it cut off at the stop", reps["copy"].Failed)
 	}
 }
+
+// A server's xids are its own, not a database's. A shadow on the
+// primary's server (another database) replayed the captured XA START
+// while the primary's transaction of that xid was still open: refused
+// (1440, XAER_DUPID), its UPDATE ran outside any transaction and the
+// rest of the XA statements failed. Every shadow now gives its xids a
+// branch qualifier of its own.
+func TestShadowOnThePrimarysServerHasXidsOfItsOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB; skipped with -short")
+	}
+	inno := sandboxtest.Server(t, "innodb")
+	pconn, primary := inno.FreshDB(t)
+	sconn, cp := inno.FreshDB(t)
+	for _, db := range []*sql.DB{pconn, sconn} {
+		for _, q := range []string{"CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pc, _ := driver.ParseDSN(primary)
+	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
+	_, lport, _ := net.SplitHostPort(r.listen)
+	// The primary holds the xid open for a second: the shadow's XA START
+	// comes within it.
+	sql := "XA START 'pay-1'; UPDATE b SET v = 5 WHERE id = 1; DO SLEEP(1); XA END 'pay-1'; XA PREPARE 'pay-1'; XA COMMIT 'pay-1'; " +
+		"XA START 'pay-2', 'b'; UPDATE b SET v = 7 WHERE id = 2; DO SLEEP(1); XA END 'pay-2', 'b'; XA ROLLBACK 'pay-2', 'b'"
+	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", lport, "-u", "root", "--skip-ssl", pc.DBName, "-e", sql).CombinedOutput(); err != nil {
+		t.Fatalf("through the proxy: %v: %s", err, out)
+	}
+	tr := r.stop("copy")["copy"]
+	if tr.Errors != 0 || tr.VsCapture.Total() != 0 || tr.VsCapture.Ambiguous != 0 {
+		t.Errorf("copy: %d errors %v, divergent %v, apart %v; want none", tr.Errors, tr.ErrorCodes, tr.VsCapture.ByClass, tr.VsCapture.AmbiguousBy)
+	}
+	var got string
+	if err := sconn.QueryRow("SELECT GROUP_CONCAT(v ORDER BY id) FROM b").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "5,0" {
+		t.Errorf("the shadow's rows: %s; want 5,0 ('pay-1' committed, 'pay-2' rolled back)", got)
+	}
+}
+
+// Two shadows that are one server's one database would each get every
+// write: refused before the capture is made, as replay's targets are.
+func TestShadowsThatAreTheSameTablesAreRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs MariaDB; skipped with -short")
+	}
+	inno := sandboxtest.Server(t, "innodb")
+	_, cp := inno.FreshDB(t)
+	capDir := filepath.Join(t.TempDir(), "capture")
+	_, stderr, code := runRefused(t, "proxy", "--listen", freeAddr(t), "--backend", inno.Addr(), "--capture", capDir, "--metrics-addr", "off",
+		"--shadow", "copy="+cp, "--shadow", "twin="+strings.Replace(cp, "tcp(127.0.0.1:", "tcp(localhost:", 1))
+	if code != 1 || !strings.Contains(stderr, "--shadow: targets copy and twin are the same tables: one server") {
+		t.Errorf("exit %d, stderr %q; want 1 and the shadows refused as the same tables", code, stderr)
+	}
+	if _, err := os.Stat(capDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the capture directory was made (%v); want none", err)
+	}
+}

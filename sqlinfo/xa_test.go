@@ -1,0 +1,46 @@
+package sqlinfo
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMoveXid(t *testing.T) {
+	long := strings.Repeat("q", 58)
+	for _, c := range []struct{ sql, want string }{
+		{"XA START 'pay-7', 'b1'", "XA START 'pay-7', 'b1~tandem1'"},
+		{"xa begin 'pay-7'", "xa begin 'pay-7', '~tandem1'"},
+		{"XA START 'pay-7' JOIN", "XA START 'pay-7', '~tandem1' JOIN"},
+		{"XA END 'g', 'b', 7 SUSPEND FOR MIGRATE", "XA END 'g', 'b~tandem1', 7 SUSPEND FOR MIGRATE"},
+		{"XA PREPARE 'g',''", "XA PREPARE 'g','~tandem1'"},
+		{"XA COMMIT 'g' ONE PHASE;", "XA COMMIT 'g', '~tandem1' ONE PHASE;"},
+		{"XA ROLLBACK \"g\", \"b\"", "XA ROLLBACK \"g\", \"b~tandem1\""},
+		// Escapes before the closing quote stay whole.
+		{`XA START 'g', 'it''s\\'`, `XA START 'g', 'it''s\\~tandem1'`},
+		// Hexadecimal and binary keep their notation.
+		{"XA START X'67', X'62'", "XA START X'67', X'627e74616e64656d31'"},
+		{"XA START 0x67, 0x62, 3", "XA START 0x67, 0x627e74616e64656d31, 3"},
+		{"XA START 'g', b'01100010'", "XA START 'g', b'011000100111111001110100011000010110111001100100011001010110110100110001'"},
+		{"XA START 'g', 0b1", "XA START 'g', 0b10111111001110100011000010110111001100100011001010110110100110001"},
+		{"/* tm */ XA START 'g' /* end */", "/* tm */ XA START 'g', '~tandem1' /* end */"},
+		// A qualifier that would pass 64 bytes, and what names no xid,
+		// stay as they are.
+		{"XA START 'g', '" + long + "'", ""},
+		{"XA RECOVER", ""},
+		{"XA RECOVER FORMAT='SQL'", ""},
+		{"XA START @x", ""},
+		{"XA START 'g'; XA END 'g'", ""},
+		{"/*!XA START 'g' */", ""},
+		{"SELECT 'XA START'", ""},
+		{"XA START 'unterminated", ""},
+	} {
+		got, ok := MoveXid(c.sql, "~tandem1")
+		want := c.want
+		if want == "" {
+			want = c.sql
+		}
+		if got != want || ok != (c.want != "") {
+			t.Errorf("MoveXid(%q) = %q, %v; want %q, %v", c.sql, got, ok, want, c.want != "")
+		}
+	}
+}
