@@ -37,6 +37,9 @@ type histories struct {
 	// uniqueKeys: the tables' unique keys of NOT NULL columns
 	// (runner.uniqueKeys): one held by an ORDER BY leaves no ties either.
 	uniqueKeys map[string][][]string
+	// live, for a followed run, reads them as its tables appear (then
+	// pks and uniqueKeys are not used).
+	live *liveKeys
 	// capSpan is the capture's span (runner.capSpan), by which replay's
 	// timeline moves each --loop pass: a statement's LoopOffset.
 	capSpan int64
@@ -277,7 +280,10 @@ func (h *histories) mayTie(info *sqlinfo.Info, tables []string) bool {
 		return false
 	}
 	table := strings.ToLower(tables[0])
-	pk := h.pks[table]
+	pk, uks := h.pks[table], h.uniqueKeys[table]
+	if h.live != nil {
+		pk, uks = h.live.of(table)
+	}
 	if len(pk) == 0 {
 		return false
 	}
@@ -289,7 +295,7 @@ func (h *histories) mayTie(info *sqlinfo.Info, tables []string) bool {
 		}
 		return true
 	}
-	return !holds(pk) && !slices.ContainsFunc(h.uniqueKeys[table], holds)
+	return !holds(pk) && !slices.ContainsFunc(uks, holds)
 }
 
 func valueText(v store.Value) string {

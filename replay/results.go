@@ -69,7 +69,7 @@ func storeResults(ctx context.Context, cfg *Config, rs *runState, point int, run
 	h.regrouped = cfg.Concurrency > 0
 	h.capSpan = x.last - x.first // as runner.capSpan
 	if len(runners) > 0 {
-		h.pks, h.uniqueKeys = runners[0].pks, runners[0].uniqueKeys
+		h.pks, h.uniqueKeys, h.live = runners[0].pks, runners[0].uniqueKeys, runners[0].live
 	}
 	if cfg.commitOrdered(x) && x.ranks.complete && len(runners) > 0 {
 		h.ranks, h.keys = x.ranks, runners[0].rowKeys

@@ -2,9 +2,12 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
@@ -58,19 +61,81 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 				rn.autoinc[captured] = strings.ToLower(col)
 			}
 		}, schema)
-		// Unique keys of NOT NULL columns: like the primary key, an
-		// ORDER BY that holds one leaves no rows tied (one with a
-		// nullable column does: its NULLs repeat; one with an expression,
-		// MySQL's functional key part, has no column to hold).
-		everyPair(ctx, db, "SELECT TABLE_NAME, GROUP_CONCAT(LOWER(COLUMN_NAME) ORDER BY SEQ_IN_INDEX SEPARATOR '\\0') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY TABLE_NAME, INDEX_NAME HAVING SUM(NULLABLE = 'YES') = 0 AND SUM(COLUMN_NAME IS NULL) = 0", func(tbl, cols string) {
+		uniqueKeys(ctx, db, schema, func(tbl string, cols []string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
-				rn.uniqueKeys[captured] = append(rn.uniqueKeys[captured], strings.Split(cols, "\x00"))
+				rn.uniqueKeys[captured] = append(rn.uniqueKeys[captured], cols)
 			}
-		}, schema)
+		})
 	}
 	if rn.access {
 		rn.loadAccessTables(ctx, db, schemas, byTarget)
 	}
+}
+
+// uniqueKeys reads the unique keys of NOT NULL columns of a schema's
+// tables: like the primary key, an ORDER BY that holds one leaves no rows
+// tied (one with a nullable column does: its NULLs repeat; one with an
+// expression, MySQL's functional key part, has no column to hold).
+func uniqueKeys(ctx context.Context, db *sql.DB, schema string, f func(table string, cols []string)) bool {
+	return everyPair(ctx, db, "SELECT TABLE_NAME, GROUP_CONCAT(LOWER(COLUMN_NAME) ORDER BY SEQ_IN_INDEX SEPARATOR '\\0') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' GROUP BY TABLE_NAME, INDEX_NAME HAVING SUM(NULLABLE = 'YES') = 0 AND SUM(COLUMN_NAME IS NULL) = 0", func(tbl, cols string) {
+		f(tbl, strings.Split(cols, "\x00"))
+	}, schema)
+}
+
+// liveKeys are a followed run's (a shadow's) keys, read as its tables
+// appear: the shadow starts before the capture holds a record, when
+// loadPrimaryKeys knows no table, and without a table's keys no ORDER BY
+// on it can be told to leave rows tied, so the tied rows' order, the
+// server's choice, counted as the engine's difference. The keys of a
+// captured schema's tables are read from the target at the first
+// statement compared on one of them, once (a table created later in the
+// schema is then not known: its differences count as ever).
+type liveKeys struct {
+	rn *runner
+	mu sync.Mutex
+	// read: captured schemas read (or tried); pks and uks by captured
+	// name, as runner.pks and runner.uniqueKeys.
+	read map[string]bool
+	pks  map[string][]string
+	uks  map[string][][]string
+}
+
+func newLiveKeys(rn *runner) *liveKeys {
+	return &liveKeys{rn: rn, read: map[string]bool{}, pks: map[string][]string{}, uks: map[string][][]string{}}
+}
+
+// of returns a captured table's primary key and unique keys of NOT NULL
+// columns, reading its schema's first.
+func (k *liveKeys) of(table string) ([]string, [][]string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	captured, _, _ := strings.Cut(table, ".")
+	if !k.read[captured] {
+		k.read[captured] = true
+		k.load(captured)
+	}
+	return k.pks[table], k.uks[table]
+}
+
+// load reads the keys of the target's tables in the schema that captured
+// maps to; a target that does not answer within 5 s leaves them unknown
+// (also after the run, for its final comparison: not the run's context).
+func (k *liveKeys) load(captured string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db, err := openDB(k.rn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	schema := k.rn.schemaFor(captured)
+	name := func(tbl string) string { return strings.ToLower(captured + "." + tbl) }
+	everyPair(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", func(tbl, col string) {
+		k.pks[name(tbl)] = append(k.pks[name(tbl)], strings.ToLower(col))
+	}, schema)
+	uniqueKeys(ctx, db, schema, func(tbl string, cols []string) {
+		k.uks[name(tbl)] = append(k.uks[name(tbl)], cols)
+	})
 }
 
 // generates reports whether rec's INSERT (info) can generate an

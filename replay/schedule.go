@@ -119,6 +119,8 @@ type runner struct {
 	// uniqueKeys are the tables' other unique keys whose columns are all
 	// NOT NULL, by captured name (loadPrimaryKeys; the tied-order check).
 	uniqueKeys map[string][][]string
+	// live reads a followed run's keys as its tables appear (liveKeys).
+	live *liveKeys
 	// access: units carry what they read and change, and wait only for
 	// the earlier units they depend on (see Access); tangled (nil: not
 	// known, no Access) are the tables a statement cannot name all the

@@ -90,6 +90,11 @@ func (v *Verdicts) Note(d Done) bool {
 	defer v.mu.Unlock()
 	if v.tally == nil {
 		v.src = newHistories(f.r, f.sc.an)
+		if rn := f.rn.Load(); rn != nil {
+			// The target's keys, as the final comparison has them
+			// (results.go): an ORDER BY of one leaves no ties.
+			v.src.live = rn.live
+		}
 		v.tally = compare.NewTally(0, f.sc.x.commits, v.src)
 		v.tally.Gaps, v.tally.BeforeStart, v.tally.Chosen = f.sc.x.gaps, true, f.sc.x.chosen
 	}
