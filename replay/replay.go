@@ -171,6 +171,11 @@ type Config struct {
 	// MetricsURL, if set, is announced on the progress writer when the
 	// replay starts (after the targets are checked).
 	MetricsURL string
+
+	// sharedServer: some targets are databases of one server (Run sets
+	// it; a followed run's target is taken to share one): XA RECOVER
+	// there lists the other targets' xids too (runner.movesXids).
+	sharedServer bool
 }
 
 // OnUnrewritable values.
@@ -442,10 +447,8 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		infos[i] = store.RunTarget{Name: t.Name, Addr: t.Addr(), Engine: t.Engine, Options: t.Options, Version: info.Version, Baseline: i == cfg.baseline(),
 			TLS: info.TLS}
 	}
-	servers, err := targets.Servers(ctx, cfg.Targets, dbs)
-	if err == nil {
-		err = targets.SameTables(cfg.Targets, servers)
-	}
+	servers, unknown := targets.Servers(ctx, cfg.Targets, dbs)
+	err = targets.SameTables(cfg.Targets, servers, unknown)
 	closeAll()
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)
@@ -454,7 +457,10 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		cfg.Targets = slices.Clone(cfg.Targets)
 		for i, n := range targets.SharedBefore(servers) {
 			cfg.Targets[i].Shared = n
+			cfg.sharedServer = cfg.sharedServer || n > 0
 		}
+	} else {
+		cfg.sharedServer = true
 	}
 	var notes []string
 	if cfg.ApplyBypassed {
@@ -784,6 +790,7 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 				errs[k] = rn.runSessions(ctx)
 			}
 			rn.end = time.Now()
+			rn.rollbackLeftPrepared()
 			close(stop)
 			bg.Wait()
 			rn.mu.Lock()

@@ -55,6 +55,10 @@ type captureIndex struct {
 	// killedQuits: the end records (by seq) of sessions another session's
 	// KILL ended, recorded before that KILL's answer (scanner.kill).
 	killedQuits map[uint64]bool
+	// xaEnded: the xids (sqlinfo.XidText, as captured) that a captured XA
+	// COMMIT or ROLLBACK ended: a transaction prepared under any other is
+	// never ended in the capture (worker.detachXA).
+	xaEnded map[string]bool
 	// synthetic: written by tandem synth (its timings are made up).
 	synthetic bool
 	// changes: some record changes what other sessions see, or may (the
@@ -412,6 +416,14 @@ func (sc *scanner) add(rec *store.Record) {
 	}
 	if info.Kill && rec.Kind == store.KindQuery && rec.Resp.Kind == store.RespOK {
 		sc.kill(rec.SQL, start)
+	}
+	if info.Verb == "XA" && info.End && rec.Resp.Kind == store.RespOK {
+		if xid, ok := sqlinfo.XidText(sql); ok {
+			if x.xaEnded == nil {
+				x.xaEnded = map[string]bool{}
+			}
+			x.xaEnded[xid] = true
+		}
 	}
 	// An end of a transaction is a change only when the transaction
 	// changed something, which set changes already.

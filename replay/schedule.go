@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tandemdb/tandem/replay/order"
+	"maps"
 	"math"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +78,9 @@ type runner struct {
 		failed   string
 		outErr   error
 		rewrites map[string]rewritten
+		// prepared: XA transactions sessions left prepared, by xid
+		// (leftPrepared).
+		prepared map[string]bool
 	}
 	// stats are the target's statistics, in shards its workers share
 	// (statsFor); nextShard picks the next worker's.
@@ -236,22 +242,115 @@ func (rn *runner) rewrite(sql string) (string, error) {
 	return out, err
 }
 
-// xid returns an XA statement with the xid this target gives it: the
-// captured one, or on a server that an earlier target (or shadow) is on
-// too (targets.Target.Shared), one with a branch qualifier of its own,
-// since a server's xids are its own, not a database's: the second XA
+// xid returns an XA statement with the xid this target gives it in pass
+// loop (0-based): the captured one, or one with a branch qualifier of its
+// own (sqlinfo.MoveXid) on a server that an earlier target (or shadow) is
+// on too (targets.Target.Shared), and in every --loop pass after the
+// first. A server's xids are its own, not a database's: the second XA
 // START of one xid would be refused (1440), and a captured XA ROLLBACK or
-// COMMIT of a prepared xid would end the other target's transaction.
-func (rn *runner) xid(sql string) string {
-	if rn.t.Shared == 0 {
+// COMMIT of a prepared xid would end the other target's transaction; and
+// a transaction the capture left prepared (its commit not captured) holds
+// its xid into the next pass.
+func (rn *runner) xid(sql string, loop int) string {
+	suffix := rn.xidSuffix(loop)
+	if suffix == "" {
 		return sql
 	}
-	moved, ok := sqlinfo.MoveXid(sql, fmt.Sprintf("~tandem%d", rn.t.Shared))
-	if !ok && xaStart.MatchString(sql) && rn.xidKept.CompareAndSwap(false, true) {
-		rn.cfg.Logger.Warn("an XA transaction keeps its xid on a server another target shares (its branch qualifier cannot take 8 more bytes, or its form is not known): the targets' transactions of that xid collide (1440, XAER_DUPID); give each target a server of its own",
+	moved, ok := sqlinfo.MoveXid(sql, suffix)
+	if !ok && rn.an.Info(sql).Begin && rn.xidKept.CompareAndSwap(false, true) {
+		rn.cfg.Logger.Warn("an XA transaction keeps its captured xid where xids are moved (a server another target shares, or a --loop pass after the first): its branch qualifier cannot take the suffix, or its form is not known; its transactions of that xid may collide (1440, XAER_DUPID)",
 			"target", rn.t.Name, "statement", textclip.Clip(sql, 120))
 	}
 	return moved
+}
+
+// xidSuffix is what xid appends to the branch qualifiers of pass loop
+// ("" none).
+func (rn *runner) xidSuffix(loop int) string {
+	var b strings.Builder
+	if rn.t.Shared > 0 || loop > 0 {
+		b.WriteString("~tandem")
+	}
+	if rn.t.Shared > 0 {
+		b.WriteString(strconv.Itoa(rn.t.Shared))
+	}
+	if loop > 0 {
+		b.WriteString("p" + strconv.Itoa(loop+1))
+	}
+	return b.String()
+}
+
+// movesXids reports whether XA RECOVER's answer here cannot be the
+// capture's: some pass's xids are moved (xid), or the server is another
+// target's too (it then lists that target's xids as well). Its answer is
+// not compared.
+func (rn *runner) movesXids() bool {
+	return rn.cfg.sharedServer || rn.t.Shared > 0 || rn.cfg.Loop > 1 || rn.cfg.Duration > 0
+}
+
+// leftPrepared notes an XA transaction a session left prepared on the
+// target (worker.leave): the server keeps it for whoever commits or
+// rolls it back by its xid, which settled then notes. One still there at
+// the run's end is rolled back (rollbackLeftPrepared).
+func (rn *runner) leftPrepared(xid string) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.mu.prepared == nil {
+		rn.mu.prepared = map[string]bool{}
+	}
+	rn.mu.prepared[xid] = true
+}
+
+func (rn *runner) settled(xid string) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	delete(rn.mu.prepared, xid)
+}
+
+// rollbackLeftPrepared rolls back, at the run's end, the XA transactions
+// sessions left prepared whose commit the capture does not hold (a
+// transaction manager's recovery that bypassed the proxy, a capture that
+// stopped first): they would hold their rows' locks on the target, and
+// their xids, after the replay.
+func (rn *runner) rollbackLeftPrepared() {
+	rn.mu.Lock()
+	xids := slices.Sorted(maps.Keys(rn.mu.prepared))
+	rn.mu.prepared = nil
+	rn.mu.Unlock()
+	if len(xids) == 0 {
+		return
+	}
+	db, err := openDB(rn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, x := range xids {
+		if _, err := db.ExecContext(ctx, "XA ROLLBACK "+x); err != nil {
+			rn.cfg.Logger.Debug("rolling back an XA transaction left prepared", "target", rn.t.Name, "xid", x, "err", err)
+		}
+	}
+}
+
+// awaitGone waits, up to 2 s, until the server no longer lists connection
+// id: a prepared XA transaction its client left is the server's to commit
+// by its xid only once the connection's end has detached it (asked at
+// once, another connection's XA COMMIT of it fails with 1397, XAER_NOTA,
+// about a third of the time on MariaDB 10.11).
+func (rn *runner) awaitGone(id uint32) {
+	db, err := openDB(rn)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil || n == 0 {
+			return
+		}
+	}
 }
 
 // fail stops the target: every record after this is skipped, its

@@ -74,8 +74,11 @@ func (w *worker) handle(ctx context.Context, j *job) {
 		switch {
 		case j.rec.CommandsLost() && w.failing < 0 && w.c != nil:
 			w.commitLost(ctx)
-		case !stmt && len(w.trx) > 0 && j.rec.Kind == store.KindQuit:
-			w.leave(ctx)
+		case !stmt && len(w.trx) > 0 && j.rec.Flags&store.FlagOpenAtStop == 0 && w.detachXA():
+			// Kept prepared (the capture's server did): the quit waits
+			// until the server has let it go (its KILL, if another
+			// session's ended it, does that).
+			w.awaitQuit = j.rec.Kind == store.KindQuit
 		case !stmt && len(w.trx) > 0:
 			w.rollback(ctx)
 		}
@@ -186,7 +189,7 @@ func (w *worker) afterStatement(ctx context.Context, j *job, o *store.Outcome, s
 		if j.info.SetNext && !step.In {
 			w.nextChars = append(w.nextChars, j.sql)
 		}
-		w.noteXA(j.info, j.sql)
+		w.noteXA(j.info, j.sql, j.loop)
 	}
 	switch {
 	case interrupted(o):
@@ -605,7 +608,7 @@ func (w *worker) replayTrx(ctx context.Context, flag uint32, patience int) (ok, 
 		if kind == statement {
 			w.st.count(func(c *counters) { c.reexecuted++ })
 			if po.Flags&(store.OutcomeError|store.OutcomeClientError) == 0 {
-				w.noteXA(p.info, p.sql) // its XA START again
+				w.noteXA(p.info, p.sql, p.loop) // its XA START again
 			}
 		}
 		if kind != notCompared {
@@ -767,7 +770,15 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 	}
 	switch {
 	case u.open && w.c != nil:
-		w.leave(ctx) // the client left with the transaction open
+		if id := w.c.ID; !u.atStop && w.detachXA() {
+			// An XA transaction the session left prepared: the server
+			// keeps it once the connection has closed, before another
+			// session's unit could run here.
+			w.drop()
+			w.rn.awaitGone(id)
+		} else {
+			w.rollback(ctx) // the client left with the transaction open
+		}
 	case u.commitAtEnd && w.c != nil && w.failing < 0:
 		w.helper(ctx, "COMMIT") // as the capture's next BEGIN did
 	}

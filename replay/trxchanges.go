@@ -50,6 +50,14 @@ func (t *trxChanges) statement(info *sqlinfo.Info) bool {
 		t.changed = true
 		return true
 	}
+	if info.Verb == "XA" && info.End {
+		// XA COMMIT or ROLLBACK: it may end a transaction another
+		// session prepared (a recovery), whose writes it publishes or
+		// takes back: a change, so that it waits for that session's end
+		// (worker.detachXA), and what follows it for it.
+		t.changed = false
+		return true
+	}
 	if onlyEnds(info) {
 		c := t.changed
 		t.changed = false

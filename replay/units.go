@@ -70,8 +70,10 @@ type unit struct {
 	// committed when it started) before it runs.
 	lone bool
 	// open: the capture ended (or the session quit) with the transaction
-	// open; the server rolled it back.
-	open bool
+	// open; the server rolled it back (but for an XA transaction the
+	// session prepared: worker.detachXA). atStop: the capture ended then,
+	// not the session.
+	open, atStop bool
 	// manual: the session had autocommit off when the unit began.
 	manual bool
 	// commitAtEnd: the capture's server committed the unit implicitly
@@ -224,6 +226,7 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 	case store.KindQuit:
 		if s.open != nil {
 			s.open.open = true
+			s.open.atStop = rec.Flags&store.FlagOpenAtStop != 0
 			closeOpen()
 		}
 		delete(g.sessions, rec.Session)
@@ -348,7 +351,7 @@ func (g *regrouper) flush() []*unit {
 	var out []*unit
 	for _, s := range g.sessions {
 		if s.open != nil {
-			s.open.open = true
+			s.open.open, s.open.atStop = true, true
 			out = append(out, s.open)
 			s.open = nil
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,9 +76,12 @@ type worker struct {
 	// xa is the xid of the XA transaction open on the connection (as its
 	// XA START wrote it), "" for none: rollback ends it by name.
 	// xaPrepared: XA PREPARE ran for it, so the server keeps it, prepared,
-	// when the connection closes (leave).
-	xa         string
-	xaPrepared bool
+	// when the session ends (detachXA); awaitQuit: the session's quit left
+	// one, so its quit waits until the server has detached it.
+	xa                    string
+	xaPrepared, awaitQuit bool
+	// xaCaptured is xa as the capture names it (sqlinfo.XidText).
+	xaCaptured string
 
 	// ctrx follows the captured session's transaction (session mode), as
 	// its server saw it: where each captured transaction begins and ends.
@@ -187,24 +189,25 @@ func (w *worker) connect(ctx context.Context, schema string) error {
 	return nil
 }
 
-// xaStart matches XA START (or BEGIN) and its xid; xaPrepare XA PREPARE.
-var (
-	xaStart   = regexp.MustCompile(`(?is)^\s*XA\s+(?:START|BEGIN)\s+(.*?)(?:\s+(?:JOIN|RESUME))?\s*;?\s*$`)
-	xaPrepare = regexp.MustCompile(`(?is)^\s*XA\s+PREPARE\s`)
-)
-
 // noteXA follows the XA transaction open on the connection (worker.xa,
 // the xid as sent: runner.xid) from a statement that ran without error.
-func (w *worker) noteXA(info *sqlinfo.Info, sql string) {
+func (w *worker) noteXA(info *sqlinfo.Info, sql string, loop int) {
+	if info.Verb != "XA" {
+		return
+	}
+	x, named := sqlinfo.XidText(w.rn.xid(sql, loop))
 	switch {
-	case info.Verb != "XA":
 	case info.Begin:
-		if m := xaStart.FindStringSubmatch(w.rn.xid(sql)); m != nil {
-			w.xa, w.xaPrepared = m[1], false
+		if named {
+			w.xa, w.xaPrepared = x, false
+			w.xaCaptured, _ = sqlinfo.XidText(sql)
 		}
 	case info.End:
+		if named {
+			w.rn.settled(x)
+		}
 		w.xa, w.xaPrepared = "", false
-	case xaPrepare.MatchString(sql):
+	case info.XAPrepare:
 		w.xaPrepared = w.xa != ""
 	}
 }
@@ -334,11 +337,19 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			// Another session's KILL ended it (the capture recorded the
 			// end first): the connection is left for that KILL.
 			w.rn.leaveForKill(w.connOf, j.loop, w.c)
-			w.c = nil
+			w.c, w.awaitQuit = nil, false
 			w.forgetStatements()
 			return notCompared
 		}
+		var id uint32
+		if w.c != nil {
+			id = w.c.ID
+		}
 		w.quit()
+		if w.awaitQuit && id != 0 {
+			w.rn.awaitGone(id)
+		}
+		w.awaitQuit = false
 		return notCompared
 	case rec.Flags&store.FlagMasked != 0:
 		return skip(o, store.SkipMasked)
@@ -431,8 +442,8 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 			return skip(o, store.SkipUnrewritable)
 		}
 	}
-	if kind == statement && j.info.Verb == "XA" {
-		sql = w.rn.xid(sql)
+	if kind == statement && j.info.Verb == "XA" || rec.Kind == store.KindPrepare && w.rn.an.Info(sql).Verb == "XA" {
+		sql = w.rn.xid(sql, j.loop)
 	}
 	if kind == statement && j.info.Kill {
 		var ok bool
@@ -733,7 +744,7 @@ func (w *worker) statement(ctx context.Context, id uint32, sql string, bySQL boo
 
 // fill sets o from a response or an error; a broken connection is dropped.
 func (w *worker) fill(o *store.Outcome, r *conn.Result, err error, info *sqlinfo.Info) {
-	if info != nil && info.Nondeterministic {
+	if info != nil && (info.Nondeterministic || info.XARecover && w.rn.movesXids()) {
 		o.Flags |= store.OutcomeNondeterministic
 	}
 	if info != nil && info.Ordered {
@@ -825,18 +836,27 @@ func capturedError(rec *store.Record) uint16 {
 	return 0
 }
 
-// leave ends the transaction a session left open at its end, as the
-// server did when the captured client went away: it rolls it back, but
-// for an XA transaction XA PREPARE ran for, which the server keeps,
-// prepared, for whoever commits or rolls it back by its xid (a
-// transaction manager's recovery, another session of the capture): the
-// connection is closed, not rolled back.
-func (w *worker) leave(ctx context.Context) {
-	if w.xaPrepared && w.c != nil {
-		w.drop()
-		return
+// detachXA is the end of a session (its quit, reset or change of user;
+// not the capture's stop) that left an XA transaction prepared: the
+// server keeps it, prepared, for whoever commits or rolls it back by its
+// xid (a transaction manager's recovery, another session of the
+// capture), so it is not rolled back here. It reports whether there was
+// one; the run rolls it back at its end if nothing did
+// (runner.leftPrepared).
+//
+// A transaction the capture never ends (no XA COMMIT or ROLLBACK of its
+// xid: a recovery that bypassed the proxy) is rolled back all the same
+// (false): kept, its locks would hold back what the next --loop pass, or
+// the target's next user, does on its rows; in the capture nothing after
+// it did (a write that waited for them failed there, and is not sent). A
+// shadow, whose capture is still being written, keeps it.
+func (w *worker) detachXA() bool {
+	if !w.xaPrepared || w.c == nil || !w.rn.src.followed() && !w.rn.x.xaEnded[w.xaCaptured] {
+		return false
 	}
-	w.rollback(ctx)
+	w.rn.leftPrepared(w.xa)
+	w.xa, w.xaPrepared = "", false
+	return true
 }
 
 // rollback ends the connection's transaction.

@@ -170,11 +170,8 @@ func (cfg Config) Targets(ctx context.Context) ([]targets.Target, error) {
 	// shadow's xids are its own: it may be on the primary's server, whose
 	// live XA transactions hold the captured xids (the proxy has no
 	// account there to ask).
-	servers, err := targets.Servers(ctx, ts, dbs)
-	if err == nil {
-		err = targets.SameTables(ts, servers)
-	}
-	if err != nil {
+	servers, unknown := targets.Servers(ctx, ts, dbs)
+	if err := targets.SameTables(ts, servers, unknown); err != nil {
 		return nil, fmt.Errorf("--shadow: %w", err)
 	}
 	for i, n := range targets.SharedBefore(servers) {

@@ -109,8 +109,9 @@ type Info struct {
 	Begin, End, ImplicitCommit bool
 	// Chain: COMMIT/ROLLBACK … AND CHAIN (a new transaction opens at once).
 	// XARollback: XA ROLLBACK (End set; XA START is a Begin, XA COMMIT an
-	// End).
-	Chain, XARollback bool
+	// End). XAPrepare: XA PREPARE (the server keeps the transaction,
+	// prepared, when its client goes away); XARecover: XA RECOVER.
+	Chain, XARollback, XAPrepare, XARecover bool
 	// Use: USE db (UseSchema gives the schema). Set: a SET of session or
 	// user variables only (SetAssignments gives them); SetAutocommit
 	// holds autocommit's new value when the SET names it: '0', '1' or 0.
@@ -341,6 +342,10 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			info.End = true
 		case at(1, "ROLLBACK"):
 			info.End, info.XARollback = true, true
+		case at(1, "PREPARE"):
+			info.XAPrepare = true
+		case at(1, "RECOVER"):
+			info.XARecover = true
 		}
 	case "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE":
 		info.ImplicitCommit = true

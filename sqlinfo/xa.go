@@ -31,35 +31,16 @@ const MaxBqual = 64
 // comment), or when the qualifier cannot take the suffix within MaxBqual
 // bytes.
 func MoveXid(sql, suffix string) (string, bool) {
-	toks, err := Lex(sql)
-	if err != nil || len(toks) < 3 || !toks[0].Is(sql, "XA") {
-		return sql, false
-	}
-	for _, t := range toks {
-		if t.Exec {
-			return sql, false
-		}
-	}
-	if sts := Statements(sql, toks); len(sts) != 1 {
-		return sql, false
-	}
-	switch strings.ToUpper(toks[1].Text(sql)) {
-	case "START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK":
-	default:
-		return sql, false
-	}
-	gtrid, ok := xidPart(sql, toks, 2)
+	x, ok := parseXid(sql)
 	if !ok {
 		return sql, false
 	}
-	i := gtrid.next
-	if i >= len(toks) || !toks[i].IsPunct(sql, ",") {
+	if !x.hasBqual {
 		// No qualifier: the server's default is the empty one.
-		at := toks[gtrid.next-1].End
-		return sql[:at] + ", '" + suffix + "'" + sql[at:], true
+		return sql[:x.gtridEnd] + ", '" + suffix + "'" + sql[x.gtridEnd:], true
 	}
-	bq, ok := xidPart(sql, toks, i+1)
-	if !ok || bq.bytes+len(suffix) > MaxBqual {
+	bq := x.bqual
+	if bq.bytes+len(suffix) > MaxBqual {
 		return sql, false
 	}
 	var add string
@@ -76,6 +57,73 @@ func MoveXid(sql, suffix string) (string, bool) {
 		add = suffix
 	}
 	return sql[:bq.at] + add + sql[bq.at:], true
+}
+
+// XidText returns the xid an XA statement names (XA START, BEGIN, END,
+// PREPARE, COMMIT or ROLLBACK xid …) as text a statement can name it by
+// again ("'pay-7','b1'"): its parts' source text, joined by commas. It is
+// false for any other text (MoveXid's rules).
+func XidText(sql string) (string, bool) {
+	x, ok := parseXid(sql)
+	if !ok {
+		return "", false
+	}
+	parts := make([]string, len(x.parts))
+	for i, p := range x.parts {
+		parts[i] = sql[p[0]:p[1]]
+	}
+	return strings.Join(parts, ","), true
+}
+
+// xid is an XA statement's xid: its parts' spans in the text (gtrid,
+// then bqual and formatID when given), where the gtrid ends, and the
+// qualifier's literal.
+type xid struct {
+	parts    [][2]int
+	gtridEnd int
+	hasBqual bool
+	bqual    xidLiteral
+}
+
+// parseXid reads the xid of a single XA statement that names one.
+func parseXid(sql string) (xid, bool) {
+	toks, err := Lex(sql)
+	if err != nil || len(toks) < 3 || !toks[0].Is(sql, "XA") {
+		return xid{}, false
+	}
+	for _, t := range toks {
+		if t.Exec {
+			return xid{}, false
+		}
+	}
+	if sts := Statements(sql, toks); len(sts) != 1 {
+		return xid{}, false
+	}
+	switch strings.ToUpper(toks[1].Text(sql)) {
+	case "START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK":
+	default:
+		return xid{}, false
+	}
+	gtrid, ok := xidPart(sql, toks, 2)
+	if !ok {
+		return xid{}, false
+	}
+	x := xid{gtridEnd: toks[gtrid.next-1].End}
+	x.parts = append(x.parts, [2]int{toks[2].Start, x.gtridEnd})
+	i := gtrid.next
+	if i >= len(toks) || !toks[i].IsPunct(sql, ",") {
+		return x, true
+	}
+	bq, ok := xidPart(sql, toks, i+1)
+	if !ok {
+		return xid{}, false
+	}
+	x.hasBqual, x.bqual = true, bq
+	x.parts = append(x.parts, [2]int{toks[i+1].Start, toks[bq.next-1].End})
+	if j := bq.next; j+1 < len(toks) && toks[j].IsPunct(sql, ",") && toks[j+1].Kind == TokNumber {
+		x.parts = append(x.parts, [2]int{toks[j+1].Start, toks[j+1].End})
+	}
+	return x, true
 }
 
 // xidLiteral is one string of an xid as the statement spells it: where

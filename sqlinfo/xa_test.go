@@ -44,3 +44,27 @@ func TestMoveXid(t *testing.T) {
 		}
 	}
 }
+
+func TestXidText(t *testing.T) {
+	for _, c := range []struct{ sql, want string }{
+		{"XA START 'pay-7', 'b1'", "'pay-7','b1'"},
+		{"/* tm */ xa commit 'pay-7' , 'b1' ONE PHASE", "'pay-7','b1'"},
+		{"XA END X'67', 0x62, 3 SUSPEND", "X'67',0x62,3"},
+		{"XA PREPARE 'g'", "'g'"},
+		{"XA ROLLBACK 'g';", "'g'"},
+		{"XA RECOVER", ""},
+		{"XA START @x", ""},
+		{"COMMIT", ""},
+	} {
+		got, ok := XidText(c.sql)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("XidText(%q) = %q, %v; want %q", c.sql, got, ok, c.want)
+		}
+	}
+	a := NewAnalyzer()
+	for sql, want := range map[string][2]bool{"XA PREPARE 'g'": {true, false}, "/* x */ XA RECOVER": {false, true}, "XA END 'g'": {false, false}} {
+		if i := a.Info(sql); i.XAPrepare != want[0] || i.XARecover != want[1] {
+			t.Errorf("%q: XAPrepare %v, XARecover %v; want %v", sql, i.XAPrepare, i.XARecover, want)
+		}
+	}
+}

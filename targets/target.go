@@ -286,13 +286,23 @@ func (t Target) Check(ctx context.Context, db *sql.DB) (Info, error) {
 }
 
 // SameTables returns an error naming the first two targets that are one
-// server's one database (servers is what Servers returned for them):
-// every write would run twice on the same rows, and comparing them would
-// compare a server with itself.
-func SameTables(ts []Target, servers []int) error {
+// server's one database (servers and unknown are what Servers returned
+// for them): every write would run twice on the same rows, and comparing
+// them would compare a server with itself. Two targets naming one
+// database where one could not be told apart are refused too, saying
+// why.
+func SameTables(ts []Target, servers []int, unknown []error) error {
 	for i := range ts {
 		for j := range i {
-			if servers[i] == servers[j] && ts[i].Database() == ts[j].Database() {
+			if ts[i].Database() != ts[j].Database() {
+				continue
+			}
+			for _, k := range []int{j, i} {
+				if unknown[k] != nil {
+					return fmt.Errorf("targets %s and %s name one database (%q), and whether they are one server could not be told: %w", ts[j].Name, ts[i].Name, ts[i].Database(), unknown[k])
+				}
+			}
+			if servers[i] == servers[j] {
 				return fmt.Errorf("targets %s and %s are the same tables: one server (a lock taken through %s is held there as seen through %s) and one database (%q): each would get every write twice and compare with itself; give each target a database or server of its own",
 					ts[j].Name, ts[i].Name, ts[j].Addr(), ts[i].Addr(), ts[i].Database())
 			}
@@ -308,14 +318,16 @@ func SameTables(ts []Target, servers []int) error {
 // are one server, whatever address, DSN, proxy or container each was
 // reached through. Targets on one server share what is the server's, not
 // a database's: its xids (SharedBefore), and its tables when they name
-// one database (SameTables).
-func Servers(ctx context.Context, ts []Target, dbs []*sql.DB) ([]int, error) {
-	servers := make([]int, len(ts))
+// one database (SameTables). A target that cannot be asked (a server that
+// refuses GET_LOCK, as some Galera nodes do) has servers[i] = -1 and
+// unknown[i] saying why.
+func Servers(ctx context.Context, ts []Target, dbs []*sql.DB) (servers []int, unknown []error) {
+	servers, unknown = make([]int, len(ts)), make([]error, len(ts))
 	for i := range servers {
 		servers[i] = i
 	}
 	if len(ts) < 2 {
-		return servers, nil
+		return servers, unknown
 	}
 	tag := fmt.Sprintf("tandem-same-%d-%d", os.Getpid(), time.Now().UnixNano())
 	conns := make([]*sql.Conn, len(ts))
@@ -329,22 +341,30 @@ func Servers(ctx context.Context, ts []Target, dbs []*sql.DB) ([]int, error) {
 	for i, db := range dbs {
 		c, err := db.Conn(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", ts[i].Name, err)
+			servers[i], unknown[i] = -1, fmt.Errorf("target %s: %w", ts[i].Name, err)
+			continue
 		}
 		conns[i] = c
 		var got sql.NullInt64
-		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", fmt.Sprintf("%s-%d", tag, i)).Scan(&got); err != nil {
-			return nil, fmt.Errorf("target %s: taking a lock to tell whether it is another target's server: %w", ts[i].Name, err)
+		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", fmt.Sprintf("%s-%d", tag, i)).Scan(&got); err != nil || got.Int64 != 1 {
+			if err == nil {
+				err = errors.New("the lock was not granted")
+			}
+			servers[i], unknown[i] = -1, fmt.Errorf("target %s: taking a lock to tell whether it is another target's server: %w", ts[i].Name, err)
 		}
 	}
 	for i := range ts {
+		if unknown[i] != nil {
+			continue
+		}
 		for j := range i {
 			if servers[j] != j {
-				continue // asked through the first target of its server
+				continue // asked through the first target of its server (or not known)
 			}
 			var holder sql.NullInt64
 			if err := conns[i].QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", fmt.Sprintf("%s-%d", tag, j)).Scan(&holder); err != nil {
-				return nil, fmt.Errorf("target %s: %w", ts[i].Name, err)
+				servers[i], unknown[i] = -1, fmt.Errorf("target %s: %w", ts[i].Name, err)
+				break
 			}
 			if holder.Valid {
 				servers[i] = j
@@ -352,14 +372,20 @@ func Servers(ctx context.Context, ts []Target, dbs []*sql.DB) ([]int, error) {
 			}
 		}
 	}
-	return servers, nil
+	return servers, unknown
 }
 
 // SharedBefore returns, for each target, how many targets before it are
 // on its server (servers as Servers returned): 0 for a server's first.
+// A target whose server is not known may share one: it gets a number no
+// other target has (len(servers) + i).
 func SharedBefore(servers []int) []int {
 	out := make([]int, len(servers))
 	for i, s := range servers {
+		if s < 0 {
+			out[i] = len(servers) + i
+			continue
+		}
 		for j := range i {
 			if servers[j] == s {
 				out[i]++

@@ -211,8 +211,9 @@ cannot be edited stops that target (--on-unrewritable skip runs the rest
 without it). Credentials come from the targets, never from the capture; a
 target whose DSN names a database runs every session in it. Targets may be
 databases of one server (not one database: refused); a server's XA xids
-are its own, so each target after its server's first gives the captured
-xids a branch qualifier of its own (~tandemN appended).
+are its own, so each target after its server's first, and each --loop pass
+after the first, gives the captured xids a branch qualifier of its own
+(~tandemN, pN appended), and XA RECOVER is not compared there.
 
 Order. With --order capture (the default), on each target a change (a
 write, the COMMIT of a transaction that wrote, a locking read) starts only
