@@ -282,7 +282,7 @@ func (h *histories) mayTie(info *sqlinfo.Info, tables []string) bool {
 	table := strings.ToLower(tables[0])
 	pk, uks := h.pks[table], h.uniqueKeys[table]
 	if h.live != nil {
-		pk, uks = h.live.of(table)
+		pk, uks = h.live.of(tables[0])
 	}
 	if len(pk) == 0 {
 		return false

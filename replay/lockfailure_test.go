@@ -183,8 +183,9 @@ func TestAFailedXATransactionIsRolledBackByItsXid(t *testing.T) {
 // gives its xids a branch qualifier of its own, and so does every --loop
 // pass after the first. Session 1 rolls back 'pay-8', then prepares
 // 'pay-7' and quits; session 2 commits 'pay-7', as a transaction
-// manager's recovery does. Session 3 prepares 'pay-9' and quits: its
-// commit is not in the capture.
+// manager's recovery does (in hexadecimal, as XA RECOVER FORMAT='SQL'
+// gives it). Session 3 prepares 'pay-9' and quits: its commit is not in
+// the capture.
 //
 // The server keeps a prepared XA transaction when its client goes away.
 // Replay rolled it back at the session's end, in both modes, so the
@@ -219,7 +220,7 @@ func TestTargetsOnOneServerHaveXidsOfTheirOwn(t *testing.T) {
 		{Session: 1, Start: at(500), Kind: store.KindQuit},
 		{Session: 2, Start: at(550), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: "XA RECOVER",
 			Resp: store.Response{Kind: store.RespResultSet, Columns: 4, Rows: 1}},
-		of(2, 600, "XA COMMIT 'pay-7', 'b1'"),
+		of(2, 600, "XA COMMIT X'7061792d37', X'6231', 1"), // as XA RECOVER FORMAT='SQL' writes it
 		{Session: 2, Start: at(700), Kind: store.KindQuit},
 		of(3, 710, "XA START 'pay-9'"),
 		{Session: 3, Start: at(720), Duration: 500 * time.Microsecond, Kind: store.KindQuery, Schema: "shop", SQL: "UPDATE u SET v = v + 1000 WHERE id = 3", Resp: upd},

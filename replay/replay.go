@@ -791,6 +791,7 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 			}
 			rn.end = time.Now()
 			rn.rollbackLeftPrepared()
+			rn.closeSide()
 			close(stop)
 			bg.Wait()
 			rn.mu.Lock()

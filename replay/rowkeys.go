@@ -106,6 +106,9 @@ func newLiveKeys(rn *runner) *liveKeys {
 
 // of returns a captured table's primary key and unique keys of NOT NULL
 // columns, reading its schema's first.
+// table is qualified as the statement names it, in its case: a server
+// with case-sensitive names (lower_case_table_names=0) knows the schema
+// only so.
 func (k *liveKeys) of(table string) ([]string, [][]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -114,6 +117,7 @@ func (k *liveKeys) of(table string) ([]string, [][]string) {
 		k.read[captured] = true
 		k.load(captured)
 	}
+	table = strings.ToLower(table)
 	return k.pks[table], k.uks[table]
 }
 

@@ -55,7 +55,7 @@ type captureIndex struct {
 	// killedQuits: the end records (by seq) of sessions another session's
 	// KILL ended, recorded before that KILL's answer (scanner.kill).
 	killedQuits map[uint64]bool
-	// xaEnded: the xids (sqlinfo.XidText, as captured) that a captured XA
+	// xaEnded: the xids (sqlinfo.XidKey, as captured) that a captured XA
 	// COMMIT or ROLLBACK ended: a transaction prepared under any other is
 	// never ended in the capture (worker.detachXA).
 	xaEnded map[string]bool
@@ -418,7 +418,7 @@ func (sc *scanner) add(rec *store.Record) {
 		sc.kill(rec.SQL, start)
 	}
 	if info.Verb == "XA" && info.End && rec.Resp.Kind == store.RespOK {
-		if xid, ok := sqlinfo.XidText(sql); ok {
+		if xid, ok := sqlinfo.XidKey(sql); ok {
 			if x.xaEnded == nil {
 				x.xaEnded = map[string]bool{}
 			}

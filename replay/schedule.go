@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"github.com/tandemdb/tandem/replay/order"
@@ -67,6 +68,11 @@ type runner struct {
 	// xidKept: an XA transaction kept its xid on a shared server (xid),
 	// which is logged once.
 	xidKept atomic.Bool
+	// side is sideDB's handle.
+	side struct {
+		sync.Once
+		db *sql.DB
+	}
 
 	mu struct {
 		sync.Mutex
@@ -78,9 +84,9 @@ type runner struct {
 		failed   string
 		outErr   error
 		rewrites map[string]rewritten
-		// prepared: XA transactions sessions left prepared, by xid
-		// (leftPrepared).
-		prepared map[string]bool
+		// prepared: XA transactions sessions left prepared, their xids'
+		// texts by key (leftPrepared).
+		prepared map[string]string
 	}
 	// stats are the target's statistics, in shards its workers share
 	// (statsFor); nextShard picks the next worker's.
@@ -292,19 +298,21 @@ func (rn *runner) movesXids() bool {
 // target (worker.leave): the server keeps it for whoever commits or
 // rolls it back by its xid, which settled then notes. One still there at
 // the run's end is rolled back (rollbackLeftPrepared).
-func (rn *runner) leftPrepared(xid string) {
+// Both take the xid's sqlinfo.XidKey; leftPrepared also its text, to
+// roll it back by.
+func (rn *runner) leftPrepared(key, text string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.mu.prepared == nil {
-		rn.mu.prepared = map[string]bool{}
+		rn.mu.prepared = map[string]string{}
 	}
-	rn.mu.prepared[xid] = true
+	rn.mu.prepared[key] = text
 }
 
-func (rn *runner) settled(xid string) {
+func (rn *runner) settled(key string) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	delete(rn.mu.prepared, xid)
+	delete(rn.mu.prepared, key)
 }
 
 // rollbackLeftPrepared rolls back, at the run's end, the XA transactions
@@ -314,17 +322,13 @@ func (rn *runner) settled(xid string) {
 // their xids, after the replay.
 func (rn *runner) rollbackLeftPrepared() {
 	rn.mu.Lock()
-	xids := slices.Sorted(maps.Keys(rn.mu.prepared))
+	xids := slices.Sorted(maps.Values(rn.mu.prepared))
 	rn.mu.prepared = nil
 	rn.mu.Unlock()
-	if len(xids) == 0 {
+	db := rn.sideDB()
+	if len(xids) == 0 || db == nil {
 		return
 	}
-	db, err := openDB(rn)
-	if err != nil {
-		return
-	}
-	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, x := range xids {
@@ -338,18 +342,41 @@ func (rn *runner) rollbackLeftPrepared() {
 // id: a prepared XA transaction its client left is the server's to commit
 // by its xid only once the connection's end has detached it (asked at
 // once, another connection's XA COMMIT of it fails with 1397, XAER_NOTA,
-// about a third of the time on MariaDB 10.11).
+// about a third of the time on MariaDB 10.11). It asks on the runner's
+// side connection (sideDB).
 func (rn *runner) awaitGone(id uint32) {
-	db, err := openDB(rn)
-	if err != nil {
+	db := rn.sideDB()
+	if db == nil || id == 0 {
 		return
 	}
-	defer db.Close()
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+	ctx, cancel := context.WithTimeout(rn.ctx, 2*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
 		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil || n == 0 {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil || n == 0 {
 			return
 		}
+		pace.SleepUntil(ctx, time.Now().Add(time.Millisecond))
+	}
+}
+
+// sideDB is a handle on the target for what replay asks of it beside the
+// sessions (awaitGone), opened at the first use (nil if it cannot be) and
+// closed with closeSide.
+func (rn *runner) sideDB() *sql.DB {
+	rn.side.Do(func() {
+		if db, err := openDB(rn); err == nil {
+			db.SetMaxOpenConns(1)
+			rn.side.db = db
+		}
+	})
+	return rn.side.db
+}
+
+func (rn *runner) closeSide() {
+	rn.side.Do(func() {}) // none opened after this
+	if rn.side.db != nil {
+		rn.side.db.Close()
 	}
 }
 
@@ -637,6 +664,7 @@ func (rn *runner) meetKill(k uint64, c *conn.Conn) {
 	if c != nil {
 		rn.untrack(c)
 		c.Quit()
+		rn.awaitGone(c.ID) // a prepared XA transaction of its is the server's once it is gone
 	}
 }
 
@@ -651,6 +679,7 @@ func (rn *runner) closeAwaitingKill() {
 		if c != nil {
 			rn.untrack(c)
 			c.Quit()
+			rn.awaitGone(c.ID)
 		}
 	}
 }

@@ -80,8 +80,9 @@ type worker struct {
 	// one, so its quit waits until the server has detached it.
 	xa                    string
 	xaPrepared, awaitQuit bool
-	// xaCaptured is xa as the capture names it (sqlinfo.XidText).
-	xaCaptured string
+	// xaCaptured is xa's key as the capture names it, xaKey as sent
+	// (sqlinfo.XidKey).
+	xaCaptured, xaKey string
 
 	// ctrx follows the captured session's transaction (session mode), as
 	// its server saw it: where each captured transaction begins and ends.
@@ -195,16 +196,18 @@ func (w *worker) noteXA(info *sqlinfo.Info, sql string, loop int) {
 	if info.Verb != "XA" {
 		return
 	}
-	x, named := sqlinfo.XidText(w.rn.xid(sql, loop))
+	moved := w.rn.xid(sql, loop)
+	x, named := sqlinfo.XidText(moved)
 	switch {
 	case info.Begin:
 		if named {
 			w.xa, w.xaPrepared = x, false
-			w.xaCaptured, _ = sqlinfo.XidText(sql)
+			w.xaCaptured, _ = sqlinfo.XidKey(sql)
+			w.xaKey, _ = sqlinfo.XidKey(moved)
 		}
 	case info.End:
-		if named {
-			w.rn.settled(x)
+		if key, ok := sqlinfo.XidKey(moved); ok {
+			w.rn.settled(key)
 		}
 		w.xa, w.xaPrepared = "", false
 	case info.XAPrepare:
@@ -303,8 +306,17 @@ func (w *worker) quit() {
 	w.forgetStatements()
 }
 
-// close ends the connection and writes the outcomes still buffered.
+// close ends the connection and writes the outcomes still buffered. A
+// session cut before its end (--duration, a stop, a capture that ends
+// without it) that holds a prepared XA transaction rolls it back, as a
+// session open at the capture's stop does: the server would keep it
+// after the run, its locks held.
 func (w *worker) close() {
+	if w.xaPrepared && w.c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // also when the run was stopped
+		w.rollback(ctx)
+		cancel()
+	}
 	w.quit()
 	w.rn.commit(w)
 	w.rn.retireWorker(w)
@@ -854,7 +866,7 @@ func (w *worker) detachXA() bool {
 	if !w.xaPrepared || w.c == nil || !w.rn.src.followed() && !w.rn.x.xaEnded[w.xaCaptured] {
 		return false
 	}
-	w.rn.leftPrepared(w.xa)
+	w.rn.leftPrepared(w.xaKey, w.xa)
 	w.xa, w.xaPrepared = "", false
 	return true
 }

@@ -75,6 +75,112 @@ func XidText(sql string) (string, bool) {
 	return strings.Join(parts, ","), true
 }
 
+// XidKey returns the xid an XA statement names (as XidText) as the server
+// tells xids apart: its global transaction id's bytes, its branch
+// qualifier's (empty when not given) and its format id (1 when not
+// given), so that 'g', 'g','',1, "g", X'67' and 0x67 are one key (a
+// transaction manager's recovery names an xid as XA RECOVER FORMAT='SQL'
+// writes it, X'…',X'…',N, not as its XA START did). Quoted text is read
+// with the server's default escapes (backslash and doubled quotes).
+func XidKey(sql string) (string, bool) {
+	x, ok := parseXid(sql)
+	if !ok {
+		return "", false
+	}
+	key := make([]string, 3)
+	key[1], key[2] = "", "1"
+	for i, p := range x.parts {
+		text := sql[p[0]:p[1]]
+		if i == 2 {
+			key[2] = strings.TrimLeft(text, "0")
+			continue
+		}
+		b, ok := literalBytes(text)
+		if !ok {
+			return "", false
+		}
+		key[i] = hex.EncodeToString(b)
+	}
+	return strings.Join(key, ","), true
+}
+
+// literalBytes reads an xid string literal's bytes: 'text', "text",
+// X'hex', 0xhex, B'bits' or 0bbits.
+func literalBytes(text string) ([]byte, bool) {
+	switch {
+	case len(text) >= 2 && (text[0] == '\'' || text[0] == '"'):
+		q, in := text[0], text[1:len(text)-1]
+		var out []byte
+		for i := 0; i < len(in); i++ {
+			c := in[i]
+			switch {
+			case c == q && i+1 < len(in) && in[i+1] == q:
+				i++
+			case c == '\\' && i+1 < len(in):
+				i++
+				switch e := in[i]; e {
+				case '0':
+					c = 0
+				case 'b':
+					c = '\b'
+				case 'n':
+					c = '\n'
+				case 'r':
+					c = '\r'
+				case 't':
+					c = '\t'
+				case 'Z':
+					c = 26
+				case '%', '_':
+					out = append(out, '\\') // kept with its backslash
+					c = e
+				default:
+					c = e
+				}
+			}
+			out = append(out, c)
+		}
+		return out, true
+	case len(text) >= 3 && (text[0] == 'x' || text[0] == 'X') && text[1] == '\'':
+		return hexBytes(text[2 : len(text)-1])
+	case len(text) >= 3 && (text[0] == 'b' || text[0] == 'B') && text[1] == '\'':
+		return bitBytes(text[2 : len(text)-1])
+	case len(text) > 2 && text[:2] == "0x":
+		return hexBytes(text[2:])
+	case len(text) > 2 && text[:2] == "0b":
+		return bitBytes(text[2:])
+	}
+	return nil, false
+}
+
+// hexBytes decodes hexadecimal digits, an odd count padded in front.
+func hexBytes(h string) ([]byte, bool) {
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	b, err := hex.DecodeString(h)
+	return b, err == nil
+}
+
+// bitBytes decodes binary digits, padded in front to whole bytes.
+func bitBytes(bits string) ([]byte, bool) {
+	if pad := len(bits) % 8; pad != 0 {
+		bits = strings.Repeat("0", 8-pad) + bits
+	}
+	out := make([]byte, 0, len(bits)/8)
+	for i := 0; i < len(bits); i += 8 {
+		var c byte
+		for _, d := range bits[i : i+8] {
+			if d != '0' && d != '1' {
+				return nil, false
+			}
+			c = c<<1 | byte(d-'0')
+		}
+		out = append(out, c)
+	}
+	return out, true
+}
+
 // xid is an XA statement's xid: its parts' spans in the text (gtrid,
 // then bqual and formatID when given), where the gtrid ends, and the
 // qualifier's literal.

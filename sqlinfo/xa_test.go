@@ -68,3 +68,34 @@ func TestXidText(t *testing.T) {
 		}
 	}
 }
+
+func TestXidKey(t *testing.T) {
+	one := []string{"XA START 'g'", "XA COMMIT 'g','',1", "XA END \"g\", ''", "XA PREPARE X'67'", "XA ROLLBACK 0x67, '', 001", "XA COMMIT b'01100111'", "XA COMMIT 0b1100111"}
+	want, _ := XidKey(one[0])
+	if want != "67,,1" {
+		t.Fatalf("XidKey(%q) = %q; want 67,,1", one[0], want)
+	}
+	for _, sql := range one[1:] {
+		if got, ok := XidKey(sql); !ok || got != want {
+			t.Errorf("XidKey(%q) = %q, %v; want %q", sql, got, ok, want)
+		}
+	}
+	for sql, want := range map[string]string{
+		"XA START 'pay-7', 'b1'":   "7061792d37,6231,1",
+		`XA START 'it''s\\', 'b'`: "697427735c,62,1",
+		"XA START 'g', 'b', 7":     "67,62,7",
+		`XA START 'a\%'`:           "615c25,,1",
+	} {
+		if got, ok := XidKey(sql); !ok || got != want {
+			t.Errorf("XidKey(%q) = %q, %v; want %q", sql, got, ok, want)
+		}
+	}
+	for _, sql := range []string{"XA START 'g', 'b', 1", "XA START 'g', 'b'"} {
+		if a, _ := XidKey(sql); a != "67,62,1" {
+			t.Errorf("XidKey(%q) = %q; want 67,62,1", sql, a)
+		}
+	}
+	if _, ok := XidKey("XA RECOVER"); ok {
+		t.Error("XidKey(XA RECOVER) ok; want false")
+	}
+}
