@@ -78,10 +78,11 @@ func XidText(sql string) (string, bool) {
 // XidKey returns the xid an XA statement names (as XidText) as the server
 // tells xids apart: its global transaction id's bytes, its branch
 // qualifier's (empty when not given) and its format id (1 when not
-// given), so that 'g', 'g','',1, "g", X'67' and 0x67 are one key (a
-// transaction manager's recovery names an xid as XA RECOVER FORMAT='SQL'
-// writes it, X'…',X'…',N, not as its XA START did). Quoted text is read
-// with the server's default escapes (backslash and doubled quotes).
+// given). So 'g' is one key with "g", X'67', 0x67, and 'g' with an empty
+// qualifier and format 1: a transaction manager's recovery names an xid
+// as XA RECOVER FORMAT='SQL' writes it, X'…',X'…',N, not as its XA START
+// did. Quoted text is read with the server's default escapes (backslash
+// and doubled quotes).
 func XidKey(sql string) (string, bool) {
 	x, ok := parseXid(sql)
 	if !ok {

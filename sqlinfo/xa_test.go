@@ -81,10 +81,10 @@ func TestXidKey(t *testing.T) {
 		}
 	}
 	for sql, want := range map[string]string{
-		"XA START 'pay-7', 'b1'":   "7061792d37,6231,1",
+		"XA START 'pay-7', 'b1'":  "7061792d37,6231,1",
 		`XA START 'it''s\\', 'b'`: "697427735c,62,1",
-		"XA START 'g', 'b', 7":     "67,62,7",
-		`XA START 'a\%'`:           "615c25,,1",
+		"XA START 'g', 'b', 7":    "67,62,7",
+		`XA START 'a\%'`:          "615c25,,1",
 	} {
 		if got, ok := XidKey(sql); !ok || got != want {
 			t.Errorf("XidKey(%q) = %q, %v; want %q", sql, got, ok, want)
