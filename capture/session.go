@@ -699,6 +699,20 @@ func (s *Session) noteCommit() {
 	if s.rec.Kind == store.KindQuery && r.Kind == store.RespOK && r.AffectedRows == 0 && len(r.More) == 0 {
 		in := sqlinfo.Analyze(s.rec.SQL)
 		switch {
+		case in.XAPrepare && wroteBefore:
+			// XA PREPARE logs the transaction's writes under a GTID of
+			// its own (MariaDB 10.5 and later, MySQL 5.7.7 and later),
+			// and its XA COMMIT or ROLLBACK under another: the
+			// transaction goes on being one that wrote, for that.
+			s.ended, s.endedSelf = true, false
+			return
+		case in.Verb == "XA" && in.End:
+			// An XA COMMIT or ROLLBACK of a prepared transaction is
+			// logged under a GTID of its own, also when another session
+			// prepared it (a transaction manager's recovery): asked for
+			// (an XA ROLLBACK of one never prepared logs nothing: the
+			// question hears the last GTID again).
+			s.wrote = true
 		case wroteBefore && (in.Begin || in.Set && in.SetAutocommit == '1' || in.End && in.Chain):
 			// It committed the transaction that wrote and logged nothing
 			// itself (BEGIN, SET autocommit=1, COMMIT AND CHAIN): the

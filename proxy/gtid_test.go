@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	driver "github.com/go-sql-driver/mysql"
@@ -73,6 +74,17 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 				{"DELETE FROM t WHERE id = 2", false, ""},
 				{"COMMIT", true, ""},
 				{"SET autocommit = 1", false, ""},
+				// XA PREPARE logs the transaction under a GTID, its XA
+				// COMMIT under another; ONE PHASE under one.
+				{"XA START 'x'", false, ""},
+				{"UPDATE t SET v = 6 WHERE id = 3", false, ""},
+				{"XA END 'x'", false, ""},
+				{"XA PREPARE 'x'", true, ""},
+				{"XA COMMIT 'x'", true, ""},
+				{"XA START 'y'", false, ""},
+				{"INSERT INTO t VALUES (5, 5)", false, ""},
+				{"XA END 'y'", false, ""},
+				{"XA COMMIT 'y' ONE PHASE", true, ""},
 				{lost, false, ""}, // the next statement reads its count and writes
 				{"INSERT INTO t VALUES (7, ROW_COUNT())", true, ""},
 				{"SELECT v FROM t WHERE id = 7", false, "1"},
@@ -130,6 +142,64 @@ func TestProxyAsksEachWrittenTransactionsGTID(t *testing.T) {
 				t.Errorf("%d transactions counted as unasked, want 1 (%s)", n, lost)
 			}
 		})
+	}
+}
+
+// A transaction manager's recovery commits an XA transaction another
+// session prepared and left: the XA COMMIT is logged under a GTID of its
+// own, and the proxy asks for it, though the recovering session wrote
+// nothing itself. Neither it nor the XA PREPARE's was asked for, so the
+// capture's end listed both as transactions that bypassed the proxy.
+func TestProxyAsksTheGTIDsOfARecoveredXATransaction(t *testing.T) {
+	srv := sandboxtest.Server(t, "primary")
+	db, dsn := srv.FreshDB(t)
+	cfg, _ := driver.ParseDSN(dsn)
+	if _, err := db.Exec("CREATE TABLE t (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	var before string
+	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	tp := startProxy(t, srv.Addr(), true, func(c *Config) { c.Commits = true })
+	tm := dialRaw(t, tp.Addr().String(), "root", cfg.DBName)
+	for _, q := range []string{"XA START 'r'", "INSERT INTO t VALUES (1, 1)", "XA END 'r'", "XA PREPARE 'r'"} {
+		if _, err := tm.query(t, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	tm.send(t, 0, []byte{mysql.COM_QUIT}) // the server keeps it prepared
+	rec := dialRaw(t, tp.Addr().String(), "root", cfg.DBName)
+	var err error
+	for try := 0; try < 200; try++ { // until the server has let the first session's go
+		if _, err = rec.query(t, "XA COMMIT 'r'"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("XA COMMIT 'r': %v", err)
+	}
+	if _, err := rec.query(t, "SELECT 1"); err != nil { // the question goes ahead of it
+		t.Fatal(err)
+	}
+	var after string
+	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	recs := tp.records(t)
+	bySeq := map[uint64]string{}
+	for _, r := range recs {
+		bySeq[r.Seq] = r.SQL
+	}
+	got := map[string]string{}
+	for seq, g := range captureGTIDs(t, tp.dir) {
+		got[g] = bySeq[seq]
+	}
+	n := func(pos string) int { v, _ := strconv.Atoi(pos[strings.LastIndex(pos, "-")+1:]); return v }
+	prepare, commit := fmt.Sprintf("0-1-%d", n(before)+1), fmt.Sprintf("0-1-%d", n(before)+2)
+	if n(after) != n(before)+2 || got[prepare] != "XA PREPARE 'r'" || got[commit] != "XA COMMIT 'r'" || len(got) != 2 {
+		t.Errorf("binary log %s to %s; GTIDs on records %v; want %s on the XA PREPARE and %s on the XA COMMIT", before, after, got, prepare, commit)
 	}
 }
 
