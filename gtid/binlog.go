@@ -16,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/internal/textclip"
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -39,6 +40,11 @@ type Trx struct {
 	// Statement: the transaction is a statement (DDL), not row changes,
 	// run in StatementSchema.
 	Statement, StatementSchema string
+	// XA is the xid (sqlinfo.XidKey) of an XA transaction's event group:
+	// its XA PREPARE (XAPhase 'p': XA START, its rows, XA END), or the
+	// XA COMMIT ('c') or ROLLBACK ('r') of a prepared one, logged apart.
+	XA      string
+	XAPhase byte
 }
 
 // RowChange is one row's change: Insert (After), Update (Before and
@@ -171,6 +177,22 @@ func Between(ctx context.Context, acc Account, from, to string, rows bool, each 
 				continue
 			}
 			q := string(e.Query)
+			if xid, ok := sqlinfo.XidKey(q); ok {
+				// XA START and END open and close a prepared group's rows
+				// (an XA_PREPARE event ends it); XA COMMIT or ROLLBACK of
+				// a prepared transaction is a group of its own.
+				cur.XA, cur.XAPhase = xid, 'p'
+				switch in := sqlinfo.Analyze(q); {
+				case in.XARollback:
+					cur.XAPhase = 'r'
+				case in.End:
+					cur.XAPhase = 'c'
+				}
+				if standalone && !flush() {
+					return nil
+				}
+				break
+			}
 			if q != "COMMIT" && q != "ROLLBACK" && q != "BEGIN" {
 				cur.addTable(string(e.Schema) + " (statement: " + textclip.Clip(q, 60) + ")")
 				cur.Statement, cur.StatementSchema = q, string(e.Schema)
@@ -185,7 +207,15 @@ func Between(ctx context.Context, acc Account, from, to string, rows bool, each 
 				return nil
 			}
 		default:
-			continue
+			if ev.Header.EventType != replication.XA_PREPARE_LOG_EVENT {
+				continue
+			}
+			// The end of an XA PREPARE's group (go-mysql does not parse
+			// the event): flushed now, not at the next GTID, which an
+			// idle server may never log.
+			if !flush() {
+				return nil
+			}
 		}
 		if cur == nil && done(seen, end) {
 			return nil
@@ -231,10 +261,27 @@ func Bypassed(ctx context.Context, acc Account, start, end string, captured map[
 	var trxs []Trx
 	kept := 0
 	tables := map[string]*store.BypassedTable{}
+	prepared := map[string][]string{} // an XA PREPARE's tables, by xid
 	err := Between(ctx, acc, start, end, rows, func(t Trx) bool {
 		id := t.GTID.String()
+		switch t.XAPhase {
+		case 'p':
+			prepared[t.XA] = t.Tables
+		case 'c', 'r':
+			// Its writes are its PREPARE's (captured or not): a COMMIT
+			// that bypassed the proxy publishes them on their tables.
+			t.Tables = prepared[t.XA]
+			t.TableRows = make([]int64, len(t.Tables))
+			delete(prepared, t.XA)
+		}
 		if captured[id] {
 			return true
+		}
+		if rows && b.NotApplicable == "" && t.XAPhase != 0 {
+			// Its rows are applied at its COMMIT, and not at all after a
+			// ROLLBACK, by the xid's server: not as replay applies rows.
+			trxs = nil
+			b.NotApplicable = "XA transactions (XA PREPARE, COMMIT or ROLLBACK) ran around the proxy; replay cannot apply them as the server did"
 		}
 		if rows && b.NotApplicable == "" {
 			if kept += len(t.Changes); kept > MaxApplyRows {
