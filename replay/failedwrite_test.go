@@ -30,13 +30,6 @@ func TestAWriteThatFailedOnATargetExplainsWhatFollows(t *testing.T) {
 			ta, tb, dba, dbb := twoInnoDB(t)
 			exec(t, dba, "CREATE TABLE w (id INT PRIMARY KEY, v INT)")
 			exec(t, dbb, "CREATE TABLE w (id INT PRIMARY KEY, v INT)", "INSERT INTO w VALUES (2, 99)")
-			rows := func(rs ...string) store.Response {
-				var s wire.RowSums
-				for _, r := range rs {
-					s.AddRow(append([]byte{byte(len(r))}, r...))
-				}
-				return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: uint64(len(rs)), HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
-			}
 			at, q := session1()
 			ok, ins := store.Response{Kind: store.RespOK}, store.Response{Kind: store.RespOK, AffectedRows: 1}
 			capDir := writeRecords(t, []store.Record{
@@ -45,7 +38,7 @@ func TestAWriteThatFailedOnATargetExplainsWhatFollows(t *testing.T) {
 				q(2, "INSERT INTO w VALUES (1, 1)", ins),
 				q(3, "INSERT INTO w VALUES (2, 2)", ins),
 				q(4, "COMMIT", ok),
-				q(5, "SELECT v FROM w ORDER BY id", rows("1", "2")),
+				q(5, "SELECT v FROM w ORDER BY id", textRows("1", "2")),
 				{Session: 1, Start: at(6), Kind: store.KindQuit},
 			})
 			rep := replayRun(t, capDir, func(c *Config) {
@@ -145,19 +138,12 @@ func TestAFailedCallExplainsNothingElse(t *testing.T) {
 			"INSERT INTO c VALUES (1, '"+v+"')", "CREATE PROCEDURE p() BEGIN INSERT INTO w VALUES (5, 5); END")
 	}
 	exec(t, dbb, "INSERT INTO w VALUES (5, 0)")
-	rows := func(rs ...string) store.Response {
-		var s wire.RowSums
-		for _, r := range rs {
-			s.AddRow(append([]byte{byte(len(r))}, r...))
-		}
-		return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: uint64(len(rs)), HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
-	}
 	at, q := session1()
 	ok := store.Response{Kind: store.RespOK}
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at(0), Kind: store.KindConnect, User: "app", Schema: "shop", Resp: ok},
 		q(1, "CALL p()", store.Response{Kind: store.RespOK, AffectedRows: 1}),
-		q(2, "SELECT v FROM c WHERE id = 1", rows("x")),
+		q(2, "SELECT v FROM c WHERE id = 1", textRows("x")),
 		{Session: 1, Start: at(3), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, nil, ta, tb)
@@ -166,4 +152,14 @@ func TestAFailedCallExplainsNothingElse(t *testing.T) {
 			t.Errorf("%s: divergent %v, apart %v; want the CALL error-vs-ok and the SELECT row-content, none apart", name, c.ByClass, c.AmbiguousBy)
 		}
 	}
+}
+
+// textRows is a captured result of one text column holding rs, with the
+// row checksums --capture-results checksum gives it.
+func textRows(rs ...string) store.Response {
+	var s wire.RowSums
+	for _, r := range rs {
+		s.AddRow(append([]byte{byte(len(r))}, r...))
+	}
+	return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: uint64(len(rs)), HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
 }

@@ -150,6 +150,34 @@ func (r *shadowRun) stop(names ...string) map[string]report.Target {
 	return reps
 }
 
+// primaryAndCopy makes two fresh databases on the InnoDB sandbox server,
+// a primary and its shadow's copy, runs stmts on both, and returns the
+// server and each one's handle and DSN.
+func primaryAndCopy(t *testing.T, stmts ...string) (inno *sandboxtest.Handle, pconn, sconn *sql.DB, primary, cp string) {
+	t.Helper()
+	inno = sandboxtest.Server(t, "innodb")
+	pconn, primary = inno.FreshDB(t)
+	sconn, cp = inno.FreshDB(t)
+	for _, db := range []*sql.DB{pconn, sconn} {
+		for _, q := range stmts {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	return inno, pconn, sconn, primary, cp
+}
+
+// mariadb runs sql with the mariadb CLI through the proxy, in the
+// primary's database.
+func (r *shadowRun) mariadb(sql string) {
+	r.t.Helper()
+	_, port, _ := net.SplitHostPort(r.listen)
+	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", port, "-u", "root", "--skip-ssl", r.db, "-e", sql).CombinedOutput(); err != nil {
+		r.t.Fatalf("through the proxy: %v: %s", err, out)
+	}
+}
+
 // checksums is CHECKSUM TABLE of the sysbench tables of a DSN's database.
 func checksums(t *testing.T, dsn string, tables int) string {
 	t.Helper()
@@ -574,28 +602,15 @@ func TestShadowFailedWriteCountsLaterReadsApart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; skipped with -short")
 	}
-	inno := sandboxtest.Server(t, "innodb")
-	pconn, primary := inno.FreshDB(t)
-	sconn, cp := inno.FreshDB(t)
-	for _, db := range []*sql.DB{pconn, sconn} {
-		for _, q := range []string{"CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)"} {
-			if _, err := db.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	inno, _, sconn, primary, cp := primaryAndCopy(t, "CREATE TABLE a (id INT PRIMARY KEY, v INT)", "CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)")
 	if _, err := sconn.Exec("CREATE TRIGGER b_conflict BEFORE UPDATE ON b FOR EACH ROW SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'shadow conflict'"); err != nil {
 		t.Fatal(err)
 	}
 	pc, _ := driver.ParseDSN(primary)
 	pdb := pc.DBName
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
-	_, lport, _ := net.SplitHostPort(r.listen)
-	sql := "SELECT v FROM b WHERE id = 1; BEGIN; INSERT INTO a VALUES (1, 1); UPDATE b SET v = 2 WHERE id = 1; COMMIT; " +
-		"SELECT v FROM b WHERE id = 1; SELECT SUM(v) FROM b; SELECT v FROM b WHERE id = 2; SELECT COUNT(*) FROM a"
-	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", lport, "-u", "root", "--skip-ssl", pdb, "-e", sql).CombinedOutput(); err != nil {
-		t.Fatalf("through the proxy: %v: %s", err, out)
-	}
+	r.mariadb("SELECT v FROM b WHERE id = 1; BEGIN; INSERT INTO a VALUES (1, 1); UPDATE b SET v = 2 WHERE id = 1; COMMIT; " +
+		"SELECT v FROM b WHERE id = 1; SELECT SUM(v) FROM b; SELECT v FROM b WHERE id = 2; SELECT COUNT(*) FROM a")
 	vc := r.stop("copy")["copy"].VsCapture
 	// The UPDATE: 1213 against ok after the shadow's retries: the
 	// divergence. The two reads of b that see v = 2 on the primary, and
@@ -705,26 +720,12 @@ func TestShadowOnThePrimarysServerHasXidsOfItsOwn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs MariaDB; skipped with -short")
 	}
-	inno := sandboxtest.Server(t, "innodb")
-	pconn, primary := inno.FreshDB(t)
-	sconn, cp := inno.FreshDB(t)
-	for _, db := range []*sql.DB{pconn, sconn} {
-		for _, q := range []string{"CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)"} {
-			if _, err := db.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	pc, _ := driver.ParseDSN(primary)
+	inno, _, sconn, primary, cp := primaryAndCopy(t, "CREATE TABLE b (id INT PRIMARY KEY, v INT)", "INSERT INTO b VALUES (1, 0), (2, 0)")
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
-	_, lport, _ := net.SplitHostPort(r.listen)
 	// The primary holds the xid open for a second: the shadow's XA START
 	// comes within it.
-	sql := "XA START 'pay-1'; UPDATE b SET v = 5 WHERE id = 1; DO SLEEP(1); XA END 'pay-1'; XA PREPARE 'pay-1'; XA COMMIT 'pay-1'; " +
-		"XA START 'pay-2', 'b'; UPDATE b SET v = 7 WHERE id = 2; DO SLEEP(1); XA END 'pay-2', 'b'; XA ROLLBACK 'pay-2', 'b'"
-	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", lport, "-u", "root", "--skip-ssl", pc.DBName, "-e", sql).CombinedOutput(); err != nil {
-		t.Fatalf("through the proxy: %v: %s", err, out)
-	}
+	r.mariadb("XA START 'pay-1'; UPDATE b SET v = 5 WHERE id = 1; DO SLEEP(1); XA END 'pay-1'; XA PREPARE 'pay-1'; XA COMMIT 'pay-1'; " +
+		"XA START 'pay-2', 'b'; UPDATE b SET v = 7 WHERE id = 2; DO SLEEP(1); XA END 'pay-2', 'b'; XA ROLLBACK 'pay-2', 'b'")
 	tr := r.stop("copy")["copy"]
 	if tr.Errors != 0 || tr.VsCapture.Total() != 0 || tr.VsCapture.Ambiguous != 0 {
 		t.Errorf("copy: %d errors %v, divergent %v, apart %v; want none", tr.Errors, tr.ErrorCodes, tr.VsCapture.ByClass, tr.VsCapture.AmbiguousBy)
@@ -788,13 +789,8 @@ func TestShadowLiveCountsKnowTheKeys(t *testing.T) {
 	if p, s := order(pconn), order(sconn); p == s {
 		t.Skipf("the tied rows come in one order on both (%s): nothing to tell", p)
 	}
-	pc, _ := driver.ParseDSN(primary)
 	r := startShadowProxy(t, inno.Addr(), primary, "--shadow", "copy="+cp)
-	_, lport, _ := net.SplitHostPort(r.listen)
-	if out, err := exec.Command("mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", lport, "-u", "root", "--skip-ssl", pc.DBName,
-		"-e", "SELECT id FROM t FORCE INDEX (k) ORDER BY k; SELECT id FROM t ORDER BY id").CombinedOutput(); err != nil {
-		t.Fatalf("through the proxy: %v: %s", err, out)
-	}
+	r.mariadb("SELECT id FROM t FORCE INDEX (k) ORDER BY k; SELECT id FROM t ORDER BY id")
 	vc := r.stop("copy")["copy"].VsCapture
 	if vc.Total() != 0 || vc.Ambiguous != 1 || vc.AmbiguousBy["tied-order"] != 1 {
 		t.Errorf("report: divergent %v, apart %v; want none divergent, tied-order 1 apart", vc.ByClass, vc.AmbiguousBy)
