@@ -49,11 +49,11 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 	for schema := range schemas {
 		// Each table's primary key columns, in order; then which tables
 		// exist, and their AUTO_INCREMENT column ("" none).
-		if !everyPair(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", func(tbl, col string) {
+		if !primaryKeys(ctx, db, schema, func(tbl, col string) {
 			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok {
 				rn.pks[captured] = append(rn.pks[captured], strings.ToLower(col))
 			}
-		}, schema) {
+		}) {
 			continue
 		}
 		everyPair(ctx, db, "SELECT TABLE_NAME, MAX(CASE WHEN EXTRA LIKE '%auto_increment%' THEN COLUMN_NAME ELSE '' END) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? GROUP BY TABLE_NAME", func(tbl, col string) {
@@ -70,6 +70,12 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 	if rn.access {
 		rn.loadAccessTables(ctx, db, schemas, byTarget)
 	}
+}
+
+// primaryKeys reads the primary key columns of a schema's tables, each
+// table's in order; false when the query failed.
+func primaryKeys(ctx context.Context, db *sql.DB, schema string, f func(table, col string)) bool {
+	return everyPair(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", f, schema)
 }
 
 // uniqueKeys reads the unique keys of NOT NULL columns of a schema's
@@ -134,9 +140,9 @@ func (k *liveKeys) load(captured string) {
 	defer db.Close()
 	schema := k.rn.schemaFor(captured)
 	name := func(tbl string) string { return strings.ToLower(captured + "." + tbl) }
-	everyPair(ctx, db, "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX", func(tbl, col string) {
+	primaryKeys(ctx, db, schema, func(tbl, col string) {
 		k.pks[name(tbl)] = append(k.pks[name(tbl)], strings.ToLower(col))
-	}, schema)
+	})
 	uniqueKeys(ctx, db, schema, func(tbl string, cols []string) {
 		k.uks[name(tbl)] = append(k.uks[name(tbl)], cols)
 	})
