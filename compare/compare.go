@@ -74,9 +74,11 @@ const (
 	ReasonStartedBefore = "started-before-capture"
 	// ReasonChosenValues: a write that stored values each server chooses
 	// anew (sqlinfo.Info.ChosenValues: UUID(), RAND() without a seed,
-	// SYSDATE() …) reached one of the statement's tables before it, so
-	// that table's rows differ between the targets and from the capture
-	// although no engine differs. In both comparisons.
+	// SYSDATE() …), or a user variable holding such a value or one the
+	// targets cannot have as captured, reached one of the statement's
+	// tables before it, so that table's rows differ between the targets
+	// and from the capture although no engine differs. In both
+	// comparisons.
 	ReasonChosenValues = "nondeterministic-write"
 	// ReasonTiedOrder: the statement's ORDER BY may leave rows tied
 	// (Statement.TiedOrder): it differed in order only, or in content
@@ -397,7 +399,7 @@ func (t *Tally) Judge(key uint64, st Statement, ok bool, order OrderWhy) (why, r
 			return fmt.Sprintf("sessions ran freely (--order none) and other sessions write %s: what it saw depends on the order replay gave them", tb), ReasonReplayOrder
 		}
 		if g, hit := t.Chosen.Before(st.To, st.Tables); hit {
-			return fmt.Sprintf("%s wrote %s before it with values each server chooses anew (UUID(), RAND() without a seed, SYSDATE(), CONNECTION_ID(), the user): the targets' rows there are not the capture's nor each other's", store.SessionName(g.Session), g.Table), ReasonChosenValues
+			return fmt.Sprintf("%s wrote %s before it with values each server chooses anew (UUID(), RAND() without a seed, SYSDATE(), CONNECTION_ID(), the user, or a user variable holding one, or set again when its session joined the capture): the targets' rows there are not the capture's nor each other's", store.SessionName(g.Session), g.Table), ReasonChosenValues
 		}
 	}
 	switch {

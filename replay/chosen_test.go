@@ -99,3 +99,114 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 		t.Errorf("copied rows %q and %q: want two different UUIDs", ua, ub)
 	}
 }
+
+// Values each server chooses anew reach the tables through user
+// variables too (SET @u = UUID(), then INSERT … VALUES (@u)), and so does
+// a SET that a session open at the capture's start ran again at the join,
+// long after the captured server ran it (SET @t = NOW(6) gets the join's
+// time, and SET @id = LAST_INSERT_ID() another connection's id): the
+// rows written from such variables differ between the targets or from
+// the capture although no engine differs, and the reads of those tables
+// after them are counted apart (nondeterministic-write). A variable set
+// again from a plain value, and a table written from one, are compared as
+// ever. Before, every such read was the engine's difference.
+func TestUserVariablesCarryChosenValues(t *testing.T) {
+	ta, tb, dba, dbb := twoInnoDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE made (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE copied (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE plain (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE picked (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE stamped (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE kept (id INT PRIMARY KEY, u VARCHAR(40))")
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rows := func(v string) store.Response {
+		var s wire.RowSums
+		s.AddRow(append([]byte{byte(len(v))}, v...))
+		return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
+	}
+	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	set := store.Response{Kind: store.RespOK}
+	n := 0
+	q := func(session uint64, sql string, resp store.Response) store.Record {
+		n++
+		return store.Record{Session: session, Start: at.Add(time.Duration(n) * 10 * time.Millisecond), Kind: store.KindQuery, SQL: sql, Resp: resp}
+	}
+	joined := func(r store.Record) store.Record {
+		r.Start, r.Flags = at, r.Flags|store.FlagOpenAtStart
+		return r
+	}
+	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
+	capDir := writeRecords(t, []store.Record{
+		// Session 2 was open when the capture began: its connect and its
+		// SETs are the join's (capture.Session.Join).
+		joined(store.Record{Session: 2, Kind: store.KindConnect, User: "app", Resp: set}),
+		joined(q(2, "SET @t = NOW(6)", set)),
+		joined(q(2, "SET @k = 'k1'", set)),
+		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: set},
+		q(1, "SET @u = UUID()", set),
+		q(1, "INSERT INTO made VALUES (1, @u)", ok),
+		q(1, "SET @v = @u, @u = 'fixed'", set), // @v takes the chosen value; @u no longer holds one
+		q(1, "INSERT INTO copied VALUES (1, @v)", ok),
+		q(1, "INSERT INTO plain VALUES (1, @u)", ok),
+		q(1, "SELECT UUID() INTO @w", set),
+		q(1, "INSERT INTO picked VALUES (1, @w)", ok),
+		q(2, "INSERT INTO stamped VALUES (1, @t)", ok),
+		q(2, "INSERT INTO kept VALUES (1, @k)", ok),
+		q(1, "SELECT u FROM made WHERE id = 1", rows(primaryUUID)),              // apart
+		q(1, "SELECT u FROM copied WHERE id = 1", rows(primaryUUID)),            // apart: through @v
+		q(1, "SELECT u FROM plain WHERE id = 1", rows("wrong")),                 // compared: a divergence from the capture
+		q(1, "SELECT u FROM picked WHERE id = 1", rows(primaryUUID)),            // apart: SELECT … INTO
+		q(2, "SELECT u FROM stamped WHERE id = 1", rows("2026-01-01 23:59:59")), // apart from the capture: the join's time
+		q(2, "SELECT u FROM kept WHERE id = 1", rows("k1")),                     // compared, the same
+		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
+		{Session: 2, Start: at.Add(time.Second), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, nil, ta, tb)
+	for i, tr := range rep.Targets {
+		if tr.Errors != 0 {
+			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
+		}
+		c := rep.VsCapture[i]
+		if c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 4 || c.AmbiguousBy[compare.ReasonChosenValues] != 4 || len(c.AmbiguousBy) != 1 {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 1 row-content (plain), 4 nondeterministic-write (made, copied, picked, stamped)",
+				tr.Name, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy)
+		}
+		var apart []string
+		for _, s := range c.Samples {
+			if s.Class == compare.ReasonChosenValues {
+				apart = append(apart, s.Statement)
+			}
+			if s.Class == compare.Content && !strings.Contains(s.Statement, "plain") {
+				t.Errorf("%s vs capture: divergent %q; want only plain's read", tr.Name, s.Statement)
+			}
+		}
+		if len(apart) != 4 || !strings.Contains(apart[0], "made") || !strings.Contains(apart[1], "copied") || !strings.Contains(apart[2], "picked") || !strings.Contains(apart[3], "stamped") {
+			t.Errorf("%s vs capture: counted apart %q; want the reads of made, copied, picked, stamped", tr.Name, apart)
+		}
+	}
+	d := rep.Divergences[0]
+	if d.Total() != 0 || d.Ambiguous != 3 || d.AmbiguousBy[compare.ReasonChosenValues] != 3 {
+		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v; want 0 divergent, 3 nondeterministic-write (made, copied, picked)",
+			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy)
+	}
+	// The targets did choose their own, and the joined SET took the
+	// join's time.
+	var ua, ub, sa string
+	if err := dba.QueryRow("SELECT u FROM picked WHERE id = 1").Scan(&ua); err != nil {
+		t.Fatal(err)
+	}
+	if err := dbb.QueryRow("SELECT u FROM picked WHERE id = 1").Scan(&ub); err != nil {
+		t.Fatal(err)
+	}
+	if ua == ub || len(ua) != 36 {
+		t.Errorf("picked rows %q and %q: want two different UUIDs", ua, ub)
+	}
+	if err := dba.QueryRow("SELECT u FROM stamped WHERE id = 1").Scan(&sa); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sa, "2026-01-02 03:04:05") {
+		t.Errorf("stamped row %q: want the join's time, 2026-01-02 03:04:05", sa)
+	}
+}

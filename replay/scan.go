@@ -112,6 +112,41 @@ type scanSession struct {
 	changedAt int64
 	// cs follows the session's character_set_client.
 	cs charset.Session
+	// chosenVars: its user variables that hold a value the targets cannot
+	// have as captured (flowVars), by lower-cased name.
+	chosenVars map[string]bool
+}
+
+// flowVars follows the session's user variables through sql, a statement
+// that ran in the capture. It reports whether sql reads one that holds a
+// value the targets cannot have as the captured server had it, and marks
+// those it assigns such a value: one each server chooses anew (UUID() …),
+// one read from such a variable, any value when replay does not run the
+// statement (skipped: the variable keeps what it held on the target), and
+// a value that depends on when and where it runs (NOW(), LAST_INSERT_ID(),
+// a table read …) in a SET that a session open at the capture's start ran
+// again when it joined (joined: capture.Session.Join), long after the
+// captured server ran it. An assignment of any other value clears the
+// mark.
+func (s *scanSession) flowVars(sql string, skipped, joined bool) bool {
+	assigns, reads := sqlinfo.UserVarFlow(sql)
+	held := func(names []string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return s.chosenVars[n] })
+	}
+	readsChosen := held(reads)
+	for _, a := range assigns {
+		from := held(a.Reads)
+		readsChosen = readsChosen || from
+		if skipped || a.Chosen || joined && a.Moving || from {
+			if s.chosenVars == nil {
+				s.chosenVars = map[string]bool{}
+			}
+			s.chosenVars[a.Name] = true
+		} else {
+			delete(s.chosenVars, a.Name)
+		}
+	}
+	return readsChosen
 }
 
 // qualify names tables as "schema.name", unqualified ones in schema.
@@ -231,9 +266,10 @@ func killsConnection(sql string) (uint32, bool) {
 }
 
 // noteChosen indexes a write, by session at start in schema, of values
-// each server chooses anew, or of rows read from a table such a write had
-// reached (x.chosen); a table created, dropped or truncated starts over.
-func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, schema string, skipped bool) {
+// each server chooses anew (in its text, or in user variables it reads:
+// vars), or of rows read from a table such a write had reached
+// (x.chosen); a table created, dropped or truncated starts over.
+func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, schema string, skipped, vars bool) {
 	writes := qualify(info.Writes, schema, nil)
 	switch {
 	case info.TableDDL && info.Verb == "CREATE":
@@ -247,7 +283,7 @@ func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Inf
 	if skipped || len(writes) == 0 {
 		return
 	}
-	chosen := info.ChosenValues
+	chosen := info.ChosenValues || vars
 	if !chosen && x.chosen.Len() > 0 {
 		// What it reads, the tables it makes aside (they start over).
 		reads := slices.DeleteFunc(qualify(info.Reads, schema, nil), func(t string) bool { return info.Verb == "CREATE" && slices.Contains(writes, t) })
@@ -331,6 +367,7 @@ func (sc *scanner) add(rec *store.Record) {
 		if rec.Kind == store.KindConnect {
 			s.conn = rec.ConnID
 			clear(s.temp) // a new connection (replay's reconnects too)
+			clear(s.chosenVars)
 		}
 		if rec.Resp.Kind != store.RespError {
 			if rec.Kind != store.KindInitDB {
@@ -341,6 +378,7 @@ func (sc *scanner) add(rec *store.Record) {
 		if rec.Kind == store.KindChangeUser {
 			s.sqlOf = map[uint32]string{}
 			clear(s.temp)
+			clear(s.chosenVars)
 			s.rollback()
 			s.trx.Reset()
 		}
@@ -370,6 +408,7 @@ func (sc *scanner) add(rec *store.Record) {
 		s.cs.Reset()
 		s.sqlOf = map[uint32]string{}
 		clear(s.temp)
+		clear(s.chosenVars)
 		s.rollback()
 		s.trx.Reset()
 		return
@@ -502,6 +541,12 @@ func (sc *scanner) add(rec *store.Record) {
 			delete(s.temp, t) // DROP [TEMPORARY] TABLE drops the temporary one first
 		}
 	}
+	// Values the targets cannot have as captured, carried by the
+	// session's user variables into what it writes.
+	varsChosen := false
+	if !failed && strings.IndexByte(sql, '@') >= 0 {
+		varsChosen = s.flowVars(sql, skippedByReplay, rec.Flags&store.FlagOpenAtStart != 0)
+	}
 	if !failed {
 		switch {
 		case skippedByReplay:
@@ -511,7 +556,7 @@ func (sc *scanner) add(rec *store.Record) {
 		case info.Verb == "DROP" || info.Verb == "TRUNCATE":
 			x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
 		}
-		x.noteChosen(rec.Session, start, info, s.schema, skippedByReplay)
+		x.noteChosen(rec.Session, start, info, s.schema, skippedByReplay, varsChosen)
 	}
 	// When writes become visible to other sessions.
 	step := s.trx.Apply(info, capturedError(rec))

@@ -1,0 +1,147 @@
+package sqlinfo
+
+import (
+	"slices"
+	"strings"
+)
+
+// A VarAssign is a user variable a statement assigns, and what its value
+// comes from (UserVarFlow).
+type VarAssign struct {
+	// Name is the variable's name, lower-cased (user variables' names are
+	// not case-sensitive), without its @.
+	Name string
+	// Reads are the user variables its value reads.
+	Reads []string
+	// Chosen: its value holds a function whose value each server chooses
+	// anew, beyond what replay sets (Info.ChosenValues): UUID(), RAND()
+	// without a seed, SYSDATE() …
+	Chosen bool
+	// Moving: its value depends on when it runs or on what ran before it
+	// on the connection: a time (NOW() …: replay gives a statement its
+	// captured time), LAST_INSERT_ID(), ROW_COUNT(), FOUND_ROWS(), a
+	// sequence, the session's @@identity or @@timestamp, or a table read
+	// (a subquery, SELECT … INTO). Run again where it ran, it gives the
+	// captured value; run anywhere else (a SET replayed when a session
+	// joins a capture, long after it ran), another.
+	Moving bool
+}
+
+// UserVarFlow reads how sql moves values through user variables: the
+// ones it assigns, in order (SET @a = …, @b = …; SELECT … INTO @a, @b;
+// @a := …), and the ones it reads besides. A SET's assignments are read
+// one by one; any other statement's assignments take their value from the
+// whole statement. It returns nothing for a text that names no user
+// variable, or that cannot be lexed.
+func UserVarFlow(sql string) (assigns []VarAssign, reads []string) {
+	if strings.IndexByte(sql, '@') < 0 {
+		return nil, nil
+	}
+	toks, err := Lex(sql)
+	if err != nil {
+		return nil, nil
+	}
+	for _, st := range Statements(sql, toks) {
+		if as, ok := setAssignments(sql, st); ok {
+			for _, a := range as {
+				if !strings.HasPrefix(a.Name, "@") || strings.HasPrefix(a.Name, "@@") {
+					continue // a session variable
+				}
+				vt, err := Lex(a.Value)
+				if err != nil {
+					return nil, nil
+				}
+				va := VarAssign{Name: strings.ToLower(a.Name[1:])}
+				va.Reads, va.Chosen, va.Moving = valueFlow(a.Value, vt, nil)
+				assigns = append(assigns, va)
+			}
+			continue
+		}
+		var names []string
+		for i, t := range st {
+			if t.Kind != TokVariable || strings.HasPrefix(t.Text(sql), "@@") {
+				continue
+			}
+			if i+1 < len(st) && st[i+1].IsPunct(sql, ":=") || intoList(sql, st, i) {
+				names = append(names, userVarName(sql, t))
+			}
+		}
+		vr, chosen, moving := valueFlow(sql, st, names)
+		if len(names) == 0 {
+			reads = append(reads, vr...)
+			continue
+		}
+		for _, n := range names {
+			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Moving: moving})
+		}
+	}
+	return assigns, reads
+}
+
+// userVarName is a user variable token's name, lower-cased, without @.
+func userVarName(sql string, t Token) string {
+	return strings.ToLower(Unquote(t.Text(sql)[1:]))
+}
+
+// intoList reports whether the variable at i is one of an INTO's targets
+// (SELECT … INTO @a, @b).
+func intoList(sql string, st []Token, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		switch {
+		case st[j].Is(sql, "INTO"):
+			return true
+		case st[j].IsPunct(sql, ","):
+			if j == 0 || st[j-1].Kind != TokVariable {
+				return false
+			}
+			j-- // the variable before the comma
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// movingVars are the session variables whose value is the connection's
+// recent past or its clock (VarAssign.Moving).
+var movingVars = map[string]bool{
+	"identity": true, "last_insert_id": true, "insert_id": true, "timestamp": true,
+	"warning_count": true, "error_count": true, "rand_seed1": true, "rand_seed2": true,
+}
+
+// valueFlow reads the value tokens toks of sql: the user variables it
+// reads (but the ones named in assigned), and whether it holds a chosen
+// or a moving value (VarAssign).
+func valueFlow(sql string, toks []Token, assigned []string) (reads []string, chosen, moving bool) {
+	for i, t := range toks {
+		switch {
+		case t.Kind == TokVariable:
+			v := t.Text(sql)
+			if n, ok := strings.CutPrefix(v, "@@"); ok {
+				n = strings.ToLower(n)
+				if k := strings.LastIndexByte(n, '.'); k >= 0 {
+					n = n[k+1:]
+				}
+				moving = moving || movingVars[n]
+				continue
+			}
+			name := userVarName(sql, t)
+			if i+1 < len(toks) && toks[i+1].IsPunct(sql, ":=") || slices.Contains(assigned, name) && intoList(sql, toks, i) {
+				continue // assigned here, not read
+			}
+			reads = append(reads, name)
+		case t.Kind == TokIdent && i+1 < len(toks) && toks[i+1].IsPunct(sql, "(") && !tableAt(sql, toks, i):
+			name := strings.ToLower(t.Text(sql))
+			if chosenFuncs[name] && (name != "rand" || i+2 < len(toks) && toks[i+2].IsPunct(sql, ")")) {
+				chosen = true
+			}
+			moving = moving || nondeterministicFuncs[name] || name == "nextval" || name == "lastval" || name == "setval"
+		case t.Is(sql, "CURRENT_USER") || t.Is(sql, "CURRENT_ROLE"):
+			chosen = true
+		case t.Is(sql, "FROM") || t.Is(sql, "CURRENT_TIMESTAMP") || t.Is(sql, "CURRENT_DATE") ||
+			t.Is(sql, "CURRENT_TIME") || t.Is(sql, "LOCALTIME") || t.Is(sql, "LOCALTIMESTAMP") || t.Is(sql, "NEXT") && i+1 < len(toks) && toks[i+1].Is(sql, "VALUE"):
+			moving = true
+		}
+	}
+	return reads, chosen, moving
+}

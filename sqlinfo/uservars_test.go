@@ -1,0 +1,35 @@
+package sqlinfo
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestUserVarFlow(t *testing.T) {
+	for _, c := range []struct {
+		sql           string
+		assigns, read string
+	}{
+		{"SELECT c FROM t WHERE id = 1", "[]", "[]"},
+		{"SET @u = UUID()", "[{u [] true true}]", "[]"},
+		{"SET @Old_Mode = @@SQL_MODE, sql_mode = 'ANSI'", "[{old_mode [] false false}]", "[]"},
+		{"SET @a = 1, @`B c` = @a + @x", "[{a [] false false} {b c [a x] false false}]", "[]"},
+		{"SET @t = NOW(6), @r = RAND(7), @s = RAND()", "[{t [] false true} {r [] false true} {s [] true true}]", "[]"},
+		{"SET @id = LAST_INSERT_ID(), @n = (SELECT MAX(id) FROM t), @k = 2 * 3", "[{id [] false true} {n [] false true} {k [] false false}]", "[]"},
+		{"SET @i = @@session.identity, @c = CURRENT_TIMESTAMP, @who = CURRENT_USER", "[{i [] false true} {c [] false true} {who [] true false}]", "[]"},
+		{"SET @q = NEXT VALUE FOR s, @p = NEXTVAL(s)", "[{q [] false true} {p [] false true}]", "[]"},
+		{"INSERT INTO t VALUES (1, @u, @V)", "[]", "[u v]"},
+		{"SELECT UUID(), c INTO @a, @b FROM t WHERE id = @k", "[{a [k] true true} {b [k] true true}]", "[]"},
+		{"SELECT @n := @n + 1 FROM t", "[{n [n] false true}]", "[]"},
+		{"SELECT 'a@b' FROM t", "[]", "[]"},
+		{"SET @x = 1; INSERT INTO t VALUES (@x)", "[{x [] false false}]", "[x]"},
+	} {
+		as, rs := UserVarFlow(c.sql)
+		if got := fmt.Sprint(as); got != c.assigns {
+			t.Errorf("%q assigns %s, want %s", c.sql, got, c.assigns)
+		}
+		if got := fmt.Sprint(rs); got != c.read {
+			t.Errorf("%q reads %s, want %s", c.sql, got, c.read)
+		}
+	}
+}
