@@ -3,10 +3,12 @@ package serverlog
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
 
@@ -43,6 +45,40 @@ type generalParser struct {
 	at      time.Time
 	pending *event
 	tsv     bool // the table form, exported by mariadb -B (a header line first)
+	// untimed: entries read before the log's first time (a file cut from
+	// a longer one starts with entries MariaDB wrote without one): they
+	// take that first time.
+	untimed []*event
+	// seen: an entry was read; a server header after it is a reopen.
+	seen bool
+	// flushed: the last entry read was a FLUSH of the logs (or a
+	// Refresh): the reopen after it lost nothing.
+	flushed bool
+}
+
+// serverHeader reports whether s is a line of the header a server writes
+// when it opens a log file (general or slow): at its start, at FLUSH
+// LOGS, when logging is turned on again. first: it is the header's first
+// line ("/usr/sbin/mariadbd, Version: … started with:").
+func serverHeader(s string) (header, first bool) {
+	switch {
+	case strings.HasSuffix(s, " started with:") && strings.Contains(s, ", Version: "):
+		return true, true
+	case strings.HasPrefix(s, "Tcp port: ") && strings.Contains(s, "Unix socket: "),
+		strings.HasPrefix(s, "Time") && strings.Contains(s, "Id Command") && strings.HasSuffix(strings.TrimRight(s, " \t"), "Argument"):
+		return true, false
+	}
+	return false, false
+}
+
+func isHeader(s string) bool { h, _ := serverHeader(s); return h }
+
+// flushesLogs reports whether a statement reopens the logs (FLUSH LOGS,
+// FLUSH GENERAL LOGS, FLUSH SLOW LOGS …), which writes their header again
+// with nothing lost in between.
+func flushesLogs(sql string) bool {
+	w := strings.Fields(strings.ToUpper(sql))
+	return len(w) >= 2 && w[0] == "FLUSH" && slices.ContainsFunc(w[1:], func(x string) bool { return strings.TrimRight(x, ";,") == "LOGS" })
 }
 
 // generalTableHeader is the first line of mysql.general_log exported with
@@ -63,28 +99,35 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 			f[i] = unescape(f[i], 0)
 		}
 		return p.row(f, emit)
-	case strings.HasPrefix(s, "\"") && len(s) > 1 && s[1] >= '0' && s[1] <= '9':
-		// The table's own data file (the CSV engine's general_log.CSV).
-		f, err := csvFields(s)
-		if err != nil {
-			return err
+	}
+	if header, first := serverHeader(s); header {
+		// Written when the server opens the file. After an entry, it was
+		// opened again: by a FLUSH of the logs (nothing lost), or after
+		// logging was off or the server restarted (p.reopen).
+		if first && p.seen {
+			p.reopen(emit)
 		}
-		if len(f) != 6 {
-			return fmt.Errorf("a general_log.CSV row with %d fields, want 6", len(f))
-		}
-		return p.row(f, emit)
+		return nil
 	}
 	m := generalEntry.FindStringSubmatch(s)
 	if m == nil {
 		switch {
 		case p.pending != nil && (p.pending.kind == store.KindQuery):
 			p.pending.sql += "\n" + s // a statement's next line
-		case strings.HasPrefix(s, "Time") || strings.Contains(s, ", Version: ") || strings.HasPrefix(s, "Tcp port:") || s == "":
-			// the header a server writes when it opens the log
+			return nil
+		case strings.HasPrefix(s, "\"") && len(s) > 1 && s[1] >= '0' && s[1] <= '9':
+			// The table's own data file (the CSV engine's general_log.CSV).
+			f, err := csvFields(s)
+			if err != nil {
+				return err
+			}
+			if len(f) != 6 {
+				return fmt.Errorf("a general_log.CSV row with %d fields, want 6", len(f))
+			}
+			return p.row(f, emit)
 		}
 		return nil
 	}
-	p.flush(emit)
 	if m[1] != "" {
 		at, err := parseTime(m[1], p.loc)
 		if err != nil {
@@ -92,41 +135,78 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 		}
 		p.at = at
 	}
-	return p.entry(m[2], m[3], m[4])
+	return p.entry(m[2], m[3], m[4], emit)
+}
+
+// reopen ends what was pending at a header met after entries. Unless a
+// FLUSH of the logs wrote it, the log has a hole: logging was off, or the
+// server restarted. Every session open then is ended there, unseen (a
+// restart ended them; and what one did while logging was off is not in
+// the log), and one that goes on after it is a session found open.
+func (p *generalParser) reopen(emit func(*event)) {
+	p.flush(emit)
+	if !p.flushed {
+		p.emit(&event{kind: kindReopen, at: p.at}, emit)
+	}
+	p.flushed = false
 }
 
 // row reads one row of the table form: event_time, user_host, thread_id,
 // server_id, command_type, argument.
 func (p *generalParser) row(f []string, emit func(*event)) error {
-	p.flush(emit)
 	at, err := time.ParseInLocation("2006-01-02 15:04:05.999999", f[0], p.loc)
 	if err != nil {
 		return fmt.Errorf("event_time %q", f[0])
 	}
 	p.at = at
-	if err := p.entry(f[2], f[4], f[5]); err != nil {
+	if err := p.entry(f[2], f[4], f[5], emit); err != nil {
 		return err
 	}
 	p.flush(emit) // a row is whole: its argument has its line breaks escaped
 	return nil
 }
 
-// entry reads one command of connection id.
-func (p *generalParser) entry(id, command, arg string) error {
+// entry reads one command of connection id. The command before it is
+// complete (emitted) unless this entry says more of it: a refused login
+// logs the attempt, then its refusal; an EXECUTE of a prepared statement
+// logs the EXECUTE, then the statement it ran.
+func (p *generalParser) entry(id, command, arg string, emit func(*event)) error {
 	conn, err := strconv.ParseUint(id, 10, 32)
 	if err != nil {
 		return fmt.Errorf("connection id %q", id)
+	}
+	p.seen = true
+	prev := p.pending
+	if prev != nil && prev.conn != uint32(conn) {
+		prev = nil
 	}
 	e := &event{at: p.at, conn: uint32(conn)}
 	switch command {
 	case "Connect":
 		if strings.HasPrefix(arg, "Access denied") || strings.Contains(arg, " denied ") {
+			if prev != nil && prev.kind == store.KindChangeUser {
+				// A change of user the server refused: the session goes
+				// on as it was.
+				p.pending = nil
+				e.kind, e.failed, e.refusedChange = store.KindChangeUser, arg, true
+				break
+			}
+			if prev != nil && prev.kind == store.KindConnect && prev.failed == "" {
+				p.pending = nil // the attempt this refuses: one refused connect
+			}
 			e.kind, e.failed = store.KindConnect, arg
 			break
 		}
 		e.kind = store.KindConnect
 		e.user, e.schema = userAndSchema(arg)
-	case "Query", "Execute":
+	case "Execute":
+		if prev != nil && prev.kind == store.KindQuery && isSQLExecute(prev.sql) {
+			// EXECUTE s USING …, then the statement it ran with its
+			// values: the statement is replayed once, as it ran.
+			p.pending = nil
+		}
+		e.kind, e.sql = store.KindQuery, arg
+	case "Query":
 		e.kind, e.sql = store.KindQuery, arg
 	case "Init DB":
 		e.kind, e.schema = store.KindInitDB, arg
@@ -139,6 +219,10 @@ func (p *generalParser) entry(id, command, arg string) error {
 		e.kind = store.KindPing
 	case "Reset connection":
 		e.kind = store.KindResetConnection
+	case "Refresh":
+		p.flush(emit)
+		p.flushed = true // mysqladmin flush-logs, logrotate's way
+		return nil
 	default:
 		// Prepare, Close stmt, Reset stmt, Fetch, Long Data: the protocol
 		// of prepared statements, whose executes the log writes with
@@ -146,16 +230,50 @@ func (p *generalParser) entry(id, command, arg string) error {
 		// Binlog Dump and the like are not replayed.
 		return nil
 	}
+	p.flush(emit)
+	p.flushed = e.kind == store.KindQuery && flushesLogs(e.sql)
 	p.pending = e
 	return nil
 }
 
+// isSQLExecute reports whether sql is an EXECUTE of a prepared statement
+// (not EXECUTE IMMEDIATE, which the log writes once).
+func isSQLExecute(sql string) bool {
+	w := strings.Fields(sql)
+	return len(w) >= 2 && strings.EqualFold(w[0], "EXECUTE") && !strings.EqualFold(w[1], "IMMEDIATE")
+}
+
 func (p *generalParser) flush(emit func(*event)) {
 	if p.pending != nil {
-		emit(p.pending)
+		p.emit(p.pending, emit)
 		p.pending = nil
 	}
 }
+
+// emit passes e on, once the log has said what time it is: entries before
+// its first time wait for it, and take it.
+func (p *generalParser) emit(e *event, emit func(*event)) {
+	if p.at.IsZero() {
+		p.untimed = append(p.untimed, e)
+		return
+	}
+	for _, u := range p.untimed {
+		u.at, u.untimed = p.at, true
+		emit(u)
+	}
+	p.untimed = nil
+	if e.at.IsZero() {
+		e.at, e.untimed = p.at, true
+	}
+	emit(e)
+}
+
+// newFile is called before each file after the first: the next file of
+// the same log goes on from where the last one ended, but for its form.
+func (p *generalParser) newFile() { p.tsv = false }
+
+// untimedLeft counts the entries still waiting for a time at the end.
+func (p *generalParser) untimedLeft() int { return len(p.untimed) }
 
 // csvFields splits a row of the CSV engine's file: quoted fields with
 // \-escapes, or bare numbers.
@@ -221,6 +339,12 @@ func unescapeByte(c byte) byte {
 		return '\t'
 	case '0':
 		return 0
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'Z':
+		return 0x1a
 	}
 	return c
 }
@@ -235,90 +359,169 @@ func userAndSchema(arg string) (user, schema string) {
 }
 
 // The slow log: per statement "# Time:" (when it changed), "# User@Host:",
-// "# Thread_id: N  Schema: S", "# Query_time: Q …", other "# " lines,
-// then "use `S`;", "SET timestamp=T;" and the statement, ending with ";".
+// "# Thread_id: N  Schema: S" (MariaDB) or "… Id: N" on the User@Host
+// line (MySQL), "# Query_time: Q …", other "# " lines; then the log's
+// own "use `S`;" (MySQL writes it only when the schema changed since the
+// last one it wrote, for any session), and its "SET timestamp=T;" (with
+// last_insert_id= and insert_id= before it when the statement used or made
+// one); then the statement, ending with ";", or "# administrator command:
+// NAME;" for a command that is not a statement.
 type slowParser struct {
-	loc     *time.Location
-	at      time.Time
-	cur     *event
-	sql     []string
-	headers bool // in the "# " lines of an entry
+	loc *time.Location
+	at  time.Time
+	cur *event
+	sql []string
+	// headers: in the "# " lines of an entry; prologue: after them,
+	// before the statement (the log's "use" and "SET" lines).
+	headers, prologue bool
+	// db is the schema of the log's last "use" line (MySQL's entries
+	// name none of their own); schemaField: the entry named its own.
+	db          string
+	schemaField bool
+	seen        bool // an entry was read: a server header after it is a reopen
+	flushed     bool // the last statement was a FLUSH of the logs
 }
 
 var (
-	slowThread  = regexp.MustCompile(`Thread_id:\s*(\d+)(?:\s+Schema:\s*(\S*))?`)
+	slowThread  = regexp.MustCompile(`Thread_id:\s*(\d+)`)
+	slowSchema  = regexp.MustCompile(`\sSchema: (\S*)`)
 	slowMySQLID = regexp.MustCompile(`\sId:\s*(\d+)`)
 	slowQuery   = regexp.MustCompile(`Query_time:\s*([\d.]+)`)
 	slowUser    = regexp.MustCompile(`User@Host:\s*([^\[\s]*)`)
 )
 
 func (p *slowParser) line(s string, emit func(*event)) error {
-	if strings.HasPrefix(s, "# ") {
+	switch {
+	case strings.HasPrefix(s, "# Time:") || strings.HasPrefix(s, "# User@Host:"):
+		// An entry begins (its first line may be either).
 		if !p.headers {
-			p.flush(emit) // a new entry begins
-			p.cur, p.headers = &event{kind: store.KindQuery}, true
+			p.flush(emit)
+			p.cur, p.headers, p.schemaField = &event{kind: store.KindQuery}, true, false
+			p.seen = true
 		}
-		switch {
-		case strings.HasPrefix(s, "# Time:"):
-			at, err := parseTime(strings.TrimPrefix(s, "# Time:"), p.loc)
-			if err != nil {
-				return err
+	case p.headers && strings.HasPrefix(s, "# "):
+		// the entry's other header lines
+	case isHeader(s):
+		if _, first := serverHeader(s); first && p.seen {
+			p.flush(emit)
+			if !p.flushed {
+				emit(&event{kind: kindReopen, at: p.at})
 			}
-			p.at = at
-		case strings.HasPrefix(s, "# User@Host:"):
-			if m := slowUser.FindStringSubmatch(s); m != nil {
-				p.cur.user = m[1]
-			}
-			if m := slowMySQLID.FindStringSubmatch(s); m != nil {
-				id, _ := strconv.ParseUint(m[1], 10, 32)
-				p.cur.conn = uint32(id)
-			}
-		case slowThread.MatchString(s):
-			m := slowThread.FindStringSubmatch(s)
-			id, _ := strconv.ParseUint(m[1], 10, 32)
-			p.cur.conn, p.cur.schema = uint32(id), m[2]
-		}
-		if m := slowQuery.FindStringSubmatch(s); m != nil {
-			q, err := strconv.ParseFloat(m[1], 64)
-			if err != nil {
-				return fmt.Errorf("Query_time %q", m[1])
-			}
-			p.cur.dur = time.Duration(q * float64(time.Second))
+			p.flushed = false
 		}
 		return nil
+	case p.cur == nil:
+		return nil // before the first entry
+	default:
+		return p.body(s)
 	}
-	if p.cur == nil {
-		return nil // the header a server writes when it opens the log
+	switch {
+	case strings.HasPrefix(s, "# Time:"):
+		at, err := parseTime(strings.TrimPrefix(s, "# Time:"), p.loc)
+		if err != nil {
+			return err
+		}
+		p.at = at
+	case strings.HasPrefix(s, "# User@Host:"):
+		if m := slowUser.FindStringSubmatch(s); m != nil {
+			p.cur.user = m[1]
+		}
+		if m := slowMySQLID.FindStringSubmatch(s); m != nil {
+			id, _ := strconv.ParseUint(m[1], 10, 32)
+			p.cur.conn = uint32(id)
+		}
 	}
-	p.headers = false
-	if len(p.sql) == 0 {
+	if m := slowThread.FindStringSubmatch(s); m != nil {
+		id, _ := strconv.ParseUint(m[1], 10, 32)
+		p.cur.conn = uint32(id)
+		if m := slowSchema.FindStringSubmatch(s); m != nil {
+			p.cur.schema, p.schemaField = m[1], true // "Schema:   QC_hit": none
+		}
+	}
+	if m := slowQuery.FindStringSubmatch(s); m != nil {
+		q, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return fmt.Errorf("Query_time %q", m[1])
+		}
+		p.cur.dur = time.Duration(q * float64(time.Second))
+	}
+	return nil
+}
+
+// body reads a line after an entry's headers: the log's own lines, then
+// the statement's.
+func (p *slowParser) body(s string) error {
+	if p.headers {
+		p.headers, p.prologue = false, true
+	}
+	if p.prologue {
 		switch {
 		case strings.HasPrefix(s, "use ") && strings.HasSuffix(s, ";"):
-			p.cur.schema = strings.Trim(strings.TrimSuffix(strings.TrimPrefix(s, "use "), ";"), "`")
+			p.db = sqlinfo.Unquote(strings.TrimSuffix(strings.TrimPrefix(s, "use "), ";"))
 			return nil
-		case strings.HasPrefix(s, "SET timestamp=") && strings.HasSuffix(s, ";"):
+		case logSet(s):
+			p.prologue = false // the statement follows
 			return nil
 		}
+		p.prologue = false // a log without the SET line
 	}
 	p.sql = append(p.sql, s)
 	return nil
 }
 
+// logSet reports whether s is the slow log's own SET line:
+// "SET timestamp=T;", with last_insert_id= and insert_id= before it.
+func logSet(s string) bool {
+	body, ok := strings.CutPrefix(s, "SET ")
+	if !ok || !strings.HasSuffix(body, ";") {
+		return false
+	}
+	for _, a := range strings.Split(strings.TrimSuffix(body, ";"), ",") {
+		name, v, ok := strings.Cut(a, "=")
+		if !ok || name != "timestamp" && name != "insert_id" && name != "last_insert_id" {
+			return false
+		}
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *slowParser) flush(emit func(*event)) {
 	if p.cur != nil && len(p.sql) > 0 {
 		sql := strings.TrimSuffix(strings.Join(p.sql, "\n"), ";")
-		if !strings.HasPrefix(sql, "# administrator command") && !strings.HasPrefix(sql, "administrator command") {
-			p.cur.sql, p.cur.at = sql, p.at
-			emit(p.cur)
+		e := p.cur
+		e.at = p.at
+		if !p.schemaField {
+			e.schema = p.db // MySQL: the schema the log last said
+		}
+		if cmd, ok := strings.CutPrefix(sql, "# administrator command: "); ok {
+			// A command that is not a statement: a quit ends its
+			// session; the rest (ping, statistics …) is not replayed.
+			if cmd == "Quit" {
+				e.kind = store.KindQuit
+				emit(e)
+			}
+		} else {
+			e.sql = sql
+			p.flushed = flushesLogs(sql)
+			emit(e)
 		}
 	}
-	p.cur, p.sql, p.headers = nil, p.sql[:0], false
+	p.cur, p.sql, p.headers, p.prologue = nil, p.sql[:0], false, false
 }
 
 // The server_audit log (file output): one event a line,
 // "TIME,SERVERHOST,USER,HOST,CONNID,QUERYID,OPERATION,DATABASE,OBJECT,RETCODE",
-// OBJECT quoted with '…' and \-escapes when it is a statement.
-type auditParser struct{ loc *time.Location }
+// OBJECT quoted with '…' and \-escapes when it is a statement, cut at
+// server_audit_query_log_limit bytes as written (escapes included).
+type auditParser struct {
+	loc *time.Location
+	// limit is the server's server_audit_query_log_limit: a statement
+	// written that long may have been cut.
+	limit int
+}
 
 func (p *auditParser) line(s string, emit func(*event)) error {
 	if s == "" {
@@ -336,9 +539,14 @@ func (p *auditParser) line(s string, emit func(*event)) error {
 	if err != nil {
 		return fmt.Errorf("connection id %q", f[4])
 	}
-	obj, rest, err := auditObject(f[8])
+	obj, written, rest, err := auditObject(f[8])
 	if err != nil {
 		return err
+	}
+	// RETCODE: the error the event ended with (0: none).
+	var code uint16
+	if c, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(rest, ",")), 10, 16); err == nil {
+		code = uint16(c)
 	}
 	e := &event{at: at, conn: uint32(id), user: f[2], schema: f[7]}
 	switch f[6] {
@@ -348,13 +556,24 @@ func (p *auditParser) line(s string, emit func(*event)) error {
 		e.kind, e.failed = store.KindConnect, "error "+strings.TrimPrefix(rest, ",")
 	case "DISCONNECT":
 		e.kind = store.KindQuit
-	case "CHANGE_USER":
+	case "CHANGEUSER", "CHANGE_USER":
+		// MariaDB's plugin writes CHANGEUSER (some forks CHANGE_USER).
 		e.kind = store.KindChangeUser
+		if code != 0 {
+			e.failed, e.refusedChange = fmt.Sprintf("error %d", code), true
+		}
 	case "QUERY", "QUERY_DDL", "QUERY_DML", "QUERY_DCL", "QUERY_DML_NO_SELECT":
-		e.kind, e.sql = store.KindQuery, obj
-		// RETCODE: the error the statement ended with (0: none).
-		if code, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(rest, ",")), 10, 16); err == nil {
-			e.errCode = uint16(code)
+		e.kind, e.sql, e.errCode = store.KindQuery, obj, code
+		if p.limit > 0 && written >= p.limit {
+			// Written as long as the server writes any: it may have cut
+			// it (a cut statement can run, and do something else).
+			e.cut = true
+		}
+		if code != 0 && hasPlaceholder(obj) {
+			// A prepare that failed: the plugin writes a statement only
+			// once it has run, or a prepare only when it failed, with
+			// its ? marks. It is no statement to run.
+			e.failedPrepare = true
 		}
 	default:
 		return nil // READ, WRITE, CREATE, … (table events): not commands
@@ -365,12 +584,20 @@ func (p *auditParser) line(s string, emit func(*event)) error {
 
 func (p *auditParser) flush(func(*event)) {}
 
-// auditObject reads the OBJECT field (and returns what follows it): a
-// statement quoted with '…', \-escaped, or a bare word.
-func auditObject(s string) (obj, rest string, err error) {
+// hasPlaceholder reports whether sql holds a ? parameter mark outside its
+// strings, comments and names.
+func hasPlaceholder(sql string) bool {
+	toks, err := sqlinfo.Lex(sql)
+	return err == nil && slices.ContainsFunc(toks, func(t sqlinfo.Token) bool { return t.Kind == sqlinfo.TokParam })
+}
+
+// auditObject reads the OBJECT field (and returns how many bytes it took
+// as written, and what follows it): a statement quoted with '…',
+// \-escaped, or a bare word.
+func auditObject(s string) (obj string, written int, rest string, err error) {
 	if !strings.HasPrefix(s, "'") {
 		obj, rest, _ = strings.Cut(s, ",")
-		return obj, "," + rest, nil
+		return obj, len(obj), "," + rest, nil
 	}
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
@@ -380,10 +607,10 @@ func auditObject(s string) (obj, rest string, err error) {
 			i++
 			b.WriteByte(unescapeByte(s[i]))
 		case c == '\'':
-			return b.String(), s[i+1:], nil
+			return b.String(), i - 1, s[i+1:], nil
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return "", "", fmt.Errorf("a statement whose quote does not end (a line cut short?)")
+	return "", 0, "", fmt.Errorf("a statement whose quote does not end (a line cut short?)")
 }

@@ -68,7 +68,22 @@ type event struct {
 	// errCode is the error the statement ended with (the audit log's
 	// RETCODE; 0: none, or the log does not say).
 	errCode uint16
+	// untimed: logged before the log's first time, and given it.
+	untimed bool
+	// refusedChange: a change of user the server refused (failed says
+	// why): the session goes on as it was.
+	refusedChange bool
+	// cut: the statement is as long as the log writes any (the audit
+	// log's server_audit_query_log_limit): it may be cut.
+	cut bool
+	// failedPrepare: a prepare that failed, logged with its ? marks.
+	failedPrepare bool
 }
+
+// kindReopen is the kind of the event a log's header makes when the server
+// opened the log again after entries, not after a FLUSH of the logs: the
+// server restarted, or logging was off for a while.
+const kindReopen store.Kind = 255
 
 // Stats is what reading a log met.
 type Stats = store.SourceStats
@@ -141,12 +156,20 @@ func (b *builder) sample(kind, s string) {
 
 // add takes one event in the log's order.
 func (b *builder) add(e *event) {
+	if e.untimed {
+		b.st.Untimed++
+		b.sample("untimed", fmt.Sprintf("connection %d: logged before the log's first time, given that time (%s)", e.conn, e.at.Format(time.RFC3339)))
+	}
 	if e.at.Nanosecond() != 0 { // the log has sub-second times
 		b.flushSecond()
 		b.process(e, e.at)
 		return
 	}
 	sec := e.at.Unix()
+	if sec < b.sec-1 {
+		b.st.TimeBack++
+		b.sample("time_back", fmt.Sprintf("connection %d logged at %s after %s: taken as of the later time", e.conn, e.at.Format(time.RFC3339), time.Unix(b.sec, 0).In(e.at.Location()).Format(time.RFC3339)))
+	}
 	if sec < b.sec {
 		// An earlier second after a later one (a log that stamps a
 		// statement when it began and writes it when it ended): the
@@ -211,6 +234,18 @@ func (b *builder) process(e *event, at time.Time) {
 		b.last = end
 	}
 	switch e.kind {
+	case kindReopen:
+		// What happened while the log was closed is not in it: the
+		// sessions open then end there, unseen, and one that goes on
+		// after it is found open again.
+		open := 0
+		for _, s := range b.openSessions() {
+			b.end(s, at, false)
+			open++
+		}
+		b.st.Gaps++
+		b.sample("gaps", fmt.Sprintf("the log was opened again after %s, not by a FLUSH of the logs (the server restarted, or logging was off); %d sessions open then end there", at.Format(time.RFC3339), open))
+		return
 	case store.KindConnect:
 		if old := b.sessions[e.conn]; old != nil && !old.closed {
 			b.end(old, at, false) // the id came back: the old one ended unseen
@@ -233,6 +268,11 @@ func (b *builder) process(e *event, at time.Time) {
 		}
 		return
 	}
+	if e.refusedChange {
+		b.st.Undecoded++
+		b.sample("undecoded", fmt.Sprintf("connection %d: a change of user refused at %s: %s", e.conn, at.Format(time.RFC3339), e.failed))
+		return
+	}
 	s := b.session(e.conn, at, e.user, e.schema)
 	if at.Before(s.lastEnd) {
 		at = s.lastEnd // sub-second times out of order: never before the session's last event
@@ -249,14 +289,40 @@ func (b *builder) process(e *event, at time.Time) {
 		r.Start, r.Duration = s.lastEnd, at.Sub(s.lastEnd)
 	}
 	s.lastEnd = at.Add(e.dur)
+	if e.schema != "" && e.schema != s.schema && e.kind != store.KindInitDB && e.kind != store.KindChangeUser {
+		// The log says the session is in another schema than its last
+		// event left it in: it changed it by a command the log does not
+		// write (the audit and slow logs leave out COM_INIT_DB, which a
+		// client's USE sends). Replay changes it there too.
+		b.sink.Record(&store.Record{Session: s.id, Start: r.Start, Kind: store.KindInitDB, Schema: e.schema, Resp: store.Response{Kind: store.RespOK}})
+		s.schema = e.schema
+	}
 	if e.schema != "" && e.kind != store.KindInitDB {
 		r.Schema = e.schema
 	}
 	switch e.kind {
 	case store.KindQuery:
 		r.SQL = e.sql
-		if masked, ok := sqlinfo.MaskSecrets(e.sql); ok {
+		switch masked, ok := sqlinfo.MaskSecrets(e.sql); {
+		case ok:
 			r.SQL, r.Flags = masked, store.FlagMasked
+		case sqlinfo.CarriesSecret(e.sql) && (strings.Contains(e.sql, "*****") || strings.Contains(e.sql, "<secret>")):
+			// A password the server masked in its log (server_audit's
+			// *****, MySQL's <secret>): no statement to run.
+			r.Flags = store.FlagMasked
+		}
+		if sqlinfo.IsLoadDataLocal(e.sql) {
+			r.Flags |= store.FlagNotReplayable // the client's file is in no log
+		}
+		if e.cut {
+			r.Flags |= store.FlagTruncated | store.FlagNotReplayable
+			b.st.Truncated++
+			b.sample("truncated", fmt.Sprintf("connection %d at %s: %d bytes, as long as the log writes any", e.conn, at.Format(time.RFC3339), len(e.sql)))
+		}
+		if e.failedPrepare {
+			r.Flags |= store.FlagNotReplayable
+			b.st.FailedPrepares++
+			b.sample("failed_prepares", fmt.Sprintf("connection %d at %s: error %d preparing %s", e.conn, at.Format(time.RFC3339), e.errCode, clip(r.SQL)))
 		}
 		if db, ok := sqlinfo.UseSchema(e.sql); ok {
 			s.schema = db
@@ -289,6 +355,13 @@ func (b *builder) end(s *logSession, at time.Time, quit bool) {
 // in session order.
 func (b *builder) finish() {
 	b.flushSecond()
+	for _, s := range b.openSessions() {
+		b.end(s, b.last, false)
+	}
+}
+
+// openSessions are the sessions not ended, in session order.
+func (b *builder) openSessions() []*logSession {
 	var open []*logSession
 	for _, s := range b.sessions {
 		if !s.closed {
@@ -296,9 +369,15 @@ func (b *builder) finish() {
 		}
 	}
 	slices.SortFunc(open, func(x, y *logSession) int { return cmp.Compare(x.id, y.id) })
-	for _, s := range open {
-		b.end(s, b.last, false)
+	return open
+}
+
+// clip shortens a statement for a sample.
+func clip(sql string) string {
+	if len(sql) > 80 {
+		return sql[:80] + "…"
 	}
+	return sql
 }
 
 // parser reads one log format.
@@ -310,37 +389,61 @@ type parser interface {
 	flush(emit func(*event))
 }
 
-// newParser returns a parser of format f, whose times are in loc.
-func newParser(f string, loc *time.Location) (parser, error) {
+// Options say what Read cannot tell from the log itself.
+type Options struct {
+	// Loc is the time zone the log's times are in (the server's
+	// log_timestamps or system time zone; nil: local). RFC 3339 times
+	// carry their own.
+	Loc *time.Location
+	// AuditQueryLimit is the server's server_audit_query_log_limit (0:
+	// its default, 1024): the audit log cuts a statement at that many
+	// bytes as written, and one that long is not replayed.
+	AuditQueryLimit int
+}
+
+// DefaultAuditQueryLimit is server_audit_query_log_limit's default.
+const DefaultAuditQueryLimit = 1024
+
+// newParser returns a parser of format f.
+func newParser(f string, o Options) (parser, error) {
 	switch f {
 	case General:
-		return &generalParser{loc: loc}, nil
+		return &generalParser{loc: o.Loc}, nil
 	case Slow:
-		return &slowParser{loc: loc}, nil
+		return &slowParser{loc: o.Loc}, nil
 	case Audit:
-		return &auditParser{loc: loc}, nil
+		limit := o.AuditQueryLimit
+		if limit == 0 {
+			limit = DefaultAuditQueryLimit
+		}
+		return &auditParser{loc: o.Loc, limit: limit}, nil
 	}
 	return nil, fmt.Errorf("log format %q: want one of %s", f, strings.Join(Formats, ", "))
 }
 
 // Read reads the logs in paths (in the order given: a log and its rotated
-// successors, oldest first) of format f into sink, and returns what it
-// met. loc is the time zone the log's times are in (the server's
-// log_timestamps or system time zone; nil: local).
-func Read(ctx context.Context, paths []string, f string, loc *time.Location, sink capture.Sink) (*Stats, error) {
-	if loc == nil {
-		loc = time.Local
+// successors, oldest first: one log, read as one) of format f into sink,
+// and returns what it met.
+func Read(ctx context.Context, paths []string, f string, o Options, sink capture.Sink) (*Stats, error) {
+	if o.Loc == nil {
+		o.Loc = time.Local
 	}
 	st := &store.SourceStats{}
 	b := newBuilder(sink, st, whenOf(f))
-	for _, path := range paths {
-		p, err := newParser(f, loc)
-		if err != nil {
-			return nil, err
+	p, err := newParser(f, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, path := range paths {
+		if nf, ok := p.(interface{ newFile() }); ok && i > 0 {
+			nf.newFile()
 		}
 		if err := readFile(ctx, path, p, b, st); err != nil {
 			return st, err
 		}
+	}
+	if u, ok := p.(interface{ untimedLeft() int }); ok && u.untimedLeft() > 0 {
+		return st, fmt.Errorf("%s: %d entries and no time in the log: MariaDB writes a time only when the second changes, and these files hold none (a piece cut from a longer log?); give the log from its start, or the file before it too", strings.Join(paths, ", "), u.untimedLeft())
 	}
 	b.finish()
 	return st, nil
@@ -385,7 +488,7 @@ func readFile(ctx context.Context, path string, p parser, b *builder, st *store.
 // how precise the log's times are (1 s, or 1 µs when its times have a
 // fraction).
 func FirstTime(path, f string, loc *time.Location) (time.Time, time.Duration, error) {
-	p, err := newParser(f, loc)
+	p, err := newParser(f, Options{Loc: loc})
 	if err != nil {
 		return time.Time{}, 0, err
 	}

@@ -24,7 +24,7 @@ func read(t *testing.T, f, text string) (recs, *Stats) {
 		t.Fatal(err)
 	}
 	var out recs
-	st, err := Read(context.Background(), []string{path}, f, time.UTC, &out)
+	st, err := Read(context.Background(), []string{path}, f, Options{Loc: time.UTC}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func readOne(t *testing.T, f, text string) (recs, *Stats, error) {
 	path := filepath.Join(t.TempDir(), f+".log")
 	os.WriteFile(path, []byte(text), 0o644)
 	var out recs
-	st, err := Read(context.Background(), []string{path}, f, time.UTC, &out)
+	st, err := Read(context.Background(), []string{path}, f, Options{Loc: time.UTC}, &out)
 	return out, st, err
 }
 
@@ -167,12 +167,13 @@ SET timestamp=1796415311;
 # administrator command: Quit;
 `)
 	// Two statements end in 20:15:10, at .25 and .75; each starts its
-	// Query_time before.
+	// Query_time before. Connection 309's quit (a session the log never
+	// showed) is the log's last event: 308 ends there, unseen.
 	check(t, out,
 		`1 10.000 connect 16 sbtest root ""`,
 		`1 10.000 query 0 sbtest  "BEGIN"`,
 		`1 10.750 query 0 sbtest  "select 'a\nb'"`,
-		`1 10.750 quit 64   ""`,
+		`1 11.500 quit 64   ""`,
 	)
 	if out[1].Duration != 250*time.Millisecond || out[2].Duration != 100*time.Microsecond {
 		t.Errorf("durations %v %v", out[1].Duration, out[2].Duration)
@@ -233,7 +234,7 @@ func FuzzLogs(f *testing.F) {
 		}
 		var out recs
 		f := Formats[(format%len(Formats)+len(Formats))%len(Formats)]
-		_, _ = Read(context.Background(), []string{path}, f, time.UTC, &out)
+		_, _ = Read(context.Background(), []string{path}, f, Options{Loc: time.UTC}, &out)
 		_, _, _ = FirstTime(path, f, time.UTC)
 	})
 }
@@ -271,5 +272,170 @@ func TestLogTimesNeverGoBackInASession(t *testing.T) {
 		} else {
 			last[r.Session] = end
 		}
+	}
+}
+
+// The slow log as MariaDB 10.11 writes it (lines taken from a real one):
+// a statement line that begins with "# " is the statement's, not a new
+// entry (before, "DELETE FROM t" alone was recorded, deleting every row,
+// and the rest went to a connection 0); the log's own SET line may name
+// last_insert_id and insert_id before the timestamp (before, glued onto
+// the statement); a client's own SET timestamp after it is a statement;
+// "Schema:   QC_hit" is no schema (before, the schema "QC_hit:"); an
+// entry in another schema than its session's last changed it by a
+// COM_INIT_DB the log leaves out (a synthetic Init DB, which replay
+// runs); an administrator command Quit ends its session; a header after
+// entries, not after a FLUSH of the logs, ends the sessions open then.
+func TestSlowLogAsTheServerWritesIt(t *testing.T) {
+	entry := func(thread, schema, sql string) string {
+		return "# User@Host: root[root] @ localhost [127.0.0.1]\n# Thread_id: " + thread + "  Schema: " + schema + "  QC_hit: No\n" +
+			"# Query_time: 0.000100  Lock_time: 0.000017  Rows_sent: 0  Rows_examined: 0\n# Rows_affected: 1  Bytes_sent: 0\n" + sql + "\n"
+	}
+	header := "/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:\nTcp port: 21154  Unix socket: /tmp/mysqld.sock\nTime\t\t    Id Command\tArgument\n"
+	out, st := read(t, Slow, header+"# Time: 261204 20:15:10\n"+
+		entry("5", "logt", "use `logt`;\nSET insert_id=7,timestamp=1796629452;\nINSERT INTO t (v) VALUES ('y');")+
+		entry("5", "logt", "SET last_insert_id=7,timestamp=1796629452;\nSELECT LAST_INSERT_ID();")+
+		entry("5", "logt", "SET timestamp=1796629452;\nDELETE FROM t\n# keep the last\nWHERE id > 1000;")+
+		entry("5", "logt", "SET timestamp=1796629452;\nSET timestamp=1000000000;")+
+		entry("7", "", "SET timestamp=1796629452;\nSELECT DATABASE();")+
+		entry("7", "logt", "SET timestamp=1796629452;\nselect count(*) from t;")+
+		entry("5", "logt", "SET timestamp=1796629452;\n# administrator command: Quit;")+
+		header+
+		"# Time: 261204 20:15:11\n"+
+		entry("8", "logt", "SET timestamp=1796629453;\nFLUSH LOGS;")+
+		header+
+		entry("8", "logt", "SET timestamp=1796629453;\nSELECT 1;"))
+	check(t, out,
+		`1 10.062 connect 16 logt root ""`,
+		`1 10.062 query 0 logt  "INSERT INTO t (v) VALUES ('y')"`,
+		`1 10.187 query 0 logt  "SELECT LAST_INSERT_ID()"`,
+		`1 10.312 query 0 logt  "DELETE FROM t\n# keep the last\nWHERE id > 1000"`,
+		`1 10.437 query 0 logt  "SET timestamp=1000000000"`,
+		`2 10.562 connect 16  root ""`,
+		`2 10.562 query 0   "SELECT DATABASE()"`,
+		`2 10.687 init-db 0 logt  ""`,
+		`2 10.687 query 0 logt  "select count(*) from t"`,
+		`1 10.812 quit 0   ""`,
+		`2 10.938 quit 64   ""`,
+		`3 11.250 connect 16 logt root ""`,
+		`3 11.250 query 0 logt  "FLUSH LOGS"`,
+		`3 11.750 query 0 logt  "SELECT 1"`,
+		`3 11.750 quit 64   ""`,
+	)
+	if st.Gaps != 1 || !strings.Contains(st.Samples["gaps"], "1 sessions open then end there") {
+		t.Errorf("gaps %d %q: want the reopen after 20:15:10, not after a FLUSH, and none after FLUSH LOGS", st.Gaps, st.Samples["gaps"])
+	}
+}
+
+// MySQL's slow log names no schema in its entries: it writes "use db;"
+// when the schema differs from the last one it wrote, for any session.
+// An entry without one runs where the log last said.
+func TestSlowLogOfMySQLKeepsTheLastUse(t *testing.T) {
+	entry := func(id, lines string) string {
+		return "# Time: 2026-12-04T20:15:10.250000Z\n# User@Host: app[app] @ localhost []  Id:     " + id + "\n" +
+			"# Query_time: 0.000100  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1\n" + lines
+	}
+	out, _ := read(t, Slow, entry("8", "use shop;\nSET timestamp=1796415310;\nSELECT 1;\n")+
+		entry("9", "SET timestamp=1796415310;\nSELECT 2;\n"))
+	check(t, out,
+		`1 10.250 connect 16 shop app ""`,
+		`1 10.250 query 0 shop  "SELECT 1"`,
+		`2 10.250 connect 16 shop app ""`,
+		`2 10.250 query 0 shop  "SELECT 2"`,
+		`1 10.250 quit 64   ""`,
+		`2 10.250 quit 64   ""`,
+	)
+}
+
+// The general log as MariaDB 10.11 writes it (lines from a real one): a
+// refused login logs its attempt, then its refusal (before, a session
+// that connected); EXECUTE s USING … logs the EXECUTE, then the
+// statement it ran with its values (before, both ran: two inserts); a
+// statement line that starts like a row of the table's CSV file is the
+// statement's; the header after FLUSH LOGS loses nothing, the one after
+// general_log was off ends the sessions open (their statements while it
+// was off are not in the log); entries before the file's first time take
+// it (before, 1970).
+func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
+	header := "/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:\nTcp port: 21154  Unix socket: /tmp/mysqld.sock\nTime\t\t    Id Command\tArgument\n"
+	out, st := read(t, General, "\t\t     4 Query\tSELECT 'before the first time'\n"+
+		"261204 20:15:10\t     4 Query\tINSERT INTO t (d, v) VALUES\n"+
+		"\"2026-01-01\", 5)\n"+
+		"\t\t     4 Query\tPREPARE s FROM 'INSERT INTO t (v) VALUES (?)'\n"+
+		"\t\t     4 Prepare\tINSERT INTO t (v) VALUES (?)\n"+
+		"\t\t     4 Query\tEXECUTE s USING @a\n"+
+		"\t\t     4 Execute\tINSERT INTO t (v) VALUES ('x')\n"+
+		"\t\t     6 Connect\troot@localhost on  using TCP/IP\n"+
+		"\t\t     6 Connect\tAccess denied for user 'root'@'localhost' (using password: YES)\n"+
+		"\t\t     4 Query\tFLUSH LOGS\n"+
+		header+
+		"\t\t     4 Query\tSELECT 'after flush'\n"+
+		"\t\t     4 Query\tSET GLOBAL general_log=0\n"+
+		header+
+		"261204 20:15:11\t     4 Query\tSELECT 'back on'\n")
+	check(t, out,
+		`1 10.056 connect 16   ""`,
+		`1 10.056 query 0   "SELECT 'before the first time'"`,
+		`1 10.167 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
+		`1 10.278 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
+		`1 10.389 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`1 10.611 query 0   "FLUSH LOGS"`,
+		`1 10.722 query 0   "SELECT 'after flush'"`,
+		`1 10.833 query 0   "SET GLOBAL general_log=0"`,
+		`1 10.944 quit 64   ""`,
+		`2 11.500 connect 16   ""`,
+		`2 11.500 query 0   "SELECT 'back on'"`,
+		`2 11.500 quit 64   ""`,
+	)
+	// Nine events in 20:15:10 (the refused login and the reopen among
+	// them), one in 20:15:11.
+	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "Access denied") || st.Sessions != 2 {
+		t.Errorf("sessions %d, refused %d %q: want 2 sessions and the refused login counted once", st.Sessions, st.Undecoded, st.Samples["undecoded"])
+	}
+	if st.Gaps != 1 || st.Untimed != 1 {
+		t.Errorf("gaps %d, untimed %d: want 1 reopen (general_log was off) and 1 entry before the first time", st.Gaps, st.Untimed)
+	}
+	if _, _, err := readOne(t, General, "\t\t     4 Query\tSELECT 1\n"); err == nil || !strings.Contains(err.Error(), "no time in the log") {
+		t.Errorf("a log without a time: %v", err)
+	}
+}
+
+// The audit log as MariaDB 10.11's server_audit writes it (lines from a
+// real one): a change of user is CHANGEUSER (before, dropped); a prepare
+// the server refused is written with its ? marks and its error (before,
+// replayed as a statement: 1064 on every target, against production's
+// 1146); a statement written as long as the plugin writes any (1024
+// bytes) may be cut (before, replayed as if whole); \b and \f are
+// escapes; a password the plugin masked leaves no statement to run; a
+// schema changed by COM_INIT_DB (which the plugin does not write) shows
+// in the next event's DATABASE (before, the session stayed where it
+// was).
+func TestAuditLogAsTheServerWritesIt(t *testing.T) {
+	long := `SELECT \'` + strings.Repeat("x", 1024-9)
+	out, st := read(t, Audit, `20261204 20:15:10,vm,root,localhost,5,0,CONNECT,logt,,0
+20261204 20:15:10,vm,root,localhost,5,34,QUERY,logt,'INSERT INTO missing (v) VALUES (?)',1146
+20261204 20:15:10,vm,root,localhost,5,36,QUERY,logt,'INSERT INTO t (id, v) VALUES (1, \'dup\')',1062
+20261204 20:15:10,vm,root,localhost,5,37,QUERY,logt,'`+long+`',0
+20261204 20:15:10,vm,root,localhost,5,38,QUERY,logt,'SELECT \'a\bb\fc\\\\d\'',0
+20261204 20:15:10,vm,root,localhost,5,39,QUERY,logt,'CREATE USER u1 IDENTIFIED BY *****',0
+20261204 20:15:10,vm,bob,localhost,5,0,CHANGEUSER,logt,,0
+20261204 20:15:11,vm,bob,localhost,5,0,CHANGEUSER,logt,,1045
+20261204 20:15:11,vm,bob,localhost,5,42,QUERY,mysql,'select 2',0
+20261204 20:15:11,vm,bob,localhost,5,0,DISCONNECT,mysql,,0
+`)
+	check(t, out,
+		`1 10.071 connect 0 logt root ""`,
+		`1 10.071 query 1 logt  "INSERT INTO missing (v) VALUES (?)"`,
+		`1 10.214 query 0 logt  "INSERT INTO t (id, v) VALUES (1, 'dup')"`,
+		`1 10.357 query 5 logt  "SELECT '`+strings.Repeat("x", 1024-9)+`"`,
+		`1 10.500 query 0 logt  "SELECT 'a\bb\fc\\\\d'"`,
+		`1 10.643 query 2 logt  "CREATE USER u1 IDENTIFIED BY *****"`,
+		`1 10.786 change-user 0 logt bob ""`,
+		`1 10.929 init-db 0 mysql  ""`,
+		`1 10.929 query 0 mysql  "select 2"`,
+		`1 11.833 quit 0   ""`,
+	)
+	if st.FailedPrepares != 1 || st.Truncated != 1 || st.Undecoded != 1 {
+		t.Errorf("failed prepares %d, truncated %d, refused %d: want 1 each (%v)", st.FailedPrepares, st.Truncated, st.Undecoded, st.Samples)
 	}
 }

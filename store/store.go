@@ -343,6 +343,19 @@ type SourceStats struct {
 	// StrayPackets are server packets that came when no answer was
 	// expected (ignored).
 	StrayPackets uint64 `json:"stray_packets,omitempty"`
+	// Server logs: Untimed entries came before the log's first time (a
+	// file cut from a longer log) and were given it; TimeBack entries
+	// were stamped more than a second before the one before them (a
+	// change of clock, files out of order) and taken as of the later
+	// time; Truncated statements were as long as the log writes any (the
+	// audit log's limit) and are not replayed; FailedPrepares are
+	// prepares the audit log wrote because they failed (not replayed).
+	// Gaps, for a log, count the times it was opened again without a
+	// FLUSH of the logs before (a restart, or logging off for a while).
+	Untimed        uint64 `json:"untimed,omitempty"`
+	TimeBack       uint64 `json:"time_back,omitempty"`
+	Truncated      uint64 `json:"truncated,omitempty"`
+	FailedPrepares uint64 `json:"failed_prepares,omitempty"`
 	// Samples has one example of each kind counted (by the JSON name).
 	Samples map[string]string `json:"samples,omitempty"`
 }
@@ -515,7 +528,12 @@ func (st *SourceStats) Lines(kind string) []string {
 		add(st.FoundOpen, "found_open", "sessions began before the capture (no login seen): recorded from their first point outside a transaction")
 	} else {
 		add(st.FoundOpen, "found_open", "sessions have no connect in the log (they began before it): a synthetic connect each, in the schema the log names")
-		add(st.Undecoded, "undecoded", "connects the server refused (not replayed)")
+		add(st.Undecoded, "undecoded", "logins or changes of user the server refused (not replayed)")
+		add(st.Gaps, "gaps", "times the log was opened again, not by a FLUSH of the logs (the server restarted, or logging was off): the sessions open then end there, and what they did meanwhile is not in the log")
+		add(st.Untimed, "untimed", "entries before the log's first time, given that time")
+		add(st.TimeBack, "time_back", "entries stamped more than a second before the one before them (a clock change, files out of order?), taken as of the later time")
+		add(st.Truncated, "truncated", "statements as long as the log writes any (server_audit_query_log_limit: --audit-query-limit), perhaps cut: not replayed")
+		add(st.FailedPrepares, "failed_prepares", "prepares the server refused, logged with their ? marks (not replayed)")
 		return out
 	}
 	add(st.Unjoined, "unjoined", "of them never reached such a point: nothing of them recorded")

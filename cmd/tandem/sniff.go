@@ -34,6 +34,7 @@ type sniffFlags struct {
 	logs           []string
 	format         string
 	timeZone       string
+	auditLimit     int
 	ringMB         int
 }
 
@@ -110,6 +111,7 @@ func (sf *sniffFlags) add(cmd *cobra.Command) {
 	f.IntVar(&sf.maxRecordBytes, "max-record-bytes", 1<<20, "with --from-pcap or --interface: the SQL and data bytes a record keeps (longer ones are cut and not replayable)")
 	f.StringSliceVar(&sf.logs, "from-log", nil, "read the server's log `FILE`s (oldest first; repeat the flag or separate with commas) of --format into DIR")
 	f.StringVar(&sf.format, "format", "", "with --from-log: what the files are: general (the general log), slow (the slow log, long_query_time=0) or audit (MariaDB's server_audit file)")
+	f.IntVar(&sf.auditLimit, "audit-query-limit", serverlog.DefaultAuditQueryLimit, "with --from-log --format audit: the server's server_audit_query_log_limit; the log cuts statements at that many bytes, and one logged that long is not replayed (counted)")
 	f.StringVar(&sf.timeZone, "log-time-zone", "Local", "with --from-log: the time `ZONE` the log writes its times in (the server's time zone; an IANA name like Europe/Berlin, UTC, or Local); RFC 3339 times carry their own")
 	sf.keys.add(f, "the capture")
 }
@@ -136,6 +138,10 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 		return fmt.Errorf("--from-log needs --format: one of %s (got %q)", strings.Join(serverlog.Formats, ", "), sf.format)
 	case sf.format != "" && len(sf.logs) == 0:
 		return errors.New("--format applies to --from-log only")
+	case c.Flags().Changed("audit-query-limit") && sf.format != serverlog.Audit:
+		return errors.New("--audit-query-limit applies to --from-log --format audit only")
+	case sf.auditLimit <= 0:
+		return fmt.Errorf("--audit-query-limit %d must be positive (the server's server_audit_query_log_limit; default %d)", sf.auditLimit, serverlog.DefaultAuditQueryLimit)
 	case len(args) != 1:
 		return fmt.Errorf("tandem capture --from-pcap/--interface takes one capture directory (new or empty), got %d arguments", len(args))
 	case sf.duration < 0:
@@ -265,7 +271,7 @@ func (sf *sniffFlags) fromLog(c *cobra.Command, dir string, key *store.Key) erro
 	rec := &appender{w: w}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, readErr := serverlog.Read(ctx, sf.logs, sf.format, loc, rec)
+	st, readErr := serverlog.Read(ctx, sf.logs, sf.format, serverlog.Options{Loc: loc, AuditQueryLimit: sf.auditLimit}, rec)
 	w.SetSourceStats(st)
 	closeErr := w.Close()
 	if readErr == nil {
