@@ -1017,7 +1017,15 @@ func (s *Session) parseCommand(p []byte) error {
 		var st *stmt
 		r.StmtID, st = s.stmtOf(l.StmtID)
 		r.ParamIndex = l.Param
-		if st != nil && int(l.Param) < st.params {
+		if st == nil {
+			// A statement the session does not know (prepared before it
+			// was followed, or its prepare's answer lost) may take a
+			// password (ALTER USER ? IDENTIFIED BY ?): its data is not
+			// kept, so the record cannot be replayed.
+			r.Flags |= store.FlagMasked | store.FlagNotReplayable
+			break
+		}
+		if int(l.Param) < st.params {
 			if st.longData == nil {
 				st.longData = make([]bool, st.params)
 			}

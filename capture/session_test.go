@@ -239,6 +239,25 @@ func TestSessionFollowsPreparedStatements(t *testing.T) {
 	}
 }
 
+// Long data for a statement the session does not know (prepared before
+// it was followed, or its prepare's answer lost) may be a password
+// (ALTER USER ? IDENTIFIED BY ?): it is not stored.
+func TestSessionDoesNotStoreLongDataOfAnUnknownStatement(t *testing.T) {
+	var out sink
+	s := NewSession(1, State{User: "u", Caps: caps41}, Options{MaxRecordBytes: 1024}, &out)
+	feed(t, s, (&wire.LongData{StmtID: 9, Param: 1, Data: []byte("hunter2")}).Append(nil), Done)
+	// Statement -1 before any prepare: unknown too.
+	feed(t, s, (&wire.LongData{StmtID: 0xffffffff, Param: 0, Data: []byte("hunter3")}).Append(nil), Done)
+	if len(out) != 2 {
+		t.Fatalf("%d records", len(out))
+	}
+	for i, r := range out {
+		if r.Kind != store.KindLongData || r.Data != nil || r.Flags != store.FlagMasked|store.FlagNotReplayable {
+			t.Errorf("record %d: %s data %q flags %#x, want long data, no data, masked and not replayable", i, r.Kind, r.Data, r.Flags)
+		}
+	}
+}
+
 // Secrets: a statement that can carry a password is stored masked, and
 // so is the server's message about it; a prepared one's parameters are
 // never kept. COM_CHANGE_USER's exchange: the client's turns, and the

@@ -70,7 +70,6 @@ type conn struct {
 	caps           uint64
 	collation      byte
 	compress       bool
-	progress       bool // the server may send progress reports inside answers
 
 	// foundOpen: the connection began before the capture; joined: its
 	// records go to the capture (a session found open joins at the first
@@ -90,6 +89,17 @@ type conn struct {
 	cmdLen   int
 	cmdStart time.Time
 	closed   [2]bool
+	// read: a command of the session was read (it speaks plain MySQL).
+	// lostStands: a record stands for what the client sent since its last
+	// command read (FlagLost, or the first write of a session found open).
+	read, lostStands bool
+	// srvCont: the server's last frame in an answer had MaxPayload bytes,
+	// so the next continues its packet.
+	srvCont bool
+	// srcs are the sources its packets came from (Decoder.src; bit 63:
+	// the 64th and later).
+	srcs uint64
+	pipeline
 }
 
 // framer splits one direction's bytes into MySQL packets (inside the
@@ -181,8 +191,13 @@ func inTransaction(r *store.Response) bool {
 }
 
 // lostRecord stands, in the capture, for commands the session may have
-// run that the capture could not record.
+// run that the capture could not record (once until its next command is
+// read: one record stands for all of them).
 func (c *conn) lostRecord(at time.Time) {
+	if c.lostStands {
+		return
+	}
+	c.lostStands = true
 	c.d.sink.Record(&store.Record{Session: c.id, Start: at, Kind: store.KindOther, Flags: store.FlagLost | store.FlagNotReplayable})
 }
 
@@ -217,10 +232,15 @@ func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
 		peer.settle(at, dirOut{c, 1 - dir})
 	}
 	if !sg.syn {
+		end := sg.seq + uint32(len(sg.payload))
 		if h.segment(at, sg.seq, sg.payload, dirOut{c, dir}) {
 			c.d.stats.Retransmitted++
 		}
-		if sg.missing > 0 {
+		if sg.missing > 0 && h.next == end {
+			// The bytes the snapshot length cut follow what was handed on.
+			// Not when the segment was seen before (a retransmission),
+			// held behind a hole, or empty away from the stream's place:
+			// its bytes are then not the ones missing next.
 			c.lost(dir, at, uint32(sg.missing))
 			h.next += uint32(sg.missing)
 		}
@@ -248,9 +268,10 @@ func (o dirOut) lost(at time.Time, n uint32)             { o.c.lost(o.dir, at, n
 
 // lost is n bytes missing from one direction.
 func (c *conn) lost(dir int, at time.Time, n uint32) {
-	if n == 0 || c.st == stIgnored || !c.fr[dir].sync && c.st == stCommand {
-		// Nothing followed was lost: the stream is being skipped to the
-		// next command anyway (a session found open, before it).
+	if n == 0 || c.st == stIgnored || dir == fromServer && !c.fr[dir].sync && c.st == stCommand {
+		// Nothing followed was lost: the server's stream is skipped to
+		// the answer to the client's next command anyway. (The client's
+		// is too, but the bytes lost there may be commands.)
 		return
 	}
 	c.d.stats.Gaps++
@@ -262,7 +283,7 @@ func (c *conn) lost(dir int, at time.Time, n uint32) {
 	c.d.sample("gaps", fmt.Sprintf("session %d (%s): %d bytes from the %s lost at %s", c.id, c.client, n, side, at.Format(time.RFC3339Nano)))
 	if c.fr[fromClient].comp {
 		// Compressed packets cannot be found again in the stream.
-		c.endCommand(at, true)
+		c.abandon(at, true)
 		c.unfollow(at, "a compressed session lost bytes")
 		return
 	}
@@ -272,22 +293,51 @@ func (c *conn) lost(dir int, at time.Time, n uint32) {
 		c.beginFoundOpen()
 		return
 	}
-	if dir == fromServer && c.st == stCommand {
+	if dir == fromClient {
+		c.clientLost(at)
+		return
+	}
+	if c.st == stCommand || c.st == stLongCommand {
+		// Between answers: the answer to the client's next command is
+		// found from there.
 		c.fr[fromServer].reset(false)
 		return
 	}
-	c.endCommand(at, true)
-	c.st = stCommand
-	c.fr[fromServer].reset(false)
-	if dir == fromClient {
-		// What the client sent there is unknown: one record stands for
-		// it, and the session goes on from its next command.
-		if c.joined {
-			c.lostRecord(at)
-		} else if c.firstWrite.IsZero() {
+	c.abandon(at, false)
+}
+
+// clientLost follows bytes lost from the client: what it sent there is
+// unknown. One record stands for it (for a session found open that has
+// not joined, a possible change where it joins), and the session goes on
+// from its next command.
+func (c *conn) clientLost(at time.Time) {
+	// A client that pipelines may have sent commands there whose answers
+	// come after those of the commands read: the answer after its next
+	// command read is not known to be that command's.
+	c.abandon(at, c.pipelines)
+	if c.joined {
+		c.lostRecord(at)
+	} else if !c.lostStands {
+		c.lostStands = true
+		if c.firstWrite.IsZero() {
 			c.firstWrite = at
 		}
-		c.fr[fromClient].reset(false)
+	}
+	c.fr[fromClient].reset(false)
+}
+
+// abandon gives up the answer under way (recorded lost) and the server
+// stream's place. The commands queued behind it are recorded with their
+// answers lost too; as those answers are still to come, answers are no
+// longer paired with commands on this connection (unpair also asks that).
+func (c *conn) abandon(at time.Time, unpair bool) {
+	if unpair || len(c.queue) > 0 {
+		c.unpair()
+	}
+	c.fr[fromServer].reset(false)
+	c.endCommand(at, true)
+	if c.st != stIgnored {
+		c.st = stCommand
 	}
 }
 
@@ -306,6 +356,7 @@ func (c *conn) endCommand(at time.Time, lost bool) {
 
 // unfollow stops reading a session: what it does from here is not known.
 func (c *conn) unfollow(at time.Time, why string) {
+	c.dropQueue()
 	if c.joined {
 		c.lostRecord(at)
 		c.cs.Leave(at)
@@ -326,16 +377,20 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 		if dir == fromServer {
 			return // found again at the client's next command
 		}
-		if !fresh || !looksLikeCommand(b) {
+		if !fresh {
 			return
 		}
-		if looksLikeTLS(b) {
+		switch readsAs(b) {
+		case asTLS:
 			c.tls(at)
+			return
+		case asNothing:
 			return
 		}
 		f.reset(true)
-		srv := &c.fr[fromServer]
-		srv.reset(true) // the server's next bytes answer this command
+		if !c.unpaired {
+			c.fr[fromServer].reset(true) // the server's next bytes answer this command
+		}
 	}
 	if err := f.add(b); err != nil {
 		c.unfollow(at, err.Error())
@@ -355,31 +410,90 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 	f.compact()
 }
 
-// looksLikeCommand reports whether b can begin a client's command: a
-// packet numbered 0 whose command byte is one a client sends (or a TLS
-// record, which is counted).
-func looksLikeCommand(b []byte) bool {
-	if looksLikeTLS(b) {
-		return true
+// What the first bytes of a client's segment read as, where the client's
+// stream is looked for.
+const (
+	asNothing = iota
+	asCommand // a command begins it
+	asTLS     // TLS records (the session cannot be read)
+)
+
+// readsAs says what a client's segment b reads as. A command whose length
+// is 0x0315 to 0x0317 (plus 65536 times up to 4) begins as a TLS record
+// does (15|16|17 03 0k): the MySQL reading is taken when it fits the
+// segment whole (it ends it, or another command follows), TLS when its
+// records hold to the segment's end, and MySQL again when its packet goes
+// on past the segment.
+func readsAs(b []byte) int {
+	n, ok := commandHeader(b)
+	switch {
+	case ok && (n+4 == len(b) || n+4 < len(b) && n < wire.MaxPayload && looksLikeCommand(b[n+4:])):
+		return asCommand
+	case looksLikeTLS(b):
+		return asTLS
+	case ok && n+4 > len(b):
+		return asCommand
 	}
-	if len(b) < 5 || b[3] != 0 {
-		return false
-	}
-	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
-	if n == 0 || n+4 < len(b) && n < wire.MaxPayload && !looksLikeCommand(b[n+4:]) {
-		return false
-	}
-	cmd := b[4]
-	return cmd >= mysql.COM_SLEEP && cmd <= mysql.COM_RESET_CONNECTION || cmd == wire.ComStmtBulkExecute
+	return asNothing
 }
 
-// looksLikeTLS reports whether b begins a TLS record (application data,
-// handshake or alert, TLS 1.0 to 1.3).
+// looksLikeCommand reports whether b can begin a client's command: a
+// packet numbered 0 whose command byte is one a client sends, whose
+// length agrees with the segment.
+func looksLikeCommand(b []byte) bool {
+	n, ok := commandHeader(b)
+	return ok && (n+4 >= len(b) || n >= wire.MaxPayload || looksLikeCommand(b[n+4:]))
+}
+
+// commandHeader reads the length of the packet b begins if it can be a
+// command's: numbered 0, not empty, its first byte a command a client
+// sends.
+func commandHeader(b []byte) (int, bool) {
+	if len(b) < 5 || b[3] != 0 {
+		return 0, false
+	}
+	n := int(b[0]) | int(b[1])<<8 | int(b[2])<<16
+	cmd := b[4]
+	return n, n > 0 && (cmd <= mysql.COM_RESET_CONNECTION || cmd == wire.ComStmtBulkExecute)
+}
+
+// maxTLSRecord is the longest TLS record (TLSCiphertext: 2^14 bytes and
+// 2048 of expansion).
+const maxTLSRecord = 1<<14 + 2048
+
+// looksLikeTLS reports whether b is TLS records (application data,
+// handshake or alert, TLS 1.0 to 1.3): each header holds and the records
+// follow each other to the segment's end (the last may go on past it).
 func looksLikeTLS(b []byte) bool {
-	return len(b) >= 5 && (b[0] == 0x17 || b[0] == 0x16 || b[0] == 0x15) && b[1] == 3 && b[2] <= 4
+	if len(b) < 5 {
+		return false
+	}
+	for len(b) > 0 {
+		if b[0] < 0x15 || b[0] > 0x17 || len(b) > 1 && b[1] != 3 || len(b) > 2 && b[2] > 4 {
+			return false
+		}
+		if len(b) < 5 {
+			return true // the next header goes on in the next segment
+		}
+		n := 5 + (int(b[3])<<8 | int(b[4]))
+		if n > 5+maxTLSRecord {
+			return false
+		}
+		if n >= len(b) {
+			return true
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 func (c *conn) tls(at time.Time) {
+	if c.read || c.joined {
+		// A session read until now: TLS begins at a login, never in the
+		// middle of a session, so what follows is not what it seemed.
+		c.unfollow(at, "bytes that read as TLS in the middle of the session")
+		return
+	}
 	c.d.stats.TLS++
 	c.d.sample("tls", fmt.Sprintf("session %d, %s -> %s, at %s", c.id, c.client, c.server, at.Format(time.RFC3339Nano)))
 	if c.foundOpen {
@@ -391,15 +505,23 @@ func (c *conn) tls(at time.Time) {
 
 // fromClient takes one of the client's packets.
 func (c *conn) fromClient(at time.Time, seq byte, p []byte) {
+	if n := len(c.queue); n > 0 && c.queue[n-1].more {
+		c.queueFrame(p) // the next frame of a long command queued
+		return
+	}
 	switch c.st {
 	case stResponse:
 		c.response(at, p)
 	case stAuth, stGreeting:
 		// Authentication data: never read, never stored.
 	case stAnswer:
-		// A command before the answer ended: the answer was not read
-		// right (or the client pipelines): end it as lost, take this one.
-		c.endCommand(at, true)
+		if seq == 0 {
+			// A command sent before the answer under way ended: the
+			// client pipelines. The server answers in order: it is read
+			// once that answer (and those before it) have ended.
+			c.enqueue(at, p)
+			return
+		}
 		c.command(at, seq, p)
 	case stCommand:
 		c.command(at, seq, p)
@@ -423,38 +545,65 @@ func (c *conn) fromClient(at time.Time, seq byte, p []byte) {
 	}
 }
 
-// command begins a client's command.
+// command begins a client's command, nothing being outstanding.
 func (c *conn) command(at time.Time, seq byte, p []byte) {
 	if seq != 0 {
-		// Not a command's first packet: the stream is not where it
-		// seemed. Find it again at the next command.
-		c.fr[fromClient].reset(false)
-		c.fr[fromServer].reset(false)
+		c.misnumbered(at, seq)
 		return
 	}
-	if srv := &c.fr[fromServer]; !srv.sync || srv.off < len(srv.buf) {
-		// The server's stream lost its place (bytes lost in an answer):
-		// its next bytes answer this command. Bytes still buffered are
-		// what is left of a broken answer.
+	c.read, c.lostStands = true, false
+	if srv := &c.fr[fromServer]; !c.unpaired && srv.off < len(srv.buf) {
+		// Bytes still buffered are what is left of a broken answer.
 		srv.reset(true)
 	}
 	if len(p) == wire.MaxPayload {
-		limit := c.d.cfg.Capture.MaxRecordBytes
-		if limit <= 0 {
-			limit = 1 << 30
-		}
-		c.cmd = append(c.cmd[:0], p[:min(len(p), limit)]...)
+		c.cmd = append(c.cmd[:0], p[:min(len(p), c.cmdLimit())]...)
 		c.cmdLen, c.cmdStart, c.st = len(p), at, stLongCommand
 		return
 	}
 	c.run(at, p, false)
 }
 
+// cmdLimit is the most of a long command kept.
+func (c *conn) cmdLimit() int {
+	if l := c.d.cfg.Capture.MaxRecordBytes; l > 0 {
+		return l
+	}
+	return 1 << 30
+}
+
+// misnumbered takes a client's packet numbered seq where a command
+// begins: the stream is not where it seemed (bytes lost unseen, or a
+// packet misread), and what the client sent there is unknown.
+func (c *conn) misnumbered(at time.Time, seq byte) {
+	c.d.stats.Gaps++
+	c.d.sample("gaps", fmt.Sprintf("session %d (%s): a packet numbered %d where a command begins, at %s", c.id, c.client, seq, at.Format(time.RFC3339Nano)))
+	if c.fr[fromClient].comp {
+		// Compressed packets cannot be found again in the stream.
+		c.abandon(at, true)
+		c.unfollow(at, fmt.Sprintf("a compressed session's packet numbered %d where a command begins", seq))
+		return
+	}
+	c.clientLost(at)
+}
+
 // run hands a whole command to the session.
 func (c *conn) run(at time.Time, p []byte, truncated bool) {
 	switch c.cs.Command(p, truncated, at) {
 	case capture.Read:
-		c.st = stAnswer
+		if c.unpaired {
+			// Its answer comes behind answers that were not read: which
+			// bytes are its cannot be told.
+			c.cs.EndLost(at)
+			c.afterEnd(at)
+			return
+		}
+		if srv := &c.fr[fromServer]; !srv.sync {
+			// The server's stream lost its place between answers, and
+			// nothing is outstanding: its next bytes answer this command.
+			srv.reset(true)
+		}
+		c.st, c.srvCont = stAnswer, false
 	case capture.Raw:
 		c.cs.End(at)
 		c.unfollow(at, fmt.Sprintf("command 0x%02x (a replication stream) is not followed", p[0]))
@@ -473,6 +622,7 @@ func (c *conn) afterEnd(at time.Time) {
 	if !c.joined && c.st == stCommand && c.cs.StatusSeen() && !c.cs.InTransaction() {
 		c.join(at)
 	}
+	c.feedQueued(at)
 }
 
 // fromServer takes one of the server's packets.
@@ -483,8 +633,13 @@ func (c *conn) fromServer(at time.Time, seq byte, p []byte) {
 	case stAuth:
 		c.auth(at, p)
 	case stAnswer, stClientTurn, stFile:
-		if c.progress && len(p) >= 3 && p[0] == wire.HeaderErr && p[1] == 0xff && p[2] == 0xff {
-			return // a progress report (MariaDB), not part of the answer
+		cont := c.srvCont
+		c.srvCont = len(p) == wire.MaxPayload
+		if !cont && len(p) >= 3 && p[0] == wire.HeaderErr && p[1] == 0xff && p[2] == 0xff {
+			// A progress report (MariaDB), not part of the answer: no error
+			// has the code 0xffff, so it is one whatever the client asked
+			// (a session found open has no login to say).
+			return
 		}
 		switch c.cs.Server(p) {
 		case capture.Read:
@@ -502,9 +657,7 @@ func (c *conn) fromServer(at time.Time, seq byte, p []byte) {
 				why += ": " + err.Error()
 			}
 			c.d.sample("answers_lost", fmt.Sprintf("session %d: %s", c.id, why))
-			c.cs.EndLost(at) // counted by Record
-			c.afterEnd(at)
-			c.fr[fromServer].reset(false)
+			c.abandon(at, false) // counted by Record
 		}
 	case stCommand:
 		if c.cs != nil && !c.cs.Stray(p) {
@@ -548,7 +701,6 @@ func (c *conn) response(at time.Time, p []byte) {
 	c.caps = caps &^ uint64(mysql.CLIENT_SSL)
 	c.user, c.schema, c.collation = string(hr.User), string(hr.Database), hr.Charset
 	c.compress = caps&uint64(mysql.CLIENT_COMPRESS) != 0
-	c.progress = caps&wire.MariaDBClientProgress != 0
 	c.st = stAuth
 }
 
@@ -590,6 +742,9 @@ func (c *conn) openSession() {
 func (c *conn) end(at time.Time, closed bool) {
 	for dir := range c.half {
 		c.half[dir].finish(at, dirOut{c, dir})
+	}
+	if len(c.queue) > 0 {
+		c.unpair() // the answers to the commands queued were not seen
 	}
 	c.endCommand(at, true)
 	switch {

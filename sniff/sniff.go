@@ -25,14 +25,25 @@
 //     stands for them (replay counts any table as possibly written from
 //     there, and commits a transaction open there: sqlinfo.Trx.Lost),
 //     and the session is recorded again from its next command
-//     (a packet numbered 0 that begins a segment). On the server's side,
-//     only the answer under way is lost (store.FlagAnswerLost).
+//     (a packet numbered 0 that begins a segment). A packet numbered
+//     otherwise where a command begins is such a loss too. On the
+//     server's side, only the answer under way is lost
+//     (store.FlagAnswerLost).
+//   - A client that pipelines (sends commands before the answers to
+//     those before them) has each answer paired with its own command:
+//     the server answers in order. Where that can no longer be told (the
+//     answers to pipelined commands lost, or more commands sent ahead
+//     than the reader holds), every command of the session from there is
+//     recorded with its answer lost.
 //   - TLS sessions cannot be read: counted and skipped. Compressed ones
-//     are read when their login was seen.
+//     are read when their login was seen, until they lose their place
+//     (their packets cannot be found again: not followed further).
 //
 // Memory is bounded by the open connections (each holds at most a packet
-// and maxPending bytes behind a hole per direction), not by the input's
-// size. Time: each record is stamped with its packets' capture times.
+// and maxPending bytes behind a hole per direction, and maxQueued bytes
+// of pipelined commands), not by the input's size. Time: each record is
+// stamped with its packets' capture times (a pipelined command's begins
+// when the answer before it ended, as a proxy would stamp it).
 package sniff
 
 import (
@@ -73,7 +84,14 @@ type Decoder struct {
 	sg    segment
 	// nextID numbers sessions in the order they were first seen.
 	nextID uint64
+	// src is the source (file) of the packet being read, files the spans
+	// of the sources read together (ReadFiles; none: one source).
+	src   int
+	files []span
 }
+
+// span is when a source's packets were taken: its first and last.
+type span struct{ first, last time.Time }
 
 // New returns a Decoder whose records go to sink.
 func New(cfg Config, sink capture.Sink) *Decoder {
@@ -141,6 +159,7 @@ func (d *Decoder) Packet(at time.Time, lt layers.LinkType, data []byte, origLen 
 		c = newConn(d, key.client, key.server, at, sg.syn)
 		d.conns[key] = c
 	}
+	c.srcs |= 1 << min(d.src, 63)
 	c.packetIn(at, dir, sg)
 	if c.closed[fromClient] && c.closed[fromServer] {
 		c.end(at, true)
@@ -149,8 +168,8 @@ func (d *Decoder) Packet(at time.Time, lt layers.LinkType, data []byte, origLen 
 }
 
 // Finish ends what is still open at the capture's end: each session
-// open then gets a synthetic end (store.FlagOpenAtStop) at the last
-// packet's time.
+// open then gets a synthetic end (store.FlagOpenAtStop) where the capture
+// stopped seeing it (endOf).
 func (d *Decoder) Finish() {
 	keys := make([]connKey, 0, len(d.conns))
 	for k := range d.conns {
@@ -159,7 +178,36 @@ func (d *Decoder) Finish() {
 	slices.SortFunc(keys, func(a, b connKey) int { return int(d.conns[a].id) - int(d.conns[b].id) })
 	for _, k := range keys {
 		c := d.conns[k]
-		c.end(d.last, c.closed[fromClient] || c.closed[fromServer])
+		c.end(d.endOf(c), c.closed[fromClient] || c.closed[fromServer])
 		delete(d.conns, k)
 	}
+}
+
+// endOf is when the capture stopped seeing c's traffic: the last packet
+// of the files it came from, or of files that began after them (rotated
+// files, the same interface's). A file that ended before others read
+// with it (taken on another interface for longer) did not see what its
+// connections did after its end: they end with it, not with the others.
+func (d *Decoder) endOf(c *conn) time.Time {
+	if len(d.files) < 2 || len(d.files) > 63 {
+		return d.last
+	}
+	var end time.Time
+	for i, f := range d.files {
+		if c.srcs&(1<<i) != 0 && f.last.After(end) {
+			end = f.last
+		}
+	}
+	for more := true; more; {
+		more = false
+		for _, f := range d.files {
+			if !f.first.Before(end) && f.last.After(end) {
+				end, more = f.last, true
+			}
+		}
+	}
+	if end.IsZero() || end.After(d.last) {
+		return d.last
+	}
+	return end
 }

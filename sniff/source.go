@@ -33,6 +33,7 @@ type file struct {
 	data []byte
 	ci   gopacket.CaptureInfo
 	n    uint64 // frames read
+	idx  int    // its place in Decoder.files
 }
 
 // openFile opens a pcap or pcapng file (by its magic number).
@@ -122,7 +123,9 @@ type FileNote struct {
 
 // ReadFiles reads the frames of every file in time order (files taken at
 // the same time on several interfaces merge; rotated files follow each
-// other) into d, and ends what is still open at the end. A file cut
+// other) into d, and ends what is still open at the end: a connection
+// where the files it was seen in (and those that followed them) ended,
+// not where a file of another interface taken for longer did. A file cut
 // inside a packet is read up to there and noted; any other read error
 // (a damaged record) stops with the file named, what was read ended
 // there. progress, if set, is called about once a
@@ -154,6 +157,8 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 			fl.f.Close()
 			continue
 		}
+		fl.idx = len(d.files)
+		d.files = append(d.files, span{fl.ci.Timestamp, fl.ci.Timestamp})
 		h = append(h, fl)
 	}
 	heap.Init(&h)
@@ -161,6 +166,10 @@ func ReadFiles(ctx context.Context, paths []string, d *Decoder, progress func(fr
 	lastReport := time.Now()
 	for h.Len() > 0 {
 		fl := h[0]
+		if sp := &d.files[fl.idx]; fl.ci.Timestamp.After(sp.last) {
+			sp.last = fl.ci.Timestamp
+		}
+		d.src = fl.idx
 		d.Packet(fl.ci.Timestamp, fl.lt(fl.ci), fl.data, fl.ci.Length)
 		total++
 		if total%4096 == 0 {

@@ -15,9 +15,19 @@ import (
 // answered since, when more than maxPending bytes wait behind a hole, or
 // at the capture's end. The peer's acknowledgement alone is not enough:
 // some captures write a packet after the acknowledgement of it.
+//
+// A connection the capture joined starts each direction at the first of
+// the peer's acknowledgements or segments seen, whichever comes first: a
+// command the capture missed before the client's first segment is then
+// seen missing, not skipped.
 type half struct {
 	started bool   // next is known
 	next    uint32 // the next byte expected
+	// fromAck: next is the peer's first acknowledgement, and nothing of
+	// this direction was handed on or declared lost yet. A first segment
+	// that begins before it was written after its acknowledgement: the
+	// stream starts there instead.
+	fromAck bool
 	acked   uint32 // the peer acknowledged up to here (valid if ackSeen)
 	ackSeen bool
 	fin     bool
@@ -47,12 +57,15 @@ func after(a, b uint32) bool { return int32(a-b) > 0 }
 
 // syn starts the stream at a SYN.
 func (h *half) syn(seq uint32) {
-	h.started, h.next, h.fin = true, seq+1, false
+	h.started, h.next, h.fin, h.fromAck = true, seq+1, false, false
 	h.pend, h.pendN = h.pend[:0], 0
 }
 
 // ack notes the peer's acknowledgement.
 func (h *half) ack(a uint32) {
+	if !h.started {
+		h.started, h.next, h.fromAck = true, a, true // a connection the capture joined
+	}
 	if !h.ackSeen || after(a, h.acked) {
 		h.acked, h.ackSeen = a, true
 	}
@@ -66,6 +79,12 @@ func (h *half) segment(at time.Time, seq uint32, b []byte, o out) (again bool) {
 	}
 	if len(b) == 0 {
 		return false
+	}
+	if h.fromAck {
+		h.fromAck = false
+		if after(h.next, seq) {
+			h.next = seq
+		}
 	}
 	end := seq + uint32(len(b))
 	switch {
@@ -105,18 +124,15 @@ func (h *half) hold(at time.Time, seq uint32, b []byte) {
 	h.pendN += len(b)
 }
 
-// drain hands on what is held once the hole before it is filled.
+// drain hands on what is held once the hole before it is filled. A hole
+// the peer acknowledged is not declared lost here: the packet may still
+// come, written after its acknowledgement (settle, skip and finish
+// declare it).
 func (h *half) drain(o out) {
 	for len(h.pend) > 0 {
 		p := h.pend[0]
 		end := p.seq + uint32(len(p.data))
 		if after(p.seq, h.next) {
-			if h.ackSeen && !after(p.seq, h.acked) {
-				// The peer has what lies before it: the capture lost it.
-				o.lost(p.at, p.seq-h.next)
-				h.next = p.seq
-				continue
-			}
 			return
 		}
 		h.pend = h.pend[1:]
@@ -133,6 +149,7 @@ func (h *half) skip(at time.Time, o out) {
 	if len(h.pend) == 0 {
 		return
 	}
+	h.fromAck = false
 	o.lost(at, h.pend[0].seq-h.next)
 	h.next = h.pend[0].seq
 	h.drain(o)
@@ -144,13 +161,14 @@ func (h *half) settle(at time.Time, o out) {
 	if !h.started || !h.ackSeen || h.fin {
 		return
 	}
-	if len(h.pend) > 0 {
-		if !after(h.pend[0].seq, h.acked) {
-			h.skip(at, o)
+	for len(h.pend) > 0 {
+		if after(h.pend[0].seq, h.acked) {
+			return
 		}
-		return
+		h.skip(at, o)
 	}
 	if after(h.acked, h.next) {
+		h.fromAck = false
 		o.lost(at, h.acked-h.next)
 		h.next = h.acked
 	}

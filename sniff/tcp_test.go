@@ -49,13 +49,42 @@ func TestHalfReassembles(t *testing.T) {
 			h.settle(at, o)
 			h.segment(at, isn+7, []byte("ghi"), o)
 		}, "|abc<lost 3>|ghi"},
-		{"a held segment after a hole the peer acknowledged", func(h *half, o *tape) {
+		{"a held segment after a hole the peer acknowledged, once the peer answers", func(h *half, o *tape) {
 			h.syn(isn)
 			h.segment(at, isn+1, []byte("abc"), o)
 			h.segment(at, isn+7, []byte("ghi"), o)
 			h.ack(isn + 10)
 			h.segment(at, isn+10, []byte("jkl"), o)
+			h.settle(at, o)
 		}, "|abc<lost 3>|ghi|jkl"},
+		{"two holes the peer acknowledged, settled at once", func(h *half, o *tape) {
+			h.syn(isn)
+			h.segment(at, isn+1, []byte("abc"), o)
+			h.segment(at, isn+7, []byte("ghi"), o)
+			h.segment(at, isn+13, []byte("mno"), o)
+			base := uint32(isn)
+			h.ack(base + 16) // past the wrap
+			h.settle(at, o)
+		}, "|abc<lost 3>|ghi<lost 3>|mno"},
+		{"a packet written after its acknowledgement and a later one", func(h *half, o *tape) {
+			h.syn(isn)
+			h.segment(at, isn+1, []byte("abc"), o)
+			h.segment(at, isn+7, []byte("ghi"), o)
+			h.ack(isn + 10)
+			h.segment(at, isn+10, []byte("jkl"), o)
+			h.segment(at, isn+4, []byte("def"), o)
+		}, "|abc|def|ghi|jkl"},
+		{"the peer's first acknowledgement starts a stream joined mid-way", func(h *half, o *tape) {
+			h.ack(5000)
+			h.ack(5004) // the peer answered bytes the capture missed
+			h.settle(at, o)
+			h.segment(at, 5004, []byte("xyz"), o)
+		}, "<lost 4>|xyz"},
+		{"a stream joined mid-way whose first segment was written after the acknowledgement of it", func(h *half, o *tape) {
+			h.ack(5003)
+			h.segment(at, 5000, []byte("xyz"), o)
+			h.segment(at, 5003, []byte("w"), o)
+		}, "|xyz|w"},
 		{"an acknowledgement alone declares nothing", func(h *half, o *tape) {
 			h.syn(isn)
 			h.ack(isn + 7)
