@@ -2,6 +2,7 @@ package replay
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,24 +102,24 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 }
 
 // Values each server chooses anew reach the tables through user
-// variables too (SET @u = UUID(), then INSERT … VALUES (@u)), and so does
-// a SET that a session open at the capture's start ran again at the join,
-// long after the captured server ran it (SET @t = NOW(6) gets the join's
-// time, and SET @id = LAST_INSERT_ID() another connection's id): the
-// rows written from such variables differ between the targets or from
-// the capture although no engine differs, and the reads of those tables
-// after them are counted apart (nondeterministic-write). A variable set
-// again from a plain value, and a table written from one, are compared as
-// ever. Before, every such read was the engine's difference.
+// variables too (SET @u = UUID(), then INSERT … VALUES (@u)), and through
+// a variable read from a table such a value reached (SELECT … INTO). So
+// do variables of a session open at the capture's start: the SETs its
+// join runs again (SET @t = NOW(6) gets the join's time; a SET kept once
+// may have been overwritten since), and what it assigned otherwise,
+// which nothing runs again. The rows written from such variables differ
+// between the targets or from the capture although no engine differs,
+// and the reads of those tables after them are counted apart
+// (nondeterministic-write). A variable set again from a plain value, and
+// a table written from one, are compared as ever. Before, every such
+// read was the engine's difference.
 func TestUserVariablesCarryChosenValues(t *testing.T) {
 	ta, tb, dba, dbb := twoInnoDB(t)
+	tables := []string{"made", "copied", "plain", "picked", "stamped", "kept", "kept2", "copied2", "pre"}
 	for _, db := range []*sql.DB{dba, dbb} {
-		exec(t, db, "CREATE TABLE made (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE copied (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE plain (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE picked (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE stamped (id INT PRIMARY KEY, u VARCHAR(40))",
-			"CREATE TABLE kept (id INT PRIMARY KEY, u VARCHAR(40))")
+		for _, tb := range tables {
+			exec(t, db, "CREATE TABLE "+tb+" (id INT PRIMARY KEY, u VARCHAR(40))")
+		}
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	rows := func(v string) store.Response {
@@ -139,11 +140,13 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 	}
 	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
 	capDir := writeRecords(t, []store.Record{
-		// Session 2 was open when the capture began: its connect and its
-		// SETs are the join's (capture.Session.Join).
+		// Sessions 2 and 3 were open when the capture began: their
+		// connects and session 2's SETs are the join's
+		// (capture.Session.Join).
 		joined(store.Record{Session: 2, Kind: store.KindConnect, User: "app", Resp: set}),
 		joined(q(2, "SET @t = NOW(6)", set)),
-		joined(q(2, "SET @k = 'k1'", set)),
+		joined(q(2, "SET @k2 = 'b'", set)), // the session had set it to 'a' since: Join keeps a text once
+		joined(store.Record{Session: 3, Kind: store.KindConnect, User: "app", Resp: set}),
 		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: set},
 		q(1, "SET @u = UUID()", set),
 		q(1, "INSERT INTO made VALUES (1, @u)", ok),
@@ -152,56 +155,71 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 		q(1, "INSERT INTO plain VALUES (1, @u)", ok),
 		q(1, "SELECT UUID() INTO @w", set),
 		q(1, "INSERT INTO picked VALUES (1, @w)", ok),
+		q(1, "SELECT u INTO @x FROM made WHERE id = 1", set), // a chosen value, read from its table
+		q(1, "INSERT INTO copied2 VALUES (1, @x)", ok),
 		q(2, "INSERT INTO stamped VALUES (1, @t)", ok),
+		q(2, "SET @k = 'k1'", set),
 		q(2, "INSERT INTO kept VALUES (1, @k)", ok),
+		q(2, "INSERT INTO kept2 VALUES (1, @k2)", ok),
+		q(3, "INSERT INTO pre VALUES (1, @pre)", ok),                            // set before the capture: NULL on the targets
 		q(1, "SELECT u FROM made WHERE id = 1", rows(primaryUUID)),              // apart
 		q(1, "SELECT u FROM copied WHERE id = 1", rows(primaryUUID)),            // apart: through @v
 		q(1, "SELECT u FROM plain WHERE id = 1", rows("wrong")),                 // compared: a divergence from the capture
 		q(1, "SELECT u FROM picked WHERE id = 1", rows(primaryUUID)),            // apart: SELECT … INTO
+		q(1, "SELECT u FROM copied2 WHERE id = 1", rows(primaryUUID)),           // apart: read from made
 		q(2, "SELECT u FROM stamped WHERE id = 1", rows("2026-01-01 23:59:59")), // apart from the capture: the join's time
 		q(2, "SELECT u FROM kept WHERE id = 1", rows("k1")),                     // compared, the same
+		q(2, "SELECT u FROM kept2 WHERE id = 1", rows("a")),                     // apart from the capture: 'b' on the targets
+		q(3, "SELECT u FROM pre WHERE id = 1", rows("p")),                       // apart from the capture: NULL on the targets
 		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
 		{Session: 2, Start: at.Add(time.Second), Kind: store.KindQuit},
+		{Session: 3, Start: at.Add(time.Second), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, nil, ta, tb)
+	apartOn := func(samples []store.Sample) string {
+		var apart []string
+		for _, s := range samples {
+			if s.Class == compare.ReasonChosenValues {
+				apart = append(apart, strings.Fields(s.Statement)[3])
+			}
+		}
+		slices.Sort(apart)
+		return strings.Join(apart, " ")
+	}
 	for i, tr := range rep.Targets {
 		if tr.Errors != 0 {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
 		}
 		c := rep.VsCapture[i]
-		if c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 4 || c.AmbiguousBy[compare.ReasonChosenValues] != 4 || len(c.AmbiguousBy) != 1 {
-			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 1 row-content (plain), 4 nondeterministic-write (made, copied, picked, stamped)",
+		if c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 7 || c.AmbiguousBy[compare.ReasonChosenValues] != 7 || len(c.AmbiguousBy) != 1 {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 1 row-content (plain), 7 nondeterministic-write",
 				tr.Name, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy)
 		}
-		var apart []string
 		for _, s := range c.Samples {
-			if s.Class == compare.ReasonChosenValues {
-				apart = append(apart, s.Statement)
-			}
 			if s.Class == compare.Content && !strings.Contains(s.Statement, "plain") {
 				t.Errorf("%s vs capture: divergent %q; want only plain's read", tr.Name, s.Statement)
 			}
 		}
-		if len(apart) != 4 || !strings.Contains(apart[0], "made") || !strings.Contains(apart[1], "copied") || !strings.Contains(apart[2], "picked") || !strings.Contains(apart[3], "stamped") {
-			t.Errorf("%s vs capture: counted apart %q; want the reads of made, copied, picked, stamped", tr.Name, apart)
+		if got, want := apartOn(c.Samples), "copied copied2 kept2 made picked pre stamped"; got != want {
+			t.Errorf("%s vs capture: reads counted apart on %s; want %s", tr.Name, got, want)
 		}
 	}
 	d := rep.Divergences[0]
-	if d.Total() != 0 || d.Ambiguous != 3 || d.AmbiguousBy[compare.ReasonChosenValues] != 3 {
-		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v; want 0 divergent, 3 nondeterministic-write (made, copied, picked)",
-			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy)
+	if d.Total() != 0 || d.Ambiguous != 4 || d.AmbiguousBy[compare.ReasonChosenValues] != 4 || apartOn(d.Samples) != "copied copied2 made picked" {
+		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 4 nondeterministic-write (copied copied2 made picked)",
+			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, apartOn(d.Samples))
 	}
 	// The targets did choose their own, and the joined SET took the
 	// join's time.
 	var ua, ub, sa string
-	if err := dba.QueryRow("SELECT u FROM picked WHERE id = 1").Scan(&ua); err != nil {
+	if err := dba.QueryRow("SELECT u FROM copied2 WHERE id = 1").Scan(&ua); err != nil {
 		t.Fatal(err)
 	}
-	if err := dbb.QueryRow("SELECT u FROM picked WHERE id = 1").Scan(&ub); err != nil {
+	if err := dbb.QueryRow("SELECT u FROM copied2 WHERE id = 1").Scan(&ub); err != nil {
 		t.Fatal(err)
 	}
 	if ua == ub || len(ua) != 36 {
-		t.Errorf("picked rows %q and %q: want two different UUIDs", ua, ub)
+		t.Errorf("copied2 rows %q and %q: want two different UUIDs", ua, ub)
 	}
 	if err := dba.QueryRow("SELECT u FROM stamped WHERE id = 1").Scan(&sa); err != nil {
 		t.Fatal(err)

@@ -113,37 +113,72 @@ type scanSession struct {
 	// cs follows the session's character_set_client.
 	cs charset.Session
 	// chosenVars: its user variables that hold a value the targets cannot
-	// have as captured (flowVars), by lower-cased name.
-	chosenVars map[string]bool
+	// have as captured (flowVars), by lower-cased name. varsUnknown: so
+	// may any variable it did not assign since (setVars): a session open
+	// before the capture (what it set then is not in the capture, or
+	// only as SET texts a join runs again), or one a statement replay
+	// skips and the scan could not read may have assigned.
+	chosenVars, setVars map[string]bool
+	varsUnknown         bool
+}
+
+// resetVars starts the session's user variables afresh: a new connection,
+// a reset, a change of user; unknown if the session was open before the
+// capture (its connect is synthetic).
+func (s *scanSession) resetVars(unknown bool) {
+	clear(s.chosenVars)
+	clear(s.setVars)
+	s.varsUnknown = unknown
+}
+
+// heldVar reports whether the session's variable n may hold a value the
+// targets cannot have as captured.
+func (s *scanSession) heldVar(n string) bool {
+	return s.chosenVars[n] || s.varsUnknown && !s.setVars[n]
 }
 
 // flowVars follows the session's user variables through sql, a statement
-// that ran in the capture. It reports whether sql reads one that holds a
-// value the targets cannot have as the captured server had it, and marks
-// those it assigns such a value: one each server chooses anew (UUID() …),
-// one read from such a variable, any value when replay does not run the
-// statement (skipped: the variable keeps what it held on the target), and
-// a value that depends on when and where it runs (NOW(), LAST_INSERT_ID(),
-// a table read …) in a SET that a session open at the capture's start ran
-// again when it joined (joined: capture.Session.Join), long after the
-// captured server ran it. An assignment of any other value clears the
-// mark.
-func (s *scanSession) flowVars(sql string, skipped, joined bool) bool {
-	assigns, reads := sqlinfo.UserVarFlow(sql)
-	held := func(names []string) bool {
-		return slices.ContainsFunc(names, func(n string) bool { return s.chosenVars[n] })
+// that ran in the capture. It reports whether sql reads one that may hold
+// a value the targets cannot have as the captured server had it, and
+// marks those it assigns such a value: one each server chooses anew
+// (UUID() …), one read from such a variable or from a table such a value
+// reached (fromTables), any value when replay does not run the statement
+// (skipped: the variable keeps what it held on the target), and any value
+// of a SET that a session open at the capture's start ran again when it
+// joined (joined: capture.Session.Join keeps SET texts once each, not
+// what the session assigned otherwise, and runs them long after). An
+// assignment of any other value clears the mark, but one that may assign
+// nothing (SELECT … INTO that finds no row) leaves it.
+func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool) bool {
+	assigns, reads, ok := sqlinfo.UserVarFlow(sql)
+	if !ok {
+		if skipped {
+			// What it assigned is not known: every variable may hold
+			// anything from here.
+			s.resetVars(true)
+		}
+		return false
 	}
+	held := func(names []string) bool { return slices.ContainsFunc(names, s.heldVar) }
 	readsChosen := held(reads)
 	for _, a := range assigns {
 		from := held(a.Reads)
 		readsChosen = readsChosen || from
-		if skipped || a.Chosen || joined && a.Moving || from {
+		switch {
+		case skipped || joined || a.Chosen || from || fromTables:
 			if s.chosenVars == nil {
 				s.chosenVars = map[string]bool{}
 			}
 			s.chosenVars[a.Name] = true
-		} else {
+		case a.Keeps:
+		default:
 			delete(s.chosenVars, a.Name)
+			if s.varsUnknown {
+				if s.setVars == nil {
+					s.setVars = map[string]bool{}
+				}
+				s.setVars[a.Name] = true
+			}
 		}
 	}
 	return readsChosen
@@ -367,7 +402,7 @@ func (sc *scanner) add(rec *store.Record) {
 		if rec.Kind == store.KindConnect {
 			s.conn = rec.ConnID
 			clear(s.temp) // a new connection (replay's reconnects too)
-			clear(s.chosenVars)
+			s.resetVars(rec.Flags&store.FlagOpenAtStart != 0)
 		}
 		if rec.Resp.Kind != store.RespError {
 			if rec.Kind != store.KindInitDB {
@@ -378,7 +413,7 @@ func (sc *scanner) add(rec *store.Record) {
 		if rec.Kind == store.KindChangeUser {
 			s.sqlOf = map[uint32]string{}
 			clear(s.temp)
-			clear(s.chosenVars)
+			s.resetVars(false)
 			s.rollback()
 			s.trx.Reset()
 		}
@@ -408,7 +443,7 @@ func (sc *scanner) add(rec *store.Record) {
 		s.cs.Reset()
 		s.sqlOf = map[uint32]string{}
 		clear(s.temp)
-		clear(s.chosenVars)
+		s.resetVars(false)
 		s.rollback()
 		s.trx.Reset()
 		return
@@ -545,7 +580,15 @@ func (sc *scanner) add(rec *store.Record) {
 	// session's user variables into what it writes.
 	varsChosen := false
 	if !failed && strings.IndexByte(sql, '@') >= 0 {
-		varsChosen = s.flowVars(sql, skippedByReplay, rec.Flags&store.FlagOpenAtStart != 0)
+		fromTables := false
+		if len(info.Reads) > 0 && (x.chosen.Len() > 0 || x.gaps.Len() > 0) {
+			reads := qualify(info.Reads, s.schema, nil)
+			_, c := x.chosen.Before(start, reads)
+			_, g := x.gaps.Before(start, reads)
+			fromTables = c || g
+		}
+		skipped := skippedByReplay || rec.Kind == store.KindQuery && sqlinfo.SetsGlobal(sql)
+		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables)
 	}
 	if !failed {
 		switch {

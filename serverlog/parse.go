@@ -51,9 +51,17 @@ type generalParser struct {
 	untimed []*event
 	// seen: an entry was read; a server header after it is a reopen.
 	seen bool
-	// flushed: the last entry read was a FLUSH of the logs (or a
-	// Refresh): the reopen after it lost nothing.
-	flushed bool
+	// flushedAt: when the last FLUSH of the logs (or Refresh) was
+	// logged, zero if none since the last header: a header that soon
+	// after it is its reopen, which lost nothing (other sessions' entries
+	// may come between).
+	flushedAt time.Time
+}
+
+// flushReopens reports whether a header at at was written by a FLUSH of
+// the logs logged at flushed: in the same second, or the next.
+func flushReopens(flushed, at time.Time) bool {
+	return !flushed.IsZero() && at.Sub(flushed) <= time.Second
 }
 
 // serverHeader reports whether s is a line of the header a server writes
@@ -145,10 +153,10 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 // the log), and one that goes on after it is a session found open.
 func (p *generalParser) reopen(emit func(*event)) {
 	p.flush(emit)
-	if !p.flushed {
+	if !flushReopens(p.flushedAt, p.at) {
 		p.emit(&event{kind: kindReopen, at: p.at}, emit)
 	}
-	p.flushed = false
+	p.flushedAt = time.Time{}
 }
 
 // row reads one row of the table form: event_time, user_host, thread_id,
@@ -221,17 +229,22 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.kind = store.KindResetConnection
 	case "Refresh":
 		p.flush(emit)
-		p.flushed = true // mysqladmin flush-logs, logrotate's way
+		p.flushedAt = p.at // mysqladmin flush-logs, logrotate's way
 		return nil
 	default:
 		// Prepare, Close stmt, Reset stmt, Fetch, Long Data: the protocol
 		// of prepared statements, whose executes the log writes with
 		// their values (replayed as text); Statistics, Field List,
-		// Binlog Dump and the like are not replayed.
+		// Binlog Dump and the like are not replayed. Their lines end the
+		// statement before them all the same (a prepared text's next
+		// lines are its own).
+		p.flush(emit)
 		return nil
 	}
 	p.flush(emit)
-	p.flushed = e.kind == store.KindQuery && flushesLogs(e.sql)
+	if e.kind == store.KindQuery && flushesLogs(e.sql) {
+		p.flushedAt = p.at
+	}
 	p.pending = e
 	return nil
 }
@@ -378,8 +391,73 @@ type slowParser struct {
 	// name none of their own); schemaField: the entry named its own.
 	db          string
 	schemaField bool
+	ownUse      bool // the entry had a "use" line of its own
 	seen        bool // an entry was read: a server header after it is a reopen
-	flushed     bool // the last statement was a FLUSH of the logs
+	// flushedAt: when the last FLUSH of the logs was logged (zero: none
+	// since the last header).
+	flushedAt time.Time
+	// reopenAt: a header after entries was read at that time, and no
+	// FLUSH of the logs yet that wrote it: the entries after it are held
+	// (held) until one comes (no gap) or their time is past it (the
+	// server restarted, or logging was off: a reopen event first).
+	reopenAt time.Time
+	held     []*event
+	untimed  []*event // entries before the log's first time
+}
+
+// untimedLeft counts the entries still waiting for a time at the end.
+func (p *slowParser) untimedLeft() int { return len(p.untimed) }
+
+// maxHeld bounds the entries held after a header.
+const maxHeld = 4096
+
+// emit passes e on, or holds it: before the log's first time (a file cut
+// from a longer one: it takes that time), or after a header whose cause
+// is not known yet (reopenAt).
+func (p *slowParser) emit(e *event, emit func(*event)) {
+	if e.at.IsZero() {
+		p.untimed = append(p.untimed, e)
+		return
+	}
+	for _, u := range p.untimed {
+		u.at, u.untimed = e.at, true
+		emit(u)
+	}
+	p.untimed = nil
+	if p.reopenAt.IsZero() {
+		emit(e)
+		return
+	}
+	switch {
+	case e.kind == store.KindQuery && flushesLogs(e.sql) && flushReopens(p.reopenAt, e.at):
+		// The FLUSH that wrote the header: nothing was lost.
+		p.reopenAt = time.Time{}
+	case e.at.Sub(p.reopenAt) > time.Second || len(p.held) >= maxHeld:
+		emit(&event{kind: kindReopen, at: p.reopenAt})
+		p.reopenAt = time.Time{}
+	default:
+		p.held = append(p.held, e)
+		return
+	}
+	for _, h := range p.held {
+		emit(h)
+	}
+	p.held = nil
+	emit(e)
+}
+
+// end releases what is held at the end of the log: a header no FLUSH
+// wrote is a reopen.
+func (p *slowParser) end(emit func(*event)) {
+	p.flush(emit)
+	if !p.reopenAt.IsZero() {
+		emit(&event{kind: kindReopen, at: p.reopenAt})
+		p.reopenAt = time.Time{}
+	}
+	for _, h := range p.held {
+		emit(h)
+	}
+	p.held = nil
 }
 
 var (
@@ -396,7 +474,7 @@ func (p *slowParser) line(s string, emit func(*event)) error {
 		// An entry begins (its first line may be either).
 		if !p.headers {
 			p.flush(emit)
-			p.cur, p.headers, p.schemaField = &event{kind: store.KindQuery}, true, false
+			p.cur, p.headers, p.schemaField, p.ownUse = &event{kind: store.KindQuery}, true, false, false
 			p.seen = true
 		}
 	case p.headers && strings.HasPrefix(s, "# "):
@@ -404,10 +482,13 @@ func (p *slowParser) line(s string, emit func(*event)) error {
 	case isHeader(s):
 		if _, first := serverHeader(s); first && p.seen {
 			p.flush(emit)
-			if !p.flushed {
-				emit(&event{kind: kindReopen, at: p.at})
+			if !flushReopens(p.flushedAt, p.at) && p.reopenAt.IsZero() {
+				// The slow log writes a statement when it ends: the FLUSH
+				// of the logs that wrote this header, if one did, comes
+				// after it. What follows waits for it (p.hold).
+				p.reopenAt = p.at
 			}
-			p.flushed = false
+			p.flushedAt = time.Time{}
 		}
 		return nil
 	case p.cur == nil:
@@ -458,6 +539,7 @@ func (p *slowParser) body(s string) error {
 		switch {
 		case strings.HasPrefix(s, "use ") && strings.HasSuffix(s, ";"):
 			p.db = sqlinfo.Unquote(strings.TrimSuffix(strings.TrimPrefix(s, "use "), ";"))
+			p.ownUse = true
 			return nil
 		case logSet(s):
 			p.prologue = false // the statement follows
@@ -494,19 +576,36 @@ func (p *slowParser) flush(emit func(*event)) {
 		e := p.cur
 		e.at = p.at
 		if !p.schemaField {
-			e.schema = p.db // MySQL: the schema the log last said
+			// MySQL: the schema of the log's last "use", written when
+			// the session's differed from it; without one of its own, a
+			// guess (a session without a schema writes none either).
+			e.schema, e.schemaGuess = p.db, !p.ownUse
 		}
 		if cmd, ok := strings.CutPrefix(sql, "# administrator command: "); ok {
 			// A command that is not a statement: a quit ends its
-			// session; the rest (ping, statistics …) is not replayed.
-			if cmd == "Quit" {
+			// session; a refresh may have reopened the logs; the rest
+			// (ping, statistics …) is not replayed.
+			switch cmd {
+			case "Quit":
 				e.kind = store.KindQuit
-				emit(e)
+				p.emit(e, emit)
+			case "Refresh":
+				if !p.reopenAt.IsZero() && flushReopens(p.reopenAt, e.at) {
+					p.reopenAt = time.Time{}
+					for _, h := range p.held {
+						emit(h)
+					}
+					p.held = nil
+				} else {
+					p.flushedAt = e.at
+				}
 			}
 		} else {
 			e.sql = sql
-			p.flushed = flushesLogs(sql)
-			emit(e)
+			if flushesLogs(sql) && p.reopenAt.IsZero() {
+				p.flushedAt = e.at
+			}
+			p.emit(e, emit)
 		}
 	}
 	p.cur, p.sql, p.headers, p.prologue = nil, p.sql[:0], false, false
@@ -564,9 +663,11 @@ func (p *auditParser) line(s string, emit func(*event)) error {
 		}
 	case "QUERY", "QUERY_DDL", "QUERY_DML", "QUERY_DCL", "QUERY_DML_NO_SELECT":
 		e.kind, e.sql, e.errCode = store.KindQuery, obj, code
-		if p.limit > 0 && written >= p.limit {
+		if p.limit > 0 && written >= p.limit-1 {
 			// Written as long as the server writes any: it may have cut
-			// it (a cut statement can run, and do something else).
+			// it (a cut statement can run, and do something else). One
+			// byte short too: the plugin stops a byte early when the next
+			// escape (\' or \\) does not fit.
 			e.cut = true
 		}
 		if code != 0 && hasPlaceholder(obj) {

@@ -78,6 +78,9 @@ type event struct {
 	cut bool
 	// failedPrepare: a prepare that failed, logged with its ? marks.
 	failedPrepare bool
+	// schemaGuess: schema is not the log's word for this entry but the
+	// last one it wrote for any (MySQL's slow log).
+	schemaGuess bool
 }
 
 // kindReopen is the kind of the event a log's header makes when the server
@@ -110,11 +113,15 @@ type builder struct {
 }
 
 type logSession struct {
-	id      uint64
-	schema  string
-	closed  bool
-	pending *store.Record // a statement waiting for its end (arrival)
-	lastEnd time.Time     // when its last event ended (ended)
+	id     uint64
+	schema string
+	// logSchema is the schema the log last stated for the session (the
+	// audit log's DATABASE, the slow log's Schema): a change of it is a
+	// change the session made by a command the log leaves out.
+	logSchema string
+	closed    bool
+	pending   *store.Record // a statement waiting for its end (arrival)
+	lastEnd   time.Time     // when its last event ended (ended)
 }
 
 // when says what a log's time for a statement is.
@@ -205,7 +212,7 @@ func (b *builder) session(conn uint32, at time.Time, user, schema string) *logSe
 		return s
 	}
 	b.nextID++
-	s = &logSession{id: b.nextID, schema: schema}
+	s = &logSession{id: b.nextID, schema: schema, logSchema: schema}
 	b.sessions[conn] = s
 	b.st.Sessions++
 	b.st.FoundOpen++
@@ -256,7 +263,7 @@ func (b *builder) process(e *event, at time.Time) {
 			return
 		}
 		b.nextID++
-		s := &logSession{id: b.nextID, schema: e.schema, lastEnd: at}
+		s := &logSession{id: b.nextID, schema: e.schema, logSchema: e.schema, lastEnd: at}
 		b.sessions[e.conn] = s
 		b.st.Sessions++
 		b.sink.Record(&store.Record{Session: s.id, Start: at, Kind: store.KindConnect, User: e.user, Schema: e.schema, ConnID: e.conn,
@@ -289,16 +296,18 @@ func (b *builder) process(e *event, at time.Time) {
 		r.Start, r.Duration = s.lastEnd, at.Sub(s.lastEnd)
 	}
 	s.lastEnd = at.Add(e.dur)
-	if e.schema != "" && e.schema != s.schema && e.kind != store.KindInitDB && e.kind != store.KindChangeUser {
-		// The log says the session is in another schema than its last
-		// event left it in: it changed it by a command the log does not
-		// write (the audit and slow logs leave out COM_INIT_DB, which a
-		// client's USE sends). Replay changes it there too.
-		b.sink.Record(&store.Record{Session: s.id, Start: r.Start, Kind: store.KindInitDB, Schema: e.schema, Resp: store.Response{Kind: store.RespOK}})
-		s.schema = e.schema
-	}
-	if e.schema != "" && e.kind != store.KindInitDB {
-		r.Schema = e.schema
+	if told := e.schema != "" && !e.schemaGuess; told && e.kind != store.KindInitDB && e.kind != store.KindChangeUser {
+		if e.schema != s.logSchema && e.schema != s.schema {
+			// The log says the session is in another schema than it last
+			// said: the session changed it by a command the log does not
+			// write (the audit and slow logs leave out COM_INIT_DB, which
+			// a client's USE sends). Replay changes it there too. (A USE
+			// statement the log did not follow leaves its word as it was.)
+			b.sink.Record(&store.Record{Session: s.id, Start: r.Start, Kind: store.KindInitDB, Schema: e.schema, Resp: store.Response{Kind: store.RespOK}})
+			s.schema = e.schema
+		}
+		s.logSchema = e.schema
+		r.Schema = s.schema
 	}
 	switch e.kind {
 	case store.KindQuery:
@@ -397,7 +406,8 @@ type Options struct {
 	Loc *time.Location
 	// AuditQueryLimit is the server's server_audit_query_log_limit (0:
 	// its default, 1024): the audit log cuts a statement at that many
-	// bytes as written, and one that long is not replayed.
+	// bytes as written (a byte fewer when an escape does not fit), and
+	// one that long is not replayed.
 	AuditQueryLimit int
 }
 
@@ -441,6 +451,9 @@ func Read(ctx context.Context, paths []string, f string, o Options, sink capture
 		if err := readFile(ctx, path, p, b, st); err != nil {
 			return st, err
 		}
+	}
+	if e, ok := p.(interface{ end(func(*event)) }); ok {
+		e.end(b.add)
 	}
 	if u, ok := p.(interface{ untimedLeft() int }); ok && u.untimedLeft() > 0 {
 		return st, fmt.Errorf("%s: %d entries and no time in the log: MariaDB writes a time only when the second changes, and these files hold none (a piece cut from a longer log?); give the log from its start, or the file before it too", strings.Join(paths, ", "), u.untimedLeft())

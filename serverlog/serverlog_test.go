@@ -285,7 +285,8 @@ func TestLogTimesNeverGoBackInASession(t *testing.T) {
 // entry in another schema than its session's last changed it by a
 // COM_INIT_DB the log leaves out (a synthetic Init DB, which replay
 // runs); an administrator command Quit ends its session; a header after
-// entries, not after a FLUSH of the logs, ends the sessions open then.
+// entries that no FLUSH of the logs wrote (the slow log writes the FLUSH
+// after the header, when it ended) ends the sessions open then.
 func TestSlowLogAsTheServerWritesIt(t *testing.T) {
 	entry := func(thread, schema, sql string) string {
 		return "# User@Host: root[root] @ localhost [127.0.0.1]\n# Thread_id: " + thread + "  Schema: " + schema + "  QC_hit: No\n" +
@@ -301,10 +302,11 @@ func TestSlowLogAsTheServerWritesIt(t *testing.T) {
 		entry("7", "logt", "SET timestamp=1796629452;\nselect count(*) from t;")+
 		entry("5", "logt", "SET timestamp=1796629452;\n# administrator command: Quit;")+
 		header+
-		"# Time: 261204 20:15:11\n"+
-		entry("8", "logt", "SET timestamp=1796629453;\nFLUSH LOGS;")+
+		"# Time: 261204 20:15:13\n"+
+		entry("8", "logt", "SET timestamp=1796629455;\nSELECT 'after restart';")+
 		header+
-		entry("8", "logt", "SET timestamp=1796629453;\nSELECT 1;"))
+		entry("8", "logt", "SET timestamp=1796629455;\nFLUSH LOGS;")+
+		entry("8", "logt", "SET timestamp=1796629455;\nSELECT 1;"))
 	check(t, out,
 		`1 10.062 connect 16 logt root ""`,
 		`1 10.062 query 0 logt  "INSERT INTO t (v) VALUES ('y')"`,
@@ -317,13 +319,16 @@ func TestSlowLogAsTheServerWritesIt(t *testing.T) {
 		`2 10.687 query 0 logt  "select count(*) from t"`,
 		`1 10.812 quit 0   ""`,
 		`2 10.938 quit 64   ""`,
-		`3 11.250 connect 16 logt root ""`,
-		`3 11.250 query 0 logt  "FLUSH LOGS"`,
-		`3 11.750 query 0 logt  "SELECT 1"`,
-		`3 11.750 quit 64   ""`,
+		`3 13.167 connect 16 logt root ""`,
+		`3 13.167 query 0 logt  "SELECT 'after restart'"`,
+		`3 13.500 query 0 logt  "FLUSH LOGS"`,
+		`3 13.833 query 0 logt  "SELECT 1"`,
+		`3 13.833 quit 64   ""`,
 	)
-	if st.Gaps != 1 || !strings.Contains(st.Samples["gaps"], "1 sessions open then end there") {
-		t.Errorf("gaps %d %q: want the reopen after 20:15:10, not after a FLUSH, and none after FLUSH LOGS", st.Gaps, st.Samples["gaps"])
+	// The slow log writes FLUSH LOGS when it has ended, after the header
+	// it made: that header is no gap.
+	if st.Gaps != 1 || !strings.Contains(st.Samples["gaps"], "after 2026-12-04T20:15:10Z") || !strings.Contains(st.Samples["gaps"], "1 sessions open then end there") {
+		t.Errorf("gaps %d %q: want the reopen after 20:15:10, not after a FLUSH, and none at FLUSH LOGS", st.Gaps, st.Samples["gaps"])
 	}
 }
 
@@ -352,7 +357,9 @@ func TestSlowLogOfMySQLKeepsTheLastUse(t *testing.T) {
 // that connected); EXECUTE s USING … logs the EXECUTE, then the
 // statement it ran with its values (before, both ran: two inserts); a
 // statement line that starts like a row of the table's CSV file is the
-// statement's; the header after FLUSH LOGS loses nothing, the one after
+// statement's, and the next lines of a prepare the log does not replay
+// are not the statement's before it; the header after FLUSH LOGS loses
+// nothing (another session's entry may come between), the one after
 // general_log was off ends the sessions open (their statements while it
 // was off are not in the log); entries before the file's first time take
 // it (before, 1970).
@@ -368,29 +375,35 @@ func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
 		"\t\t     6 Connect\troot@localhost on  using TCP/IP\n"+
 		"\t\t     6 Connect\tAccess denied for user 'root'@'localhost' (using password: YES)\n"+
 		"\t\t     4 Query\tFLUSH LOGS\n"+
+		"\t\t     9 Query\tSELECT 'between'\n"+
 		header+
 		"\t\t     4 Query\tSELECT 'after flush'\n"+
 		"\t\t     4 Query\tSET GLOBAL general_log=0\n"+
 		header+
-		"261204 20:15:11\t     4 Query\tSELECT 'back on'\n")
+		"261204 20:15:11\t     4 Query\tSELECT 'back on'\n"+
+		"\t\t    12 Prepare\tSELECT *\nFROM t\nWHERE id = ?\n")
 	check(t, out,
-		`1 10.056 connect 16   ""`,
-		`1 10.056 query 0   "SELECT 'before the first time'"`,
-		`1 10.167 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
-		`1 10.278 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
-		`1 10.389 query 0   "INSERT INTO t (v) VALUES ('x')"`,
-		`1 10.611 query 0   "FLUSH LOGS"`,
-		`1 10.722 query 0   "SELECT 'after flush'"`,
-		`1 10.833 query 0   "SET GLOBAL general_log=0"`,
-		`1 10.944 quit 64   ""`,
-		`2 11.500 connect 16   ""`,
-		`2 11.500 query 0   "SELECT 'back on'"`,
-		`2 11.500 quit 64   ""`,
+		`1 10.050 connect 16   ""`,
+		`1 10.050 query 0   "SELECT 'before the first time'"`,
+		`1 10.150 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
+		`1 10.250 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
+		`1 10.350 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`2 10.650 connect 16   ""`,
+		`1 10.550 query 0   "FLUSH LOGS"`,
+		`1 10.750 query 0   "SELECT 'after flush'"`,
+		`1 10.850 query 0   "SET GLOBAL general_log=0"`,
+		`1 10.950 quit 64   ""`,
+		`2 10.650 query 0   "SELECT 'between'"`,
+		`2 10.950 quit 64   ""`,
+		`3 11.500 connect 16   ""`,
+		`3 11.500 query 0   "SELECT 'back on'"`,
+		`3 11.500 quit 64   ""`,
 	)
-	// Nine events in 20:15:10 (the refused login and the reopen among
-	// them), one in 20:15:11.
-	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "Access denied") || st.Sessions != 2 {
-		t.Errorf("sessions %d, refused %d %q: want 2 sessions and the refused login counted once", st.Sessions, st.Undecoded, st.Samples["undecoded"])
+	// Ten events in 20:15:10 (the refused login and the reopen among
+	// them), one in 20:15:11: the prepare of connection 12, on three
+	// lines, is no statement of connection 4.
+	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "Access denied") || st.Sessions != 3 {
+		t.Errorf("sessions %d, refused %d %q: want 3 sessions and the refused login counted once", st.Sessions, st.Undecoded, st.Samples["undecoded"])
 	}
 	if st.Gaps != 1 || st.Untimed != 1 {
 		t.Errorf("gaps %d, untimed %d: want 1 reopen (general_log was off) and 1 entry before the first time", st.Gaps, st.Untimed)
@@ -409,7 +422,8 @@ func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
 // escapes; a password the plugin masked leaves no statement to run; a
 // schema changed by COM_INIT_DB (which the plugin does not write) shows
 // in the next event's DATABASE (before, the session stayed where it
-// was).
+// was), and a USE the plugin did not follow (a comment before it) leaves
+// its DATABASE behind: no change back.
 func TestAuditLogAsTheServerWritesIt(t *testing.T) {
 	long := `SELECT \'` + strings.Repeat("x", 1024-9)
 	out, st := read(t, Audit, `20261204 20:15:10,vm,root,localhost,5,0,CONNECT,logt,,0
@@ -421,6 +435,8 @@ func TestAuditLogAsTheServerWritesIt(t *testing.T) {
 20261204 20:15:10,vm,bob,localhost,5,0,CHANGEUSER,logt,,0
 20261204 20:15:11,vm,bob,localhost,5,0,CHANGEUSER,logt,,1045
 20261204 20:15:11,vm,bob,localhost,5,42,QUERY,mysql,'select 2',0
+20261204 20:15:11,vm,bob,localhost,5,43,QUERY,mysql,'/* app */ USE logt',0
+20261204 20:15:11,vm,bob,localhost,5,44,QUERY,mysql,'select 3',0
 20261204 20:15:11,vm,bob,localhost,5,0,DISCONNECT,mysql,,0
 `)
 	check(t, out,
@@ -433,7 +449,9 @@ func TestAuditLogAsTheServerWritesIt(t *testing.T) {
 		`1 10.786 change-user 0 logt bob ""`,
 		`1 10.929 init-db 0 mysql  ""`,
 		`1 10.929 query 0 mysql  "select 2"`,
-		`1 11.833 quit 0   ""`,
+		`1 11.300 query 0 mysql  "/* app */ USE logt"`,
+		`1 11.500 query 0 logt  "select 3"`,
+		`1 11.900 quit 0   ""`,
 	)
 	if st.FailedPrepares != 1 || st.Truncated != 1 || st.Undecoded != 1 {
 		t.Errorf("failed prepares %d, truncated %d, refused %d: want 1 each (%v)", st.FailedPrepares, st.Truncated, st.Undecoded, st.Samples)

@@ -407,8 +407,12 @@ func (fl *follower) skip(f *replay.Feed, rec *store.Record) bool {
 		return false
 	}
 	step := tx.Apply(info, f.CapturedError(rec))
-	if info.Set || info.Use {
-		return false // session state (SET autocommit=1 left out would leave the session's work uncommitted)
+	if info.Set || info.Use || info.UserVarAssign {
+		// Session state: SET autocommit=1 left out would leave the
+		// session's work uncommitted; a variable a SELECT … INTO left out
+		// did not assign would hold its old value when a statement after
+		// the lag reads it (the scan took it as assigned as captured).
+		return false
 	}
 	writes := info.Class == sqlinfo.ClassWrite || info.TableDDL || info.WritesUnknown
 	drop := fl.opt.readOnly && writes

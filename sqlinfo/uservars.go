@@ -25,23 +25,30 @@ type VarAssign struct {
 	// captured value; run anywhere else (a SET replayed when a session
 	// joins a capture, long after it ran), another.
 	Moving bool
+	// Keeps: the variable keeps its value when the statement assigns it
+	// nothing (SELECT … INTO that finds no row): the old value may stay.
+	Keeps bool
 }
 
 // UserVarFlow reads how sql moves values through user variables: the
 // ones it assigns, in order (SET @a = …, @b = …; SELECT … INTO @a, @b;
 // @a := …), and the ones it reads besides. A SET's assignments are read
-// one by one; any other statement's assignments take their value from the
-// whole statement. It returns nothing for a text that names no user
-// variable, or that cannot be lexed.
-func UserVarFlow(sql string) (assigns []VarAssign, reads []string) {
+// one by one (a := inside one's value assigns with it); any other
+// statement's assignments take their value from the whole statement. The
+// definition of a routine, trigger or event runs nothing: it has none.
+// ok is false for a text that names a user variable and cannot be lexed.
+func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 	if strings.IndexByte(sql, '@') < 0 {
-		return nil, nil
+		return nil, nil, true
 	}
 	toks, err := Lex(sql)
 	if err != nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	for _, st := range Statements(sql, toks) {
+		if defines(sql, st) {
+			return assigns, reads, true // its body is the rest of the text
+		}
 		if as, ok := setAssignments(sql, st); ok {
 			for _, a := range as {
 				if !strings.HasPrefix(a.Name, "@") || strings.HasPrefix(a.Name, "@@") {
@@ -49,33 +56,59 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string) {
 				}
 				vt, err := Lex(a.Value)
 				if err != nil {
-					return nil, nil
+					return nil, nil, false
 				}
 				va := VarAssign{Name: strings.ToLower(a.Name[1:])}
-				va.Reads, va.Chosen, va.Moving = valueFlow(a.Value, vt, nil)
+				var inner []string
+				va.Reads, va.Chosen, va.Moving, inner = valueFlow(a.Value, vt, nil)
+				for _, n := range inner {
+					assigns = append(assigns, VarAssign{Name: n, Reads: va.Reads, Chosen: va.Chosen, Moving: va.Moving})
+				}
 				assigns = append(assigns, va)
 			}
 			continue
 		}
 		var names []string
+		into := false
 		for i, t := range st {
 			if t.Kind != TokVariable || strings.HasPrefix(t.Text(sql), "@@") {
 				continue
 			}
-			if i+1 < len(st) && st[i+1].IsPunct(sql, ":=") || intoList(sql, st, i) {
+			switch {
+			case i+1 < len(st) && st[i+1].IsPunct(sql, ":="):
+				names = append(names, userVarName(sql, t))
+			case intoList(sql, st, i):
+				names, into = append(names, userVarName(sql, t)), true
+			case st[0].Is(sql, "SET") && i+1 < len(st) && st[i+1].IsPunct(sql, "=") && (i == 1 || st[i-1].IsPunct(sql, ",")):
+				// A SET the assignment reader leaves (SET GLOBAL x = 1,
+				// @a = 2): replay does not run it either.
 				names = append(names, userVarName(sql, t))
 			}
 		}
-		vr, chosen, moving := valueFlow(sql, st, names)
+		vr, chosen, moving, _ := valueFlow(sql, st, names)
 		if len(names) == 0 {
 			reads = append(reads, vr...)
 			continue
 		}
 		for _, n := range names {
-			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Moving: moving})
+			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Moving: moving, Keeps: into})
 		}
 	}
-	return assigns, reads
+	return assigns, reads, true
+}
+
+// defines reports whether st begins the definition of a stored routine,
+// trigger or event (CREATE [OR REPLACE] [DEFINER = …] PROCEDURE …).
+func defines(sql string, st []Token) bool {
+	if len(st) < 2 || !st[0].Is(sql, "CREATE") {
+		return false
+	}
+	for _, t := range st[1:min(len(st), 12)] {
+		if t.Is(sql, "PROCEDURE") || t.Is(sql, "FUNCTION") || t.Is(sql, "TRIGGER") || t.Is(sql, "EVENT") {
+			return true
+		}
+	}
+	return false
 }
 
 // userVarName is a user variable token's name, lower-cased, without @.
@@ -110,9 +143,9 @@ var movingVars = map[string]bool{
 }
 
 // valueFlow reads the value tokens toks of sql: the user variables it
-// reads (but the ones named in assigned), and whether it holds a chosen
-// or a moving value (VarAssign).
-func valueFlow(sql string, toks []Token, assigned []string) (reads []string, chosen, moving bool) {
+// reads (but the ones named in assigned), whether it holds a chosen or a
+// moving value (VarAssign), and the variables a := inside it assigns.
+func valueFlow(sql string, toks []Token, assigned []string) (reads []string, chosen, moving bool, inner []string) {
 	for i, t := range toks {
 		switch {
 		case t.Kind == TokVariable:
@@ -126,8 +159,14 @@ func valueFlow(sql string, toks []Token, assigned []string) (reads []string, cho
 				continue
 			}
 			name := userVarName(sql, t)
-			if i+1 < len(toks) && toks[i+1].IsPunct(sql, ":=") || slices.Contains(assigned, name) && intoList(sql, toks, i) {
+			switch {
+			case i+1 < len(toks) && toks[i+1].IsPunct(sql, ":="):
+				if !slices.Contains(assigned, name) {
+					inner = append(inner, name)
+				}
 				continue // assigned here, not read
+			case slices.Contains(assigned, name) && (intoList(sql, toks, i) || i+1 < len(toks) && toks[i+1].IsPunct(sql, "=")):
+				continue
 			}
 			reads = append(reads, name)
 		case t.Kind == TokIdent && i+1 < len(toks) && toks[i+1].IsPunct(sql, "(") && !tableAt(sql, toks, i):
@@ -143,5 +182,5 @@ func valueFlow(sql string, toks []Token, assigned []string) (reads []string, cho
 			moving = true
 		}
 	}
-	return reads, chosen, moving
+	return reads, chosen, moving, inner
 }

@@ -11,20 +11,26 @@ func TestUserVarFlow(t *testing.T) {
 		assigns, read string
 	}{
 		{"SELECT c FROM t WHERE id = 1", "[]", "[]"},
-		{"SET @u = UUID()", "[{u [] true true}]", "[]"},
-		{"SET @Old_Mode = @@SQL_MODE, sql_mode = 'ANSI'", "[{old_mode [] false false}]", "[]"},
-		{"SET @a = 1, @`B c` = @a + @x", "[{a [] false false} {b c [a x] false false}]", "[]"},
-		{"SET @t = NOW(6), @r = RAND(7), @s = RAND()", "[{t [] false true} {r [] false true} {s [] true true}]", "[]"},
-		{"SET @id = LAST_INSERT_ID(), @n = (SELECT MAX(id) FROM t), @k = 2 * 3", "[{id [] false true} {n [] false true} {k [] false false}]", "[]"},
-		{"SET @i = @@session.identity, @c = CURRENT_TIMESTAMP, @who = CURRENT_USER", "[{i [] false true} {c [] false true} {who [] true false}]", "[]"},
-		{"SET @q = NEXT VALUE FOR s, @p = NEXTVAL(s)", "[{q [] false true} {p [] false true}]", "[]"},
+		{"SET @u = UUID()", "[{u [] true true false}]", "[]"},
+		{"SET @Old_Mode = @@SQL_MODE, sql_mode = 'ANSI'", "[{old_mode [] false false false}]", "[]"},
+		{"SET @a = 1, @`B c` = @a + @x", "[{a [] false false false} {b c [a x] false false false}]", "[]"},
+		{"SET @t = NOW(6), @r = RAND(7), @s = RAND()", "[{t [] false true false} {r [] false true false} {s [] true true false}]", "[]"},
+		{"SET @id = LAST_INSERT_ID(), @n = (SELECT MAX(id) FROM t), @k = 2 * 3", "[{id [] false true false} {n [] false true false} {k [] false false false}]", "[]"},
+		{"SET @i = @@session.identity, @c = CURRENT_TIMESTAMP, @who = CURRENT_USER", "[{i [] false true false} {c [] false true false} {who [] true false false}]", "[]"},
+		{"SET @q = NEXT VALUE FOR s, @p = NEXTVAL(s)", "[{q [] false true false} {p [] false true false}]", "[]"},
 		{"INSERT INTO t VALUES (1, @u, @V)", "[]", "[u v]"},
-		{"SELECT UUID(), c INTO @a, @b FROM t WHERE id = @k", "[{a [k] true true} {b [k] true true}]", "[]"},
-		{"SELECT @n := @n + 1 FROM t", "[{n [n] false true}]", "[]"},
+		{"SELECT UUID(), c INTO @a, @b FROM t WHERE id = @k", "[{a [k] true true true} {b [k] true true true}]", "[]"},
+		{"SELECT @n := @n + 1 FROM t", "[{n [n] false true false}]", "[]"},
 		{"SELECT 'a@b' FROM t", "[]", "[]"},
-		{"SET @x = 1; INSERT INTO t VALUES (@x)", "[{x [] false false}]", "[x]"},
+		{"SET @x = 1; INSERT INTO t VALUES (@x)", "[{x [] false false false}]", "[x]"},
+		{"SET @a = (@b := UUID())", "[{b [] true true false} {a [] true true false}]", "[]"},
+		{"SET GLOBAL max_connections = 10, @g = 2", "[{g [] false false false}]", "[]"},
+		{"CREATE DEFINER = app PROCEDURE p() BEGIN SELECT 1 INTO @u; SET @v = 'x'; END", "[]", "[]"},
 	} {
-		as, rs := UserVarFlow(c.sql)
+		as, rs, ok := UserVarFlow(c.sql)
+		if !ok {
+			t.Errorf("%q: not read", c.sql)
+		}
 		if got := fmt.Sprint(as); got != c.assigns {
 			t.Errorf("%q assigns %s, want %s", c.sql, got, c.assigns)
 		}
@@ -32,4 +38,11 @@ func TestUserVarFlow(t *testing.T) {
 			t.Errorf("%q reads %s, want %s", c.sql, got, c.read)
 		}
 	}
+}
+
+func TestUserVarFlowUnreadable(t *testing.T) {
+	if _, _, ok := UserVarFlow("SET @doc = '{\"cut short"); !ok {
+		return
+	}
+	t.Error("a text cut inside a string: read, want not read")
 }

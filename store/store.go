@@ -345,11 +345,12 @@ type SourceStats struct {
 	StrayPackets uint64 `json:"stray_packets,omitempty"`
 	// Server logs: Untimed entries came before the log's first time (a
 	// file cut from a longer log) and were given it; TimeBack entries
-	// were stamped more than a second before the one before them (a
-	// change of clock, files out of order) and taken as of the later
-	// time; Truncated statements were as long as the log writes any (the
-	// audit log's limit) and are not replayed; FailedPrepares are
-	// prepares the audit log wrote because they failed (not replayed).
+	// of a whole-second log were stamped more than a second before the
+	// one before them (a change of clock, files out of order) and taken
+	// as of the later time; Truncated statements were as long as the
+	// log writes any (the audit log's limit) and are not replayed;
+	// FailedPrepares are prepares the audit log wrote because they
+	// failed (not replayed).
 	// Gaps, for a log, count the times it was opened again without a
 	// FLUSH of the logs before (a restart, or logging off for a while).
 	Untimed        uint64 `json:"untimed,omitempty"`
