@@ -89,15 +89,22 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, d.Nondeterministic)
 	}
 	// The targets did choose their own: the rows are not the same.
+	differentUUIDs(t, "copied", dba, dbb)
+}
+
+// differentUUIDs checks that table's row 1 holds a UUID of each target's
+// own on a and b.
+func differentUUIDs(t *testing.T, table string, a, b *sql.DB) {
+	t.Helper()
 	var ua, ub string
-	if err := dba.QueryRow("SELECT u FROM copied WHERE id = 1").Scan(&ua); err != nil {
+	if err := a.QueryRow("SELECT u FROM " + table + " WHERE id = 1").Scan(&ua); err != nil {
 		t.Fatal(err)
 	}
-	if err := dbb.QueryRow("SELECT u FROM copied WHERE id = 1").Scan(&ub); err != nil {
+	if err := b.QueryRow("SELECT u FROM " + table + " WHERE id = 1").Scan(&ub); err != nil {
 		t.Fatal(err)
 	}
 	if ua == ub || len(ua) != 36 {
-		t.Errorf("copied rows %q and %q: want two different UUIDs", ua, ub)
+		t.Errorf("%s rows %q and %q: want two different UUIDs", table, ua, ub)
 	}
 }
 
@@ -211,16 +218,8 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 	}
 	// The targets did choose their own, and the joined SET took the
 	// join's time.
-	var ua, ub, sa string
-	if err := dba.QueryRow("SELECT u FROM copied2 WHERE id = 1").Scan(&ua); err != nil {
-		t.Fatal(err)
-	}
-	if err := dbb.QueryRow("SELECT u FROM copied2 WHERE id = 1").Scan(&ub); err != nil {
-		t.Fatal(err)
-	}
-	if ua == ub || len(ua) != 36 {
-		t.Errorf("copied2 rows %q and %q: want two different UUIDs", ua, ub)
-	}
+	differentUUIDs(t, "copied2", dba, dbb)
+	var sa string
 	if err := dba.QueryRow("SELECT u FROM stamped WHERE id = 1").Scan(&sa); err != nil {
 		t.Fatal(err)
 	}

@@ -45,10 +45,8 @@ type generalParser struct {
 	at      time.Time
 	pending *event
 	tsv     bool // the table form, exported by mariadb -B (a header line first)
-	// untimed: entries read before the log's first time (a file cut from
-	// a longer one starts with entries MariaDB wrote without one): they
-	// take that first time.
-	untimed []*event
+	// untimed: entries read before the log's first time, which take it.
+	untimed untimed
 	// seen: an entry was read; a server header after it is a reopen.
 	seen bool
 	// flushedAt: when the last FLUSH of the logs (or Refresh) was
@@ -266,19 +264,32 @@ func (p *generalParser) flush(emit func(*event)) {
 // emit passes e on, once the log has said what time it is: entries before
 // its first time wait for it, and take it.
 func (p *generalParser) emit(e *event, emit func(*event)) {
-	if p.at.IsZero() {
-		p.untimed = append(p.untimed, e)
+	if !p.untimed.pass(e, p.at, emit) {
 		return
 	}
-	for _, u := range p.untimed {
-		u.at, u.untimed = p.at, true
-		emit(u)
-	}
-	p.untimed = nil
 	if e.at.IsZero() {
 		e.at, e.untimed = p.at, true
 	}
 	emit(e)
+}
+
+// untimed holds the entries read before a log's first time (a file cut
+// from a longer one starts with entries MariaDB wrote without one).
+type untimed []*event
+
+// pass holds e while no time is known (at zero) and reports false; once
+// one is, it passes on what waited, stamped with it, and reports true.
+func (u *untimed) pass(e *event, at time.Time, emit func(*event)) bool {
+	if at.IsZero() {
+		*u = append(*u, e)
+		return false
+	}
+	for _, w := range *u {
+		w.at, w.untimed = at, true
+		emit(w)
+	}
+	*u = nil
+	return true
 }
 
 // newFile is called before each file after the first: the next file of
@@ -402,7 +413,7 @@ type slowParser struct {
 	// server restarted, or logging was off: a reopen event first).
 	reopenAt time.Time
 	held     []*event
-	untimed  []*event // entries before the log's first time
+	untimed  untimed // entries before the log's first time
 }
 
 // untimedLeft counts the entries still waiting for a time at the end.
@@ -415,15 +426,9 @@ const maxHeld = 4096
 // from a longer one: it takes that time), or after a header whose cause
 // is not known yet (reopenAt).
 func (p *slowParser) emit(e *event, emit func(*event)) {
-	if e.at.IsZero() {
-		p.untimed = append(p.untimed, e)
+	if !p.untimed.pass(e, e.at, emit) {
 		return
 	}
-	for _, u := range p.untimed {
-		u.at, u.untimed = e.at, true
-		emit(u)
-	}
-	p.untimed = nil
 	if p.reopenAt.IsZero() {
 		emit(e)
 		return
