@@ -29,13 +29,7 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 			"CREATE TABLE user (id INT PRIMARY KEY, u VARCHAR(40))")
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	// rows is a captured result of one VARCHAR row holding v, with the
-	// checksums the proxy's --capture-results checksum gives it.
-	rows := func(v string) store.Response {
-		var s wire.RowSums
-		s.AddRow(append([]byte{byte(len(v))}, v...))
-		return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
-	}
+	rows := oneRow
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
 	n := 0
 	q := func(sql string, resp store.Response) store.Record {
@@ -129,11 +123,7 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 		}
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	rows := func(v string) store.Response {
-		var s wire.RowSums
-		s.AddRow(append([]byte{byte(len(v))}, v...))
-		return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
-	}
+	rows := oneRow
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
 	set := store.Response{Kind: store.RespOK}
 	n := 0
@@ -226,4 +216,12 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 	if !strings.HasPrefix(sa, "2026-01-02 03:04:05") {
 		t.Errorf("stamped row %q: want the join's time, 2026-01-02 03:04:05", sa)
 	}
+}
+
+// oneRow is a captured result of one VARCHAR row holding v, with the
+// checksums the proxy's --capture-results checksum gives it.
+func oneRow(v string) store.Response {
+	var s wire.RowSums
+	s.AddRow(append([]byte{byte(len(v))}, v...))
+	return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
 }
