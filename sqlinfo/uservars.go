@@ -17,14 +17,6 @@ type VarAssign struct {
 	// anew, beyond what replay sets (Info.ChosenValues): UUID(), RAND()
 	// without a seed, SYSDATE() …
 	Chosen bool
-	// Moving: its value depends on when it runs or on what ran before it
-	// on the connection: a time (NOW() …: replay gives a statement its
-	// captured time), LAST_INSERT_ID(), ROW_COUNT(), FOUND_ROWS(), a
-	// sequence, the session's @@identity or @@timestamp, or a table read
-	// (a subquery, SELECT … INTO). Run again where it ran, it gives the
-	// captured value; run anywhere else (a SET replayed when a session
-	// joins a capture, long after it ran), another.
-	Moving bool
 	// Keeps: the variable keeps its value when the statement assigns it
 	// nothing (SELECT … INTO that finds no row): the old value may stay.
 	Keeps bool
@@ -60,9 +52,9 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 				}
 				va := VarAssign{Name: strings.ToLower(a.Name[1:])}
 				var inner []string
-				va.Reads, va.Chosen, va.Moving, inner = valueFlow(a.Value, vt, nil)
+				va.Reads, va.Chosen, inner = valueFlow(a.Value, vt, nil)
 				for _, n := range inner {
-					assigns = append(assigns, VarAssign{Name: n, Reads: va.Reads, Chosen: va.Chosen, Moving: va.Moving})
+					assigns = append(assigns, VarAssign{Name: n, Reads: va.Reads, Chosen: va.Chosen})
 				}
 				assigns = append(assigns, va)
 			}
@@ -85,13 +77,13 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 				names = append(names, userVarName(sql, t))
 			}
 		}
-		vr, chosen, moving, _ := valueFlow(sql, st, names)
+		vr, chosen, _ := valueFlow(sql, st, names)
 		if len(names) == 0 {
 			reads = append(reads, vr...)
 			continue
 		}
 		for _, n := range names {
-			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Moving: moving, Keeps: into})
+			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Keeps: into})
 		}
 	}
 	return assigns, reads, true
@@ -135,28 +127,15 @@ func intoList(sql string, st []Token, i int) bool {
 	return false
 }
 
-// movingVars are the session variables whose value is the connection's
-// recent past or its clock (VarAssign.Moving).
-var movingVars = map[string]bool{
-	"identity": true, "last_insert_id": true, "insert_id": true, "timestamp": true,
-	"warning_count": true, "error_count": true, "rand_seed1": true, "rand_seed2": true,
-}
-
 // valueFlow reads the value tokens toks of sql: the user variables it
-// reads (but the ones named in assigned), whether it holds a chosen or a
-// moving value (VarAssign), and the variables a := inside it assigns.
-func valueFlow(sql string, toks []Token, assigned []string) (reads []string, chosen, moving bool, inner []string) {
+// reads (but the ones named in assigned), whether it holds a chosen value
+// (VarAssign), and the variables a := inside it assigns.
+func valueFlow(sql string, toks []Token, assigned []string) (reads []string, chosen bool, inner []string) {
 	for i, t := range toks {
 		switch {
 		case t.Kind == TokVariable:
-			v := t.Text(sql)
-			if n, ok := strings.CutPrefix(v, "@@"); ok {
-				n = strings.ToLower(n)
-				if k := strings.LastIndexByte(n, '.'); k >= 0 {
-					n = n[k+1:]
-				}
-				moving = moving || movingVars[n]
-				continue
+			if strings.HasPrefix(t.Text(sql), "@@") {
+				continue // a session variable
 			}
 			name := userVarName(sql, t)
 			switch {
@@ -174,13 +153,9 @@ func valueFlow(sql string, toks []Token, assigned []string) (reads []string, cho
 			if chosenFuncs[name] && (name != "rand" || i+2 < len(toks) && toks[i+2].IsPunct(sql, ")")) {
 				chosen = true
 			}
-			moving = moving || nondeterministicFuncs[name] || name == "nextval" || name == "lastval" || name == "setval"
 		case t.Is(sql, "CURRENT_USER") || t.Is(sql, "CURRENT_ROLE"):
 			chosen = true
-		case t.Is(sql, "FROM") || t.Is(sql, "CURRENT_TIMESTAMP") || t.Is(sql, "CURRENT_DATE") ||
-			t.Is(sql, "CURRENT_TIME") || t.Is(sql, "LOCALTIME") || t.Is(sql, "LOCALTIMESTAMP") || t.Is(sql, "NEXT") && i+1 < len(toks) && toks[i+1].Is(sql, "VALUE"):
-			moving = true
 		}
 	}
-	return reads, chosen, moving, inner
+	return reads, chosen, inner
 }
