@@ -96,6 +96,9 @@ type conn struct {
 	// srvCont: the server's last frame in an answer had MaxPayload bytes,
 	// so the next continues its packet.
 	srvCont bool
+	// answersGone: the commands being read were acknowledged by the
+	// server before the capture wrote them (see data).
+	answersGone bool
 	// srcs are the sources its packets came from (Decoder.src; bit 63:
 	// the 64th and later).
 	srcs uint64
@@ -227,6 +230,13 @@ func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
 		peer.ack(sg.ack)
 	}
 	if len(sg.payload) > 0 || sg.missing > 0 {
+		if dir == fromServer && peer.heldAcked() {
+			// The server answers after it received client bytes held
+			// behind a hole: the client sent them before the answer to
+			// what the hole holds (it pipelines), so the answers to come
+			// are not known to be those of the commands read next.
+			c.pipelines = true
+		}
 		// The peer answers: what it acknowledged and the capture missed
 		// is lost for good.
 		peer.settle(at, dirOut{c, 1 - dir})
@@ -303,7 +313,9 @@ func (c *conn) lost(dir int, at time.Time, n uint32) {
 		c.fr[fromServer].reset(false)
 		return
 	}
-	c.abandon(at, false)
+	// A client that pipelines may have sent its next command already: the
+	// rest of the answer lost is not that command's (as in clientLost).
+	c.abandon(at, c.pipelines)
 }
 
 // clientLost follows bytes lost from the client: what it sent there is
@@ -315,6 +327,11 @@ func (c *conn) clientLost(at time.Time) {
 	// come after those of the commands read: the answer after its next
 	// command read is not known to be that command's.
 	c.abandon(at, c.pipelines)
+	if c.st == stLongCommand {
+		// A long command queued was handed on as the answer ended: its
+		// next frames are what the client lost.
+		c.endCommand(at, true)
+	}
 	if c.joined {
 		c.lostRecord(at)
 	} else if !c.lostStands {
@@ -336,7 +353,9 @@ func (c *conn) abandon(at time.Time, unpair bool) {
 	}
 	c.fr[fromServer].reset(false)
 	c.endCommand(at, true)
-	if c.st != stIgnored {
+	if c.st != stIgnored && c.st != stLongCommand {
+		// stLongCommand: a long command queued was handed on as the answer
+		// ended, and its next frames are still to come.
 		c.st = stCommand
 	}
 }
@@ -388,7 +407,15 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			return
 		}
 		f.reset(true)
-		if !c.unpaired {
+		if h := &c.half[fromClient]; h.ackSeen && !after(h.next+uint32(len(b)), h.acked) {
+			// The server had acknowledged these commands before the
+			// capture wrote them (a packet written after its
+			// acknowledgement): their answers may have come already,
+			// unread. They are recorded with their answers lost, and the
+			// server's stream is found again at the next command.
+			c.answersGone = true
+			defer func() { c.answersGone = false }()
+		} else if !c.unpaired {
 			c.fr[fromServer].reset(true) // the server's next bytes answer this command
 		}
 	}
@@ -591,9 +618,9 @@ func (c *conn) misnumbered(at time.Time, seq byte) {
 func (c *conn) run(at time.Time, p []byte, truncated bool) {
 	switch c.cs.Command(p, truncated, at) {
 	case capture.Read:
-		if c.unpaired {
-			// Its answer comes behind answers that were not read: which
-			// bytes are its cannot be told.
+		if c.unpaired || c.answersGone {
+			// Its answer comes behind answers that were not read, or came
+			// before it was read: which bytes are its cannot be told.
 			c.cs.EndLost(at)
 			c.afterEnd(at)
 			return
@@ -657,7 +684,7 @@ func (c *conn) fromServer(at time.Time, seq byte, p []byte) {
 				why += ": " + err.Error()
 			}
 			c.d.sample("answers_lost", fmt.Sprintf("session %d: %s", c.id, why))
-			c.abandon(at, false) // counted by Record
+			c.abandon(at, c.pipelines) // counted by Record
 		}
 	case stCommand:
 		if c.cs != nil && !c.cs.Stray(p) {

@@ -36,9 +36,10 @@ type pipeline struct {
 
 // queued is a command waiting for the answers before it.
 type queued struct {
-	p    []byte // its bytes (of a long command, at most cmdLimit)
-	n    int    // its length: more than len(p) when cut
-	more bool   // a long command whose next frames have not come yet
+	p    []byte    // its bytes (of a long command, at most cmdLimit)
+	n    int       // its length: more than len(p) when cut
+	more bool      // a long command whose next frames have not come yet
+	at   time.Time // when it was captured
 }
 
 func (q *queued) cost() int { return len(q.p) + queuedCost }
@@ -57,7 +58,7 @@ func (c *conn) enqueue(at time.Time, p []byte) {
 		c.command(at, 0, p) // recorded with its answer lost
 		return
 	}
-	c.queue = append(c.queue, queued{p: append([]byte(nil), p[:keep]...), n: len(p), more: len(p) == wire.MaxPayload})
+	c.queue = append(c.queue, queued{p: append([]byte(nil), p[:keep]...), n: len(p), more: len(p) == wire.MaxPayload, at: at})
 	c.queueN += keep + queuedCost
 }
 
@@ -73,8 +74,10 @@ func (c *conn) queueFrame(p []byte) {
 
 // feedQueued hands the session the commands queued once the answer before
 // them has ended, at at (when the server could begin them: a proxy, which
-// relays one command at a time, stamps them so too), until one waits for
-// its answer.
+// relays one command at a time, stamps them so too) or when the command
+// was captured if later (the answer's end can be stamped before it: a
+// segment held behind a hole keeps its own time), until one waits for its
+// answer.
 func (c *conn) feedQueued(at time.Time) {
 	if c.feeding {
 		return // a command fed ended at once: the loop below goes on
@@ -87,12 +90,16 @@ func (c *conn) feedQueued(at time.Time) {
 		c.queue = c.queue[1:]
 		c.queueN -= q.cost()
 		c.read, c.lostStands = true, false
+		start := at
+		if q.at.After(start) {
+			start = q.at
+		}
 		if q.more {
 			// Its next frames are still to come (none is queued after it).
-			c.cmd, c.cmdLen, c.cmdStart, c.st = q.p, q.n, at, stLongCommand
+			c.cmd, c.cmdLen, c.cmdStart, c.st = q.p, q.n, start, stLongCommand
 			break
 		}
-		c.run(at, q.p, q.n > len(q.p))
+		c.run(start, q.p, q.n > len(q.p))
 	}
 	if len(c.queue) == 0 {
 		c.queue, c.queueN = nil, 0

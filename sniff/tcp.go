@@ -165,13 +165,27 @@ func (h *half) settle(at time.Time, o out) {
 		if after(h.pend[0].seq, h.acked) {
 			return
 		}
-		h.skip(at, o)
+		// What the hole held was sent before the segment held after it.
+		h.skip(earliest(at, h.pend[0].at), o)
 	}
 	if after(h.acked, h.next) {
 		h.fromAck = false
 		o.lost(at, h.acked-h.next)
 		h.next = h.acked
 	}
+}
+
+// heldAcked reports whether a segment held behind a hole was acknowledged
+// by the peer.
+func (h *half) heldAcked() bool {
+	return h.started && h.ackSeen && !h.fin && len(h.pend) > 0 && !after(h.pend[0].seq, h.acked)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // finish declares lost every hole left at the capture's end.
