@@ -47,6 +47,9 @@ type generalParser struct {
 	tsv     bool // the table form, exported by mariadb -B (a header line first)
 	// untimed: entries read before the log's first time, which take it.
 	untimed untimed
+	// execs are SQL EXECUTEs held for the statement each ran, which the
+	// log writes as its connection's next entry.
+	execs []*event
 	// seen: an entry was read; a server header after it is a reopen.
 	seen bool
 	// flushedAt: when the last FLUSH of the logs (or Refresh) was
@@ -150,7 +153,7 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 // restart ended them; and what one did while logging was off is not in
 // the log), and one that goes on after it is a session found open.
 func (p *generalParser) reopen(emit func(*event)) {
-	p.flush(emit)
+	p.flushAll(emit)
 	if !flushReopens(p.flushedAt, p.at) {
 		p.emit(&event{kind: kindReopen, at: p.at}, emit)
 	}
@@ -182,6 +185,17 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		return fmt.Errorf("connection id %q", id)
 	}
 	p.seen = true
+	if i := slices.IndexFunc(p.execs, func(h *event) bool { return h.conn == uint32(conn) }); i >= 0 {
+		h := p.execs[i]
+		p.execs = slices.Delete(p.execs, i, i+1)
+		if command != "Execute" {
+			// No statement followed it (it failed): replayed as logged.
+			p.flush(emit)
+			p.emit(h, emit)
+		}
+		// Else the statement it ran follows, with its values: replayed
+		// once, as it ran.
+	}
 	prev := p.pending
 	if prev != nil && prev.conn != uint32(conn) {
 		prev = nil
@@ -206,14 +220,17 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.kind = store.KindConnect
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
-		if prev != nil && prev.kind == store.KindQuery && isSQLExecute(prev.sql) {
-			// EXECUTE s USING …, then the statement it ran with its
-			// values: the statement is replayed once, as it ran.
-			p.pending = nil
-		}
 		e.kind, e.sql = store.KindQuery, arg
 	case "Query":
 		e.kind, e.sql = store.KindQuery, arg
+		if isSQLExecute(arg) {
+			// EXECUTE s USING …: the log writes the statement it ran
+			// next, with its values, as its connection's next entry
+			// (other connections' may come between). Held until then.
+			p.flush(emit)
+			p.execs = append(p.execs, e)
+			return nil
+		}
 	case "Init DB":
 		e.kind, e.schema = store.KindInitDB, arg
 	case "Change user":
@@ -261,6 +278,16 @@ func (p *generalParser) flush(emit func(*event)) {
 	}
 }
 
+// flushAll ends what is pending and what is held: the log ends, or was
+// closed (the statement an EXECUTE ran is not coming).
+func (p *generalParser) flushAll(emit func(*event)) {
+	p.flush(emit)
+	for _, h := range p.execs {
+		p.emit(h, emit)
+	}
+	p.execs = nil
+}
+
 // emit passes e on, once the log has said what time it is: entries before
 // its first time wait for it, and take it.
 func (p *generalParser) emit(e *event, emit func(*event)) {
@@ -295,6 +322,9 @@ func (u *untimed) pass(e *event, at time.Time, emit func(*event)) bool {
 // newFile is called before each file after the first: the next file of
 // the same log goes on from where the last one ended, but for its form.
 func (p *generalParser) newFile() { p.tsv = false }
+
+// end emits what is still held at the end of the log.
+func (p *generalParser) end(emit func(*event)) { p.flushAll(emit) }
 
 // untimedLeft counts the entries still waiting for a time at the end.
 func (p *generalParser) untimedLeft() int { return len(p.untimed) }

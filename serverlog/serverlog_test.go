@@ -371,7 +371,9 @@ func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
 		"\t\t     4 Query\tPREPARE s FROM 'INSERT INTO t (v) VALUES (?)'\n"+
 		"\t\t     4 Prepare\tINSERT INTO t (v) VALUES (?)\n"+
 		"\t\t     4 Query\tEXECUTE s USING @a\n"+
+		"\t\t     8 Query\tEXECUTE s USING @b\n"+ // fails: no statement follows
 		"\t\t     4 Execute\tINSERT INTO t (v) VALUES ('x')\n"+
+		"\t\t     8 Query\tSELECT 'after the failed execute'\n"+
 		"\t\t     6 Connect\troot@localhost on  using TCP/IP\n"+
 		"\t\t     6 Connect\tAccess denied for user 'root'@'localhost' (using password: YES)\n"+
 		"\t\t     4 Query\tFLUSH LOGS\n"+
@@ -383,27 +385,33 @@ func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
 		"261204 20:15:11\t     4 Query\tSELECT 'back on'\n"+
 		"\t\t    12 Prepare\tSELECT *\nFROM t\nWHERE id = ?\n")
 	check(t, out,
-		`1 10.050 connect 16   ""`,
-		`1 10.050 query 0   "SELECT 'before the first time'"`,
-		`1 10.150 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
-		`1 10.250 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
-		`1 10.350 query 0   "INSERT INTO t (v) VALUES ('x')"`,
-		`2 10.650 connect 16   ""`,
-		`1 10.550 query 0   "FLUSH LOGS"`,
-		`1 10.750 query 0   "SELECT 'after flush'"`,
-		`1 10.850 query 0   "SET GLOBAL general_log=0"`,
-		`1 10.950 quit 64   ""`,
-		`2 10.650 query 0   "SELECT 'between'"`,
-		`2 10.950 quit 64   ""`,
-		`3 11.500 connect 16   ""`,
-		`3 11.500 query 0   "SELECT 'back on'"`,
-		`3 11.500 quit 64   ""`,
+		`1 10.042 connect 16   ""`,
+		`1 10.042 query 0   "SELECT 'before the first time'"`,
+		`1 10.125 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
+		`1 10.208 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
+		`2 10.375 connect 16   ""`,
+		`2 10.375 query 0   "EXECUTE s USING @b"`,
+		`1 10.292 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`3 10.708 connect 16   ""`,
+		`1 10.625 query 0   "FLUSH LOGS"`,
+		`1 10.792 query 0   "SELECT 'after flush'"`,
+		`1 10.875 query 0   "SET GLOBAL general_log=0"`,
+		`1 10.958 quit 64   ""`,
+		`2 10.458 query 0   "SELECT 'after the failed execute'"`,
+		`2 10.958 quit 64   ""`,
+		`3 10.708 query 0   "SELECT 'between'"`,
+		`3 10.958 quit 64   ""`,
+		`4 11.500 connect 16   ""`,
+		`4 11.500 query 0   "SELECT 'back on'"`,
+		`4 11.500 quit 64   ""`,
 	)
-	// Ten events in 20:15:10 (the refused login and the reopen among
+	// Twelve events in 20:15:10 (the refused login and the reopen among
 	// them), one in 20:15:11: the prepare of connection 12, on three
-	// lines, is no statement of connection 4.
-	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "Access denied") || st.Sessions != 3 {
-		t.Errorf("sessions %d, refused %d %q: want 3 sessions and the refused login counted once", st.Sessions, st.Undecoded, st.Samples["undecoded"])
+	// lines, is no statement of connection 4. Connection 4's EXECUTE is
+	// replayed as the statement it ran, though connection 8's entry
+	// came between; connection 8's, which ran none, as logged.
+	if st.Undecoded != 1 || !strings.Contains(st.Samples["undecoded"], "Access denied") || st.Sessions != 4 {
+		t.Errorf("sessions %d, refused %d %q: want 4 sessions and the refused login counted once", st.Sessions, st.Undecoded, st.Samples["undecoded"])
 	}
 	if st.Gaps != 1 || st.Untimed != 1 {
 		t.Errorf("gaps %d, untimed %d: want 1 reopen (general_log was off) and 1 entry before the first time", st.Gaps, st.Untimed)
