@@ -397,6 +397,7 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			return // found again at the client's next command
 		}
 		if !fresh {
+			c.unread(at)
 			return
 		}
 		switch readsAs(b) {
@@ -404,6 +405,7 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			c.tls(at)
 			return
 		case asNothing:
+			c.unread(at)
 			return
 		}
 		f.reset(true)
@@ -435,6 +437,20 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 		}
 	}
 	f.compact()
+}
+
+// unread notes client bytes skipped while the reader looks for a command
+// (the rest of one begun before the capture, or after a loss): what they
+// were is unknown. A session that joined has a lost record standing for
+// them already (clientLost); one not joined yet may have written there,
+// which its join says (firstWrite).
+func (c *conn) unread(at time.Time) {
+	if !c.joined && !c.lostStands {
+		c.lostStands = true
+		if c.firstWrite.IsZero() {
+			c.firstWrite = at
+		}
+	}
 }
 
 // What the first bytes of a client's segment read as, where the client's

@@ -152,3 +152,25 @@ func TestLongQueuedCommandSurvivesAMalformedAnswer(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A session found open whose first bytes seen are the rest of a command
+// begun before the capture: what it was is unknown (a write, perhaps,
+// whose OK went by while the reader looked for a command). Its join
+// says so with a lost record (flags 0x91), as for a write it read.
+// Before, the session joined as if nothing had happened.
+func TestUnreadBytesOfASessionFoundOpenMayHaveWritten(t *testing.T) {
+	k := newConv(t)
+	upd := query("UPDATE t SET c = c + 1 WHERE k > 10")
+	k.next[fromClient] += 10 // its first 10 bytes went by before the capture
+	k.send(fromClient, upd[10:])
+	k.send(fromServer, pkt(1, okp(40, autocommit)))
+	k.send(fromClient, query("SELECT 1")) // joins at its end
+	k.send(fromServer, resultSet(autocommit, "1"))
+	k.send(fromClient, query("SELECT 2"))
+	k.send(fromServer, resultSet(autocommit, "2"))
+	k.close()
+	k.check("other flags=0x91",
+		"connect flags=0x10 | ok affected=0",
+		`query flags=0x0 "SELECT 2" | resultset rows=1`,
+		"quit flags=0x0")
+}
