@@ -230,13 +230,6 @@ func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
 		peer.ack(sg.ack)
 	}
 	if len(sg.payload) > 0 || sg.missing > 0 {
-		if dir == fromServer && peer.heldAcked() {
-			// The server answers after it received client bytes held
-			// behind a hole: the client sent them before the answer to
-			// what the hole holds (it pipelines), so the answers to come
-			// are not known to be those of the commands read next.
-			c.pipelines = true
-		}
 		// The peer answers: what it acknowledged and the capture missed
 		// is lost for good.
 		peer.settle(at, dirOut{c, 1 - dir})

@@ -10,11 +10,16 @@ import (
 )
 
 // A command the capture lost (UPDATE), and the client's next (SELECT)
-// held behind it when the server answers, acknowledging both: the client
-// sent ahead, so the server's next answer is the lost command's, not the
-// SELECT's. The client pipelines: the SELECT and the commands after it
-// are recorded with their answers lost, and the record standing for the
-// UPDATE comes no later than the SELECT.
+// held behind it when the server answers, acknowledging both: either the
+// client sent ahead (the server's next answer is the lost command's), or
+// the lost command's answer was lost too (it is the SELECT's). Which, the
+// packets do not say: the SELECT is recorded with its answer lost, and
+// the record standing for the UPDATE comes no later than it. Before, the
+// SELECT took the UPDATE's OK. (Inferring that the client pipelines, and
+// no longer pairing any answer of the session, labelled every later
+// command of sysbench sessions whose command and answer were both lost:
+// 5,758 answers lost instead of 156 in a 1 %-dropped pcap.) The next
+// command is read with its own answer.
 func TestCommandHeldBehindALostOneIsNotPairedWithItsAnswer(t *testing.T) {
 	k := newConv(t)
 	k.connect(clientCaps)
@@ -22,14 +27,14 @@ func TestCommandHeldBehindALostOneIsNotPairedWithItsAnswer(t *testing.T) {
 	k.send(fromClient, query("SELECT c FROM t"))
 	sent := k.at
 	k.send(fromServer, pkt(1, okp(1, autocommit)))
-	k.send(fromClient, query("SELECT 2")) // before the SELECT's answer
 	k.send(fromServer, resultSet(autocommit, "1"))
+	k.send(fromClient, query("SELECT 2"))
 	k.send(fromServer, resultSet(autocommit, "2", "3"))
 	k.close()
 	k.check("connect flags=0x0 | ok affected=0",
 		"other flags=0x81",
 		`query flags=0x100 "SELECT c FROM t"`,
-		`query flags=0x100 "SELECT 2"`,
+		`query flags=0x0 "SELECT 2" | resultset rows=2`,
 		"quit flags=0x0")
 	if len(k.sink.recs) == 5 {
 		if lost, sel := k.sink.recs[1].Start, k.sink.recs[2].Start; lost.After(sel) || !sel.Equal(sent) {

@@ -175,12 +175,6 @@ func (h *half) settle(at time.Time, o out) {
 	}
 }
 
-// heldAcked reports whether a segment held behind a hole was acknowledged
-// by the peer.
-func (h *half) heldAcked() bool {
-	return h.started && h.ackSeen && !h.fin && len(h.pend) > 0 && !after(h.pend[0].seq, h.acked)
-}
-
 func earliest(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
