@@ -153,8 +153,10 @@ func (p *generalParser) line(s string, emit func(*event)) error {
 // restart ended them; and what one did while logging was off is not in
 // the log), and one that goes on after it is a session found open.
 func (p *generalParser) reopen(emit func(*event)) {
-	p.flushAll(emit)
-	if !flushReopens(p.flushedAt, p.at) {
+	if flushReopens(p.flushedAt, p.at) {
+		p.flush(emit) // nothing lost: the statements EXECUTEs ran may follow
+	} else {
+		p.flushAll(emit)
 		p.emit(&event{kind: kindReopen, at: p.at}, emit)
 	}
 	p.flushedAt = time.Time{}
@@ -185,16 +187,26 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		return fmt.Errorf("connection id %q", id)
 	}
 	p.seen = true
+	if p.pending != nil && isSQLExecute(p.pending.sql) {
+		p.flush(emit) // whole now: held (flush)
+	}
+	var ranAt time.Time
 	if i := slices.IndexFunc(p.execs, func(h *event) bool { return h.conn == uint32(conn) }); i >= 0 {
 		h := p.execs[i]
 		p.execs = slices.Delete(p.execs, i, i+1)
-		if command != "Execute" {
-			// No statement followed it (it failed): replayed as logged.
+		if command == "Execute" {
+			// The statement it ran, with its values: replayed once, as it
+			// ran, at the EXECUTE's time (the log writes it after).
+			ranAt = h.at
+		} else {
+			// No statement followed it (it failed): replayed as logged,
+			// late enough to keep the log's order of time.
 			p.flush(emit)
+			if p.at.Sub(h.at) > time.Second {
+				h.at = p.at
+			}
 			p.emit(h, emit)
 		}
-		// Else the statement it ran follows, with its values: replayed
-		// once, as it ran.
 	}
 	prev := p.pending
 	if prev != nil && prev.conn != uint32(conn) {
@@ -221,16 +233,11 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
 		e.kind, e.sql = store.KindQuery, arg
+		if !ranAt.IsZero() {
+			e.at = ranAt
+		}
 	case "Query":
 		e.kind, e.sql = store.KindQuery, arg
-		if isSQLExecute(arg) {
-			// EXECUTE s USING …: the log writes the statement it ran
-			// next, with its values, as its connection's next entry
-			// (other connections' may come between). Held until then.
-			p.flush(emit)
-			p.execs = append(p.execs, e)
-			return nil
-		}
 	case "Init DB":
 		e.kind, e.schema = store.KindInitDB, arg
 	case "Change user":
@@ -271,11 +278,19 @@ func isSQLExecute(sql string) bool {
 	return len(w) >= 2 && strings.EqualFold(w[0], "EXECUTE") && !strings.EqualFold(w[1], "IMMEDIATE")
 }
 
+// flush ends the statement pending. An EXECUTE s USING … is held
+// instead: the log writes the statement it ran, with its values, as its
+// connection's next entry (other connections' may come between).
 func (p *generalParser) flush(emit func(*event)) {
-	if p.pending != nil {
-		p.emit(p.pending, emit)
-		p.pending = nil
+	switch e := p.pending; {
+	case e == nil:
+		return
+	case e.kind == store.KindQuery && isSQLExecute(e.sql):
+		p.execs = append(p.execs, e)
+	default:
+		p.emit(e, emit)
 	}
+	p.pending = nil
 }
 
 // flushAll ends what is pending and what is held: the log ends, or was

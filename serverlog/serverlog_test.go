@@ -465,3 +465,30 @@ func TestAuditLogAsTheServerWritesIt(t *testing.T) {
 		t.Errorf("failed prepares %d, truncated %d, refused %d: want 1 each (%v)", st.FailedPrepares, st.Truncated, st.Undecoded, st.Samples)
 	}
 }
+
+// An EXECUTE over two lines is held whole, and the statement it ran
+// replaces it even when a FLUSH LOGS's header comes between (nothing was
+// lost there); it takes the EXECUTE's time, when it arrived. Before, the
+// EXECUTE's second line was dropped, and the FLUSH released it: both it
+// and the statement it ran were replayed.
+func TestGeneralLogExecuteAcrossLinesAndAFlush(t *testing.T) {
+	header := "/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:\nTcp port: 21154  Unix socket: /tmp/mysqld.sock\nTime\t\t    Id Command\tArgument\n"
+	out, st := read(t, General, "261204 20:15:10\t     4 Query\tEXECUTE s\n"+
+		"USING @a\n"+
+		"\t\t     5 Query\tFLUSH LOGS\n"+
+		header+
+		"261204 20:15:11\t     4 Execute\tINSERT INTO t (v) VALUES ('x')\n")
+	// Held, connection 4's statement comes after connection 5's FLUSH in
+	// the capture, within the same second (the EXECUTE's).
+	check(t, out,
+		`1 10.250 connect 16   ""`,
+		`2 10.750 connect 16   ""`,
+		`1 10.250 query 0   "FLUSH LOGS"`,
+		`1 10.750 quit 64   ""`,
+		`2 10.750 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`2 10.750 quit 64   ""`,
+	)
+	if st.Gaps != 0 {
+		t.Errorf("gaps %d: want none (the header is FLUSH LOGS's)", st.Gaps)
+	}
+}
