@@ -97,8 +97,11 @@ type conn struct {
 	// so the next continues its packet.
 	srvCont bool
 	// answersGone: the commands being read were acknowledged by the
-	// server before the capture wrote them (see data).
-	answersGone bool
+	// server before the capture wrote them (see data). afterHole: the
+	// client's bytes handed on now were held behind bytes it lost, and
+	// the server answered meanwhile: those answers cannot be told from
+	// the lost commands' (both are recorded with their answers lost).
+	answersGone, afterHole bool
 	// srcs are the sources its packets came from (Decoder.src; bit 63:
 	// the 64th and later).
 	srcs uint64
@@ -233,6 +236,7 @@ func (c *conn) packetIn(at time.Time, dir int, sg *segment) {
 		// The peer answers: what it acknowledged and the capture missed
 		// is lost for good.
 		peer.settle(at, dirOut{c, 1 - dir})
+		c.afterHole = false
 	}
 	if !sg.syn {
 		end := sg.seq + uint32(len(sg.payload))
@@ -320,6 +324,7 @@ func (c *conn) clientLost(at time.Time) {
 	// come after those of the commands read: the answer after its next
 	// command read is not known to be that command's.
 	c.abandon(at, c.pipelines)
+	c.afterHole = true
 	if c.st == stLongCommand {
 		// A long command queued was handed on as the answer ended: its
 		// next frames are what the client lost.
@@ -385,12 +390,20 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 		return
 	}
 	f := &c.fr[dir]
+	if dir == fromClient && c.afterHole && !c.answersGone {
+		// Held behind a hole the server's answer declared: the client
+		// sent them before that answer, which may be the lost commands'
+		// or theirs. Their answers are lost; the server's stream is found
+		// again at the next command.
+		c.answersGone = true
+		defer func() { c.answersGone = false }()
+	}
 	if !f.sync {
 		if dir == fromServer {
 			return // found again at the client's next command
 		}
 		if !fresh {
-			c.unread(at)
+			c.unread(at, b)
 			return
 		}
 		switch readsAs(b) {
@@ -398,7 +411,7 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			c.tls(at)
 			return
 		case asNothing:
-			c.unread(at)
+			c.unread(at, b)
 			return
 		}
 		f.reset(true)
@@ -436,9 +449,10 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 // (the rest of one begun before the capture, or after a loss): what they
 // were is unknown. A session that joined has a lost record standing for
 // them already (clientLost); one not joined yet may have written there,
-// which its join says (firstWrite).
-func (c *conn) unread(at time.Time) {
-	if !c.joined && !c.lostStands {
+// which its join says (firstWrite). A single byte is a TCP keepalive
+// (the byte before the stream's place, sent again), no command.
+func (c *conn) unread(at time.Time, b []byte) {
+	if len(b) > 1 && !c.joined && !c.lostStands {
 		c.lostStands = true
 		if c.firstWrite.IsZero() {
 			c.firstWrite = at

@@ -179,3 +179,27 @@ func TestUnreadBytesOfASessionFoundOpenMayHaveWritten(t *testing.T) {
 		`query flags=0x0 "SELECT 2" | resultset rows=1`,
 		"quit flags=0x0")
 }
+
+// Two commands held behind a lost one, in segments of their own, when the
+// server answers: neither is paired with what follows (before, the second
+// took the server's next bytes as its answer, unlabelled); the next
+// command after the answers gets its own.
+func TestCommandsHeldBehindALostOneLoseTheirAnswers(t *testing.T) {
+	k := newConv(t)
+	k.connect(clientCaps)
+	k.lose(fromClient, query("UPDATE t SET c = 1"))
+	k.send(fromClient, query("SELECT c FROM t"))
+	k.send(fromClient, query("SELECT d FROM t"))
+	k.send(fromServer, pkt(1, okp(1, autocommit)))
+	k.send(fromServer, resultSet(autocommit, "1"))
+	k.send(fromServer, resultSet(autocommit, "2"))
+	k.send(fromClient, query("SELECT e FROM t"))
+	k.send(fromServer, resultSet(autocommit, "3", "4"))
+	k.close()
+	k.check("connect flags=0x0 | ok affected=0",
+		"other flags=0x81",
+		`query flags=0x100 "SELECT c FROM t"`,
+		`query flags=0x100 "SELECT d FROM t"`,
+		`query flags=0x0 "SELECT e FROM t" | resultset rows=2`,
+		"quit flags=0x0")
+}
