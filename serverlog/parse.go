@@ -202,7 +202,7 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 			// No statement followed it (it failed): replayed as logged,
 			// late enough to keep the log's order of time.
 			p.flush(emit)
-			if p.at.Sub(h.at) > time.Second {
+			if !h.at.IsZero() && p.at.Sub(h.at) > time.Second {
 				h.at = p.at
 			}
 			p.emit(h, emit)
@@ -233,8 +233,8 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
 		e.kind, e.sql = store.KindQuery, arg
-		if !ranAt.IsZero() {
-			e.at = ranAt
+		if !ranAt.IsZero() && p.at.Sub(ranAt) <= time.Second {
+			e.at = ranAt // (not when seconds late: the log's order of time first)
 		}
 	case "Query":
 		e.kind, e.sql = store.KindQuery, arg

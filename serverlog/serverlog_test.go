@@ -492,3 +492,19 @@ func TestGeneralLogExecuteAcrossLinesAndAFlush(t *testing.T) {
 		t.Errorf("gaps %d: want none (the header is FLUSH LOGS's)", st.Gaps)
 	}
 }
+
+// An EXECUTE held before the log's first time is still counted as given
+// that time when it is let go (before, it lost the label).
+func TestGeneralLogUntimedExecuteKeepsItsLabel(t *testing.T) {
+	out, st := read(t, General, "\t\t     4 Query\tEXECUTE s USING @a\n"+
+		"261204 20:15:10\t     4 Query\tSELECT 1\n")
+	check(t, out,
+		`1 10.250 connect 16   ""`,
+		`1 10.250 query 0   "EXECUTE s USING @a"`,
+		`1 10.750 query 0   "SELECT 1"`,
+		`1 10.750 quit 64   ""`,
+	)
+	if st.Untimed != 1 {
+		t.Errorf("untimed %d, want 1 (the EXECUTE)", st.Untimed)
+	}
+}

@@ -403,7 +403,7 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			return // found again at the client's next command
 		}
 		if !fresh {
-			c.unread(at, b)
+			c.unread(at)
 			return
 		}
 		switch readsAs(b) {
@@ -411,7 +411,7 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 			c.tls(at)
 			return
 		case asNothing:
-			c.unread(at, b)
+			c.unread(at)
 			return
 		}
 		f.reset(true)
@@ -449,10 +449,10 @@ func (c *conn) data(dir int, at time.Time, b []byte, fresh bool) {
 // (the rest of one begun before the capture, or after a loss): what they
 // were is unknown. A session that joined has a lost record standing for
 // them already (clientLost); one not joined yet may have written there,
-// which its join says (firstWrite). A single byte is a TCP keepalive
-// (the byte before the stream's place, sent again), no command.
-func (c *conn) unread(at time.Time, b []byte) {
-	if len(b) > 1 && !c.joined && !c.lostStands {
+// which its join says (firstWrite). (A TCP keepalive's one byte counts
+// too: it cannot be told from a command's last byte.)
+func (c *conn) unread(at time.Time) {
+	if !c.joined && !c.lostStands {
 		c.lostStands = true
 		if c.firstWrite.IsZero() {
 			c.firstWrite = at
