@@ -41,7 +41,9 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 		if defines(sql, st) {
 			return assigns, reads, true // its body is the rest of the text
 		}
-		if as, ok := setAssignments(sql, st); ok {
+		if as, ok := setAssignments(sql, st); ok && !(len(as) == 1 && as[0].Name == "names" && strings.Contains(as[0].Value, ",")) {
+			// (SET NAMES x, @a = …: the assignment reader takes the rest
+			// for the names' value; read below, as a whole statement.)
 			for _, a := range as {
 				if !strings.HasPrefix(a.Name, "@") || strings.HasPrefix(a.Name, "@@") {
 					continue // a session variable

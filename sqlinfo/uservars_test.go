@@ -25,6 +25,7 @@ func TestUserVarFlow(t *testing.T) {
 		{"SET @x = 1; INSERT INTO t VALUES (@x)", "[{x [] false false}]", "[x]"},
 		{"SET @a = (@b := UUID())", "[{b [] true false} {a [] true false}]", "[]"},
 		{"SET GLOBAL max_connections = 10, @g = 2", "[{g [] false false}]", "[]"},
+		{"SET NAMES utf8mb4, @n = UUID()", "[{n [] true false}]", "[]"},
 		{"CREATE DEFINER = app PROCEDURE p() BEGIN SELECT 1 INTO @u; SET @v = 'x'; END", "[]", "[]"},
 	} {
 		as, rs, ok := UserVarFlow(c.sql)
