@@ -80,8 +80,6 @@ func serverHeader(s string) (header, first bool) {
 	return false, false
 }
 
-func isHeader(s string) bool { h, _ := serverHeader(s); return h }
-
 // flushesLogs reports whether a statement reopens the logs (FLUSH LOGS,
 // FLUSH GENERAL LOGS, FLUSH SLOW LOGS …), which writes their header again
 // with nothing lost in between.
@@ -519,6 +517,7 @@ var (
 )
 
 func (p *slowParser) line(s string, emit func(*event)) error {
+	header, first := serverHeader(s)
 	switch {
 	case strings.HasPrefix(s, "# Time:") || strings.HasPrefix(s, "# User@Host:"):
 		// An entry begins (its first line may be either).
@@ -529,13 +528,13 @@ func (p *slowParser) line(s string, emit func(*event)) error {
 		}
 	case p.headers && strings.HasPrefix(s, "# "):
 		// the entry's other header lines
-	case isHeader(s):
-		if _, first := serverHeader(s); first && p.seen {
+	case header:
+		if first && p.seen {
 			p.flush(emit)
 			if !flushReopens(p.flushedAt, p.at) && p.reopenAt.IsZero() {
 				// The slow log writes a statement when it ends: the FLUSH
 				// of the logs that wrote this header, if one did, comes
-				// after it. What follows waits for it (p.hold).
+				// after it. What follows waits for it (emit holds it).
 				p.reopenAt = p.at
 			}
 			p.flushedAt = time.Time{}
