@@ -1035,8 +1035,12 @@ func (s *Session) parseCommand(p []byte) error {
 				break
 			}
 		}
-		r.Data = append(r.Data[:0], l.Data[:min(len(l.Data), s.opts.MaxRecordBytes)]...)
-		if len(l.Data) > s.opts.MaxRecordBytes || truncated {
+		keep := len(l.Data)
+		if s.opts.MaxRecordBytes > 0 {
+			keep = min(keep, s.opts.MaxRecordBytes) // 0 keeps everything
+		}
+		r.Data = append(r.Data[:0], l.Data[:keep]...)
+		if keep < len(l.Data) || truncated {
 			r.Flags |= store.FlagTruncated | store.FlagNotReplayable
 		}
 	case mysql.COM_STMT_CLOSE, mysql.COM_STMT_RESET, mysql.COM_STMT_FETCH:

@@ -239,6 +239,23 @@ func TestSessionFollowsPreparedStatements(t *testing.T) {
 	}
 }
 
+// MaxRecordBytes 0 keeps everything: long data too (it was cut to no
+// bytes and marked truncated).
+func TestSessionWithoutALimitKeepsLongData(t *testing.T) {
+	var out sink
+	s := NewSession(1, State{User: "u", Caps: caps41}, Options{}, &out)
+	feed(t, s, append([]byte{mysql.COM_STMT_PREPARE}, "INSERT INTO t VALUES (?)"...), Read,
+		frame{(&wire.PrepareOK{StmtID: 3, Params: 1}).Append(nil), Read}, frame{colDef, Read}, frame{eofp(0, 2), Done})
+	data := strings.Repeat("0123456789", 200)
+	feed(t, s, (&wire.LongData{StmtID: 3, Param: 0, Data: []byte(data)}).Append(nil), Done)
+	if len(out) != 2 {
+		t.Fatalf("%d records, want 2", len(out))
+	}
+	if l := out[1]; l.Kind != store.KindLongData || string(l.Data) != data || l.Flags != 0 {
+		t.Errorf("long data: %s, %d bytes, flags %#x; want all %d bytes, no flags", l.Kind, len(l.Data), l.Flags, len(data))
+	}
+}
+
 // Long data for a statement the session does not know (prepared before
 // it was followed, or its prepare's answer lost) may be a password
 // (ALTER USER ? IDENTIFIED BY ?): it is not stored.
