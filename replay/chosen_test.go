@@ -116,11 +116,12 @@ func differentUUIDs(t *testing.T, table string, a, b *sql.DB) {
 // read was the engine's difference.
 func TestUserVariablesCarryChosenValues(t *testing.T) {
 	ta, tb, dba, dbb := twoInnoDB(t)
-	tables := []string{"made", "copied", "plain", "picked", "stamped", "kept", "kept2", "copied2", "pre"}
+	tables := []string{"made", "copied", "plain", "picked", "stamped", "kept", "kept2", "copied2", "pre", "called"}
 	for _, db := range []*sql.DB{dba, dbb} {
 		for _, tb := range tables {
 			exec(t, db, "CREATE TABLE "+tb+" (id INT PRIMARY KEY, u VARCHAR(40))")
 		}
+		exec(t, db, "CREATE PROCEDURE newid(OUT id VARCHAR(40)) SET id = UUID()")
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	rows := oneRow
@@ -154,6 +155,8 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 		q(1, "INSERT INTO picked VALUES (1, @w)", ok),
 		q(1, "SELECT u INTO @x FROM made WHERE id = 1", set), // a chosen value, read from its table
 		q(1, "INSERT INTO copied2 VALUES (1, @x)", ok),
+		q(1, "CALL newid(@o)", set), // the routine chose @o's value
+		q(1, "INSERT INTO called VALUES (1, @o)", ok),
 		q(2, "INSERT INTO stamped VALUES (1, @t)", ok),
 		q(2, "SET @k = 'k1'", set),
 		q(2, "INSERT INTO kept VALUES (1, @k)", ok),
@@ -164,6 +167,7 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 		q(1, "SELECT u FROM plain WHERE id = 1", rows("wrong")),                 // compared: a divergence from the capture
 		q(1, "SELECT u FROM picked WHERE id = 1", rows(primaryUUID)),            // apart: SELECT … INTO
 		q(1, "SELECT u FROM copied2 WHERE id = 1", rows(primaryUUID)),           // apart: read from made
+		q(1, "SELECT u FROM called WHERE id = 1", rows(primaryUUID)),            // apart: a routine's OUT parameter
 		q(2, "SELECT u FROM stamped WHERE id = 1", rows("2026-01-01 23:59:59")), // apart from the capture: the join's time
 		q(2, "SELECT u FROM kept WHERE id = 1", rows("k1")),                     // compared, the same
 		q(2, "SELECT u FROM kept2 WHERE id = 1", rows("a")),                     // apart from the capture: 'b' on the targets
@@ -188,8 +192,8 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
 		}
 		c := rep.VsCapture[i]
-		if c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 7 || c.AmbiguousBy[compare.ReasonChosenValues] != 7 || len(c.AmbiguousBy) != 1 {
-			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 1 row-content (plain), 7 nondeterministic-write",
+		if c.Total() != 1 || c.ByClass[compare.Content] != 1 || c.Ambiguous != 8 || c.AmbiguousBy[compare.ReasonChosenValues] != 8 || len(c.AmbiguousBy) != 1 {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v; want 1 row-content (plain), 8 nondeterministic-write",
 				tr.Name, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy)
 		}
 		for _, s := range c.Samples {
@@ -197,18 +201,19 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 				t.Errorf("%s vs capture: divergent %q; want only plain's read", tr.Name, s.Statement)
 			}
 		}
-		if got, want := apartOn(c.Samples), "copied copied2 kept2 made picked pre stamped"; got != want {
+		if got, want := apartOn(c.Samples), "called copied copied2 kept2 made picked pre stamped"; got != want {
 			t.Errorf("%s vs capture: reads counted apart on %s; want %s", tr.Name, got, want)
 		}
 	}
 	d := rep.Divergences[0]
-	if d.Total() != 0 || d.Ambiguous != 4 || d.AmbiguousBy[compare.ReasonChosenValues] != 4 || apartOn(d.Samples) != "copied copied2 made picked" {
-		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 4 nondeterministic-write (copied copied2 made picked)",
+	if d.Total() != 0 || d.Ambiguous != 5 || d.AmbiguousBy[compare.ReasonChosenValues] != 5 || apartOn(d.Samples) != "called copied copied2 made picked" {
+		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 5 nondeterministic-write (called copied copied2 made picked)",
 			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, apartOn(d.Samples))
 	}
 	// The targets did choose their own, and the joined SET took the
 	// join's time.
 	differentUUIDs(t, "copied2", dba, dbb)
+	differentUUIDs(t, "called", dba, dbb)
 	var sa string
 	if err := dba.QueryRow("SELECT u FROM stamped WHERE id = 1").Scan(&sa); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ type VarAssign struct {
 	Reads []string
 	// Chosen: its value holds a function whose value each server chooses
 	// anew, beyond what replay sets (Info.ChosenValues): UUID(), RAND()
-	// without a seed, SYSDATE() …
+	// without a seed, SYSDATE() …; or a stored procedure may have given
+	// it one (CALL p(@out): the routine's body is not in the capture).
 	Chosen bool
 	// Keeps: the variable keeps its value when the statement assigns it
 	// nothing (SELECT … INTO that finds no row): the old value may stay.
@@ -80,15 +81,49 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 			}
 		}
 		vr, chosen, _ := valueFlow(sql, st, names)
-		if len(names) == 0 {
+		outs := callArguments(sql, st)
+		if len(names) == 0 && len(outs) == 0 {
 			reads = append(reads, vr...)
 			continue
 		}
 		for _, n := range names {
 			assigns = append(assigns, VarAssign{Name: n, Reads: vr, Chosen: chosen, Keeps: into})
 		}
+		if len(names) == 0 {
+			reads = append(reads, vr...)
+		}
+		for _, n := range outs {
+			// An OUT or INOUT parameter gets what the routine chose, which
+			// the capture does not show; an IN one keeps its value.
+			assigns = append(assigns, VarAssign{Name: n, Reads: []string{n}, Chosen: true, Keeps: true})
+		}
 	}
 	return assigns, reads, true
+}
+
+// callArguments are the user variables a CALL passes as whole arguments
+// (CALL p(1, @out)): the routine may assign them.
+func callArguments(sql string, st []Token) []string {
+	if len(st) < 4 || !st[0].Is(sql, "CALL") {
+		return nil
+	}
+	var names []string
+	depth := 0
+	for i, t := range st {
+		switch {
+		case t.IsPunct(sql, "("):
+			depth++
+		case t.IsPunct(sql, ")"):
+			depth--
+		case t.Kind == TokVariable && depth == 1 && !strings.HasPrefix(t.Text(sql), "@@") &&
+			(st[i-1].IsPunct(sql, "(") || st[i-1].IsPunct(sql, ",")) &&
+			i+1 < len(st) && (st[i+1].IsPunct(sql, ")") || st[i+1].IsPunct(sql, ",")):
+			if n := userVarName(sql, t); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // defines reports whether st begins the definition of a stored routine,

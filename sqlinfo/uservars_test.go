@@ -27,6 +27,11 @@ func TestUserVarFlow(t *testing.T) {
 		{"SET GLOBAL max_connections = 10, @g = 2", "[{g [] false false}]", "[]"},
 		{"SET NAMES utf8mb4, @n = UUID()", "[{n [] true false}]", "[]"},
 		{"CREATE DEFINER = app PROCEDURE p() BEGIN SELECT 1 INTO @u; SET @v = 'x'; END", "[]", "[]"},
+		// A routine may assign what it is given (OUT, INOUT): its body is
+		// not in the capture.
+		{"CALL p(1, @Out, @k + 1, f(@j), @out)", "[{out [out] true true}]", "[out k j out]"},
+		{"CALL p", "[]", "[]"},
+		{"CALL db.p(@a, @@sql_mode)", "[{a [a] true true}]", "[a]"},
 	} {
 		as, rs, ok := UserVarFlow(c.sql)
 		if !ok {
