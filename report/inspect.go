@@ -524,7 +524,7 @@ func NotReplayableReason(rec *store.Record) string {
 	case rec.Flags&store.FlagLost != 0:
 		return "commands the packet capture could not record (bytes lost, or run before a session found open joined)"
 	case rec.Flags&store.FlagSchemaUnknown != 0:
-		return "schema unknown: the session began before the packet capture (give tandem capture --schema)"
+		return "schema unknown: the session began before the capture, which does not say its schema (give tandem capture --schema)"
 	case rec.Flags&store.FlagTruncated != 0:
 		return "truncated at --max-record-bytes"
 	case rec.Kind == store.KindOther:

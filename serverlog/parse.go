@@ -230,12 +230,12 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.kind = store.KindConnect
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
-		e.kind, e.sql = store.KindQuery, arg
+		e.kind, e.sql, e.schemaUnsaid = store.KindQuery, arg, true
 		if !ranAt.IsZero() && p.at.Sub(ranAt) <= time.Second {
 			e.at = ranAt // (not when seconds late: the log's order of time first)
 		}
 	case "Query":
-		e.kind, e.sql = store.KindQuery, arg
+		e.kind, e.sql, e.schemaUnsaid = store.KindQuery, arg, true
 	case "Init DB":
 		e.kind, e.schema = store.KindInitDB, arg
 	case "Change user":
@@ -629,6 +629,7 @@ func (p *slowParser) flush(emit func(*event)) {
 			// the session's differed from it; without one of its own, a
 			// guess (a session without a schema writes none either).
 			e.schema, e.schemaGuess = p.db, !p.ownUse
+			e.schemaUnsaid = p.db == ""
 		}
 		if cmd, ok := strings.CutPrefix(sql, "# administrator command: "); ok {
 			// A command that is not a statement: a quit ends its

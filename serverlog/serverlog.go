@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -81,6 +82,9 @@ type event struct {
 	// schemaGuess: schema is not the log's word for this entry but the
 	// last one it wrote for any (MySQL's slow log).
 	schemaGuess bool
+	// schemaUnsaid: the log does not say which schema the statement ran
+	// in (the general log; MySQL's slow log before its first "use").
+	schemaUnsaid bool
 }
 
 // kindReopen is the kind of the event a log's header makes when the server
@@ -106,6 +110,9 @@ type builder struct {
 	nextID   uint64
 	st       *store.SourceStats
 	when     when // what a logged time is
+	// schema is Options.Schema: that of sessions found open whose schema
+	// the log does not say.
+	schema string
 	// The events of the second being read (whole-second logs).
 	sec    int64
 	secBuf []*event
@@ -122,6 +129,10 @@ type logSession struct {
 	closed    bool
 	pending   *store.Record // a statement waiting for its end (arrival)
 	lastEnd   time.Time     // when its last event ended (ended)
+	// schemaUnknown: the session was found open and neither the log nor
+	// Options.Schema says its schema: its statements are not replayed
+	// (store.FlagSchemaUnknown) until it names one.
+	schemaUnknown bool
 }
 
 // when says what a log's time for a statement is.
@@ -148,8 +159,8 @@ func whenOf(f string) when {
 	return arrival
 }
 
-func newBuilder(sink capture.Sink, st *store.SourceStats, w when) *builder {
-	return &builder{sink: sink, sessions: map[uint32]*logSession{}, st: st, when: w}
+func newBuilder(sink capture.Sink, st *store.SourceStats, w when, schema string) *builder {
+	return &builder{sink: sink, sessions: map[uint32]*logSession{}, st: st, when: w, schema: schema}
 }
 
 func (b *builder) sample(kind, s string) {
@@ -204,15 +215,22 @@ func (b *builder) flushSecond() {
 	b.secBuf = b.secBuf[:0]
 }
 
-// session returns the session of conn, starting one (with a synthetic
-// connect at at) if the log has not shown its connect.
-func (b *builder) session(conn uint32, at time.Time, user, schema string) *logSession {
+// session returns the session of e's connection, starting one (with a
+// synthetic connect at at) if the log has not shown its connect.
+func (b *builder) session(e *event, at time.Time) *logSession {
+	conn, user, schema := e.conn, e.user, e.schema
 	s := b.sessions[conn]
 	if s != nil && !s.closed {
 		return s
 	}
+	unknown := false
+	if schema == "" && e.schemaUnsaid {
+		// The connect that named it is not in the log: --schema's, or
+		// none known.
+		schema, unknown = b.schema, b.schema == ""
+	}
 	b.nextID++
-	s = &logSession{id: b.nextID, schema: schema, logSchema: schema}
+	s = &logSession{id: b.nextID, schema: schema, logSchema: schema, schemaUnknown: unknown}
 	b.sessions[conn] = s
 	b.st.Sessions++
 	b.st.FoundOpen++
@@ -280,7 +298,7 @@ func (b *builder) process(e *event, at time.Time) {
 		b.sample("undecoded", fmt.Sprintf("connection %d: a change of user refused at %s: %s", e.conn, at.Format(time.RFC3339), e.failed))
 		return
 	}
-	s := b.session(e.conn, at, e.user, e.schema)
+	s := b.session(e, at)
 	if at.Before(s.lastEnd) {
 		at = s.lastEnd // sub-second times out of order: never before the session's last event
 	}
@@ -308,6 +326,7 @@ func (b *builder) process(e *event, at time.Time) {
 		}
 		s.logSchema = e.schema
 		r.Schema = s.schema
+		s.schemaUnknown = false
 	}
 	switch e.kind {
 	case store.KindQuery:
@@ -334,13 +353,19 @@ func (b *builder) process(e *event, at time.Time) {
 			b.sample("failed_prepares", fmt.Sprintf("connection %d at %s: error %d preparing %s", e.conn, at.Format(time.RFC3339), e.errCode, clip(r.SQL)))
 		}
 		if db, ok := sqlinfo.UseSchema(e.sql); ok {
-			s.schema = db
+			s.schema, s.schemaUnknown = db, false
+		} else if s.schemaUnknown {
+			// Run in whichever schema the target's DSN names, it could
+			// read or write same-named tables of another schema.
+			r.Flags |= store.FlagSchemaUnknown | store.FlagNotReplayable
+			b.st.SchemaUnknown++
+			b.sample("schema_unknown", fmt.Sprintf("connection %d at %s: %s", e.conn, at.Format(time.RFC3339), clip(r.SQL)))
 		}
 	case store.KindInitDB:
-		r.Schema, s.schema = e.schema, e.schema
+		r.Schema, s.schema, s.schemaUnknown = e.schema, e.schema, false
 	case store.KindChangeUser:
 		r.User, r.Schema = e.user, e.schema
-		s.schema = e.schema
+		s.schema, s.schemaUnknown = e.schema, false
 	}
 	if b.when == arrival {
 		s.pending = r
@@ -381,13 +406,8 @@ func (b *builder) openSessions() []*logSession {
 	return open
 }
 
-// clip shortens a statement for a sample.
-func clip(sql string) string {
-	if len(sql) > 80 {
-		return sql[:80] + "…"
-	}
-	return sql
-}
+// clip shortens a statement for a sample (never inside a character).
+func clip(sql string) string { return textclip.Clip(sql, 80) }
 
 // parser reads one log format.
 type parser interface {
@@ -409,6 +429,12 @@ type Options struct {
 	// bytes as written (a byte fewer when an escape does not fit), and
 	// one that long is not replayed.
 	AuditQueryLimit int
+	// Schema is the schema of sessions the log finds open (their connect
+	// is not in it) when it does not say theirs (the general log; MySQL's
+	// slow log before its first "use"). None: their statements are
+	// store.FlagSchemaUnknown and not replayed, until they name one (USE,
+	// Init DB, a change of user).
+	Schema string
 }
 
 // DefaultAuditQueryLimit is server_audit_query_log_limit's default.
@@ -439,7 +465,7 @@ func Read(ctx context.Context, paths []string, f string, o Options, sink capture
 		o.Loc = time.Local
 	}
 	st := &store.SourceStats{}
-	b := newBuilder(sink, st, whenOf(f))
+	b := newBuilder(sink, st, whenOf(f), o.Schema)
 	p, err := newParser(f, o)
 	if err != nil {
 		return nil, err

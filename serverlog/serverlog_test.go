@@ -19,12 +19,19 @@ func (r *recs) Record(x *store.Record) { *r = append(*r, *x.Clone()) }
 // read writes text to a file and reads it as a log of format f (UTC).
 func read(t *testing.T, f, text string) (recs, *Stats) {
 	t.Helper()
+	return readWith(t, f, text, Options{})
+}
+
+// readWith is read with options o (their Loc: UTC).
+func readWith(t *testing.T, f, text string, o Options) (recs, *Stats) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), f+".log")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out recs
-	st, err := Read(context.Background(), []string{path}, f, Options{Loc: time.UTC}, &out)
+	o.Loc = time.UTC
+	st, err := Read(context.Background(), []string{path}, f, o, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +78,7 @@ b', 'it''s'
 	// and is written then.
 	check(t, out,
 		`1 10.125 connect 16   ""`, // 307: no connect in the log
-		`1 10.125 query 0   "SET GLOBAL general_log=1"`,
+		`1 10.125 query 513   "SET GLOBAL general_log=1"`,
 		`1 10.375 quit 0   ""`,
 		`2 10.625 connect 0 sbtest root ""`,
 		`2 10.875 query 0 sbtest  "SELECT c FROM sbtest1 WHERE id=1002"`,
@@ -386,23 +393,23 @@ func TestGeneralLogAsTheServerWritesIt(t *testing.T) {
 		"\t\t    12 Prepare\tSELECT *\nFROM t\nWHERE id = ?\n")
 	check(t, out,
 		`1 10.042 connect 16   ""`,
-		`1 10.042 query 0   "SELECT 'before the first time'"`,
-		`1 10.125 query 0   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
-		`1 10.208 query 0   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
+		`1 10.042 query 513   "SELECT 'before the first time'"`,
+		`1 10.125 query 513   "INSERT INTO t (d, v) VALUES\n\"2026-01-01\", 5)"`,
+		`1 10.208 query 513   "PREPARE s FROM 'INSERT INTO t (v) VALUES (?)'"`,
 		`2 10.375 connect 16   ""`,
-		`2 10.375 query 0   "EXECUTE s USING @b"`,
-		`1 10.292 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`2 10.375 query 513   "EXECUTE s USING @b"`,
+		`1 10.292 query 513   "INSERT INTO t (v) VALUES ('x')"`,
 		`3 10.708 connect 16   ""`,
-		`1 10.625 query 0   "FLUSH LOGS"`,
-		`1 10.792 query 0   "SELECT 'after flush'"`,
-		`1 10.875 query 0   "SET GLOBAL general_log=0"`,
+		`1 10.625 query 513   "FLUSH LOGS"`,
+		`1 10.792 query 513   "SELECT 'after flush'"`,
+		`1 10.875 query 513   "SET GLOBAL general_log=0"`,
 		`1 10.958 quit 64   ""`,
-		`2 10.458 query 0   "SELECT 'after the failed execute'"`,
+		`2 10.458 query 513   "SELECT 'after the failed execute'"`,
 		`2 10.958 quit 64   ""`,
-		`3 10.708 query 0   "SELECT 'between'"`,
+		`3 10.708 query 513   "SELECT 'between'"`,
 		`3 10.958 quit 64   ""`,
 		`4 11.500 connect 16   ""`,
-		`4 11.500 query 0   "SELECT 'back on'"`,
+		`4 11.500 query 513   "SELECT 'back on'"`,
 		`4 11.500 quit 64   ""`,
 	)
 	// Twelve events in 20:15:10 (the refused login and the reopen among
@@ -483,9 +490,9 @@ func TestGeneralLogExecuteAcrossLinesAndAFlush(t *testing.T) {
 	check(t, out,
 		`1 10.250 connect 16   ""`,
 		`2 10.750 connect 16   ""`,
-		`1 10.250 query 0   "FLUSH LOGS"`,
+		`1 10.250 query 513   "FLUSH LOGS"`,
 		`1 10.750 quit 64   ""`,
-		`2 10.750 query 0   "INSERT INTO t (v) VALUES ('x')"`,
+		`2 10.750 query 513   "INSERT INTO t (v) VALUES ('x')"`,
 		`2 10.750 quit 64   ""`,
 	)
 	if st.Gaps != 0 {
@@ -500,11 +507,63 @@ func TestGeneralLogUntimedExecuteKeepsItsLabel(t *testing.T) {
 		"261204 20:15:10\t     4 Query\tSELECT 1\n")
 	check(t, out,
 		`1 10.250 connect 16   ""`,
-		`1 10.250 query 0   "EXECUTE s USING @a"`,
-		`1 10.750 query 0   "SELECT 1"`,
+		`1 10.250 query 513   "EXECUTE s USING @a"`,
+		`1 10.750 query 513   "SELECT 1"`,
 		`1 10.750 quit 64   ""`,
 	)
 	if st.Untimed != 1 {
 		t.Errorf("untimed %d, want 1 (the EXECUTE)", st.Untimed)
+	}
+}
+
+// A session the log finds open (its connect, which names its schema, is
+// not in it) whose schema the log does not say: the general log writes
+// none with a statement. Its statements are not replayed until it names
+// one (before, they ran in whatever schema the target's DSN named, where
+// same-named tables of another schema may stand); --schema gives one.
+// The audit and MariaDB slow logs say it with every entry.
+func TestSessionsFoundOpenWithoutASchema(t *testing.T) {
+	log := `Time		    Id Command	Argument
+261204 20:15:10	     5 Query	SELECT * FROM t
+		     5 Query	use app
+		     5 Query	SELECT * FROM t
+		     6 Init DB	shop
+		     6 Query	SELECT 1
+`
+	out, st := read(t, General, log)
+	check(t, out,
+		`1 10.100 connect 16   ""`,
+		`1 10.100 query 513   "SELECT * FROM t"`,
+		`1 10.300 query 0   "use app"`,
+		`2 10.700 connect 16 shop  ""`, // its first entry names it
+		`2 10.700 init-db 0 shop  ""`,
+		`1 10.500 query 0 app  "SELECT * FROM t"`,
+		`1 10.900 quit 64   ""`,
+		`2 10.900 query 0 shop  "SELECT 1"`,
+		`2 10.900 quit 64   ""`,
+	)
+	if st.FoundOpen != 2 || st.SchemaUnknown != 1 || st.Samples["schema_unknown"] != "connection 5 at 2026-12-04T20:15:10Z: SELECT * FROM t" {
+		t.Errorf("found open %d, schema unknown %d (%q); want 2, 1 with connection 5's statement", st.FoundOpen, st.SchemaUnknown, st.Samples["schema_unknown"])
+	}
+	if l := strings.Join(st.Lines(""), "\n"); !strings.Contains(l, "1 statements of such sessions in a schema the log does not say, before they named one: not replayed (give --schema); e.g. connection 5") {
+		t.Errorf("capture's lines say nothing of it:\n%s", l)
+	}
+
+	out, st = readWith(t, General, log, Options{Schema: "sb"})
+	if brief(out[0]) != `1 10.100 connect 16 sb  ""` || brief(out[1]) != `1 10.100 query 0 sb  "SELECT * FROM t"` || st.SchemaUnknown != 0 {
+		t.Errorf("with a schema given: %s, %s, %d unknown; want both in sb, none unknown", brief(out[0]), brief(out[1]), st.SchemaUnknown)
+	}
+
+	// MySQL's slow log before its first "use" says none either.
+	out, st = read(t, Slow, "# Time: 2026-12-04T20:15:10.250000Z\n# User@Host: app[app] @ localhost []  Id:     8\n"+
+		"# Query_time: 0.000100  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1796415310;\nSELECT 2 FROM t;\n")
+	if len(out) < 2 || brief(out[1]) != `1 10.250 query 513   "SELECT 2 FROM t"` || st.SchemaUnknown != 1 {
+		t.Errorf("slow log of MySQL without a use: %v, %d unknown; want the statement not replayable, 1 unknown", out, st.SchemaUnknown)
+	}
+
+	// The audit log names the schema (none here: the session has none).
+	out, st = read(t, Audit, "20261204 20:15:10,vm,app,localhost,9,1,QUERY,,'SELECT 3',0\n")
+	if len(out) < 2 || out[1].Flags != 0 || st.SchemaUnknown != 0 {
+		t.Errorf("audit log: %v, %d unknown; want the statement as it is, none unknown", out, st.SchemaUnknown)
 	}
 }

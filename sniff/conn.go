@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/tandemdb/tandem/capture"
+	"github.com/tandemdb/tandem/internal/textclip"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
@@ -181,6 +182,8 @@ func (c *conn) Record(r *store.Record) {
 	if c.foundOpen && r.Schema == "" && (r.Kind == store.KindQuery || r.Kind == store.KindPrepare || r.Kind == store.KindExecute) {
 		if _, use := sqlinfo.UseSchema(r.SQL); !use || r.Kind != store.KindQuery {
 			r.Flags |= store.FlagSchemaUnknown | store.FlagNotReplayable
+			c.d.stats.SchemaUnknown++
+			c.d.sample("schema_unknown", fmt.Sprintf("session %d: %s", c.id, textclip.Clip(r.SQL, 80)))
 		}
 	}
 	if r.Flags&store.FlagAnswerLost != 0 {

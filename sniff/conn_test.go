@@ -304,3 +304,28 @@ func TestCutRetransmissionIsNoGap(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A session found open with no --schema: its statements are not
+// replayable until it says USE, and counted (with an example) for the
+// capture's summary.
+func TestSessionFoundOpenWithoutASchemaIsCounted(t *testing.T) {
+	k := newConv(t)
+	k.d = New(Config{Ports: []uint16{3306}}, &k.sink)
+	k.send(fromClient, query("SELECT 1"))
+	k.send(fromServer, resultSet(autocommit, "1"))
+	k.send(fromClient, query("UPDATE t SET v = 2"))
+	k.send(fromServer, pkt(1, okp(1, autocommit)))
+	k.send(fromClient, query("USE shop"))
+	k.send(fromServer, pkt(1, okp(0, autocommit)))
+	k.send(fromClient, query("UPDATE t SET v = 3"))
+	k.send(fromServer, pkt(1, okp(1, autocommit)))
+	k.close()
+	k.check("connect flags=0x10 | ok affected=0",
+		`query flags=0x201 "UPDATE t SET v = 2" | ok affected=1`,
+		`query flags=0x0 "USE shop" | ok affected=0`,
+		`query flags=0x0 "UPDATE t SET v = 3" | ok affected=1`,
+		"quit flags=0x0")
+	if st := k.d.Stats(); st.SchemaUnknown != 1 || st.Samples["schema_unknown"] != "session 1: UPDATE t SET v = 2" {
+		t.Errorf("schema unknown %d (%q), want 1 with the UPDATE", st.SchemaUnknown, st.Samples["schema_unknown"])
+	}
+}

@@ -357,6 +357,10 @@ type SourceStats struct {
 	TimeBack       uint64 `json:"time_back,omitempty"`
 	Truncated      uint64 `json:"truncated,omitempty"`
 	FailedPrepares uint64 `json:"failed_prepares,omitempty"`
+	// SchemaUnknown counts statements of sessions found open whose schema
+	// neither the source nor --schema says (store.FlagSchemaUnknown: not
+	// replayed).
+	SchemaUnknown uint64 `json:"schema_unknown,omitempty"`
 	// Samples has one example of each kind counted (by the JSON name).
 	Samples map[string]string `json:"samples,omitempty"`
 }
@@ -528,7 +532,8 @@ func (st *SourceStats) Lines(kind string) []string {
 	if packets {
 		add(st.FoundOpen, "found_open", "sessions began before the capture (no login seen): recorded from their first point outside a transaction")
 	} else {
-		add(st.FoundOpen, "found_open", "sessions have no connect in the log (they began before it): a synthetic connect each, in the schema the log names")
+		add(st.FoundOpen, "found_open", "sessions have no connect in the log (they began before it): a synthetic connect each, in the schema the log names (or --schema's)")
+		add(st.SchemaUnknown, "schema_unknown", "statements of such sessions in a schema the log does not say, before they named one: not replayed (give --schema)")
 		add(st.Undecoded, "undecoded", "logins or changes of user the server refused (not replayed)")
 		add(st.Gaps, "gaps", "times the log was opened again, not by a FLUSH of the logs (the server restarted, or logging was off): the sessions open then end there, and what they did meanwhile is not in the log")
 		add(st.Untimed, "untimed", "entries before the log's first time, given that time")
@@ -539,6 +544,7 @@ func (st *SourceStats) Lines(kind string) []string {
 	}
 	add(st.Unjoined, "unjoined", "of them never reached such a point: nothing of them recorded")
 	add(st.CommandsBeforeJoin, "", "commands of such sessions came before that point (not recorded; any that changed rows is one lost-commands record)")
+	add(st.SchemaUnknown, "schema_unknown", "statements of such sessions before they named a schema (none given with --schema): not replayed")
 	add(st.UnknownStatements, "unknown_statements", "executes of statements prepared before the capture (replay skips them)")
 	add(st.TLS, "tls", "TLS sessions (encrypted: not read)")
 	add(st.Gaps, "gaps", fmt.Sprintf("gaps in sessions' streams (%d bytes lost)", st.GapBytes))

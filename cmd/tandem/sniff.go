@@ -58,7 +58,10 @@ slow logs do not say which statements failed: a transaction the server
 rolled back for a deadlock, whose client then sent BEGIN again, replays
 as committed by that BEGIN, on every target alike. Times are as precise as the log (MariaDB writes whole seconds; the
 records of one second keep the log's order), in --log-time-zone. A
-session whose connect is not in the log gets a synthetic one (counted);
+session whose connect is not in the log gets a synthetic one (counted)
+in the schema the log names; the general log (and MySQL's slow log
+before its first "use") names none: give it with --schema, or the
+session's statements are not replayed until it says USE (counted);
 passwords are masked and such statements not replayed. Give rotated
 files oldest first.
 
@@ -104,7 +107,7 @@ func (sf *sniffFlags) add(cmd *cobra.Command) {
 	f.StringSliceVar(&sf.pcaps, "from-pcap", nil, "read packet capture `FILE`s (pcap or pcapng; repeat the flag or separate with commas) into the capture directory DIR")
 	f.StringVar(&sf.iface, "interface", "", "read the live network interface `IF` (e.g. lo, eth0, or any: every interface; needs CAP_NET_RAW) into DIR until --duration or Ctrl-C")
 	f.UintSliceVar(&sf.ports, "port", []uint{3306}, "with --from-pcap or --interface: the server's TCP `PORT`s (connections to them are read)")
-	f.StringVar(&sf.schema, "schema", "", "with --from-pcap or --interface: the schema of sessions that began before the capture (their login, which names it, was not seen)")
+	f.StringVar(&sf.schema, "schema", "", "the schema of sessions that began before the capture (their login, which names it, was not seen; a log that names each statement's schema needs none); without it their statements are not replayed until they name one")
 	f.DurationVar(&sf.duration, "duration", 0, "with --interface: stop after this long (0: at Ctrl-C)")
 	f.IntVar(&sf.ringMB, "ring-mb", 64, "with --interface: the MiB of the kernel's packet ring (what arrives while it is full is dropped, and shows as gaps)")
 	f.StringVar(&sf.results, "capture-results", proxy.ResultsChecksum, "with --from-pcap or --interface: what to record of result sets: summary (columns, rows, bytes) or checksum (also row checksums)")
@@ -120,7 +123,7 @@ func (sf *sniffFlags) set() bool { return len(sf.pcaps) > 0 || sf.iface != "" ||
 
 // packetOnly names a flag given that only packets use, or "".
 func packetOnly(c *cobra.Command) string {
-	for _, name := range []string{"port", "schema", "max-record-bytes", "capture-results", "ring-mb"} {
+	for _, name := range []string{"port", "max-record-bytes", "capture-results", "ring-mb"} {
 		if c.Flags().Changed(name) {
 			return name
 		}
@@ -271,7 +274,7 @@ func (sf *sniffFlags) fromLog(c *cobra.Command, dir string, key *store.Key) erro
 	rec := &appender{w: w}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, readErr := serverlog.Read(ctx, sf.logs, sf.format, serverlog.Options{Loc: loc, AuditQueryLimit: sf.auditLimit}, rec)
+	st, readErr := serverlog.Read(ctx, sf.logs, sf.format, serverlog.Options{Loc: loc, AuditQueryLimit: sf.auditLimit, Schema: sf.schema}, rec)
 	w.SetSourceStats(st)
 	closeErr := w.Close()
 	if readErr == nil {
@@ -344,9 +347,6 @@ func writeSniffed(w io.Writer, dir, kind string, records uint64, st *store.Sourc
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "  note: %s %s\n", n.Path, n.Note)
-	}
-	if st.FoundOpen > 0 && schema == "" {
-		fmt.Fprintf(w, "  note: no --schema was given: statements of the %d sessions found open are not replayable until they say USE\n", st.FoundOpen)
 	}
 	if st.Gaps > 0 {
 		fmt.Fprintln(w, "  note: bytes were lost; record with tcpdump -B 65536 (a larger buffer) or capture less traffic")
