@@ -230,3 +230,87 @@ func oneRow(v string) store.Response {
 	s.AddRow(append([]byte{byte(len(v))}, v...))
 	return store.Response{Kind: store.RespResultSet, Columns: 1, Rows: 1, HasChecksums: true, Ordered: s.Ordered, Unordered: s.Unordered}
 }
+
+// Values the server chooses on its own, which no statement names: a
+// column whose DEFAULT is UUID(), a trigger that calls UUID() (and the
+// table its body writes), a procedure that does. Each target holds its
+// own, so the reads of those tables after such a write are counted
+// apart (nondeterministic-write), on two identical InnoDB copies; a
+// trigger that sets a plain value, and a table written by no such
+// thing, are compared as ever. Before, every such read was the engine's
+// difference (b vs a: divergent 4).
+func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
+	ta, tb, dba, dbb := twoInnoDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db,
+			"CREATE TABLE dflt (id INT PRIMARY KEY, u VARCHAR(40) DEFAULT (UUID()))",
+			"CREATE TABLE trig (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TRIGGER trig_bi BEFORE INSERT ON trig FOR EACH ROW SET NEW.u = UUID()",
+			"CREATE TABLE trig2 (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE audit (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TRIGGER trig2_au AFTER UPDATE ON trig2 FOR EACH ROW INSERT INTO audit VALUES (NEW.id, UUID())",
+			"CREATE TABLE proc (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE PROCEDURE mk(i INT) INSERT INTO proc VALUES (i, UUID())",
+			"CREATE TABLE fixed (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TRIGGER fixed_bi BEFORE INSERT ON fixed FOR EACH ROW SET NEW.u = 'f'",
+		)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	n := 0
+	q := func(sql string, resp store.Response) store.Record {
+		n++
+		return store.Record{Session: 1, Start: at.Add(time.Duration(n) * 10 * time.Millisecond), Kind: store.KindQuery, SQL: sql, Resp: resp}
+	}
+	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}},
+		q("INSERT INTO dflt (id) VALUES (1)", ok),
+		q("INSERT INTO trig VALUES (1, 'a')", ok),
+		q("INSERT INTO trig2 VALUES (1, 'a')", ok),
+		q("UPDATE trig2 SET u = 'b' WHERE id = 1", ok),
+		q("CALL mk(1)", ok),
+		q("INSERT INTO fixed VALUES (1, 'a')", ok),
+		q("SELECT u FROM dflt WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM trig WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM trig2 WHERE id = 1", oneRow("b")), // compared: the trigger writes audit, not trig2's row
+		q("SELECT u FROM audit WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM proc WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM fixed WHERE id = 1", oneRow("f")),
+		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, nil, ta, tb)
+	apartOn := func(samples []store.Sample) string {
+		var apart []string
+		for _, s := range samples {
+			if s.Class == compare.ReasonChosenValues {
+				apart = append(apart, strings.Fields(s.Statement)[3])
+			}
+		}
+		slices.Sort(apart)
+		return strings.Join(apart, " ")
+	}
+	for i, tr := range rep.Targets {
+		if tr.Errors != 0 {
+			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
+		}
+		c := rep.VsCapture[i]
+		if c.Total() != 0 || c.Ambiguous != 4 || c.AmbiguousBy[compare.ReasonChosenValues] != 4 || apartOn(c.Samples) != "audit dflt proc trig" {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 4 nondeterministic-write (audit dflt proc trig)",
+				tr.Name, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy, apartOn(c.Samples))
+		}
+	}
+	d := rep.Divergences[0]
+	if d.Total() != 0 || d.Ambiguous != 4 || apartOn(d.Samples) != "audit dflt proc trig" {
+		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 4 nondeterministic-write (audit dflt proc trig)",
+			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, apartOn(d.Samples))
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "column defaults ") && strings.Contains(n, "dflt.u DEFAULT uuid()") && strings.Contains(n, "triggers ") && strings.Contains(n, "procedures ") && strings.Contains(n, ".mk")
+	}) {
+		t.Errorf("no note names the default, the triggers and the procedure: %q", rep.Notes)
+	}
+	for _, tbl := range []string{"dflt", "trig", "audit", "proc"} {
+		differentUUIDs(t, tbl, dba, dbb)
+	}
+}

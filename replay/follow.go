@@ -193,7 +193,8 @@ func (s followed) reader(*Config) (*store.Reader, func(), error) {
 	return s.f.r, func() {}, nil // the capture being written; its writer closes it
 }
 
-func (s followed) index(context.Context, *store.Reader) (*captureIndex, *sqlinfo.Analyzer, error) {
+func (s followed) index(_ context.Context, _ *store.Reader, srv *serverChoices) (*captureIndex, *sqlinfo.Analyzer, error) {
+	s.f.sc.x.srv.Store(srv) // from here on: records indexed before did not see it
 	return s.f.sc.x, s.f.sc.an, nil
 }
 

@@ -449,6 +449,10 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	}
 	servers, unknown := targets.Servers(ctx, cfg.Targets, dbs)
 	err = targets.SameTables(cfg.Targets, servers, unknown)
+	var srv *serverChoices
+	if err == nil {
+		srv, err = loadServerChoices(ctx, cfg.Targets, dbs)
+	}
 	closeAll()
 	if err != nil {
 		return Result{}, fmt.Errorf("replay: %w", err)
@@ -492,12 +496,15 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	if cfg.CaptureName != "" && cfg.CaptureName != cfg.Capture {
 		notes = append(notes, fmt.Sprintf("the capture %s was replayed from its unpacked copy in %s", cfg.CaptureName, cfg.Capture))
 	}
-	x, an, err := rs.src.index(ctx, r)
+	x, an, err := rs.src.index(ctx, r, srv)
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) && !cfg.SkipDamaged {
 			err = fmt.Errorf("%w; or replay the records that are readable with --skip-damaged (the report then says what was passed over)", err)
 		}
 		return Result{}, err
+	}
+	if srv != nil {
+		notes = append(notes, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets", strings.Join(srv.what, "; ")))
 	}
 	if x.writes {
 		// A capture that writes tables, on a target that refuses this

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -45,6 +46,11 @@ type captureIndex struct {
 	// such a write had reached: from there the table's rows differ
 	// between targets and from the capture (compare.ReasonChosenValues).
 	chosen *compare.Gaps
+	// srv: what the targets' schemas choose on their own (column
+	// defaults, triggers, procedures), read at the run's start; nil: none.
+	// A followed capture is indexed as it is written, while its run sets
+	// this.
+	srv atomic.Pointer[serverChoices]
 	// lostCmds: where a packet capture lost a session's bytes (FlagLost, not
 	// at a join): its transaction's state is unknown from there, so the
 	// order the targets ran others in may differ by it (between targets).
@@ -196,8 +202,9 @@ func qualify(ts []sqlinfo.Table, schema string, dst []string) []string {
 }
 
 // scanCapture reads the capture once.
-func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer) (*captureIndex, error) {
+func scanCapture(ctx context.Context, r *store.Reader, an *sqlinfo.Analyzer, srv *serverChoices) (*captureIndex, error) {
 	sc := newScanner(an)
+	sc.x.srv.Store(srv)
 	x := sc.x
 	x.synthetic = strings.HasPrefix(r.Meta().Source, "synth ")
 	first, last, ok, err := r.StartSpan()
@@ -304,7 +311,7 @@ func killsConnection(sql string) (uint32, bool) {
 // each server chooses anew (in its text, or in user variables it reads:
 // vars), or of rows read from a table such a write had reached
 // (x.chosen); a table created, dropped or truncated starts over.
-func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, schema string, skipped, vars bool) {
+func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, sql, schema string, skipped, vars bool) {
 	writes := qualify(info.Writes, schema, nil)
 	switch {
 	case info.TableDDL && info.Verb == "CREATE":
@@ -315,7 +322,21 @@ func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Inf
 		x.chosen.Reset(start, writes)
 		return
 	}
-	if skipped || len(writes) == 0 {
+	if skipped {
+		return
+	}
+	if srv := x.srv.Load(); srv != nil && (len(writes) > 0 || info.Verb == "CALL") {
+		// What the targets' defaults, triggers or the procedure called
+		// choose on their own.
+		ts, all := srv.written(info.Verb, sql, schema, writes)
+		if all {
+			ts = []string{compare.AnyTable}
+		}
+		if len(ts) > 0 {
+			x.chosen.Add(session, start, ts)
+		}
+	}
+	if len(writes) == 0 {
 		return
 	}
 	chosen := info.ChosenValues || vars
@@ -599,7 +620,7 @@ func (sc *scanner) add(rec *store.Record) {
 		case info.Verb == "DROP" || info.Verb == "TRUNCATE":
 			x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
 		}
-		x.noteChosen(rec.Session, start, info, s.schema, skippedByReplay, varsChosen)
+		x.noteChosen(rec.Session, start, info, sql, s.schema, skippedByReplay, varsChosen)
 	}
 	// When writes become visible to other sessions.
 	step := s.trx.Apply(info, capturedError(rec))

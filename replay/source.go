@@ -22,8 +22,9 @@ type source interface {
 	// reader opens the capture; done releases it.
 	reader(cfg *Config) (r *store.Reader, done func(), err error)
 	// index is what the engine plans with (sessions, tables, commit
-	// intervals) and the analyzer that made it.
-	index(ctx context.Context, r *store.Reader) (*captureIndex, *sqlinfo.Analyzer, error)
+	// intervals) and the analyzer that made it; srv is what the targets'
+	// schemas choose on their own (nil: nothing).
+	index(ctx context.Context, r *store.Reader, srv *serverChoices) (*captureIndex, *sqlinfo.Analyzer, error)
 	// records calls body with each record to replay on rn's target, pass
 	// by pass (loop), until body returns false, the records end or ctx
 	// does.
@@ -68,9 +69,9 @@ func (closedCapture) reader(cfg *Config) (*store.Reader, func(), error) {
 	return r, func() { r.Close() }, nil
 }
 
-func (closedCapture) index(ctx context.Context, r *store.Reader) (*captureIndex, *sqlinfo.Analyzer, error) {
+func (closedCapture) index(ctx context.Context, r *store.Reader, srv *serverChoices) (*captureIndex, *sqlinfo.Analyzer, error) {
 	an := sqlinfo.NewAnalyzer()
-	x, err := scanCapture(ctx, r, an)
+	x, err := scanCapture(ctx, r, an, srv)
 	return x, an, err
 }
 

@@ -1,0 +1,79 @@
+package sqlinfo
+
+import "strings"
+
+// ChoosesValues reports whether text — a column's DEFAULT expression as
+// information_schema shows it, or the body of a trigger or stored
+// procedure — calls a function whose value each server chooses anew
+// (Info.ChosenValues): UUID(), RAND() without a seed, SYSDATE(),
+// CONNECTION_ID(), the user functions. A text that cannot be lexed
+// is taken to choose (what it does is not known).
+func ChoosesValues(text string) bool {
+	toks, err := Lex(text)
+	if err != nil {
+		return true
+	}
+	for i, t := range toks {
+		switch {
+		case t.Kind == TokIdent && i+1 < len(toks) && toks[i+1].IsPunct(text, "(") && !tableAt(text, toks, i):
+			name := strings.ToLower(t.Text(text))
+			if chosenFuncs[name] && (name != "rand" || i+2 < len(toks) && toks[i+2].IsPunct(text, ")")) {
+				return true
+			}
+		case t.Is(text, "CURRENT_USER") || t.Is(text, "CURRENT_ROLE"):
+			return true
+		}
+	}
+	return false
+}
+
+// BodyWrites are the tables a trigger's or stored procedure's body
+// writes, as it names them: those after INSERT [INTO], REPLACE [INTO],
+// UPDATE (not ON DUPLICATE KEY UPDATE) and DELETE … FROM. ok is false
+// when the body cannot be lexed, or writes through something it does
+// not name (a CALL, a prepared statement, dynamic SQL).
+func BodyWrites(body string) (writes []Table, ok bool) {
+	toks, err := Lex(body)
+	if err != nil {
+		return nil, false
+	}
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.Kind != TokIdent {
+			continue
+		}
+		j := -1
+		switch strings.ToUpper(t.Text(body)) {
+		case "CALL", "EXECUTE":
+			return writes, false
+		case "INSERT", "REPLACE":
+			j = i + 1
+			for j < len(toks) && toks[j].Kind == TokIdent && (isModifier(toks[j].Text(body)) || toks[j].Is(body, "INTO")) {
+				j++
+			}
+		case "UPDATE":
+			if i > 0 && toks[i-1].Is(body, "KEY") {
+				continue // ON DUPLICATE KEY UPDATE
+			}
+			j = i + 1
+			for j < len(toks) && toks[j].Kind == TokIdent && isModifier(toks[j].Text(body)) {
+				j++
+			}
+		case "DELETE":
+			for k := i + 1; k < len(toks) && k < i+4; k++ {
+				if toks[k].Is(body, "FROM") {
+					j = k + 1
+					break
+				}
+			}
+		}
+		if j < 0 {
+			continue
+		}
+		if tbl, next, ok := tableName(body, toks, j); ok {
+			writes = appendTables(writes, tbl)
+			i = next - 1
+		}
+	}
+	return writes, true
+}

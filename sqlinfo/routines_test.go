@@ -1,0 +1,39 @@
+package sqlinfo
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestChoosesValues(t *testing.T) {
+	for text, want := range map[string]bool{
+		"uuid()":              true, // a DEFAULT as MariaDB shows it
+		"'abc'":               false,
+		"current_timestamp()": false, // follows SET timestamp
+		"SET NEW.id = UUID()": true,
+		"SET NEW.r = RAND(7)": false,
+		"BEGIN INSERT INTO log VALUES (RAND()); END": true,
+		"SET NEW.who = CURRENT_USER":                 true,
+		"INSERT INTO uuid (a) VALUES (1)":            false, // a table named uuid
+		"SET x = 'unterminated":                      true,
+	} {
+		if got := ChoosesValues(text); got != want {
+			t.Errorf("ChoosesValues(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestBodyWrites(t *testing.T) {
+	for _, c := range []struct{ body, writes string }{
+		{"SET NEW.id = UUID()", "[] true"},
+		{"BEGIN INSERT INTO audit (id) VALUES (UUID()); UPDATE shop.stock SET n = n - 1 WHERE id = NEW.item; END", "[audit shop.stock] true"},
+		{"INSERT IGNORE log SELECT * FROM t ON DUPLICATE KEY UPDATE n = n + 1", "[log] true"},
+		{"BEGIN DELETE FROM old WHERE id = OLD.id; REPLACE INTO cache VALUES (1); END", "[old cache] true"},
+		{"BEGIN CALL other(); END", "[] false"},
+	} {
+		w, ok := BodyWrites(c.body)
+		if got := fmt.Sprintf("%v %v", w, ok); got != c.writes {
+			t.Errorf("BodyWrites(%q) = %s, want %s", c.body, got, c.writes)
+		}
+	}
+}
