@@ -503,9 +503,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 		}
 		return Result{}, err
 	}
-	if srv != nil {
-		notes = append(notes, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets", strings.Join(srv.what, "; ")))
-	}
+	notes = append(notes, srv.notes()...)
 	if x.writes {
 		// A capture that writes tables, on a target that refuses this
 		// account's writes (a shadow's is checked before its capture

@@ -154,8 +154,10 @@ func (s *scanSession) heldVar(n string) bool {
 // joined (joined: capture.Session.Join keeps SET texts once each, not
 // what the session assigned otherwise, and runs them long after). An
 // assignment of any other value clears the mark, but one that may assign
-// nothing (SELECT … INTO that finds no row) leaves it.
-func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool) bool {
+// nothing (SELECT … INTO that finds no row) leaves it. inOnly are the
+// variables a CALL passes to IN parameters only (serverChoices.inOnly):
+// the routine does not assign them.
+func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool, inOnly map[string]bool) bool {
 	assigns, reads, ok := sqlinfo.UserVarFlow(sql)
 	if !ok {
 		if skipped {
@@ -168,6 +170,9 @@ func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool) boo
 	held := func(names []string) bool { return slices.ContainsFunc(names, s.heldVar) }
 	readsChosen := held(reads)
 	for _, a := range assigns {
+		if inOnly[a.Name] {
+			continue
+		}
 		from := held(a.Reads)
 		readsChosen = readsChosen || from
 		switch {
@@ -328,7 +333,7 @@ func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Inf
 	if srv := x.srv.Load(); srv != nil && (len(writes) > 0 || info.Verb == "CALL") {
 		// What the targets' defaults, triggers or the procedure called
 		// choose on their own.
-		ts, all := srv.written(info.Verb, sql, schema, writes)
+		ts, all := srv.written(info.Verb, sql, schema, info.Writes)
 		if all {
 			ts = []string{compare.AnyTable}
 		}
@@ -609,7 +614,11 @@ func (sc *scanner) add(rec *store.Record) {
 			fromTables = c || g
 		}
 		skipped := skippedByReplay || rec.Kind == store.KindQuery && sqlinfo.SetsGlobal(sql)
-		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables)
+		var inOnly map[string]bool
+		if info.Verb == "CALL" {
+			inOnly = x.srv.Load().inOnly(sql, s.schema)
+		}
+		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables, inOnly)
 	}
 	if !failed {
 		switch {

@@ -41,8 +41,28 @@ type serverChoices struct {
 	// writes through what it does not name (then every table the run
 	// writes).
 	procs []map[string][]sqlinfo.Table
-	// what: one line per kind found, for the run's notes.
-	what []string
+	// modes: by target, "schema.name" of a procedure → its parameters'
+	// modes by position (IN, OUT, INOUT).
+	modes []map[string][]string
+	// what: one line per kind found, for the run's notes; hidden: the
+	// procedures whose bodies the account cannot read.
+	what   []string
+	hidden string
+}
+
+// notes are what the run's notes say of sc.
+func (sc *serverChoices) notes() []string {
+	if sc == nil {
+		return nil
+	}
+	var ns []string
+	if len(sc.what) > 0 {
+		ns = append(ns, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets; what the capture creates itself is not read", strings.Join(sc.what, "; ")))
+	}
+	if sc.hidden != "" {
+		ns = append(ns, fmt.Sprintf("this account cannot read the bodies of procedures %s (their definer's, or SHOW_ROUTINE's on MySQL): values they choose on their own are not known, and a difference after a CALL of one may be those values, not the engine's", sc.hidden))
+	}
+	return ns
 }
 
 // systemSchemas are the server's own schemas: never a capture's tables.
@@ -53,33 +73,46 @@ const systemSchemas = "('mysql', 'information_schema', 'performance_schema', 'sy
 // not be asked (the run cannot tell which differences are the engines').
 func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) (*serverChoices, error) {
 	sc := &serverChoices{}
-	var defaults, triggers, procs []string
+	var defaults, triggers, procs, hidden []string
 	found := false
 	for i, db := range dbs {
-		tables, also, ps := map[string]string{}, map[string][]sqlinfo.Table{}, map[string][]sqlinfo.Table{}
+		tables, also, ps, modes := map[string]string{}, map[string][]sqlinfo.Table{}, map[string][]sqlinfo.Table{}, map[string][]string{}
 		key := func(schema, name string) string { return strings.ToLower(schema + "." + name) }
 		mark := func(k string, ev byte) {
 			if !strings.ContainsRune(tables[k], rune(ev)) {
 				tables[k] += string(ev)
 			}
 		}
-		err := eachRow(ctx, db, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS "+
-			"WHERE COLUMN_DEFAULT IS NOT NULL AND (COLUMN_DEFAULT LIKE '%(%' OR COLUMN_DEFAULT LIKE '%current\\_%') AND TABLE_SCHEMA NOT IN "+systemSchemas,
-			func(f []string) {
-				if sqlinfo.ChoosesValues(f[3]) {
-					mark(key(f[0], f[1]), 'I')
-					defaults = appendOnce(defaults, fmt.Sprintf("%s.%s.%s DEFAULT %s", f[0], f[1], f[2], f[3]))
-				}
-			})
+		var version string
+		err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
+		mariadb := strings.Contains(strings.ToLower(version), "mariadb")
 		if err == nil {
-			err = eachRow(ctx, db, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT "+
+			err = eachRow(ctx, db, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS "+
+				"WHERE COLUMN_DEFAULT IS NOT NULL AND (COLUMN_DEFAULT LIKE '%(%' OR COLUMN_DEFAULT LIKE '%current\\_%') AND TABLE_SCHEMA NOT IN "+systemSchemas,
+				func(f []string) {
+					// An expression, not a literal: MariaDB quotes a
+					// literal default ('uuid()' is a string); MySQL shows
+					// it bare and marks an expression DEFAULT_GENERATED.
+					expr := mariadb && !strings.HasPrefix(f[3], "'") || strings.Contains(f[4], "DEFAULT_GENERATED")
+					if expr && sqlinfo.ChoosesValues(f[3]) {
+						mark(key(f[0], f[1]), 'I')
+						defaults = appendOnce(defaults, fmt.Sprintf("%s.%s.%s DEFAULT %s", f[0], f[1], f[2], f[3]))
+					}
+				})
+		}
+		if err == nil {
+			err = eachRow(ctx, db, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT, ACTION_TIMING "+
 				"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA NOT IN "+systemSchemas,
 				func(f []string) {
-					if !sqlinfo.ChoosesValues(f[5]) {
+					if !sqlinfo.ChoosesValues(f[5]) || f[4] == "" {
 						return
 					}
 					k, ev := key(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
-					mark(k, ev)
+					if f[6] == "BEFORE" {
+						mark(k, ev) // it may set the row's columns (NEW.id = UUID()); an AFTER trigger cannot
+					} else if _, ok := tables[k]; !ok {
+						tables[k] = "" // found: what its body writes is in also
+					}
 					ws, _ := sqlinfo.BodyWrites(f[5])
 					for _, w := range ws {
 						also[k+string(ev)] = append(also[k+string(ev)], w.In(f[0]))
@@ -91,6 +124,12 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 			err = eachRow(ctx, db, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, COALESCE(ROUTINE_DEFINITION, '') FROM information_schema.ROUTINES "+
 				"WHERE ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_SCHEMA NOT IN "+systemSchemas,
 				func(f []string) {
+					if f[2] == "" {
+						// NULL: not this account's to read (its definer's,
+						// or SHOW_ROUTINE's on MySQL).
+						hidden = appendOnce(hidden, f[0]+"."+f[1])
+						return
+					}
 					if !sqlinfo.ChoosesValues(f[2]) {
 						return
 					}
@@ -107,24 +146,38 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					procs = appendOnce(procs, f[0]+"."+f[1])
 				})
 		}
+		if err == nil {
+			err = eachRow(ctx, db, "SELECT SPECIFIC_SCHEMA, SPECIFIC_NAME, COALESCE(PARAMETER_MODE, '') FROM information_schema.PARAMETERS "+
+				"WHERE ROUTINE_TYPE = 'PROCEDURE' AND SPECIFIC_SCHEMA NOT IN "+systemSchemas+" ORDER BY SPECIFIC_SCHEMA, SPECIFIC_NAME, ORDINAL_POSITION",
+				func(f []string) {
+					k := key(f[0], f[1])
+					modes[k] = append(modes[k], strings.ToUpper(f[2]))
+				})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and procedures (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
 		}
-		found = found || len(tables) > 0 || len(ps) > 0
+		found = found || len(tables) > 0 || len(ps) > 0 || len(modes) > 0
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
+		sc.modes = append(sc.modes, modes)
 		sc.tables, sc.also, sc.procs = append(sc.tables, tables), append(sc.also, also), append(sc.procs, ps)
 	}
-	if !found {
+	if len(hidden) > 0 {
+		sc.hidden = examples(hidden)
+	}
+	if !found && len(hidden) == 0 {
 		return nil, nil
 	}
+	var what []string
 	for _, l := range []struct {
 		what  string
 		names []string
 	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procs}} {
 		if len(l.names) > 0 {
-			sc.what = append(sc.what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
+			what = append(what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
 		}
 	}
+	sc.what = what
 	return sc, nil
 }
 
@@ -191,45 +244,44 @@ func events(verb string) string {
 }
 
 // written returns the captured tables ("schema.name", as qualify gives
-// them) on which a statement of verb that writes writes (in captured
-// schema schema) makes some target choose values of its own, and the
-// tables its triggers then write; for a CALL (writes empty), those of
-// the procedure called. all: a procedure that chooses and writes what it
-// does not name (every table may hold such values).
-func (sc *serverChoices) written(verb, sql, schema string, writes []string) (chosen []string, all bool) {
+// them) where a statement of verb, writing writes (as the statement names
+// them) in session schema schema, makes some target choose values of its
+// own, and the tables its triggers then write; for a CALL (no writes
+// named), those of the procedure called. all: a procedure that chooses
+// and writes what it does not name (every table may hold such values).
+//
+// Names: a table the statement names without a schema is in the
+// session's, which a target whose DSN names a database runs in that
+// one (runner.schemaFor); one it qualifies is that schema's there too.
+func (sc *serverChoices) written(verb, sql, schema string, writes []sqlinfo.Table) (chosen []string, all bool) {
 	if sc == nil {
 		return nil, false
 	}
 	for i := range sc.tables {
-		// A captured table's name on this target.
-		target := func(captured string) (string, string) {
-			s, n, ok := strings.Cut(captured, ".")
-			if !ok {
-				s, n = schema, captured
+		// on gives a named table's schema on this target.
+		on := func(named string) string {
+			if named == "" {
+				if sc.db[i] != "" {
+					return sc.db[i]
+				}
+				return strings.ToLower(schema)
 			}
-			if sc.db[i] != "" {
-				s = sc.db[i]
-			}
-			return strings.ToLower(s), strings.ToLower(n)
+			return strings.ToLower(named)
 		}
-		// A table named on the target, as the capture names it: in the
-		// captured schema when the target runs every schema in one.
-		captured := func(t sqlinfo.Table, capturedSchema string) string {
-			if sc.db[i] != "" && strings.EqualFold(t.Schema, sc.db[i]) {
-				return sqlinfo.Table{Schema: capturedSchema, Name: t.Name}.String()
+		// back names a table of the target's as the capture does: in the
+		// session's schema when it is the one the session runs in there.
+		back := func(t sqlinfo.Table, named string) string {
+			if named == "" && strings.EqualFold(t.Schema, on("")) {
+				return sqlinfo.Table{Schema: schema, Name: t.Name}.String()
 			}
 			return t.String()
 		}
 		if verb == "CALL" {
-			s, n, ok := calledProcedure(sql)
+			s, n, _, ok := sqlinfo.CallArguments(sql)
 			if !ok {
 				continue
 			}
-			if s == "" {
-				s = schema
-			}
-			ts, s2 := target(sqlinfo.Table{Schema: s, Name: n}.String())
-			ws, chooses := sc.procs[i][ts+"."+s2]
+			ws, chooses := sc.procs[i][on(s)+"."+strings.ToLower(n)]
 			if !chooses {
 				continue
 			}
@@ -237,25 +289,19 @@ func (sc *serverChoices) written(verb, sql, schema string, writes []string) (cho
 				return nil, true
 			}
 			for _, w := range ws {
-				chosen = appendOnce(chosen, captured(w, s))
+				chosen = appendOnce(chosen, back(w, s))
 			}
 			continue
 		}
 		for _, w := range writes {
-			ts, tn := target(w)
-			k := ts + "." + tn
+			k := on(w.Schema) + "." + strings.ToLower(w.Name)
 			evs := sc.tables[i][k]
-			capturedSchema := schema
-			if s, _, ok := strings.Cut(w, "."); ok {
-				capturedSchema = s
-			}
 			for _, ev := range events(verb) {
-				if !strings.ContainsRune(evs, ev) {
-					continue
+				if strings.ContainsRune(evs, ev) {
+					chosen = appendOnce(chosen, w.In(schema).String())
 				}
-				chosen = appendOnce(chosen, w)
 				for _, t := range sc.also[i][k+string(ev)] {
-					chosen = appendOnce(chosen, captured(t, capturedSchema))
+					chosen = appendOnce(chosen, back(t, w.Schema))
 				}
 			}
 		}
@@ -263,15 +309,45 @@ func (sc *serverChoices) written(verb, sql, schema string, writes []string) (cho
 	return chosen, false
 }
 
-// calledProcedure reads CALL's [schema.]name.
-func calledProcedure(sql string) (schema, name string, ok bool) {
-	toks, err := sqlinfo.Lex(sql)
-	if err != nil || len(toks) < 2 || !toks[0].Is(sql, "CALL") {
-		return "", "", false
+// inOnly are the user variables a CALL passes only as IN parameters of
+// the procedure, as the targets define it: the routine cannot assign
+// them (sqlinfo.UserVarFlow takes every variable passed whole as
+// assigned). nil when the procedure is not known.
+func (sc *serverChoices) inOnly(sql, schema string) map[string]bool {
+	if sc == nil {
+		return nil
 	}
-	part := func(t sqlinfo.Token) string { return sqlinfo.Unquote(t.Text(sql)) }
-	if len(toks) >= 4 && toks[2].IsPunct(sql, ".") {
-		return part(toks[1]), part(toks[3]), true
+	s, n, args, ok := sqlinfo.CallArguments(sql)
+	if !ok {
+		return nil
 	}
-	return "", part(toks[1]), true
+	for i := range sc.modes {
+		on := strings.ToLower(s)
+		if s == "" {
+			on = strings.ToLower(schema)
+			if sc.db[i] != "" {
+				on = sc.db[i]
+			}
+		}
+		modes, known := sc.modes[i][on+"."+strings.ToLower(n)]
+		if !known || len(modes) != len(args) && !(len(modes) == 0 && len(args) == 1 && args[0] == "") {
+			continue
+		}
+		in, out := map[string]bool{}, map[string]bool{}
+		for j, a := range args {
+			if a == "" {
+				continue
+			}
+			if j < len(modes) && modes[j] == "IN" {
+				in[a] = true
+			} else {
+				out[a] = true
+			}
+		}
+		for a := range out {
+			delete(in, a)
+		}
+		return in
+	}
+	return nil
 }

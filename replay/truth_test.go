@@ -379,8 +379,8 @@ func TestTruthInjectedDifferenceFoundExactly(t *testing.T) {
 		for _, tr := range rep.Targets {
 			reordered += tr.OrderReruns + tr.OrderReleased + tr.Retries
 		}
-		t.Logf("attempt %d: row sbtest1.id=%d is read by %d statements; %d divergent, %d ambiguous (%v); reruns, releases and retries: %d",
-			attempt, x.id, len(x.reads), len(divergent), len(ambiguous), d.ByClass, reordered)
+		t.Logf("attempt %d: row sbtest1.id=%d is read by %d statements; %d divergent (%v), %d ambiguous (%v); reruns, releases and retries: %d",
+			attempt, x.id, len(x.reads), len(divergent), d.ByClass, len(ambiguous), d.AmbiguousBy, reordered)
 		for _, s := range divergent {
 			if !slices.Contains(x.reads, s) {
 				t.Errorf("seq %d diverged but does not read the changed row", s)

@@ -210,7 +210,10 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 	if prev != nil && prev.conn != uint32(conn) {
 		prev = nil
 	}
-	e := &event{at: p.at, conn: uint32(conn)}
+	// The general log names a schema only at a connect, an Init DB and a
+	// change of user: a session it finds open at anything else (a pool's
+	// ping, a statement) is in a schema it does not say.
+	e := &event{at: p.at, conn: uint32(conn), schemaUnsaid: true}
 	switch command {
 	case "Connect":
 		if strings.HasPrefix(arg, "Access denied") || strings.Contains(arg, " denied ") {
@@ -230,12 +233,12 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 		e.kind = store.KindConnect
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
-		e.kind, e.sql, e.schemaUnsaid = store.KindQuery, arg, true
+		e.kind, e.sql = store.KindQuery, arg
 		if !ranAt.IsZero() && p.at.Sub(ranAt) <= time.Second {
 			e.at = ranAt // (not when seconds late: the log's order of time first)
 		}
 	case "Query":
-		e.kind, e.sql, e.schemaUnsaid = store.KindQuery, arg, true
+		e.kind, e.sql = store.KindQuery, arg
 	case "Init DB":
 		e.kind, e.schema = store.KindInitDB, arg
 	case "Change user":
@@ -629,7 +632,6 @@ func (p *slowParser) flush(emit func(*event)) {
 			// the session's differed from it; without one of its own, a
 			// guess (a session without a schema writes none either).
 			e.schema, e.schemaGuess = p.db, !p.ownUse
-			e.schemaUnsaid = p.db == ""
 		}
 		if cmd, ok := strings.CutPrefix(sql, "# administrator command: "); ok {
 			// A command that is not a statement: a quit ends its

@@ -82,8 +82,8 @@ type event struct {
 	// schemaGuess: schema is not the log's word for this entry but the
 	// last one it wrote for any (MySQL's slow log).
 	schemaGuess bool
-	// schemaUnsaid: the log does not say which schema the statement ran
-	// in (the general log; MySQL's slow log before its first "use").
+	// schemaUnsaid: the log does not say which schema the session is in
+	// (the general log, but at a connect, Init DB or change of user).
 	schemaUnsaid bool
 }
 
@@ -430,8 +430,8 @@ type Options struct {
 	// one that long is not replayed.
 	AuditQueryLimit int
 	// Schema is the schema of sessions the log finds open (their connect
-	// is not in it) when it does not say theirs (the general log; MySQL's
-	// slow log before its first "use"). None: their statements are
+	// is not in it) when it does not say theirs (the general log). None:
+	// their statements are
 	// store.FlagSchemaUnknown and not replayed, until they name one (USE,
 	// Init DB, a change of user).
 	Schema string

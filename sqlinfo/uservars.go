@@ -104,26 +104,59 @@ func UserVarFlow(sql string) (assigns []VarAssign, reads []string, ok bool) {
 // callArguments are the user variables a CALL passes as whole arguments
 // (CALL p(1, @out)): the routine may assign them.
 func callArguments(sql string, st []Token) []string {
+	var names []string
+	for _, n := range callArgs(sql, st) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// callArgs are a CALL's arguments by position: a user variable passed
+// whole (lower-cased, without its @), "" for anything else.
+func callArgs(sql string, st []Token) []string {
 	if len(st) < 4 || !st[0].Is(sql, "CALL") {
 		return nil
 	}
-	var names []string
-	depth := 0
+	var args []string
+	depth, arg := 0, -1
 	for i, t := range st {
 		switch {
 		case t.IsPunct(sql, "("):
 			depth++
+			if depth == 1 {
+				arg = 0
+				args = append(args, "")
+			}
 		case t.IsPunct(sql, ")"):
 			depth--
+		case depth == 1 && t.IsPunct(sql, ","):
+			arg++
+			args = append(args, "")
 		case t.Kind == TokVariable && depth == 1 && !strings.HasPrefix(t.Text(sql), "@@") &&
 			(st[i-1].IsPunct(sql, "(") || st[i-1].IsPunct(sql, ",")) &&
 			i+1 < len(st) && (st[i+1].IsPunct(sql, ")") || st[i+1].IsPunct(sql, ",")):
-			if n := userVarName(sql, t); !slices.Contains(names, n) {
-				names = append(names, n)
-			}
+			args[arg] = userVarName(sql, t)
 		}
 	}
-	return names
+	return args
+}
+
+// CallArguments reads a CALL: the procedure's schema (as written, "" when
+// unqualified) and name, and its arguments by position (callArgs). ok is
+// false for any other statement.
+func CallArguments(sql string) (schema, name string, args []string, ok bool) {
+	toks, err := Lex(sql)
+	if err != nil || len(toks) < 2 || !toks[0].Is(sql, "CALL") {
+		return "", "", nil, false
+	}
+	part := func(t Token) string { return Unquote(t.Text(sql)) }
+	schema, name = "", part(toks[1])
+	if len(toks) >= 4 && toks[2].IsPunct(sql, ".") {
+		schema, name = part(toks[1]), part(toks[3])
+	}
+	return schema, name, callArgs(sql, toks), true
 }
 
 // defines reports whether st begins the definition of a stored routine,

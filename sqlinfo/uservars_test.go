@@ -32,6 +32,7 @@ func TestUserVarFlow(t *testing.T) {
 		{"CALL p(1, @Out, @k + 1, f(@j), @out)", "[{out [out] true true}]", "[out k j out]"},
 		{"CALL p", "[]", "[]"},
 		{"CALL db.p(@a, @@sql_mode)", "[{a [a] true true}]", "[a]"},
+		{"CALL p(@a, (@b), f(@c, @d), @e)", "[{a [a] true true} {e [e] true true}]", "[a b c d e]"},
 	} {
 		as, rs, ok := UserVarFlow(c.sql)
 		if !ok {
@@ -51,4 +52,18 @@ func TestUserVarFlowUnreadable(t *testing.T) {
 		return
 	}
 	t.Error("a text cut inside a string: read, want not read")
+}
+
+func TestCallArguments(t *testing.T) {
+	for sql, want := range map[string]string{
+		"CALL shop.mk(1, @Out, f(@x), @out)": "shop mk [ out  out] true",
+		"CALL `p`()":                         " p [] true",
+		"CALL p":                             " p [] true",
+		"SELECT 1":                           "  [] false",
+	} {
+		s, n, args, ok := CallArguments(sql)
+		if got := fmt.Sprintf("%s %s %v %v", s, n, args, ok); got != want {
+			t.Errorf("CallArguments(%q) = %q, want %q", sql, got, want)
+		}
+	}
 }

@@ -59,8 +59,8 @@ rolled back for a deadlock, whose client then sent BEGIN again, replays
 as committed by that BEGIN, on every target alike. Times are as precise as the log (MariaDB writes whole seconds; the
 records of one second keep the log's order), in --log-time-zone. A
 session whose connect is not in the log gets a synthetic one (counted)
-in the schema the log names; the general log (and MySQL's slow log
-before its first "use") names none: give it with --schema, or the
+in the schema the log names; the general log names none: give it with
+--schema, or the
 session's statements are not replayed until it says USE (counted);
 passwords are masked and such statements not replayed. Give rotated
 files oldest first.
@@ -153,7 +153,7 @@ func (sf *sniffFlags) run(c *cobra.Command, args []string) error {
 		return errors.New("--duration applies to --interface only: a file is read to its end")
 	case len(sf.logs) > 0 && packetOnly(c) != "":
 		// They were accepted and did nothing.
-		return fmt.Errorf("--%s applies to --from-pcap and --interface only: a server log names its sessions' schemas and holds no results", packetOnly(c))
+		return fmt.Errorf("--%s applies to --from-pcap and --interface only: a server log holds no packets and no results", packetOnly(c))
 	case len(sf.ports) == 0:
 		return errors.New("--port: give the server's port (default 3306)")
 	case sf.ringMB <= 0:
