@@ -156,8 +156,10 @@ func (s *scanSession) heldVar(n string) bool {
 // assignment of any other value clears the mark, but one that may assign
 // nothing (SELECT … INTO that finds no row) leaves it. inOnly are the
 // variables a CALL passes to IN parameters only (serverChoices.inOnly):
-// the routine does not assign them.
-func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool, inOnly map[string]bool) bool {
+// the routine does not assign them. calls: sql calls a stored function
+// whose value each server chooses anew (serverChoices.callsChosen):
+// whatever it assigns may hold one.
+func (s *scanSession) flowVars(sql string, skipped, joined, fromTables, calls bool, inOnly map[string]bool) bool {
 	assigns, reads, ok := sqlinfo.UserVarFlow(sql)
 	if !ok {
 		if skipped {
@@ -176,7 +178,7 @@ func (s *scanSession) flowVars(sql string, skipped, joined, fromTables bool, inO
 		from := held(a.Reads)
 		readsChosen = readsChosen || from
 		switch {
-		case skipped || joined || a.Chosen || from || fromTables:
+		case skipped || joined || a.Chosen || calls || from || fromTables:
 			if s.chosenVars == nil {
 				s.chosenVars = map[string]bool{}
 			}
@@ -344,7 +346,7 @@ func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Inf
 	if len(writes) == 0 {
 		return
 	}
-	chosen := info.ChosenValues || vars
+	chosen := info.ChosenValues || vars || x.srv.Load().callsChosen(sql, schema)
 	if !chosen && x.chosen.Len() > 0 {
 		// What it reads, the tables it makes aside (they start over).
 		reads := slices.DeleteFunc(qualify(info.Reads, schema, nil), func(t string) bool { return info.Verb == "CREATE" && slices.Contains(writes, t) })
@@ -618,7 +620,8 @@ func (sc *scanner) add(rec *store.Record) {
 		if info.Verb == "CALL" {
 			inOnly = x.srv.Load().inOnly(sql, s.schema)
 		}
-		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables, inOnly)
+		calls := x.srv.Load().callsChosen(sql, s.schema)
+		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables, calls, inOnly)
 	}
 	if !failed {
 		switch {

@@ -44,6 +44,11 @@ type serverChoices struct {
 	// modes: by target, "schema.name" of a procedure → its parameters'
 	// modes by position (IN, OUT, INOUT).
 	modes []map[string][]string
+	// funcs: by target, "schema.name" of the stored functions whose
+	// value each server chooses anew (their body calls UUID() …, or
+	// such a function); anyFunc: some target has one.
+	funcs   []map[string]bool
+	anyFunc bool
 	// what: one line per kind found, for the run's notes; hidden: the
 	// procedures whose bodies the account cannot read.
 	what   []string
@@ -60,7 +65,7 @@ func (sc *serverChoices) notes() []string {
 		ns = append(ns, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets; what the capture creates itself is not read", strings.Join(sc.what, "; ")))
 	}
 	if sc.hidden != "" {
-		ns = append(ns, fmt.Sprintf("this account cannot read the bodies of procedures %s (their definer's, or SHOW_ROUTINE's on MySQL): values they choose on their own are not known, and a difference after a CALL of one may be those values, not the engine's", sc.hidden))
+		ns = append(ns, fmt.Sprintf("this account cannot read the bodies of the stored routines %s (their definer's, or SHOW_ROUTINE's on MySQL): values they choose on their own are not known, and a difference after a write that calls one may be those values, not the engine's", sc.hidden))
 	}
 	return ns
 }
@@ -73,7 +78,7 @@ const systemSchemas = "('mysql', 'information_schema', 'performance_schema', 'sy
 // not be asked (the run cannot tell which differences are the engines').
 func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) (*serverChoices, error) {
 	sc := &serverChoices{}
-	var defaults, triggers, procs, hidden []string
+	var defaults, triggers, procs, fnames, hidden []string
 	found := false
 	for i, db := range dbs {
 		tables, also, ps, modes := map[string]string{}, map[string][]sqlinfo.Table{}, map[string][]sqlinfo.Table{}, map[string][]string{}
@@ -83,8 +88,47 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 				tables[k] += string(ev)
 			}
 		}
+		// Stored functions first: a trigger, procedure or function that
+		// calls one that chooses chooses too.
+		fns, bodies := map[string]bool{}, map[string][2]string{}
+		err := eachRow(ctx, db, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, COALESCE(ROUTINE_DEFINITION, '') FROM information_schema.ROUTINES "+
+			"WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA NOT IN "+systemSchemas,
+			func(f []string) {
+				if f[2] == "" {
+					hidden = appendOnce(hidden, f[0]+"."+f[1])
+					return
+				}
+				bodies[key(f[0], f[1])] = [2]string{f[0], f[2]}
+			})
+		// chooses reports whether body, of a routine in schema, calls a
+		// function whose value each server chooses anew.
+		chooses := func(body, schema string) bool {
+			if sqlinfo.ChoosesValues(body) {
+				return true
+			}
+			for _, f := range sqlinfo.CalledFunctions(body) {
+				if fns[key(f.In(schema).Schema, f.Name)] {
+					return true
+				}
+			}
+			return false
+		}
+		for changed := true; changed; { // to a fixed point: f calls g calls UUID()
+			changed = false
+			for k, b := range bodies {
+				if !fns[k] && chooses(b[1], b[0]) {
+					fns[k], changed = true, true
+				}
+			}
+		}
+		for k := range fns {
+			fnames = appendOnce(fnames, k)
+		}
+		slices.Sort(fnames)
 		var version string
-		err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
+		if err == nil {
+			err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
+		}
 		mariadb := strings.Contains(strings.ToLower(version), "mariadb")
 		if err == nil {
 			err = eachRow(ctx, db, "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS "+
@@ -104,7 +148,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 			err = eachRow(ctx, db, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT, ACTION_TIMING "+
 				"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA NOT IN "+systemSchemas,
 				func(f []string) {
-					if !sqlinfo.ChoosesValues(f[5]) || f[4] == "" {
+					if !chooses(f[5], f[0]) || f[4] == "" {
 						return
 					}
 					k, ev := key(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
@@ -130,7 +174,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 						hidden = appendOnce(hidden, f[0]+"."+f[1])
 						return
 					}
-					if !sqlinfo.ChoosesValues(f[2]) {
+					if !chooses(f[2], f[0]) {
 						return
 					}
 					ws, ok := sqlinfo.BodyWrites(f[2])
@@ -157,9 +201,10 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 		if err != nil {
 			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and procedures (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
 		}
-		found = found || len(tables) > 0 || len(ps) > 0 || len(modes) > 0
+		found = found || len(tables) > 0 || len(ps) > 0 || len(modes) > 0 || len(fns) > 0
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
-		sc.modes = append(sc.modes, modes)
+		sc.modes, sc.funcs = append(sc.modes, modes), append(sc.funcs, fns)
+		sc.anyFunc = sc.anyFunc || len(fns) > 0
 		sc.tables, sc.also, sc.procs = append(sc.tables, tables), append(sc.also, also), append(sc.procs, ps)
 	}
 	if len(hidden) > 0 {
@@ -172,7 +217,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 	for _, l := range []struct {
 		what  string
 		names []string
-	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procs}} {
+	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procs}, {"functions", fnames}} {
 		if len(l.names) > 0 {
 			what = append(what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
 		}
@@ -350,4 +395,28 @@ func (sc *serverChoices) inOnly(sql, schema string) map[string]bool {
 		return in
 	}
 	return nil
+}
+
+// callsChosen reports whether sql, run in session schema schema, calls a
+// stored function whose value some target chooses on its own.
+func (sc *serverChoices) callsChosen(sql, schema string) bool {
+	if sc == nil || !sc.anyFunc {
+		return false
+	}
+	fs := sqlinfo.CalledFunctions(sql)
+	for i, fns := range sc.funcs {
+		for _, f := range fs {
+			s := f.Schema
+			if s == "" {
+				s = schema
+				if sc.db[i] != "" {
+					s = sc.db[i]
+				}
+			}
+			if fns[strings.ToLower(s+"."+f.Name)] {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -77,3 +77,46 @@ func BodyWrites(body string) (writes []Table, ok bool) {
 	}
 	return writes, true
 }
+
+// CalledFunctions are the functions text calls by name, as written
+// (schema "" when unqualified): builtins and stored functions alike (a
+// caller looks up the ones it knows). A text that cannot be lexed calls
+// none that can be told.
+func CalledFunctions(text string) []Table {
+	if strings.IndexByte(text, '(') < 0 {
+		return nil
+	}
+	toks, err := Lex(text)
+	if err != nil {
+		return nil
+	}
+	var fs []Table
+	name := func(t Token) (string, bool) {
+		switch t.Kind {
+		case TokIdent:
+			return t.Text(text), !isKeyword(t.Text(text)) // VALUES (, IN (
+		case TokQuotedIdent:
+			return Unquote(t.Text(text)), true
+		}
+		return "", false
+	}
+	for i, t := range toks {
+		if i+1 >= len(toks) || !toks[i+1].IsPunct(text, "(") {
+			continue
+		}
+		n, ok := name(t)
+		if !ok {
+			continue
+		}
+		if i >= 2 && toks[i-1].IsPunct(text, ".") {
+			if s, ok := name(toks[i-2]); ok {
+				fs = appendTables(fs, Table{s, n})
+			}
+			continue
+		}
+		if !tableAt(text, toks, i) {
+			fs = appendTables(fs, Table{"", n})
+		}
+	}
+	return fs
+}

@@ -37,3 +37,16 @@ func TestBodyWrites(t *testing.T) {
 		}
 	}
 }
+
+func TestCalledFunctions(t *testing.T) {
+	for text, want := range map[string]string{
+		"INSERT INTO t VALUES (next_code(), shop.mk_id(1), `Q`(2), CONCAT('a', 'b'))": "[next_code shop.mk_id Q CONCAT]",
+		"INSERT INTO t (a) VALUES (1)": "[]",
+		"SELECT * FROM f (x)":          "[]", // a table, not a call
+		"SELECT 'g(1)'":                "[]",
+	} {
+		if got := fmt.Sprint(CalledFunctions(text)); got != want {
+			t.Errorf("CalledFunctions(%q) = %s, want %s", text, got, want)
+		}
+	}
+}
