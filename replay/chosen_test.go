@@ -233,15 +233,17 @@ func oneRow(v string) store.Response {
 
 // Values the server chooses on its own, which no statement names: a
 // column whose DEFAULT is UUID(), a trigger that calls UUID() (and the
-// table its body writes), a procedure that does, a stored function
-// that does (or calls one that does), directly or through a variable. Each target holds its
+// table its body writes), a procedure that does (or calls one that
+// does), a stored function that does (or calls one that does, or writes
+// one itself), directly or through a variable, and a CALL whose argument
+// holds one. Each target holds its
 // own, so the reads of those tables after such a write are counted
 // apart (nondeterministic-write), on two InnoDB copies; a trigger that
 // sets a plain value, the table of an AFTER trigger that writes its
 // UUID() elsewhere, and one written from a variable passed to a
 // procedure's IN parameter are compared as ever: a row only b holds in
 // the last two is each a difference. Before, every such read was the
-// engine's difference (b vs a: divergent 8).
+// engine's difference (b vs a: divergent 11).
 func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 	ta, tb, dba, dbb := twoInnoDB(t)
 	for _, db := range []*sql.DB{dba, dbb} {
@@ -262,6 +264,13 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 			"CREATE FUNCTION mkid2() RETURNS VARCHAR(40) NOT DETERMINISTIC NO SQL RETURN CONCAT('', mkid())",
 			"CREATE TABLE fn (id INT PRIMARY KEY, u VARCHAR(40))",
 			"CREATE TABLE fnvar (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE TABLE putt (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE PROCEDURE put(IN v VARCHAR(40)) INSERT INTO putt VALUES (1, v)",
+			"CREATE TABLE sess (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE FUNCTION new_session() RETURNS INT NOT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO sess VALUES (1, UUID()); RETURN 1; END",
+			"CREATE TABLE proc3 (id INT PRIMARY KEY, u VARCHAR(40))",
+			"CREATE PROCEDURE mk3(i INT) INSERT INTO proc3 VALUES (i, UUID())",
+			"CREATE PROCEDURE outer3() CALL mk3(1)",
 		)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -286,6 +295,9 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 		q("INSERT INTO fn VALUES (1, mkid2())", ok), // a stored function that calls one that calls UUID()
 		q("SET @f = mkid()", store.Response{Kind: store.RespOK}),
 		q("INSERT INTO fnvar VALUES (1, @f)", ok),
+		q("CALL put(UUID())", ok),              // the argument holds the chosen value
+		q("SELECT new_session()", oneRow("1")), // a function that writes one
+		q("CALL outer3()", ok),                 // a procedure that calls one that chooses
 		q("SELECT u FROM dflt WHERE id = 1", oneRow(primaryUUID)),
 		q("SELECT u FROM trig WHERE id = 1", oneRow(primaryUUID)),
 		q("SELECT COUNT(*) FROM trig2", oneRow("1")), // compared: the trigger writes audit, not trig2's rows
@@ -295,6 +307,9 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 		q("SELECT COUNT(*) FROM inparam", oneRow("1")), // compared: @in is as the capture had it
 		q("SELECT u FROM fn WHERE id = 1", oneRow(primaryUUID)),
 		q("SELECT u FROM fnvar WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM putt WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM sess WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM proc3 WHERE id = 1", oneRow(primaryUUID)),
 		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
 	})
 	exec(t, dbb, "INSERT INTO trig2 VALUES (2, 'only b')", "INSERT INTO inparam VALUES (2, 'only b')") // differences, found as such
@@ -314,14 +329,14 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
 		}
 		c, want := rep.VsCapture[i], map[string]string{"a": "", "b": "inparam trig2"}[tr.Name]
-		if c.Total() != int64(len(strings.Fields(want))) || on(c.Samples, false) != want || c.Ambiguous != 6 || c.AmbiguousBy[compare.ReasonChosenValues] != 6 || on(c.Samples, true) != "audit dflt fn fnvar proc trig" {
-			t.Errorf("%s vs capture: compared %d, divergent %d %v on %q, apart %d %v on %s; want divergent on %q, 6 nondeterministic-write (audit dflt fn fnvar proc trig)",
+		if c.Total() != int64(len(strings.Fields(want))) || on(c.Samples, false) != want || c.Ambiguous != 9 || c.AmbiguousBy[compare.ReasonChosenValues] != 9 || on(c.Samples, true) != "audit dflt fn fnvar proc proc3 putt sess trig" {
+			t.Errorf("%s vs capture: compared %d, divergent %d %v on %q, apart %d %v on %s; want divergent on %q, 9 nondeterministic-write (audit dflt fn fnvar proc proc3 putt sess trig)",
 				tr.Name, c.Compared, c.Total(), c.ByClass, on(c.Samples, false), c.Ambiguous, c.AmbiguousBy, on(c.Samples, true), want)
 		}
 	}
 	d := rep.Divergences[0]
-	if d.Total() != 2 || d.ByClass[compare.Content] != 2 || on(d.Samples, false) != "inparam trig2" || d.Ambiguous != 6 || on(d.Samples, true) != "audit dflt fn fnvar proc trig" {
-		t.Errorf("b vs a: compared %d, divergent %d %v on %q, apart %d %v on %s; want 2 row-content on inparam trig2, 6 nondeterministic-write (audit dflt fn fnvar proc trig)",
+	if d.Total() != 2 || d.ByClass[compare.Content] != 2 || on(d.Samples, false) != "inparam trig2" || d.Ambiguous != 9 || on(d.Samples, true) != "audit dflt fn fnvar proc proc3 putt sess trig" {
+		t.Errorf("b vs a: compared %d, divergent %d %v on %q, apart %d %v on %s; want 2 row-content on inparam trig2, 9 nondeterministic-write (audit dflt fn fnvar proc proc3 putt sess trig)",
 			d.Compared, d.Total(), d.ByClass, on(d.Samples, false), d.Ambiguous, d.AmbiguousBy, on(d.Samples, true))
 	}
 	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
@@ -330,7 +345,7 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 	}) {
 		t.Errorf("no note names the default, the triggers and the procedure: %q", rep.Notes)
 	}
-	for _, tbl := range []string{"dflt", "trig", "audit", "proc", "fn", "fnvar"} {
+	for _, tbl := range []string{"dflt", "trig", "audit", "proc", "fn", "fnvar", "putt", "sess", "proc3"} {
 		differentUUIDs(t, tbl, dba, dbb)
 	}
 }

@@ -318,7 +318,7 @@ func killsConnection(sql string) (uint32, bool) {
 // each server chooses anew (in its text, or in user variables it reads:
 // vars), or of rows read from a table such a write had reached
 // (x.chosen); a table created, dropped or truncated starts over.
-func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, sql, schema string, skipped, vars bool) {
+func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Info, sql, schema string, skipped, vars bool, fc fnCalls) {
 	writes := qualify(info.Writes, schema, nil)
 	switch {
 	case info.TableDDL && info.Verb == "CREATE":
@@ -332,21 +332,16 @@ func (x *captureIndex) noteChosen(session uint64, start int64, info *sqlinfo.Inf
 	if skipped {
 		return
 	}
-	if srv := x.srv.Load(); srv != nil && (len(writes) > 0 || info.Verb == "CALL") {
-		// What the targets' defaults, triggers or the procedure called
-		// choose on their own.
-		ts, all := srv.written(info.Verb, sql, schema, info.Writes)
-		if all {
-			ts = []string{compare.AnyTable}
-		}
-		if len(ts) > 0 {
-			x.chosen.Add(session, start, ts)
-		}
+	if srv := x.srv.Load(); srv != nil {
+		// What the targets' defaults, triggers and stored routines
+		// choose on their own; a CALL's arguments may hold such values.
+		args := vars || fc.chooses || info.Verb == "CALL" && sqlinfo.ChoosesValues(sql) // (a CALL's ChosenValues: none, it names no writes)
+		x.markChosen(srv, session, start, info, sql, schema, args, fc)
 	}
 	if len(writes) == 0 {
 		return
 	}
-	chosen := info.ChosenValues || vars || x.srv.Load().callsChosen(sql, schema)
+	chosen := info.ChosenValues || vars || fc.chooses
 	if !chosen && x.chosen.Len() > 0 {
 		// What it reads, the tables it makes aside (they start over).
 		reads := slices.DeleteFunc(qualify(info.Reads, schema, nil), func(t string) bool { return info.Verb == "CREATE" && slices.Contains(writes, t) })
@@ -607,6 +602,10 @@ func (sc *scanner) add(rec *store.Record) {
 	// Values the targets cannot have as captured, carried by the
 	// session's user variables into what it writes.
 	varsChosen := false
+	var fc fnCalls // what the stored functions it calls do (serverChoices)
+	if !failed {
+		fc = x.srv.Load().calledFunctions(sql, s.schema)
+	}
 	if !failed && strings.IndexByte(sql, '@') >= 0 {
 		fromTables := false
 		if len(info.Reads) > 0 && (x.chosen.Len() > 0 || x.gaps.Len() > 0) {
@@ -617,11 +616,10 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 		skipped := skippedByReplay || rec.Kind == store.KindQuery && sqlinfo.SetsGlobal(sql)
 		var inOnly map[string]bool
-		if info.Verb == "CALL" {
+		if info.Verb == "CALL" && info.Statements == 1 {
 			inOnly = x.srv.Load().inOnly(sql, s.schema)
 		}
-		calls := x.srv.Load().callsChosen(sql, s.schema)
-		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables, calls, inOnly)
+		varsChosen = s.flowVars(sql, skipped, rec.Flags&store.FlagOpenAtStart != 0, fromTables, fc.chooses, inOnly)
 	}
 	if !failed {
 		switch {
@@ -632,7 +630,7 @@ func (sc *scanner) add(rec *store.Record) {
 		case info.Verb == "DROP" || info.Verb == "TRUNCATE":
 			x.gaps.Reset(start, qualify(info.Writes, s.schema, nil))
 		}
-		x.noteChosen(rec.Session, start, info, sql, s.schema, skippedByReplay, varsChosen)
+		x.noteChosen(rec.Session, start, info, sql, s.schema, skippedByReplay, varsChosen, fc)
 	}
 	// When writes become visible to other sessions.
 	step := s.trx.Apply(info, capturedError(rec))

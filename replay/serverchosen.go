@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tandemdb/tandem/compare"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/targets"
 )
@@ -14,45 +15,75 @@ import (
 // serverChoices is what the targets' schemas make a server choose on its
 // own when a statement writes: a column whose DEFAULT calls a function
 // whose value each server chooses anew (UUID(), RAND() …:
-// sqlinfo.ChoosesValues), a trigger that calls one, a stored procedure
-// that does. The statement names none of it (INSERT INTO t (a) VALUES (1)
-// into a table whose id defaults to UUID(); CALL p()), yet each target
-// holds a value of its own afterwards, and every later read of the table
-// differed between targets, and from the capture, although no engine
-// differed. Such a write counts as one of the statement's own chosen
-// values does (captureIndex.noteChosen): reads of the table after it are
-// counted apart (compare.ReasonChosenValues).
+// sqlinfo.ChoosesValues), a trigger, a stored procedure or a stored
+// function that calls one (or calls a routine that does). The statement
+// names none of it (INSERT INTO t (a) VALUES (1) into a table whose id
+// defaults to UUID(); CALL p(); INSERT … VALUES (mkid())), yet each
+// target holds a value of its own afterwards, and every later read of the
+// table differed between targets, and from the capture, although no
+// engine differed. Such a write counts as one of the statement's own
+// chosen values does (captureIndex.noteChosen): reads of the table after
+// it are counted apart (compare.ReasonChosenValues). So does a CALL whose
+// arguments hold such a value, on the tables its procedure writes.
 //
 // What each target holds is read at the run's start (loadServerChoices);
-// names are the target's, lower-case.
+// names are the target's, lower-case. What the capture itself creates
+// (CREATE TRIGGER … in the traffic) is not read.
 type serverChoices struct {
 	// db: each target's database (targets.Target.Database): the schema
-	// every captured schema runs in there, "" when each keeps its own.
+	// every captured session's own schema runs in there, "" when each
+	// keeps its own.
 	db []string
 	// tables: by target, "schema.table" → the writes that choose: 'I'
-	// (an INSERT, REPLACE or LOAD: a DEFAULT, an INSERT trigger), 'U',
-	// 'D' (an UPDATE or DELETE trigger).
+	// (an INSERT, REPLACE or LOAD: a DEFAULT, a BEFORE INSERT trigger),
+	// 'U', 'D' (BEFORE UPDATE, DELETE triggers).
 	tables []map[string]string
 	// also: by target, "schema.table" and event → the tables a choosing
-	// trigger's body writes there (with their schema).
-	also []map[string][]sqlinfo.Table
-	// procs: by target, "schema.name" of a procedure whose body chooses
-	// → the tables it writes (with their schema); nil when the body
-	// writes through what it does not name (then every table the run
-	// writes).
-	procs []map[string][]sqlinfo.Table
+	// trigger's body writes there (all: it writes what it does not name).
+	also []map[string]routine
+	// procs, funcs: by target, "schema.name" of each stored procedure,
+	// and of each stored function that chooses.
+	procs, funcs []map[string]routine
 	// modes: by target, "schema.name" of a procedure → its parameters'
 	// modes by position (IN, OUT, INOUT).
 	modes []map[string][]string
-	// funcs: by target, "schema.name" of the stored functions whose
-	// value each server chooses anew (their body calls UUID() …, or
-	// such a function); anyFunc: some target has one.
-	funcs   []map[string]bool
+	// anyFunc: some target has a stored function that chooses.
 	anyFunc bool
 	// what: one line per kind found, for the run's notes; hidden: the
-	// procedures whose bodies the account cannot read.
+	// routines whose bodies the account cannot read.
 	what   []string
 	hidden string
+}
+
+// routine is what a stored routine's (or a trigger's) body does.
+type routine struct {
+	schema string // where it is defined: its unqualified names are there
+	// chooses: it calls a function whose value each server chooses anew,
+	// or a routine that does.
+	chooses bool
+	// writes: the tables it writes (with their schema); all: it writes
+	// through what it does not name (a CALL, dynamic SQL).
+	writes []sqlinfo.Table
+	all    bool
+	// direct: its own text calls such a function; funcs, procs: the
+	// functions and procedures it calls (for the fixed point).
+	direct       bool
+	funcs, procs []sqlinfo.Table
+}
+
+// readRoutine reads a body defined in schema; ok is false when it cannot
+// be lexed (what it does is not known).
+func readRoutine(schema, body string) (routine, bool) {
+	if _, err := sqlinfo.Lex(body); err != nil {
+		return routine{}, false
+	}
+	ws, ok := sqlinfo.BodyWrites(body)
+	r := routine{schema: schema, direct: sqlinfo.ChoosesValues(body), all: !ok,
+		funcs: sqlinfo.CalledFunctions(body), procs: sqlinfo.BodyCalls(body)}
+	for _, w := range ws {
+		r.writes = append(r.writes, w.In(schema))
+	}
+	return r, true
 }
 
 // notes are what the run's notes say of sc.
@@ -65,7 +96,7 @@ func (sc *serverChoices) notes() []string {
 		ns = append(ns, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets; what the capture creates itself is not read", strings.Join(sc.what, "; ")))
 	}
 	if sc.hidden != "" {
-		ns = append(ns, fmt.Sprintf("this account cannot read the bodies of the stored routines %s (their definer's, or SHOW_ROUTINE's on MySQL): values they choose on their own are not known, and a difference after a write that calls one may be those values, not the engine's", sc.hidden))
+		ns = append(ns, fmt.Sprintf("the bodies of the stored routines %s cannot be read (their definer's, SHOW_ROUTINE's on MySQL, or not lexed): values they choose on their own are not known, and a difference after a write that calls one may be those values, not the engine's", sc.hidden))
 	}
 	return ns
 }
@@ -73,58 +104,109 @@ func (sc *serverChoices) notes() []string {
 // systemSchemas are the server's own schemas: never a capture's tables.
 const systemSchemas = "('mysql', 'information_schema', 'performance_schema', 'sys')"
 
+func nameKey(schema, name string) string { return strings.ToLower(schema + "." + name) }
+
 // loadServerChoices reads what each target's schemas choose on their own
-// (see serverChoices). nil when none does; an error when a target could
-// not be asked (the run cannot tell which differences are the engines').
+// (see serverChoices). nil when there is nothing to know; an error when a
+// target could not be asked (the run cannot tell which differences are
+// the engines').
 func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) (*serverChoices, error) {
 	sc := &serverChoices{}
-	var defaults, triggers, procs, fnames, hidden []string
+	var defaults, triggers, procNames, funcNames, hidden []string
 	found := false
 	for i, db := range dbs {
-		tables, also, ps, modes := map[string]string{}, map[string][]sqlinfo.Table{}, map[string][]sqlinfo.Table{}, map[string][]string{}
-		key := func(schema, name string) string { return strings.ToLower(schema + "." + name) }
+		tables, also, modes := map[string]string{}, map[string]routine{}, map[string][]string{}
+		procs, funcs := map[string]routine{}, map[string]routine{}
 		mark := func(k string, ev byte) {
 			if !strings.ContainsRune(tables[k], rune(ev)) {
 				tables[k] += string(ev)
 			}
 		}
-		// Stored functions first: a trigger, procedure or function that
-		// calls one that chooses chooses too.
-		fns, bodies := map[string]bool{}, map[string][2]string{}
-		err := eachRow(ctx, db, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, COALESCE(ROUTINE_DEFINITION, '') FROM information_schema.ROUTINES "+
-			"WHERE ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_SCHEMA NOT IN "+systemSchemas,
+		// Stored routines first: a trigger or routine that calls one that
+		// chooses chooses too.
+		err := eachRow(ctx, db, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, COALESCE(ROUTINE_DEFINITION, '') FROM information_schema.ROUTINES "+
+			"WHERE ROUTINE_SCHEMA NOT IN "+systemSchemas,
 			func(f []string) {
-				if f[2] == "" {
+				r, ok := readRoutine(f[0], f[3])
+				if f[3] == "" || !ok {
+					// NULL: not this account's to read (its definer's, or
+					// SHOW_ROUTINE's on MySQL); or not lexed.
 					hidden = appendOnce(hidden, f[0]+"."+f[1])
-					return
+					r = routine{schema: f[0], all: true}
 				}
-				bodies[key(f[0], f[1])] = [2]string{f[0], f[2]}
+				if strings.EqualFold(f[2], "FUNCTION") {
+					funcs[nameKey(f[0], f[1])] = r
+				} else {
+					procs[nameKey(f[0], f[1])] = r
+				}
 			})
-		// chooses reports whether body, of a routine in schema, calls a
-		// function whose value each server chooses anew.
-		chooses := func(body, schema string) bool {
-			if sqlinfo.ChoosesValues(body) {
+		// To a fixed point: f calls g, which calls UUID().
+		calls := func(r routine) bool {
+			if r.direct {
 				return true
 			}
-			for _, f := range sqlinfo.CalledFunctions(body) {
-				if fns[key(f.In(schema).Schema, f.Name)] {
+			for _, f := range r.funcs {
+				if g := funcs[nameKey(f.In(r.schema).Schema, f.Name)]; g.chooses {
+					return true
+				}
+			}
+			for _, p := range r.procs {
+				if q := procs[nameKey(p.In(r.schema).Schema, p.Name)]; q.chooses {
 					return true
 				}
 			}
 			return false
 		}
-		for changed := true; changed; { // to a fixed point: f calls g calls UUID()
+		for changed := true; changed; {
 			changed = false
-			for k, b := range bodies {
-				if !fns[k] && chooses(b[1], b[0]) {
-					fns[k], changed = true, true
+			for _, m := range []map[string]routine{funcs, procs} {
+				for k, r := range m {
+					if !r.chooses && calls(r) {
+						r.chooses, changed = true, true
+						m[k] = r
+					}
 				}
 			}
 		}
-		for k := range fns {
-			fnames = appendOnce(fnames, k)
+		// What they write through the procedures they call, to a fixed
+		// point too; a call of one no target defines writes anything.
+		closeWrites := func(r routine) (routine, bool) {
+			changed := false
+			for _, p := range r.procs {
+				q, ok := procs[nameKey(p.In(r.schema).Schema, p.Name)]
+				if (!ok || q.all) && !r.all {
+					r.all, changed = true, true
+				}
+				for _, w := range q.writes {
+					if !slices.Contains(r.writes, w) {
+						r.writes, changed = append(r.writes, w), true
+					}
+				}
+			}
+			return r, changed
 		}
-		slices.Sort(fnames)
+		for changed := true; changed; {
+			changed = false
+			for _, m := range []map[string]routine{funcs, procs} {
+				for k, r := range m {
+					if r, ch := closeWrites(r); ch {
+						m[k], changed = r, true
+					}
+				}
+			}
+		}
+		for k, r := range funcs {
+			if !r.chooses {
+				delete(funcs, k)
+				continue
+			}
+			funcNames = appendOnce(funcNames, k)
+		}
+		for k, r := range procs {
+			if r.chooses {
+				procNames = appendOnce(procNames, k)
+			}
+		}
 		var version string
 		if err == nil {
 			err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
@@ -139,7 +221,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					// it bare and marks an expression DEFAULT_GENERATED.
 					expr := mariadb && !strings.HasPrefix(f[3], "'") || strings.Contains(f[4], "DEFAULT_GENERATED")
 					if expr && sqlinfo.ChoosesValues(f[3]) {
-						mark(key(f[0], f[1]), 'I')
+						mark(nameKey(f[0], f[1]), 'I')
 						defaults = appendOnce(defaults, fmt.Sprintf("%s.%s.%s DEFAULT %s", f[0], f[1], f[2], f[3]))
 					}
 				})
@@ -148,81 +230,57 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 			err = eachRow(ctx, db, "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_SCHEMA, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT, ACTION_TIMING "+
 				"FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA NOT IN "+systemSchemas,
 				func(f []string) {
-					if !chooses(f[5], f[0]) || f[4] == "" {
-						return
-					}
-					k, ev := key(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
-					if f[6] == "BEFORE" {
-						mark(k, ev) // it may set the row's columns (NEW.id = UUID()); an AFTER trigger cannot
-					} else if _, ok := tables[k]; !ok {
-						tables[k] = "" // found: what its body writes is in also
-					}
-					ws, _ := sqlinfo.BodyWrites(f[5])
-					for _, w := range ws {
-						also[k+string(ev)] = append(also[k+string(ev)], w.In(f[0]))
-					}
-					triggers = appendOnce(triggers, fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]))
-				})
-		}
-		if err == nil {
-			err = eachRow(ctx, db, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, COALESCE(ROUTINE_DEFINITION, '') FROM information_schema.ROUTINES "+
-				"WHERE ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_SCHEMA NOT IN "+systemSchemas,
-				func(f []string) {
-					if f[2] == "" {
-						// NULL: not this account's to read (its definer's,
-						// or SHOW_ROUTINE's on MySQL).
+					r, ok := readRoutine(f[0], f[5])
+					if !ok {
 						hidden = appendOnce(hidden, f[0]+"."+f[1])
 						return
 					}
-					if !chooses(f[2], f[0]) {
+					if !calls(r) || f[4] == "" {
 						return
 					}
-					ws, ok := sqlinfo.BodyWrites(f[2])
-					for j := range ws {
-						ws[j] = ws[j].In(f[0])
+					k, ev := nameKey(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
+					if f[6] == "BEFORE" {
+						mark(k, ev) // it may set the row's columns (NEW.id = UUID()); an AFTER trigger cannot
 					}
-					if !ok {
-						ws = nil
-					} else if ws == nil {
-						ws = []sqlinfo.Table{} // writes nothing
-					}
-					ps[key(f[0], f[1])] = ws
-					procs = appendOnce(procs, f[0]+"."+f[1])
+					r, _ = closeWrites(r)
+					a := also[k+string(ev)]
+					a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
+					also[k+string(ev)] = a
+					triggers = appendOnce(triggers, fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]))
 				})
 		}
 		if err == nil {
 			err = eachRow(ctx, db, "SELECT SPECIFIC_SCHEMA, SPECIFIC_NAME, COALESCE(PARAMETER_MODE, '') FROM information_schema.PARAMETERS "+
 				"WHERE ROUTINE_TYPE = 'PROCEDURE' AND SPECIFIC_SCHEMA NOT IN "+systemSchemas+" ORDER BY SPECIFIC_SCHEMA, SPECIFIC_NAME, ORDINAL_POSITION",
 				func(f []string) {
-					k := key(f[0], f[1])
+					k := nameKey(f[0], f[1])
 					modes[k] = append(modes[k], strings.ToUpper(f[2]))
 				})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and procedures (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
+			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and stored routines (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
 		}
-		found = found || len(tables) > 0 || len(ps) > 0 || len(modes) > 0 || len(fns) > 0
+		found = found || len(tables) > 0 || len(also) > 0 || len(procs) > 0 || len(funcs) > 0
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
-		sc.modes, sc.funcs = append(sc.modes, modes), append(sc.funcs, fns)
-		sc.anyFunc = sc.anyFunc || len(fns) > 0
-		sc.tables, sc.also, sc.procs = append(sc.tables, tables), append(sc.also, also), append(sc.procs, ps)
-	}
-	if len(hidden) > 0 {
-		sc.hidden = examples(hidden)
+		sc.tables, sc.also, sc.modes = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes)
+		sc.procs, sc.funcs = append(sc.procs, procs), append(sc.funcs, funcs)
+		sc.anyFunc = sc.anyFunc || len(funcs) > 0
 	}
 	if !found && len(hidden) == 0 {
 		return nil, nil
 	}
-	var what []string
+	if len(hidden) > 0 {
+		sc.hidden = examples(hidden)
+	}
 	for _, l := range []struct {
 		what  string
 		names []string
-	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procs}, {"functions", fnames}} {
+	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procNames}, {"functions", funcNames}} {
 		if len(l.names) > 0 {
-			what = append(what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
+			slices.Sort(l.names)
+			sc.what = append(sc.what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
 		}
 	}
-	sc.what = what
 	return sc, nil
 }
 
@@ -288,65 +346,112 @@ func events(verb string) string {
 	return "IUD"
 }
 
+// schemaOn gives a routine's or table's schema on target i, as a
+// statement run in session schema schema names it (named: as written, ""
+// when unqualified): an unqualified name is in the session's schema,
+// which a target whose DSN names a database runs in that one
+// (runner.schemaFor); a qualified one in the schema it names.
+func (sc *serverChoices) schemaOn(i int, named, schema string) string {
+	switch {
+	case named != "":
+		return strings.ToLower(named)
+	case sc.db[i] != "":
+		return sc.db[i]
+	}
+	return strings.ToLower(schema)
+}
+
+// fnCalls is what the stored functions a statement calls do, on some
+// target: chooses, a value each server chooses anew; writes, the tables
+// their bodies write (captured names); all, tables they do not name.
+type fnCalls struct {
+	chooses, all bool
+	writes       []string
+}
+
+// calledFunctions is what the stored functions sql (run in session
+// schema schema) calls do, on any target (see fnCalls).
+func (sc *serverChoices) calledFunctions(sql, schema string) fnCalls {
+	var fc fnCalls
+	if sc == nil || !sc.anyFunc {
+		return fc
+	}
+	fs := sqlinfo.CalledFunctions(sql)
+	for i, funcs := range sc.funcs {
+		for _, f := range fs {
+			r, ok := funcs[sc.schemaOn(i, f.Schema, schema)+"."+strings.ToLower(f.Name)]
+			if !ok {
+				continue
+			}
+			fc.chooses = true
+			fc.all = fc.all || r.all
+			for _, w := range r.writes {
+				fc.writes = appendOnce(fc.writes, sc.back(i, w, f.Schema, schema))
+			}
+		}
+	}
+	return fc
+}
+
+// back names a table of target i's (with its schema) as the capture
+// does: in the session's schema when it is the one the session's
+// unqualified names run in there (named, the routine's schema as the
+// statement wrote it, is "").
+func (sc *serverChoices) back(i int, t sqlinfo.Table, named, schema string) string {
+	if named == "" && strings.EqualFold(t.Schema, sc.schemaOn(i, "", schema)) {
+		return sqlinfo.Table{Schema: schema, Name: t.Name}.String()
+	}
+	return t.String()
+}
+
 // written returns the captured tables ("schema.name", as qualify gives
 // them) where a statement of verb, writing writes (as the statement names
 // them) in session schema schema, makes some target choose values of its
-// own, and the tables its triggers then write; for a CALL (no writes
-// named), those of the procedure called. all: a procedure that chooses
-// and writes what it does not name (every table may hold such values).
-//
-// Names: a table the statement names without a schema is in the
-// session's, which a target whose DSN names a database runs in that
-// one (runner.schemaFor); one it qualifies is that schema's there too.
-func (sc *serverChoices) written(verb, sql, schema string, writes []sqlinfo.Table) (chosen []string, all bool) {
+// own, and the tables its triggers then write. For a CALL (no writes
+// named): the tables the procedure writes, when it chooses or when its
+// arguments hold such a value (args). all: every table may hold such
+// values (a procedure or trigger that writes what it does not name, or
+// one the targets do not have).
+func (sc *serverChoices) written(verb, sql, schema string, writes []sqlinfo.Table, args bool) (chosen []string, all bool) {
 	if sc == nil {
 		return nil, false
 	}
 	for i := range sc.tables {
-		// on gives a named table's schema on this target.
-		on := func(named string) string {
-			if named == "" {
-				if sc.db[i] != "" {
-					return sc.db[i]
-				}
-				return strings.ToLower(schema)
-			}
-			return strings.ToLower(named)
-		}
-		// back names a table of the target's as the capture does: in the
-		// session's schema when it is the one the session runs in there.
-		back := func(t sqlinfo.Table, named string) string {
-			if named == "" && strings.EqualFold(t.Schema, on("")) {
-				return sqlinfo.Table{Schema: schema, Name: t.Name}.String()
-			}
-			return t.String()
-		}
 		if verb == "CALL" {
 			s, n, _, ok := sqlinfo.CallArguments(sql)
 			if !ok {
 				continue
 			}
-			ws, chooses := sc.procs[i][on(s)+"."+strings.ToLower(n)]
-			if !chooses {
+			r, known := sc.procs[i][sc.schemaOn(i, s, schema)+"."+strings.ToLower(n)]
+			switch {
+			case !known && args:
+				return nil, true
+			case !known || !r.chooses && !args:
 				continue
-			}
-			if ws == nil {
+			case r.all:
 				return nil, true
 			}
-			for _, w := range ws {
-				chosen = appendOnce(chosen, back(w, s))
+			for _, w := range r.writes {
+				chosen = appendOnce(chosen, sc.back(i, w, s, schema))
 			}
 			continue
 		}
 		for _, w := range writes {
-			k := on(w.Schema) + "." + strings.ToLower(w.Name)
+			k := sc.schemaOn(i, w.Schema, schema) + "." + strings.ToLower(w.Name)
 			evs := sc.tables[i][k]
 			for _, ev := range events(verb) {
 				if strings.ContainsRune(evs, ev) {
 					chosen = appendOnce(chosen, w.In(schema).String())
 				}
-				for _, t := range sc.also[i][k+string(ev)] {
-					chosen = appendOnce(chosen, back(t, w.Schema))
+				a, ok := sc.also[i][k+string(ev)]
+				if !ok {
+					continue
+				}
+				if a.all {
+					return nil, true
+				}
+				for _, t := range a.writes {
+					chosen = appendOnce(chosen, sc.back(i, t, w.Schema, schema))
 				}
 			}
 		}
@@ -355,9 +460,9 @@ func (sc *serverChoices) written(verb, sql, schema string, writes []sqlinfo.Tabl
 }
 
 // inOnly are the user variables a CALL passes only as IN parameters of
-// the procedure, as the targets define it: the routine cannot assign
-// them (sqlinfo.UserVarFlow takes every variable passed whole as
-// assigned). nil when the procedure is not known.
+// the procedure, as every target that has it defines it: the routine
+// cannot assign them (sqlinfo.UserVarFlow takes every variable passed
+// whole as assigned). nil when no target knows the procedure.
 func (sc *serverChoices) inOnly(sql, schema string) map[string]bool {
 	if sc == nil {
 		return nil
@@ -366,57 +471,44 @@ func (sc *serverChoices) inOnly(sql, schema string) map[string]bool {
 	if !ok {
 		return nil
 	}
+	var in map[string]bool
+	out := map[string]bool{}
 	for i := range sc.modes {
-		on := strings.ToLower(s)
-		if s == "" {
-			on = strings.ToLower(schema)
-			if sc.db[i] != "" {
-				on = sc.db[i]
-			}
-		}
-		modes, known := sc.modes[i][on+"."+strings.ToLower(n)]
-		if !known || len(modes) != len(args) && !(len(modes) == 0 && len(args) == 1 && args[0] == "") {
+		modes, known := sc.modes[i][sc.schemaOn(i, s, schema)+"."+strings.ToLower(n)]
+		if _, proc := sc.procs[i][sc.schemaOn(i, s, schema)+"."+strings.ToLower(n)]; !known && !proc {
 			continue
 		}
-		in, out := map[string]bool{}, map[string]bool{}
+		if in == nil {
+			in = map[string]bool{}
+		}
 		for j, a := range args {
-			if a == "" {
-				continue
-			}
-			if j < len(modes) && modes[j] == "IN" {
+			switch {
+			case a == "":
+			case j < len(modes) && modes[j] == "IN":
 				in[a] = true
-			} else {
-				out[a] = true
+			default:
+				out[a] = true // OUT, INOUT, or not as the CALL passes it
 			}
 		}
-		for a := range out {
-			delete(in, a)
-		}
-		return in
 	}
-	return nil
+	for a := range out {
+		delete(in, a)
+	}
+	return in
 }
 
-// callsChosen reports whether sql, run in session schema schema, calls a
-// stored function whose value some target chooses on its own.
-func (sc *serverChoices) callsChosen(sql, schema string) bool {
-	if sc == nil || !sc.anyFunc {
-		return false
-	}
-	fs := sqlinfo.CalledFunctions(sql)
-	for i, fns := range sc.funcs {
-		for _, f := range fs {
-			s := f.Schema
-			if s == "" {
-				s = schema
-				if sc.db[i] != "" {
-					s = sc.db[i]
-				}
-			}
-			if fns[strings.ToLower(s+"."+f.Name)] {
-				return true
-			}
+// markChosen adds what sc says a statement makes the targets choose
+// (written, calledFunctions' writes) to x's index.
+func (x *captureIndex) markChosen(sc *serverChoices, session uint64, start int64, info *sqlinfo.Info, sql, schema string, args bool, fc fnCalls) {
+	ts, all := sc.written(info.Verb, sql, schema, info.Writes, args)
+	if all || fc.all {
+		ts = []string{compare.AnyTable}
+	} else {
+		for _, w := range fc.writes {
+			ts = appendOnce(ts, w)
 		}
 	}
-	return false
+	if len(ts) > 0 {
+		x.chosen.Add(session, start, ts)
+	}
 }

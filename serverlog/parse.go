@@ -230,7 +230,7 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 			e.kind, e.failed = store.KindConnect, arg
 			break
 		}
-		e.kind = store.KindConnect
+		e.kind, e.schemaUnsaid = store.KindConnect, false
 		e.user, e.schema = userAndSchema(arg)
 	case "Execute":
 		e.kind, e.sql = store.KindQuery, arg
@@ -240,9 +240,9 @@ func (p *generalParser) entry(id, command, arg string, emit func(*event)) error 
 	case "Query":
 		e.kind, e.sql = store.KindQuery, arg
 	case "Init DB":
-		e.kind, e.schema = store.KindInitDB, arg
+		e.kind, e.schema, e.schemaUnsaid = store.KindInitDB, arg, false
 	case "Change user":
-		e.kind = store.KindChangeUser
+		e.kind, e.schemaUnsaid = store.KindChangeUser, false // "on" names the schema, or none
 		e.user, e.schema = userAndSchema(arg)
 	case "Quit":
 		e.kind = store.KindQuit

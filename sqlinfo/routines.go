@@ -29,9 +29,10 @@ func ChoosesValues(text string) bool {
 
 // BodyWrites are the tables a trigger's or stored procedure's body
 // writes, as it names them: those after INSERT [INTO], REPLACE [INTO],
-// UPDATE (not ON DUPLICATE KEY UPDATE) and DELETE … FROM. ok is false
-// when the body cannot be lexed, or writes through something it does
-// not name (a CALL, a prepared statement, dynamic SQL).
+// UPDATE (not ON DUPLICATE KEY UPDATE) and DELETE … FROM (what the
+// procedures it CALLs write is theirs: BodyCalls). ok is false when the
+// body cannot be lexed, or writes through something it does not name (a
+// prepared statement, dynamic SQL).
 func BodyWrites(body string) (writes []Table, ok bool) {
 	toks, err := Lex(body)
 	if err != nil {
@@ -44,7 +45,7 @@ func BodyWrites(body string) (writes []Table, ok bool) {
 		}
 		j := -1
 		switch strings.ToUpper(t.Text(body)) {
-		case "CALL", "EXECUTE":
+		case "EXECUTE", "PREPARE":
 			return writes, false
 		case "INSERT", "REPLACE":
 			j = i + 1
@@ -94,7 +95,8 @@ func CalledFunctions(text string) []Table {
 	name := func(t Token) (string, bool) {
 		switch t.Kind {
 		case TokIdent:
-			return t.Text(text), !isKeyword(t.Text(text)) // VALUES (, IN (
+			w := t.Text(text)
+			return w, !isKeyword(w) && !syntaxBeforeParen[strings.ToUpper(w)] // VALUES (, IN (
 		case TokQuotedIdent:
 			return Unquote(t.Text(text)), true
 		}
@@ -109,14 +111,61 @@ func CalledFunctions(text string) []Table {
 			continue
 		}
 		if i >= 2 && toks[i-1].IsPunct(text, ".") {
-			if s, ok := name(toks[i-2]); ok {
+			if s, ok := name(toks[i-2]); ok && !notCall(text, toks, i-2) {
 				fs = appendTables(fs, Table{s, n})
 			}
 			continue
 		}
-		if !tableAt(text, toks, i) {
+		if !notCall(text, toks, i) {
 			fs = appendTables(fs, Table{"", n})
 		}
 	}
 	return fs
+}
+
+// notCall reports whether the name at i, followed by a parenthesis, is
+// not a function called: a table (INSERT INTO t (a), INSERT t (a)), a
+// derived table's or a CTE's column list (AS d (a, b), WITH c (n)), a
+// key's or a reference's columns.
+func notCall(sql string, st []Token, i int) bool {
+	if tableAt(sql, st, i) {
+		return true
+	}
+	if i == 0 {
+		return false
+	}
+	switch p := st[i-1]; {
+	case p.Is(sql, "AS"), p.Is(sql, "WITH"), p.Is(sql, "RECURSIVE"), p.Is(sql, "REFERENCES"), p.Is(sql, "KEY"), p.Is(sql, "INDEX"),
+		p.Is(sql, "INSERT"), p.Is(sql, "REPLACE"), p.Is(sql, "IGNORE"), p.Is(sql, "CALL"):
+		return true
+	}
+	return false
+}
+
+// BodyCalls are the procedures a routine's body CALLs, as written.
+func BodyCalls(body string) []Table {
+	toks, err := Lex(body)
+	if err != nil {
+		return nil
+	}
+	var calls []Table
+	for i := 0; i+1 < len(toks); i++ {
+		if !toks[i].Is(body, "CALL") {
+			continue
+		}
+		if t, _, ok := tableName(body, toks, i+1); ok {
+			calls = appendTables(calls, t)
+		}
+	}
+	return calls
+}
+
+// syntaxBeforeParen are words of SQL's own that a parenthesis follows
+// (FROM (SELECT …), KEY (a), IN (1, 2)): not functions.
+var syntaxBeforeParen = map[string]bool{
+	"FROM": true, "IN": true, "VALUES": true, "VALUE": true, "EXISTS": true, "ON": true, "USING": true, "AND": true, "OR": true,
+	"NOT": true, "AS": true, "WHERE": true, "JOIN": true, "SELECT": true, "INTO": true, "TABLE": true, "KEY": true, "PRIMARY": true,
+	"UNIQUE": true, "FOREIGN": true, "CHECK": true, "OVER": true, "PARTITION": true, "BY": true, "ROW": true, "ROWS": true,
+	"SET": true, "ALL": true, "ANY": true, "SOME": true, "UNION": true, "WITH": true, "RETURN": true, "THEN": true, "ELSE": true,
+	"WHEN": true, "DO": true, "LIKE": true, "IS": true, "INDEX": true, "REFERENCES": true, "HAVING": true, "LIMIT": true,
 }

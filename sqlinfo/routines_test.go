@@ -29,7 +29,8 @@ func TestBodyWrites(t *testing.T) {
 		{"BEGIN INSERT INTO audit (id) VALUES (UUID()); UPDATE shop.stock SET n = n - 1 WHERE id = NEW.item; END", "[audit shop.stock] true"},
 		{"INSERT IGNORE log SELECT * FROM t ON DUPLICATE KEY UPDATE n = n + 1", "[log] true"},
 		{"BEGIN DELETE FROM old WHERE id = OLD.id; REPLACE INTO cache VALUES (1); END", "[old cache] true"},
-		{"BEGIN CALL other(); END", "[] false"},
+		{"BEGIN CALL other(); INSERT INTO x VALUES (1); END", "[x] true"},
+		{"BEGIN PREPARE s FROM @q; EXECUTE s; END", "[] false"},
 	} {
 		w, ok := BodyWrites(c.body)
 		if got := fmt.Sprintf("%v %v", w, ok); got != c.writes {
@@ -41,12 +42,22 @@ func TestBodyWrites(t *testing.T) {
 func TestCalledFunctions(t *testing.T) {
 	for text, want := range map[string]string{
 		"INSERT INTO t VALUES (next_code(), shop.mk_id(1), `Q`(2), CONCAT('a', 'b'))": "[next_code shop.mk_id Q CONCAT]",
-		"INSERT INTO t (a) VALUES (1)": "[]",
-		"SELECT * FROM f (x)":          "[]", // a table, not a call
-		"SELECT 'g(1)'":                "[]",
+		"INSERT INTO t (a) VALUES (1)":                                         "[]",
+		"SELECT * FROM f (x)":                                                  "[]", // a table, not a call
+		"SELECT 'g(1)'":                                                        "[]",
+		"INSERT INTO shop.token (v) VALUES (1)":                                "[]",
+		"INSERT t (a) SELECT n FROM (SELECT 1) AS d (n)":                       "[]",
+		"WITH c (n) AS (SELECT 1) SELECT shop.f(n) FROM c":                     "[shop.f]",
+		"CREATE TABLE x (a INT, KEY k (a), FOREIGN KEY (a) REFERENCES p (id))": "[]",
 	} {
 		if got := fmt.Sprint(CalledFunctions(text)); got != want {
 			t.Errorf("CalledFunctions(%q) = %s, want %s", text, got, want)
 		}
+	}
+}
+
+func TestBodyCalls(t *testing.T) {
+	if got := fmt.Sprint(BodyCalls("BEGIN CALL inner(1); CALL shop.other; SELECT 'CALL x'; END")); got != "[inner shop.other]" {
+		t.Errorf("BodyCalls = %s, want [inner shop.other]", got)
 	}
 }
