@@ -31,11 +31,7 @@ func TestNondeterministicWritesAreCountedApart(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	rows := oneRow
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	n := 0
-	q := func(sql string, resp store.Response) store.Record {
-		n++
-		return store.Record{Session: 1, Start: at.Add(time.Duration(n) * 10 * time.Millisecond), Kind: store.KindQuery, SQL: sql, Resp: resp}
-	}
+	q := queriesOf(at)
 	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}},
@@ -177,16 +173,6 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 		{Session: 3, Start: at.Add(time.Second), Kind: store.KindQuit},
 	})
 	rep := replayRun(t, capDir, nil, ta, tb)
-	apartOn := func(samples []store.Sample) string {
-		var apart []string
-		for _, s := range samples {
-			if s.Class == compare.ReasonChosenValues {
-				apart = append(apart, strings.Fields(s.Statement)[3])
-			}
-		}
-		slices.Sort(apart)
-		return strings.Join(apart, " ")
-	}
 	for i, tr := range rep.Targets {
 		if tr.Errors != 0 {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
@@ -201,14 +187,14 @@ func TestUserVariablesCarryChosenValues(t *testing.T) {
 				t.Errorf("%s vs capture: divergent %q; want only plain's read", tr.Name, s.Statement)
 			}
 		}
-		if got, want := apartOn(c.Samples), "called copied copied2 kept2 made picked pre stamped"; got != want {
+		if got, want := chosenTables(c.Samples), "called copied copied2 kept2 made picked pre stamped"; got != want {
 			t.Errorf("%s vs capture: reads counted apart on %s; want %s", tr.Name, got, want)
 		}
 	}
 	d := rep.Divergences[0]
-	if d.Total() != 0 || d.Ambiguous != 5 || d.AmbiguousBy[compare.ReasonChosenValues] != 5 || apartOn(d.Samples) != "called copied copied2 made picked" {
+	if d.Total() != 0 || d.Ambiguous != 5 || d.AmbiguousBy[compare.ReasonChosenValues] != 5 || chosenTables(d.Samples) != "called copied copied2 made picked" {
 		t.Errorf("b vs a: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 5 nondeterministic-write (called copied copied2 made picked)",
-			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, apartOn(d.Samples))
+			d.Compared, d.Total(), d.ByClass, d.Ambiguous, d.AmbiguousBy, chosenTables(d.Samples))
 	}
 	// The targets did choose their own, and the joined SET took the
 	// join's time.
@@ -275,11 +261,7 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
-	n := 0
-	q := func(sql string, resp store.Response) store.Record {
-		n++
-		return store.Record{Session: 1, Start: at.Add(time.Duration(n) * 10 * time.Millisecond), Kind: store.KindQuery, SQL: sql, Resp: resp}
-	}
+	q := queriesOf(at)
 	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
 	capDir := writeRecords(t, []store.Record{
 		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}},
@@ -314,10 +296,10 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 	})
 	exec(t, dbb, "INSERT INTO trig2 VALUES (2, 'only b')", "INSERT INTO inparam VALUES (2, 'only b')") // differences, found as such
 	rep := replayRun(t, capDir, nil, ta, tb)
-	on := func(samples []store.Sample, apart bool) string {
+	divergentOn := func(samples []store.Sample) string {
 		var tables []string
 		for _, s := range samples {
-			if s.Ambiguous == apart && (!apart || s.Class == compare.ReasonChosenValues) {
+			if !s.Ambiguous {
 				tables = append(tables, strings.Fields(s.Statement)[3])
 			}
 		}
@@ -329,15 +311,15 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
 		}
 		c, want := rep.VsCapture[i], map[string]string{"a": "", "b": "inparam trig2"}[tr.Name]
-		if c.Total() != int64(len(strings.Fields(want))) || on(c.Samples, false) != want || c.Ambiguous != 9 || c.AmbiguousBy[compare.ReasonChosenValues] != 9 || on(c.Samples, true) != "audit dflt fn fnvar proc proc3 putt sess trig" {
+		if c.Total() != int64(len(strings.Fields(want))) || divergentOn(c.Samples) != want || c.Ambiguous != 9 || c.AmbiguousBy[compare.ReasonChosenValues] != 9 || chosenTables(c.Samples) != "audit dflt fn fnvar proc proc3 putt sess trig" {
 			t.Errorf("%s vs capture: compared %d, divergent %d %v on %q, apart %d %v on %s; want divergent on %q, 9 nondeterministic-write (audit dflt fn fnvar proc proc3 putt sess trig)",
-				tr.Name, c.Compared, c.Total(), c.ByClass, on(c.Samples, false), c.Ambiguous, c.AmbiguousBy, on(c.Samples, true), want)
+				tr.Name, c.Compared, c.Total(), c.ByClass, divergentOn(c.Samples), c.Ambiguous, c.AmbiguousBy, chosenTables(c.Samples), want)
 		}
 	}
 	d := rep.Divergences[0]
-	if d.Total() != 2 || d.ByClass[compare.Content] != 2 || on(d.Samples, false) != "inparam trig2" || d.Ambiguous != 9 || on(d.Samples, true) != "audit dflt fn fnvar proc proc3 putt sess trig" {
+	if d.Total() != 2 || d.ByClass[compare.Content] != 2 || divergentOn(d.Samples) != "inparam trig2" || d.Ambiguous != 9 || chosenTables(d.Samples) != "audit dflt fn fnvar proc proc3 putt sess trig" {
 		t.Errorf("b vs a: compared %d, divergent %d %v on %q, apart %d %v on %s; want 2 row-content on inparam trig2, 9 nondeterministic-write (audit dflt fn fnvar proc proc3 putt sess trig)",
-			d.Compared, d.Total(), d.ByClass, on(d.Samples, false), d.Ambiguous, d.AmbiguousBy, on(d.Samples, true))
+			d.Compared, d.Total(), d.ByClass, divergentOn(d.Samples), d.Ambiguous, d.AmbiguousBy, chosenTables(d.Samples))
 	}
 	if !slices.ContainsFunc(rep.Notes, func(n string) bool {
 		return strings.Contains(n, "column defaults ") && strings.Contains(n, "dflt.u DEFAULT uuid()") && strings.Contains(n, "triggers ") && strings.Contains(n, "procedures ") && strings.Contains(n, ".mk") &&
@@ -348,4 +330,28 @@ func TestValuesTheServersChooseOnTheirOwn(t *testing.T) {
 	for _, tbl := range []string{"dflt", "trig", "audit", "proc", "fn", "fnvar", "putt", "sess", "proc3"} {
 		differentUUIDs(t, tbl, dba, dbb)
 	}
+}
+
+// queriesOf returns a builder of session 1's query records, each 10 ms
+// after the one before, from at.
+func queriesOf(at time.Time) func(sql string, resp store.Response) store.Record {
+	n := 0
+	return func(sql string, resp store.Response) store.Record {
+		n++
+		return store.Record{Session: 1, Start: at.Add(time.Duration(n) * 10 * time.Millisecond), Kind: store.KindQuery, SQL: sql, Resp: resp}
+	}
+}
+
+// chosenTables are the tables (the fourth word of each statement, as in
+// SELECT u FROM t …) of the samples counted apart after a
+// nondeterministic write, sorted.
+func chosenTables(samples []store.Sample) string {
+	var tables []string
+	for _, s := range samples {
+		if s.Ambiguous && s.Class == compare.ReasonChosenValues {
+			tables = append(tables, strings.Fields(s.Statement)[3])
+		}
+	}
+	slices.Sort(tables)
+	return strings.Join(tables, " ")
 }
