@@ -47,7 +47,8 @@ type captureIndex struct {
 	// between targets and from the capture (compare.ReasonChosenValues).
 	chosen *compare.Gaps
 	// srv: what the targets' schemas choose on their own (column
-	// defaults, triggers, procedures), read at the run's start; nil: none.
+	// defaults, triggers, stored routines), read at the run's start; nil:
+	// none.
 	// A followed capture is indexed as it is written, while its run sets
 	// this.
 	srv atomic.Pointer[serverChoices]
@@ -157,7 +158,7 @@ func (s *scanSession) heldVar(n string) bool {
 // nothing (SELECT … INTO that finds no row) leaves it. inOnly are the
 // variables a CALL passes to IN parameters only (serverChoices.inOnly):
 // the routine does not assign them. calls: sql calls a stored function
-// whose value each server chooses anew (serverChoices.callsChosen):
+// whose value each server chooses anew (serverChoices.calledFunctions):
 // whatever it assigns may hold one.
 func (s *scanSession) flowVars(sql string, skipped, joined, fromTables, calls bool, inOnly map[string]bool) bool {
 	assigns, reads, ok := sqlinfo.UserVarFlow(sql)
