@@ -355,3 +355,54 @@ func chosenTables(samples []store.Sample) string {
 	slices.Sort(tables)
 	return strings.Join(tables, " ")
 }
+
+// What the capture itself creates chooses from its CREATE on: a table
+// whose DEFAULT is UUID(), a trigger, a procedure; an ALTER that adds
+// such a column fills the rows already there. Before, the trigger's and
+// the procedure's tables were the engine's difference (b vs a: divergent
+// 2); the table and the ALTER were counted apart already, their own
+// texts holding UUID().
+func TestValuesChosenByWhatTheCaptureCreates(t *testing.T) {
+	ta, tb, dba, dbb := twoInnoDB(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	q := queriesOf(at)
+	ok, done := store.Response{Kind: store.RespOK, AffectedRows: 1}, store.Response{Kind: store.RespOK}
+	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: done},
+		q("CREATE TABLE cdflt (id INT PRIMARY KEY, u VARCHAR(40) DEFAULT (UUID()))", done),
+		q("INSERT INTO cdflt (id) VALUES (1)", ok),
+		q("CREATE TABLE ctrig (id INT PRIMARY KEY, u VARCHAR(40))", done),
+		q("CREATE TRIGGER ctrig_bi BEFORE INSERT ON ctrig FOR EACH ROW SET NEW.u = UUID()", done),
+		q("INSERT INTO ctrig VALUES (1, 'a')", ok),
+		q("CREATE TABLE cproc (id INT PRIMARY KEY, u VARCHAR(40))", done),
+		q("CREATE PROCEDURE cmk() INSERT INTO cproc VALUES (1, UUID())", done),
+		q("CALL cmk()", ok),
+		q("CREATE TABLE cadd (id INT PRIMARY KEY)", done),
+		q("INSERT INTO cadd VALUES (1)", ok),
+		q("ALTER TABLE cadd ADD COLUMN u VARCHAR(40) DEFAULT (UUID())", done),
+		q("CREATE TABLE cplain (id INT PRIMARY KEY, u VARCHAR(40))", done),
+		q("INSERT INTO cplain VALUES (1, 'p')", ok),
+		q("SELECT u FROM cdflt WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM ctrig WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM cproc WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM cadd WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM cplain WHERE id = 1", oneRow("p")), // compared, the same
+		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, nil, ta, tb)
+	for _, tr := range rep.Targets {
+		if tr.Errors != 0 {
+			t.Fatalf("%s: %d errors %v", tr.Name, tr.Errors, tr.ErrorCodes)
+		}
+	}
+	for i, c := range append(slices.Clone(rep.VsCapture), rep.Divergences[0]) {
+		if c.Total() != 0 || c.Ambiguous != 4 || chosenTables(c.Samples) != "cadd cdflt cproc ctrig" {
+			t.Errorf("comparison %d: compared %d, divergent %d %v, apart %d %v on %s; want 0 divergent, 4 nondeterministic-write (cadd cdflt cproc ctrig)",
+				i, c.Compared, c.Total(), c.ByClass, c.Ambiguous, c.AmbiguousBy, chosenTables(c.Samples))
+		}
+	}
+	for _, tbl := range []string{"cdflt", "ctrig", "cproc", "cadd"} {
+		differentUUIDs(t, tbl, dba, dbb)
+	}
+}

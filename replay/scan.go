@@ -600,6 +600,12 @@ func (sc *scanner) add(rec *store.Record) {
 			delete(s.temp, t) // DROP [TEMPORARY] TABLE drops the temporary one first
 		}
 	}
+	// What the capture's own DDL makes the servers choose from here on.
+	if !failed {
+		if now := x.srv.Load().learn(info, sql, s.schema); len(now) > 0 {
+			x.chosen.Add(rec.Session, start, now)
+		}
+	}
 	// Values the targets cannot have as captured, carried by the
 	// session's user variables into what it writes.
 	varsChosen := false

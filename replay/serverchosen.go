@@ -26,9 +26,9 @@ import (
 // it are counted apart (compare.ReasonChosenValues). So does a CALL whose
 // arguments hold such a value, on the tables its procedure writes.
 //
-// What each target holds is read at the run's start (loadServerChoices);
-// names are the target's, lower-case. What the capture itself creates
-// (CREATE TRIGGER … in the traffic) is not read.
+// What each target holds is read at the run's start (loadServerChoices),
+// and what the capture itself creates is added as the scan meets it
+// (learn); names are the target's, lower-case.
 type serverChoices struct {
 	// db: each target's database (targets.Target.Database): the schema
 	// every captured session's own schema runs in there, "" when each
@@ -93,7 +93,7 @@ func (sc *serverChoices) notes() []string {
 	}
 	var ns []string
 	if len(sc.what) > 0 {
-		ns = append(ns, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets; what the capture creates itself is not read", strings.Join(sc.what, "; ")))
+		ns = append(ns, fmt.Sprintf("the targets' schemas give rows values each server chooses on its own (%s): a write that reaches them leaves each target values of its own, so reads of those tables after it are counted apart (nondeterministic-write), against the capture and between targets; what the capture creates itself counts from its CREATE on", strings.Join(sc.what, "; ")))
 	}
 	if sc.hidden != "" {
 		ns = append(ns, fmt.Sprintf("the bodies of the stored routines %s cannot be read (their definer's, SHOW_ROUTINE's on MySQL, or not lexed): values they choose on their own are not known, and a difference after a write that calls one may be those values, not the engine's", sc.hidden))
@@ -107,13 +107,11 @@ const systemSchemas = "('mysql', 'information_schema', 'performance_schema', 'sy
 func nameKey(schema, name string) string { return strings.ToLower(schema + "." + name) }
 
 // loadServerChoices reads what each target's schemas choose on their own
-// (see serverChoices). nil when there is nothing to know; an error when a
-// target could not be asked (the run cannot tell which differences are
-// the engines').
+// (see serverChoices); an error when a target could not be asked (the
+// run cannot tell which differences are the engines').
 func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) (*serverChoices, error) {
 	sc := &serverChoices{}
 	var defaults, triggers, procNames, funcNames, hidden []string
-	found := false
 	for i, db := range dbs {
 		tables, also, modes := map[string]string{}, map[string]routine{}, map[string][]string{}
 		procs, funcs := map[string]routine{}, map[string]routine{}
@@ -260,14 +258,10 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 		if err != nil {
 			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and stored routines (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
 		}
-		found = found || len(tables) > 0 || len(also) > 0 || len(procs) > 0 || len(funcs) > 0
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
 		sc.tables, sc.also, sc.modes = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes)
 		sc.procs, sc.funcs = append(sc.procs, procs), append(sc.funcs, funcs)
 		sc.anyFunc = sc.anyFunc || len(funcs) > 0
-	}
-	if !found && len(hidden) == 0 {
-		return nil, nil
 	}
 	if len(hidden) > 0 {
 		sc.hidden = examples(hidden)
@@ -331,9 +325,12 @@ func eachRow(ctx context.Context, db *sql.DB, query string, f func([]string)) er
 
 // events are the trigger events a statement of verb fires on the tables
 // it writes: an INSERT … ON DUPLICATE KEY UPDATE may update, a REPLACE
-// may delete; a statement of another verb (DDL, unknown) any.
+// may delete; DDL none (an ALTER that adds a column filled with chosen
+// values is learn's); a statement of another verb (unknown) any.
 func events(verb string) string {
 	switch verb {
+	case "CREATE", "ALTER", "DROP", "TRUNCATE", "RENAME":
+		return ""
 	case "INSERT", "LOAD":
 		return "IU"
 	case "REPLACE":
@@ -511,4 +508,135 @@ func (x *captureIndex) markChosen(sc *serverChoices, session uint64, start int64
 	if len(ts) > 0 {
 		x.chosen.Add(session, start, ts)
 	}
+}
+
+// learn adds what a DDL statement of the capture, run in session schema
+// schema, makes the targets choose from then on (every target runs it
+// alike): a CREATE or ALTER TABLE whose text calls a function each
+// server chooses anew (a DEFAULT (UUID()): inserts choose; an ALTER that
+// adds such a column fills the rows already there, so the table holds
+// such values at once: now), a CREATE TRIGGER, PROCEDURE or FUNCTION.
+// What a DROP removes stays known (a later write is counted apart).
+func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []string) {
+	if sc == nil || info.Verb != "CREATE" && info.Verb != "ALTER" {
+		return nil
+	}
+	toks, err := sqlinfo.Lex(sql)
+	if err != nil {
+		return nil
+	}
+	kind := ""
+	at := -1
+	for j, t := range toks[:min(len(toks), 12)] {
+		for _, k := range []string{"TABLE", "TRIGGER", "PROCEDURE", "FUNCTION"} {
+			if kind == "" && t.Is(sql, k) {
+				kind, at = k, j
+			}
+		}
+	}
+	adds := slices.ContainsFunc(toks, func(t sqlinfo.Token) bool { return t.Is(sql, "ADD") })
+	for i := range sc.tables {
+		switch kind {
+		case "TABLE":
+			if !info.TableDDL || !sqlinfo.ChoosesValues(sql) {
+				return nil
+			}
+			for _, t := range append(slices.Clone(info.Created), info.Writes...) {
+				k := sc.schemaOn(i, t.Schema, schema) + "." + strings.ToLower(t.Name)
+				if !strings.ContainsRune(sc.tables[i][k], 'I') {
+					sc.tables[i][k] += "I"
+				}
+				if info.Verb == "ALTER" && adds {
+					now = appendOnce(now, t.In(schema).String())
+				}
+			}
+		case "TRIGGER":
+			// TRIGGER [IF NOT EXISTS] name {BEFORE|AFTER} {INSERT|UPDATE|DELETE} ON table FOR EACH ROW body
+			j := at + 1
+			for j < len(toks) && !toks[j].Is(sql, "BEFORE") && !toks[j].Is(sql, "AFTER") {
+				j++
+			}
+			if j+3 >= len(toks) || !toks[j+2].Is(sql, "ON") {
+				return nil
+			}
+			timing, ev := strings.ToUpper(toks[j].Text(sql)), strings.ToUpper(toks[j+1].Text(sql))
+			tbl, next, ok := sqlinfo.TableNameAt(sql, toks, j+3)
+			if !ok || ev == "" {
+				return nil
+			}
+			body := sql
+			if e := sqlinfo.AfterWords(sql, toks, next, "FOR", "EACH", "ROW"); e >= 0 {
+				body = sql[e:]
+			}
+			r, ok := readRoutine(tbl.In(schema).Schema, body)
+			if !ok || !sc.calls(i, r) {
+				continue
+			}
+			k := sc.schemaOn(i, tbl.Schema, schema) + "." + strings.ToLower(tbl.Name)
+			if timing == "BEFORE" && !strings.ContainsRune(sc.tables[i][k], rune(ev[0])) {
+				sc.tables[i][k] += ev[:1]
+			}
+			r = sc.closeWrites(i, r)
+			a := sc.also[i][k+ev[:1]]
+			a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
+			sc.also[i][k+ev[:1]] = a
+		case "PROCEDURE", "FUNCTION":
+			name, _, ok := sqlinfo.TableNameAt(sql, toks, at+1)
+			if !ok {
+				return nil
+			}
+			home := sc.schemaOn(i, name.Schema, schema)
+			r, ok := readRoutine(home, sql)
+			if !ok {
+				continue
+			}
+			r.chooses = sc.calls(i, r)
+			r = sc.closeWrites(i, r)
+			k := home + "." + strings.ToLower(name.Name)
+			if kind == "FUNCTION" {
+				if r.chooses {
+					sc.funcs[i][k], sc.anyFunc = r, true
+				}
+			} else {
+				sc.procs[i][k] = r
+			}
+		}
+	}
+	return now
+}
+
+// calls reports whether r calls a function each server chooses anew, or
+// a routine target i has that does.
+func (sc *serverChoices) calls(i int, r routine) bool {
+	if r.direct {
+		return true
+	}
+	for _, f := range r.funcs {
+		if g, ok := sc.funcs[i][nameKey(f.In(r.schema).Schema, f.Name)]; ok && g.chooses {
+			return true
+		}
+	}
+	for _, p := range r.procs {
+		if q, ok := sc.procs[i][nameKey(p.In(r.schema).Schema, p.Name)]; ok && q.chooses {
+			return true
+		}
+	}
+	return false
+}
+
+// closeWrites adds to r's writes those of the procedures it calls on
+// target i; a call of one the target does not have writes anything.
+func (sc *serverChoices) closeWrites(i int, r routine) routine {
+	for _, p := range r.procs {
+		q, ok := sc.procs[i][nameKey(p.In(r.schema).Schema, p.Name)]
+		if !ok || q.all {
+			r.all = true
+		}
+		for _, w := range q.writes {
+			if !slices.Contains(r.writes, w) {
+				r.writes = append(r.writes, w)
+			}
+		}
+	}
+	return r
 }

@@ -169,3 +169,35 @@ var syntaxBeforeParen = map[string]bool{
 	"SET": true, "ALL": true, "ANY": true, "SOME": true, "UNION": true, "WITH": true, "RETURN": true, "THEN": true, "ELSE": true,
 	"WHEN": true, "DO": true, "LIKE": true, "IS": true, "INDEX": true, "REFERENCES": true, "HAVING": true, "LIMIT": true,
 }
+
+// TableNameAt reads a [schema.]name at token i of st (lexed from sql),
+// skipping IF NOT EXISTS and IF EXISTS before it; next is the token after
+// it.
+func TableNameAt(sql string, st []Token, i int) (t Table, next int, ok bool) {
+	if i+1 < len(st) && st[i].Is(sql, "IF") {
+		i += 2 // IF EXISTS
+		if st[i-1].Is(sql, "NOT") {
+			i++ // IF NOT EXISTS
+		}
+	}
+	return tableName(sql, st, i)
+}
+
+// AfterWords is the offset in sql just after words, read as consecutive
+// tokens from token i of st on (e.g. FOR EACH ROW before a trigger's
+// body); -1 when they do not come.
+func AfterWords(sql string, st []Token, i int, words ...string) int {
+	for j := i; j+len(words) <= len(st); j++ {
+		match := true
+		for k, w := range words {
+			if !st[j+k].Is(sql, w) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return st[j+len(words)-1].End
+		}
+	}
+	return -1
+}
