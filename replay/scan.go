@@ -601,7 +601,7 @@ func (sc *scanner) add(rec *store.Record) {
 		}
 	}
 	// What the capture's own DDL makes the servers choose from here on.
-	if !failed {
+	if !failed && !skippedByReplay {
 		if now := x.srv.Load().learn(info, sql, s.schema); len(now) > 0 {
 			x.chosen.Add(rec.Session, start, now)
 		}

@@ -512,21 +512,22 @@ func (x *captureIndex) markChosen(sc *serverChoices, session uint64, start int64
 
 // learn adds what a DDL statement of the capture, run in session schema
 // schema, makes the targets choose from then on (every target runs it
-// alike): a CREATE or ALTER TABLE whose text calls a function each
-// server chooses anew (a DEFAULT (UUID()): inserts choose; an ALTER that
-// adds such a column fills the rows already there, so the table holds
-// such values at once: now), a CREATE TRIGGER, PROCEDURE or FUNCTION.
-// What a DROP removes stays known (a later write is counted apart).
+// alike): a CREATE or ALTER TABLE that gives a column a DEFAULT calling a
+// function each server chooses anew (inserts choose; an ALTER that ADDs
+// such a column fills the rows already there, so the table holds such
+// values at once: now), CREATE TABLE … LIKE one that does, a CREATE
+// TRIGGER, PROCEDURE or FUNCTION. A CREATE or DROP TABLE starts its table
+// afresh (its triggers go with it); what a DROP of a routine removes
+// stays known (a later call is counted apart).
 func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []string) {
-	if sc == nil || info.Verb != "CREATE" && info.Verb != "ALTER" {
+	if sc == nil || info.Verb != "CREATE" && info.Verb != "ALTER" && info.Verb != "DROP" {
 		return nil
 	}
 	toks, err := sqlinfo.Lex(sql)
 	if err != nil {
 		return nil
 	}
-	kind := ""
-	at := -1
+	kind, at := "", -1
 	for j, t := range toks[:min(len(toks), 12)] {
 		for _, k := range []string{"TABLE", "TRIGGER", "PROCEDURE", "FUNCTION"} {
 			if kind == "" && t.Is(sql, k) {
@@ -534,19 +535,33 @@ func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []st
 			}
 		}
 	}
-	adds := slices.ContainsFunc(toks, func(t sqlinfo.Token) bool { return t.Is(sql, "ADD") })
+	if kind != "TABLE" && info.Verb != "CREATE" {
+		return nil // ALTER PROCEDURE changes its characteristics, not its body; DROP: see above
+	}
 	for i := range sc.tables {
 		switch kind {
 		case "TABLE":
-			if !info.TableDDL || !sqlinfo.ChoosesValues(sql) {
+			if !info.TableDDL && info.Verb != "DROP" {
 				return nil
+			}
+			defaults := sqlinfo.DefaultsChoose(sql)
+			var like string // CREATE TABLE t LIKE u: u's defaults
+			if j := slices.IndexFunc(toks, func(t sqlinfo.Token) bool { return t.Is(sql, "LIKE") }); info.Verb == "CREATE" && j > 0 {
+				if u, _, ok := sqlinfo.TableNameAt(sql, toks, j+1); ok {
+					like = sc.tables[i][sc.schemaOn(i, u.Schema, schema)+"."+strings.ToLower(u.Name)]
+				}
 			}
 			for _, t := range append(slices.Clone(info.Created), info.Writes...) {
 				k := sc.schemaOn(i, t.Schema, schema) + "." + strings.ToLower(t.Name)
-				if !strings.ContainsRune(sc.tables[i][k], 'I') {
-					sc.tables[i][k] += "I"
+				if info.Verb != "ALTER" {
+					sc.forget(i, k) // a new table, or none
 				}
-				if info.Verb == "ALTER" && adds {
+				if like != "" && strings.ContainsRune(like, 'I') || defaults && info.Verb != "DROP" {
+					if !strings.ContainsRune(sc.tables[i][k], 'I') {
+						sc.tables[i][k] += "I"
+					}
+				}
+				if info.Verb == "ALTER" && defaults && sqlinfo.AfterWords(sql, toks, 0, "ADD") >= 0 {
 					now = appendOnce(now, t.In(schema).String())
 				}
 			}
@@ -568,11 +583,12 @@ func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []st
 			if e := sqlinfo.AfterWords(sql, toks, next, "FOR", "EACH", "ROW"); e >= 0 {
 				body = sql[e:]
 			}
-			r, ok := readRoutine(tbl.In(schema).Schema, body)
+			home := sc.schemaOn(i, tbl.Schema, schema)
+			r, ok := readRoutine(home, body)
 			if !ok || !sc.calls(i, r) {
 				continue
 			}
-			k := sc.schemaOn(i, tbl.Schema, schema) + "." + strings.ToLower(tbl.Name)
+			k := home + "." + strings.ToLower(tbl.Name)
 			if timing == "BEFORE" && !strings.ContainsRune(sc.tables[i][k], rune(ev[0])) {
 				sc.tables[i][k] += ev[:1]
 			}
@@ -581,28 +597,44 @@ func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []st
 			a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
 			sc.also[i][k+ev[:1]] = a
 		case "PROCEDURE", "FUNCTION":
-			name, _, ok := sqlinfo.TableNameAt(sql, toks, at+1)
+			name, next, ok := sqlinfo.TableNameAt(sql, toks, at+1)
 			if !ok {
 				return nil
 			}
+			// The body: after the parameter list (the routine's own
+			// name, before it, is no call of itself).
+			body := sql
+			if e := sqlinfo.AfterParens(sql, toks, next); e >= 0 {
+				body = sql[e:]
+			}
 			home := sc.schemaOn(i, name.Schema, schema)
-			r, ok := readRoutine(home, sql)
+			r, ok := readRoutine(home, body)
 			if !ok {
 				continue
 			}
 			r.chooses = sc.calls(i, r)
 			r = sc.closeWrites(i, r)
 			k := home + "." + strings.ToLower(name.Name)
-			if kind == "FUNCTION" {
-				if r.chooses {
-					sc.funcs[i][k], sc.anyFunc = r, true
-				}
-			} else {
+			switch {
+			case kind == "PROCEDURE":
 				sc.procs[i][k] = r
+			case r.chooses:
+				sc.funcs[i][k], sc.anyFunc = r, true
+			default:
+				delete(sc.funcs[i], k) // made again, and no longer choosing
 			}
 		}
 	}
 	return now
+}
+
+// forget lets go of what target i knew of table k (created or dropped
+// anew): its defaults' and triggers' choices.
+func (sc *serverChoices) forget(i int, k string) {
+	delete(sc.tables[i], k)
+	for _, ev := range "IUD" {
+		delete(sc.also[i], k+string(ev))
+	}
 }
 
 // calls reports whether r calls a function each server chooses anew, or

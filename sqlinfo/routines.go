@@ -201,3 +201,62 @@ func AfterWords(sql string, st []Token, i int, words ...string) int {
 	}
 	return -1
 }
+
+// AfterParens is the offset in sql just after the parenthesised list
+// that begins at token i of st (a routine's parameters), -1 when none
+// begins there.
+func AfterParens(sql string, st []Token, i int) int {
+	if i >= len(st) || !st[i].IsPunct(sql, "(") {
+		return -1
+	}
+	depth := 0
+	for j := i; j < len(st); j++ {
+		switch {
+		case st[j].IsPunct(sql, "("):
+			depth++
+		case st[j].IsPunct(sql, ")"):
+			depth--
+			if depth == 0 {
+				return st[j].End
+			}
+		}
+	}
+	return -1
+}
+
+// DefaultsChoose reports whether a CREATE or ALTER TABLE gives a column a
+// DEFAULT that calls a function each server chooses anew
+// (ChoosesValues): DEFAULT (UUID()), DEFAULT uuid(). Other parentheses
+// (an index named uuid, a CREATE … SELECT UUID()) are not defaults.
+func DefaultsChoose(sql string) bool {
+	toks, err := Lex(sql)
+	if err != nil {
+		return false
+	}
+	for i, t := range toks {
+		if !t.Is(sql, "DEFAULT") || i+1 >= len(toks) {
+			continue
+		}
+		// The expression: up to the comma or parenthesis that closes
+		// its column's definition.
+		depth, j := 0, i+1
+		for ; j < len(toks); j++ {
+			switch {
+			case toks[j].IsPunct(sql, "("):
+				depth++
+			case toks[j].IsPunct(sql, ")"):
+				depth--
+			case depth == 0 && toks[j].IsPunct(sql, ","):
+			default:
+				continue
+			}
+			if depth < 0 || depth == 0 && toks[j].IsPunct(sql, ",") {
+				break
+			}
+		}
+		if ChoosesValues(sql[toks[i+1].Start:toks[min(j, len(toks)-1)].End]) {
+			return true
+		}
+	}
+	return false
+}

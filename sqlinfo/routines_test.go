@@ -61,3 +61,19 @@ func TestBodyCalls(t *testing.T) {
 		t.Errorf("BodyCalls = %s, want [inner shop.other]", got)
 	}
 }
+
+func TestDefaultsChoose(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"CREATE TABLE t (id INT, u VARCHAR(40) DEFAULT (UUID()), KEY k (id))": true,
+		"ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT uuid()":                  true,
+		"ALTER TABLE dev ADD INDEX uuid (uuid)":                               false,
+		"CREATE TABLE t (id INT, KEY user (user_id))":                         false,
+		"CREATE TABLE t AS SELECT id, UUID() u FROM s":                        false,
+		"CREATE TABLE t (a INT DEFAULT 1, b DATETIME DEFAULT NOW())":          false,
+		"CREATE TABLE t (a INT DEFAULT 1, r DOUBLE DEFAULT (RAND()))":         true,
+	} {
+		if got := DefaultsChoose(sql); got != want {
+			t.Errorf("DefaultsChoose(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tandemdb/tandem/sqlinfo"
+)
+
+// What the capture's DDL teaches, read without a server: which tables'
+// inserts choose, which tables hold chosen values at once, and what is
+// not a default (an index named uuid, CREATE … SELECT UUID()).
+func TestLearnFromTheCapturesDDL(t *testing.T) {
+	sc := &serverChoices{db: []string{""}, tables: []map[string]string{{}}, also: []map[string]routine{{}},
+		procs: []map[string]routine{{}}, funcs: []map[string]routine{{}}, modes: []map[string][]string{{}}}
+	an := sqlinfo.NewAnalyzer()
+	learn := func(sql string) []string { return sc.learn(an.Info(sql), sql, "app") }
+	for _, c := range []struct{ sql, now, tables string }{
+		{"CREATE TABLE d (id INT, u CHAR(36) DEFAULT (UUID()))", "[]", "map[app.d:I]"},
+		{"ALTER TABLE dev ADD INDEX uuid (uuid)", "[]", "map[app.d:I]"},
+		{"CREATE TABLE s AS SELECT id, UUID() u FROM d", "[]", "map[app.d:I]"},
+		{"CREATE TABLE d2 LIKE d", "[]", "map[app.d:I app.d2:I]"},
+		{"ALTER TABLE e ADD COLUMN u CHAR(36) DEFAULT uuid()", "[app.e]", "map[app.d:I app.d2:I app.e:I]"},
+		{"DROP TABLE d2", "[]", "map[app.d:I app.e:I]"},
+		{"CREATE TABLE e (id INT)", "[]", "map[app.d:I]"},
+		{"CREATE TRIGGER shop.tg BEFORE UPDATE ON t FOR EACH ROW FOLLOWS other SET NEW.u = UUID()", "[]", "map[app.d:I app.t:U]"},
+		{"CREATE TRIGGER tg2 AFTER INSERT ON t FOR EACH ROW INSERT INTO log VALUES (NEW.id)", "[]", "map[app.d:I app.t:U]"},
+	} {
+		now := learn(c.sql)
+		if got := fmt.Sprint(now); got != c.now {
+			t.Errorf("%q: holds chosen values at once: %s, want %s", c.sql, got, c.now)
+		}
+		if got := fmt.Sprint(sc.tables[0]); got != c.tables {
+			t.Errorf("%q: then tables %s, want %s", c.sql, got, c.tables)
+		}
+	}
+	// A function made again without choosing is no longer one that does;
+	// its own name before its parameters is no call of itself.
+	learn("CREATE FUNCTION mkid() RETURNS CHAR(36) NOT DETERMINISTIC RETURN UUID()")
+	if !sc.funcs[0]["app.mkid"].chooses {
+		t.Error("mkid() returning UUID(): not taken as choosing")
+	}
+	learn("CREATE OR REPLACE FUNCTION mkid() RETURNS INT DETERMINISTIC RETURN 1")
+	if _, ok := sc.funcs[0]["app.mkid"]; ok {
+		t.Error("mkid() made again returning 1: still taken as choosing")
+	}
+	// ALTER PROCEDURE changes no body.
+	learn("CREATE PROCEDURE p() INSERT INTO t VALUES (RAND())")
+	learn("ALTER PROCEDURE p COMMENT 'x'")
+	if r := sc.procs[0]["app.p"]; !r.chooses || fmt.Sprint(r.writes) != "[app.t]" {
+		t.Errorf("p after ALTER PROCEDURE: %+v, want choosing, writing app.t", r)
+	}
+}
