@@ -209,17 +209,8 @@ func AfterParens(sql string, st []Token, i int) int {
 	if i >= len(st) || !st[i].IsPunct(sql, "(") {
 		return -1
 	}
-	depth := 0
-	for j := i; j < len(st); j++ {
-		switch {
-		case st[j].IsPunct(sql, "("):
-			depth++
-		case st[j].IsPunct(sql, ")"):
-			depth--
-			if depth == 0 {
-				return st[j].End
-			}
-		}
+	if j, ok := matching(sql, st, i); ok {
+		return st[j].End
 	}
 	return -1
 }
