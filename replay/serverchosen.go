@@ -138,57 +138,26 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					procs[nameKey(f[0], f[1])] = r
 				}
 			})
-		// To a fixed point: f calls g, which calls UUID().
-		calls := func(r routine) bool {
-			if r.direct {
-				return true
-			}
-			for _, f := range r.funcs {
-				if g := funcs[nameKey(f.In(r.schema).Schema, f.Name)]; g.chooses {
-					return true
-				}
-			}
-			for _, p := range r.procs {
-				if q := procs[nameKey(p.In(r.schema).Schema, p.Name)]; q.chooses {
-					return true
-				}
-			}
-			return false
-		}
+		// To a fixed point: f calls g, which calls UUID(); and what they
+		// write through the procedures they call.
+		sc.procs, sc.funcs = append(sc.procs, procs), append(sc.funcs, funcs)
 		for changed := true; changed; {
 			changed = false
 			for _, m := range []map[string]routine{funcs, procs} {
 				for k, r := range m {
-					if !r.chooses && calls(r) {
+					if !r.chooses && sc.calls(i, r) {
 						r.chooses, changed = true, true
 						m[k] = r
 					}
 				}
 			}
 		}
-		// What they write through the procedures they call, to a fixed
-		// point too; a call of one no target defines writes anything.
-		closeWrites := func(r routine) (routine, bool) {
-			changed := false
-			for _, p := range r.procs {
-				q, ok := procs[nameKey(p.In(r.schema).Schema, p.Name)]
-				if (!ok || q.all) && !r.all {
-					r.all, changed = true, true
-				}
-				for _, w := range q.writes {
-					if !slices.Contains(r.writes, w) {
-						r.writes, changed = append(r.writes, w), true
-					}
-				}
-			}
-			return r, changed
-		}
 		for changed := true; changed; {
 			changed = false
 			for _, m := range []map[string]routine{funcs, procs} {
 				for k, r := range m {
-					if r, ch := closeWrites(r); ch {
-						m[k], changed = r, true
+					if c := sc.closeWrites(i, r); c.all != r.all || len(c.writes) != len(r.writes) {
+						m[k], changed = c, true
 					}
 				}
 			}
@@ -233,14 +202,14 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 						hidden = appendOnce(hidden, f[0]+"."+f[1])
 						return
 					}
-					if !calls(r) || f[4] == "" {
+					if !sc.calls(i, r) || f[4] == "" {
 						return
 					}
 					k, ev := nameKey(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
 					if f[6] == "BEFORE" {
 						mark(k, ev) // it may set the row's columns (NEW.id = UUID()); an AFTER trigger cannot
 					}
-					r, _ = closeWrites(r)
+					r = sc.closeWrites(i, r)
 					a := also[k+string(ev)]
 					a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
 					also[k+string(ev)] = a
@@ -260,7 +229,6 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 		}
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
 		sc.tables, sc.also, sc.modes = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes)
-		sc.procs, sc.funcs = append(sc.procs, procs), append(sc.funcs, funcs)
 		sc.anyFunc = sc.anyFunc || len(funcs) > 0
 	}
 	if len(hidden) > 0 {
