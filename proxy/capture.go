@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ type liveCapture struct {
 	opts capture.Options
 	// stopping: sessions leave it and none joins.
 	stopping chan struct{}
+	// endRead is closed once the stop has read the capture's end point
+	// (or knows it reads none): a session that left inside a transaction
+	// that wrote waits for it before its next command (syncCaptureLocked).
+	endRead     chan struct{}
+	endReadOnce sync.Once
 	// Counts for status: sessions that joined open (and of those inside a
 	// transaction), that connected during it, and those waiting for their
 	// written transaction to end before they join; in: sessions in it now.
@@ -36,9 +42,13 @@ type liveCapture struct {
 // newLive is a capture into rec, with result checksums if results says
 // so, asking each written transaction's GTID if commits.
 func (p *Proxy) newLive(rec *capture.Recorder, results string, commits bool) *liveCapture {
-	return &liveCapture{rec: rec, stopping: make(chan struct{}),
+	return &liveCapture{rec: rec, stopping: make(chan struct{}), endRead: make(chan struct{}),
 		opts: capture.Options{MaxRecordBytes: p.cfg.MaxRecordBytes, Checksums: results == ResultsChecksum, Commits: commits}}
 }
+
+// endPointRead lets the sessions held for the end point go on; it may be
+// called more than once.
+func (lc *liveCapture) endPointRead() { lc.endReadOnce.Do(func() { close(lc.endRead) }) }
 
 func (lc *liveCapture) isStopping() bool {
 	select {
@@ -53,8 +63,17 @@ func (lc *liveCapture) isStopping() bool {
 // stopped, at at (the session's capMu held, between two commands).
 func (s *session) syncCaptureLocked(at time.Time) {
 	cur := s.p.live.Load()
-	if s.joined != nil && (s.joined != cur || s.joined.isStopping()) {
+	if lc := s.joined; lc != nil && (lc != cur || lc.isStopping()) {
+		writing := !s.raw && !s.cs.Joinable()
 		s.leaveLocked(at)
+		if writing {
+			// Its command (a COMMIT, most likely) goes after the end
+			// point, as for the sessions the stop found idle (see
+			// Runner.stop): in the capture's range it would be a
+			// transaction that bypassed the proxy, applied whole on top
+			// of its captured part.
+			<-lc.endRead
+		}
 	}
 	if s.joined != nil || cur == nil || cur.isStopping() {
 		return

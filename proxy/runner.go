@@ -309,11 +309,15 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 	// --apply-bypassed on top of the captured part of it, which replay
 	// runs and rolls back at the session's stop. Held, their commit comes
 	// after the end point, as production's end state then says.
+	// A session in a command now leaves by itself before its next one,
+	// and waits likewise (syncCaptureLocked) for endPointRead.
 	var held []*session
 	holding := &held
 	if c.start == nil {
 		holding = nil // no end point to read: nobody waits
+		c.lc.endPointRead()
 	}
+	defer c.lc.endPointRead()
 	busy := r.leaveAll(c.lc, holding)
 	if busy > 0 {
 		r.log.Warn("sessions still in a command after the drain timeout leave the capture without their end", "sessions", busy, "drain_timeout", r.p.cfg.DrainTimeout)
@@ -327,6 +331,7 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 		var endErr error
 		end, endErr = readEnd(r.cfg, *r.acc)
 		releaseHeld(held)
+		c.lc.endPointRead()
 		end, bypassed = endCapture(r.cfg, *r.acc, c.start, end, endErr, c.w, c.lc.rec, c.commits, int(c.lc.unasked.Load()), r.out, r.log)
 	}
 	var shadowErr error // a lost shadow: the capture itself is whole
