@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tandemdb/tandem/store"
 )
@@ -47,6 +48,17 @@ type failure struct {
 // statement whose writes the analysis cannot name).
 const AnyTable = "*"
 
+// tableKey is how the indexes of this package (Gaps, Bypassed, Commits,
+// Failures) key a schema.table name: case-folded. A server with
+// lower_case_table_names 1 or 2 takes `Orders` and `orders` for one
+// table, and names it in lower case in its own lists (the binary log,
+// information_schema), so a write spelled one way and a read or an end
+// state named another must meet. On a case-sensitive server two tables
+// that differ only in case share what these indexes say, which only
+// labels more statements apart: never a difference reported that replay
+// caused.
+func tableKey(t string) string { return strings.ToLower(t) }
+
 // NewFailures returns an empty index.
 func NewFailures() *Failures { return &Failures{byTable: map[string][]failure{}} }
 
@@ -65,7 +77,7 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop),
 		why: why, reason: ReasonFailedTrx, own: true}
 	for _, t := range f.Tables {
-		fs.byTable[t] = append(fs.byTable[t], x)
+		fs.byTable[tableKey(t)] = append(fs.byTable[tableKey(t)], x)
 	}
 }
 
@@ -100,7 +112,7 @@ func (fs *Failures) AddReorder(side string, r store.Reorder) {
 		x.own, x.last = true, store.OutcomeSeq(r.Seq, r.Loop)
 	}
 	for _, t := range r.Tables {
-		fs.byTable[t] = append(fs.byTable[t], x)
+		fs.byTable[tableKey(t)] = append(fs.byTable[tableKey(t)], x)
 	}
 }
 
@@ -128,7 +140,7 @@ func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHa
 		return "", ""
 	}
 	check := func(t, name string) (string, string) {
-		for _, f := range fs.byTable[t] {
+		for _, f := range fs.byTable[tableKey(t)] {
 			if f.mayHave == mayHave && f.at < to && !(f.own && f.session == session && f.first <= key && key <= f.last) {
 				return f.why + ", and wrote " + name + " before this", f.reason
 			}
@@ -163,7 +175,7 @@ func (fs *Failures) explain(table string, mayHave bool) string {
 	for _, reason := range []string{ReasonFailedTrx, ReasonNotReplayed, ReasonReplayOrder, ReasonRetried} {
 		var l []failure
 		for _, t := range []string{table, AnyTable} {
-			for _, f := range fs.byTable[t] {
+			for _, f := range fs.byTable[tableKey(t)] {
 				if f.reason == reason && (mayHave || !f.mayHave) {
 					l = append(l, f)
 				}

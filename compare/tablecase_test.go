@@ -1,0 +1,48 @@
+package compare
+
+import (
+	"testing"
+
+	"github.com/tandemdb/tandem/store"
+)
+
+// A server with lower_case_table_names 1 or 2 takes `Orders` and
+// `orders` for one table and names it in lower case in the binary log
+// and information_schema. Every table index here meets the two spellings:
+// a write spelled one way labels a read spelled the other, and an end
+// state named in lower case finds what explains it. Before, each index
+// compared names as spelled: a read of `audit` after `INSERT INTO Audit
+// VALUES (UUID())`, or after a bypassed write the binary log names
+// `shop.orders`, was reported as the engine's difference.
+func TestTableIndexesIgnoreTheCaseOfNames(t *testing.T) {
+	g := NewGaps()
+	g.Add(1, 10, []string{"Shop.Audit"})
+	if gap, ok := g.Before(20, []string{"shop.audit"}); !ok || gap.Table != "shop.audit" || gap.Session != 1 {
+		t.Errorf("gaps: %+v, %v; want the write of session 1 found for shop.audit", gap, ok)
+	}
+	g.Reset(30, []string{"SHOP.AUDIT"})
+	if gap, ok := g.Before(40, []string{"shop.Audit"}); ok {
+		t.Errorf("gaps: %+v found after the table started over (spelled in upper case)", gap)
+	}
+
+	b := NewBypassed()
+	b.Add(BypassedWrite{Table: "shop.orders", At: 10})
+	if w, ok := b.Before(20, []string{"Shop.Orders"}); !ok || w.Table != "shop.orders" {
+		t.Errorf("bypassed: %+v, %v; want the binary log's write on shop.orders", w, ok)
+	}
+
+	cs := NewCommits()
+	cs.Add(2, 10, 20, []string{"Shop.Orders"}, false)
+	if c, ok := cs.Overlapping(1, 15, 25, []string{"shop.orders"}); !ok || c.Session != 2 || c.Table != "shop.orders" {
+		t.Errorf("commits: %+v, %v; want session 2's commit on shop.orders", c, ok)
+	}
+
+	fs := NewFailures()
+	fs.AddReorder("myrocks", store.Reorder{Session: 3, Seq: 7, Tables: []string{"Shop.Orders"}, At: 10})
+	if why := fs.Explain("shop.orders"); why == "" {
+		t.Error("failures: nothing explains shop.orders, which a change out of order on Shop.Orders wrote")
+	}
+	if why, reason := fs.Before(99, 1, 20, []string{"SHOP.ORDERS"}, false); reason != ReasonReplayOrder || why == "" {
+		t.Errorf("failures: %q, %q; want the change out of order (%s)", why, reason, ReasonReplayOrder)
+	}
+}
