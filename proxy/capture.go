@@ -31,6 +31,10 @@ type liveCapture struct {
 	// that wrote waits for it before its next command (syncCaptureLocked).
 	endRead     chan struct{}
 	endReadOnce sync.Once
+	// finishBy (Unix ns, 0: not at all): until then, a session inside a
+	// transaction that wrote stays in the stopping capture until that
+	// transaction ends, so that the capture holds its commit (Runner.stop).
+	finishBy atomic.Int64
 	// Counts for status: sessions that joined open (and of those inside a
 	// transaction), that connected during it, and those waiting for their
 	// written transaction to end before they join; in: sessions in it now.
@@ -50,6 +54,13 @@ func (p *Proxy) newLive(rec *capture.Recorder, results string, commits bool) *li
 // called more than once.
 func (lc *liveCapture) endPointRead() { lc.endReadOnce.Do(func() { close(lc.endRead) }) }
 
+// finishing reports whether a session inside a transaction that wrote
+// stays in the stopping capture at now, to end its transaction there.
+func (lc *liveCapture) finishing(now time.Time) bool {
+	d := lc.finishBy.Load()
+	return d != 0 && now.UnixNano() < d
+}
+
 func (lc *liveCapture) isStopping() bool {
 	select {
 	case <-lc.stopping:
@@ -65,13 +76,17 @@ func (s *session) syncCaptureLocked(at time.Time) {
 	cur := s.p.live.Load()
 	if lc := s.joined; lc != nil && (lc != cur || lc.isStopping()) {
 		writing := !s.raw && !s.cs.Joinable()
+		if writing && lc.finishing(at) {
+			return // its transaction ends in the capture (Runner.stop)
+		}
 		s.leaveLocked(at)
 		if writing {
-			// Its command (a COMMIT, most likely) goes after the end
-			// point, as for the sessions the stop found idle (see
-			// Runner.stop): in the capture's range it would be a
-			// transaction that bypassed the proxy, applied whole on top
-			// of its captured part.
+			// Too late to end its transaction in the capture: its
+			// command (a COMMIT, most likely) goes after the end point,
+			// as for the sessions the stop holds (see Runner.stop). In
+			// the capture's range it would be a transaction that
+			// bypassed the proxy, applied whole on top of its captured
+			// part.
 			<-lc.endRead
 		}
 	}

@@ -298,11 +298,21 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 	if reason != StopDuration && reason != StopMaxBytes && reason != StopDiskFull {
 		<-c.watched
 	}
+	if c.start != nil && reason != StopMaxBytes && reason != StopDiskFull && c.w.Err() == nil {
+		// A transaction that wrote, open now, ends in the capture (for
+		// up to --drain-timeout): its commit is the capture's, before
+		// the end point. Cut at the stop, its captured part would be
+		// rolled back by replay, while production committed it; and the
+		// session would have to wait for the end point (below) with its
+		// locks held, and so would every session waiting for them.
+		c.lc.finishBy.Store(time.Now().Add(r.p.cfg.DrainTimeout).UnixNano())
+	}
 	close(c.lc.stopping)
 	r.p.live.CompareAndSwap(c.lc, nil)
 	r.p.metrics.captureActive.Set(0)
-	// Sessions that leave inside a transaction that wrote are held (their
-	// next command waits) until the end point is read: a COMMIT of theirs
+	// Sessions that leave inside a transaction that wrote (it did not end
+	// in time) are held (their next command waits) until the end point
+	// is read: a COMMIT of theirs
 	// relayed after they left but before the point was read would be in
 	// the capture's range and not in the capture, and so listed as a
 	// transaction that bypassed the proxy — applied whole by
@@ -318,9 +328,13 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 		c.lc.endPointRead()
 	}
 	defer c.lc.endPointRead()
-	busy := r.leaveAll(c.lc, holding)
+	began := time.Now()
+	busy, open := r.leaveAll(c.lc, holding)
 	if busy > 0 {
 		r.log.Warn("sessions still in a command after the drain timeout leave the capture without their end", "sessions", busy, "drain_timeout", r.p.cfg.DrainTimeout)
+	}
+	if open > 0 {
+		r.log.Info("sessions inside a transaction that wrote at the stop: each ended it in the capture, or was held until the end point was read", "sessions", open, "held", len(held), "waited", time.Since(began).Round(time.Millisecond), "drain_timeout", r.p.cfg.DrainTimeout)
 	}
 	if r.afterLeave != nil {
 		r.afterLeave(len(held))
@@ -396,10 +410,22 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 // With held non-nil, a session that leaves inside a transaction that
 // wrote keeps its capMu locked and is appended to *held: the caller
 // releases it (releaseHeld).
-func (r *Runner) leaveAll(lc *liveCapture, held *[]*session) int {
+//
+// While lc is finishing, a session inside a transaction that wrote stays
+// in it until that transaction ends (it leaves, idle, at a later look, or
+// by itself before its next command); those still in one when the time
+// is up leave then, held.
+// It returns how many sessions were still in a command then, and how
+// many it found inside a transaction that wrote on its first look.
+func (r *Runner) leaveAll(lc *liveCapture, held *[]*session) (busy, open int) {
+	// From here on no session stays to end its transaction: the end
+	// point is read next.
+	defer lc.finishBy.Store(0)
 	deadline := time.Now().Add(r.p.cfg.DrainTimeout)
 	pending := r.p.sessions()
-	for {
+	for first := true; ; first = false {
+		now := time.Now()
+		finishing := lc.finishing(now) && now.Before(deadline)
 		rest := pending[:0]
 		for _, s := range pending {
 			if !s.capMu.TryLock() {
@@ -408,7 +434,15 @@ func (r *Runner) leaveAll(lc *liveCapture, held *[]*session) int {
 			}
 			if s.joined == lc {
 				writing := !s.raw && !s.cs.Joinable()
-				s.leaveLocked(time.Now())
+				if writing && first {
+					open++
+				}
+				if writing && finishing {
+					s.capMu.Unlock()
+					rest = append(rest, s) // its transaction ends in the capture
+					continue
+				}
+				s.leaveLocked(now)
 				if writing && held != nil {
 					*held = append(*held, s)
 					continue
@@ -418,14 +452,14 @@ func (r *Runner) leaveAll(lc *liveCapture, held *[]*session) int {
 		}
 		pending = rest
 		if len(pending) == 0 || lc.in.Load() == 0 {
-			return 0
+			return 0, open
 		}
-		if time.Now().After(deadline) {
-			return len(pending)
+		if now.After(deadline) {
+			return len(pending), open
 		}
 		select {
 		case <-r.p.cfg.Force:
-			return len(pending)
+			return len(pending), open
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

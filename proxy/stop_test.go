@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,115 +114,177 @@ func TestStopHoldsAWritingSessionUntilTheEndPoint(t *testing.T) {
 	}
 }
 
-// A session in a command when the capture stops, inside a transaction
-// that wrote, leaves the capture by itself before its next command
-// (syncCaptureLocked), not in the stop's round of idle sessions: it must
-// be held all the same until the end point is read. Before, only the
-// sessions the stop found idle were held; a busy one's COMMIT, sent the
-// moment its statement returned, went through at once, landed inside
-// the capture's range without being in it, and was listed as a
-// transaction that bypassed the proxy. Replay --apply-bypassed then ran
-// it whole beside its captured statements, each blocking the other on
-// the same rows until --order-timeout released them, over and over:
-// make demo's production replay once took 141 s instead of 20.
-func TestStopHoldsAWritingSessionThatLeavesAtItsNextCommand(t *testing.T) {
+// A transaction that wrote and is open when a capture with an end point
+// stops ends in the capture (for up to the drain timeout): its COMMIT is
+// recorded, and comes before the end point. Before, a session busy at the
+// stop left by itself before its next command, and that command — its
+// COMMIT — went through at once: inside the capture's range without being
+// in it, listed as a transaction that bypassed the proxy. Replay
+// --apply-bypassed then ran it whole beside its captured statements, each
+// blocking the other on the same rows until --order-timeout released
+// them, over and over: make demo's production replay once took 141 s
+// instead of 20. Holding such a session until the end point was read
+// instead (what the stop did with idle ones) keeps its locks held, and
+// every session waiting for them, until the drain timeout: the second
+// case here, where another session's UPDATE waits for the writer's row.
+func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 	srv := sandboxtest.Server(t, "primary")
-	db, dsn := srv.FreshDB(t)
-	for _, q := range []string{"CREATE TABLE h (id INT PRIMARY KEY, v INT)", "INSERT INTO h VALUES (1, 0), (2, 0)"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Commits = true })
-	ctx := context.Background()
-	r := newRunner(ctx, tp.Proxy, RunConfig{Config: tp.cfg, Binlog: &gtid.Account{User: "root"}}, prometheus.NewRegistry(), io.Discard)
-	writer, err := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil)).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer writer.Close()
-	locker, err := db.Conn(ctx) // straight to the server
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close()
-	dir := filepath.Join(t.TempDir(), "cap")
-	if _, err := r.Start(ctx, CaptureOptions{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"BEGIN", "UPDATE h SET v = 1 WHERE id = 1"} {
-		if _, err := writer.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The locker holds row 2 (a locking read writes nothing: no GTID).
-	if _, err := locker.ExecContext(ctx, "BEGIN"); err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	if err := locker.QueryRowContext(ctx, "SELECT v FROM h WHERE id = 2 FOR UPDATE").Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		// Waits for the locker's row: in a command when the stop comes.
-		if _, err := writer.ExecContext(ctx, "UPDATE h SET v = 2 WHERE id = 2"); err != nil {
-			done <- err
-			return
-		}
-		_, err := writer.ExecContext(ctx, "COMMIT") // at once: the session leaves here
-		done <- err
-	}()
-	waitFor(t, "the writer's UPDATE to wait for the locker's row", func() bool {
-		var n int
-		return db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n) == nil && n == 1
-	})
-	stopped := make(chan error, 1)
-	go func() {
-		_, err := r.Stop(ctx)
-		stopped <- err
-	}()
-	waitFor(t, "the stop to begin", func() bool { return tp.Proxy.live.Load() == nil })
-	if _, err := locker.ExecContext(ctx, "COMMIT"); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow("SELECT SUM(v) FROM h").Scan(&v); err != nil || v != 3 {
-		t.Fatalf("after the writer's COMMIT: SUM(v) = %d (%v), want 3", v, err)
-	}
-	rd, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	sum, ok := rd.Summary()
-	if !ok || sum.End == nil || sum.Bypassed == nil {
-		t.Fatalf("no end point or bypassed list: %+v", sum)
-	}
-	if b := sum.Bypassed; b.Transactions != 0 || b.Rows != 0 {
-		t.Fatalf("bypassed: %d transactions, %d rows, tables %+v; want none (the writer's COMMIT came after the end point)", b.Transactions, b.Rows, b.Tables)
-	}
-	var got []string
-	for rec, err := range rd.Records() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s %q %#x", rec.Kind, rec.SQL, rec.Flags))
-	}
-	want := []string{
-		`connect "" 0x10`, // the writer, open at the start
-		`query "BEGIN" 0x0`,
-		`query "UPDATE h SET v = 1 WHERE id = 1" 0x0`,
-		`query "UPDATE h SET v = 2 WHERE id = 2" 0x0`,
-		`quit "" 0x40`, // its synthetic end: the COMMIT is not in the capture
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	for _, tc := range []struct {
+		name string
+		// blocked: a second session through the proxy waits for the
+		// writer's row at the stop (else the writer's own statement
+		// waits for a row a direct session holds).
+		blocked bool
+		want    []string
+	}{
+		{"writer in a command", false, []string{
+			`1 connect "" 0x10`, // the writer, open at the start
+			`1 query "BEGIN" 0x0`,
+			`1 query "UPDATE h SET v = 1 WHERE id = 1" 0x0`,
+			`1 query "UPDATE h SET v = v + 1 WHERE id = 2" 0x0`,
+			`1 query "COMMIT" 0x0`,
+			`1 quit "" 0x40`, // left once its transaction ended
+		}},
+		{"another session waits for the writer's row", true, []string{
+			`1 connect "" 0x10`,
+			`1 query "BEGIN" 0x0`,
+			`1 query "UPDATE h SET v = 1 WHERE id = 1" 0x0`,
+			`1 query "COMMIT" 0x0`,
+			`1 quit "" 0x40`,
+			`2 connect "" 0x10`,
+			`2 query "UPDATE h SET v = v + 1 WHERE id = 1" 0x0`,
+			`2 quit "" 0x40`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, dsn := srv.FreshDB(t)
+			for _, q := range []string{"CREATE TABLE h (id INT PRIMARY KEY, v INT)", "INSERT INTO h VALUES (1, 0), (2, 0)"} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Commits = true })
+			ctx := context.Background()
+			r := newRunner(ctx, tp.Proxy, RunConfig{Config: tp.cfg, Binlog: &gtid.Account{User: "root"}}, prometheus.NewRegistry(), io.Discard)
+			via := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
+			conn := func(db *sql.DB) *sql.Conn {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			writer := conn(via)
+			var other *sql.Conn // the session through the proxy that waits (blocked)
+			if tc.blocked {
+				other = conn(via)
+			}
+			locker := conn(db) // straight to the server
+			dir := filepath.Join(t.TempDir(), "cap")
+			if _, err := r.Start(ctx, CaptureOptions{Dir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{"BEGIN", "UPDATE h SET v = 1 WHERE id = 1"} {
+				if _, err := writer.ExecContext(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			if tc.blocked {
+				go func() {
+					_, err := other.ExecContext(ctx, "UPDATE h SET v = v + 1 WHERE id = 1") // waits for the writer
+					done <- err
+				}()
+			} else {
+				// The locker holds row 2 (a locking read: no GTID); the
+				// writer's next UPDATE waits for it, in a command at the stop.
+				if _, err := locker.ExecContext(ctx, "BEGIN"); err != nil {
+					t.Fatal(err)
+				}
+				var v int
+				if err := locker.QueryRowContext(ctx, "SELECT v FROM h WHERE id = 2 FOR UPDATE").Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					if _, err := writer.ExecContext(ctx, "UPDATE h SET v = v + 1 WHERE id = 2"); err != nil {
+						done <- err
+						return
+					}
+					_, err := writer.ExecContext(ctx, "COMMIT") // at once
+					done <- err
+				}()
+			}
+			waitFor(t, "a statement waiting for a row lock", func() bool {
+				var n int
+				// This test's statement only: the server is the package's.
+				return db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE h SET v = v + 1 WHERE id = %'").Scan(&n) == nil && n == 1
+			})
+			held := -1
+			r.afterLeave = func(n int) { held = n }
+			stopped := make(chan error, 1)
+			go func() {
+				_, err := r.Stop(ctx)
+				stopped <- err
+			}()
+			waitFor(t, "the stop to begin", func() bool { return tp.Proxy.live.Load() == nil })
+			if tc.blocked {
+				if _, err := writer.ExecContext(ctx, "COMMIT"); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := locker.ExecContext(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-stopped; err != nil {
+				t.Fatal(err)
+			}
+			if held != 0 {
+				t.Errorf("%d sessions held until the end point, want 0: every transaction ended in the capture", held)
+			}
+			var sum int
+			if err := db.QueryRow("SELECT SUM(v) FROM h").Scan(&sum); err != nil || sum != 2 {
+				t.Fatalf("SUM(v) = %d (%v), want 2", sum, err)
+			}
+			rd, err := store.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rd.Close()
+			s, ok := rd.Summary()
+			if !ok || s.End == nil || s.Bypassed == nil {
+				t.Fatalf("no end point or bypassed list: %+v", s)
+			}
+			if b := s.Bypassed; b.Transactions != 0 || b.Rows != 0 {
+				t.Fatalf("bypassed: %d transactions, %d rows, tables %+v; want none (every commit is in the capture)", b.Transactions, b.Rows, b.Tables)
+			}
+			gtids, err := rd.GTIDs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			commits := 0
+			for rec, err := range rd.Records() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprintf("%d %s %q %#x", rec.Session, rec.Kind, rec.SQL, rec.Flags))
+				if gtids[rec.Seq] != "" {
+					commits++
+				}
+			}
+			// Each session's in its order (two sessions' records ending at
+			// once are written in either order).
+			slices.SortStableFunc(got, func(a, b string) int { return strings.Compare(a[:2], b[:2]) })
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if want := map[bool]int{false: 1, true: 2}[tc.blocked]; commits != want {
+				t.Errorf("%d captured commits with their GTID, want %d", commits, want)
+			}
+		})
 	}
 }
 

@@ -52,11 +52,14 @@ it is listed among the transactions that bypassed the proxy, which
 'tandem replay --apply-bypassed' applies). 'tandem capture status' counts
 the sessions still waiting. A session still open at the stop gets a
 synthetic end there; replay closes its connection, which rolls back the
-transaction it left open. With --binlog-user, a session inside a
-transaction that has written at the stop waits, before its next command,
-until the end point is read (a round trip to the server, after the other
-sessions finish their command): its commit then comes after the end
-point, as the transaction does not in the capture.
+transaction it left open. With --binlog-user, a transaction that has
+written and is open at the stop ends in the capture: the stop waits for
+it, for up to the proxy's --drain-timeout, and records its commit, which
+comes before the end point (its session leaves once the transaction
+ended). One still open then makes its session wait, before its next
+command, until the end point is read (a round trip to the server): its
+commit comes after the end point, as the transaction does not in the
+capture.
 Sessions that connect during the capture are recorded from their login.
 
 A capture ends with 'tandem capture stop', when its --duration runs out,

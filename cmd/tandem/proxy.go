@@ -244,7 +244,7 @@ closed cleanly all the same.`,
 	f.IntVar(&cfg.MaxHandshakes, "max-handshakes", 64, "connections authenticating at once; more wait for a slot for up to --handshake-timeout, then get error 1040 (so sockets that never log in cannot hold --max-connections)")
 	f.DurationVar(&cfg.HandshakeTimeout, "handshake-timeout", 5*time.Second, "a client that has not logged in this long after connecting is closed (sooner than the server's connect_timeout, 10s by default)")
 	f.IntVar(&cfg.MaxRecordBytes, "max-record-bytes", 1<<20, "store at most this much SQL text or data per record; longer is truncated and marked not replayable")
-	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish (default 5s)")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on shutdown, how long open sessions may finish; at a capture's stop, how long it waits for a command under way, and (with --binlog-user) for a transaction that wrote to end in the capture (default 5s)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "serve Prometheus /metrics here; ':PORT' binds loopback, 'off' disables")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint (they expose memory and stacks: keep it on loopback)")
 	f.BoolVar(&cfg.AdminEnabled, "admin", true, "serve the capture controls (tandem capture start|stop|status) on the metrics address")
