@@ -27,7 +27,7 @@ func NewBypassed() *Bypassed { return &Bypassed{byTable: map[string]BypassedWrit
 
 // Add notes table's first bypassing write.
 func (b *Bypassed) Add(w BypassedWrite) {
-	k := tableKey(w.Table)
+	k := TableKey(w.Table)
 	if old, ok := b.byTable[k]; !ok || w.At < old.At {
 		b.byTable[k] = w
 	}
@@ -40,7 +40,7 @@ func (b *Bypassed) Before(to int64, tables []string) (BypassedWrite, bool) {
 		return BypassedWrite{}, false
 	}
 	for _, t := range tables {
-		if w, ok := b.byTable[tableKey(t)]; ok && w.At < to {
+		if w, ok := b.byTable[TableKey(t)]; ok && w.At < to {
 			return w, true
 		}
 	}

@@ -93,10 +93,10 @@ func (cs *Commits) AddDeleting(session uint64, start, end int64, tables, deleted
 		cs.n++
 	}
 	for _, t := range tables {
-		l := cs.byTable[tableKey(t)]
+		l := cs.byTable[TableKey(t)]
 		if l == nil {
 			l = &commitList{sorted: true}
-			cs.byTable[tableKey(t)] = l
+			cs.byTable[TableKey(t)] = l
 		}
 		l.add(commit{session, start, end, slices.Contains(deleted, t)})
 		cs.n++
@@ -246,7 +246,7 @@ func (cs *Commits) OverlappingFor(key uint64, deleted bool, session uint64, from
 
 func (cs *Commits) overlappingLocked(session uint64, from, to int64, tables []string, deletedOnly bool) (Commit, bool) {
 	for _, t := range tables {
-		if l := cs.byTable[tableKey(t)]; l != nil {
+		if l := cs.byTable[TableKey(t)]; l != nil {
 			if c, ok := l.overlapping(session, from, to, deletedOnly); ok {
 				return Commit{c.session, c.start, c.end, t}, true
 			}

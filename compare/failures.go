@@ -48,8 +48,8 @@ type failure struct {
 // statement whose writes the analysis cannot name).
 const AnyTable = "*"
 
-// tableKey is how the indexes of this package (Gaps, Bypassed, Commits,
-// Failures) key a schema.table name: case-folded. A server with
+// TableKey is how the indexes of this package (Gaps, Bypassed, Commits,
+// Failures, Writers) key a schema.table name: case-folded. A server with
 // lower_case_table_names 1 or 2 takes `Orders` and `orders` for one
 // table, and names it in lower case in its own lists (the binary log,
 // information_schema), so a write spelled one way and a read or an end
@@ -57,7 +57,7 @@ const AnyTable = "*"
 // that differ only in case share what these indexes say, which only
 // labels more statements apart: never a difference reported that replay
 // caused.
-func tableKey(t string) string { return strings.ToLower(t) }
+func TableKey(t string) string { return strings.ToLower(t) }
 
 // NewFailures returns an empty index.
 func NewFailures() *Failures { return &Failures{byTable: map[string][]failure{}} }
@@ -77,7 +77,7 @@ func (fs *Failures) Add(side string, f store.FailedTrx) {
 	x := failure{at: f.At, session: f.Session, first: store.OutcomeSeq(f.FirstSeq, f.Loop), last: store.OutcomeSeq(f.LastSeq, f.Loop),
 		why: why, reason: ReasonFailedTrx, own: true}
 	for _, t := range f.Tables {
-		fs.byTable[tableKey(t)] = append(fs.byTable[tableKey(t)], x)
+		fs.byTable[TableKey(t)] = append(fs.byTable[TableKey(t)], x)
 	}
 }
 
@@ -112,7 +112,7 @@ func (fs *Failures) AddReorder(side string, r store.Reorder) {
 		x.own, x.last = true, store.OutcomeSeq(r.Seq, r.Loop)
 	}
 	for _, t := range r.Tables {
-		fs.byTable[tableKey(t)] = append(fs.byTable[tableKey(t)], x)
+		fs.byTable[TableKey(t)] = append(fs.byTable[TableKey(t)], x)
 	}
 }
 
@@ -140,7 +140,7 @@ func (fs *Failures) Before(key, session uint64, to int64, tables []string, mayHa
 		return "", ""
 	}
 	check := func(t, name string) (string, string) {
-		for _, f := range fs.byTable[tableKey(t)] {
+		for _, f := range fs.byTable[TableKey(t)] {
 			if f.mayHave == mayHave && f.at < to && !(f.own && f.session == session && f.first <= key && key <= f.last) {
 				return f.why + ", and wrote " + name + " before this", f.reason
 			}
@@ -175,7 +175,7 @@ func (fs *Failures) explain(table string, mayHave bool) string {
 	for _, reason := range []string{ReasonFailedTrx, ReasonNotReplayed, ReasonReplayOrder, ReasonRetried} {
 		var l []failure
 		for _, t := range []string{table, AnyTable} {
-			for _, f := range fs.byTable[tableKey(t)] {
+			for _, f := range fs.byTable[TableKey(t)] {
 				if f.reason == reason && (mayHave || !f.mayHave) {
 					l = append(l, f)
 				}
@@ -209,6 +209,7 @@ func NewWriters() *Writers { return &Writers{by: map[string]map[uint64]bool{}} }
 // Other needs to know (one of them is not the reader's), so the index
 // stays small however many sessions a capture has.
 func (w *Writers) Add(table string, session uint64) {
+	table = TableKey(table)
 	m := w.by[table]
 	if m == nil {
 		m = map[uint64]bool{}
@@ -226,7 +227,7 @@ func (w *Writers) Other(session uint64, tables []string) (string, bool) {
 		return "", false
 	}
 	other := func(t string) bool {
-		for s := range w.by[t] {
+		for s := range w.by[TableKey(t)] {
 			if s != session {
 				return true
 			}
@@ -245,4 +246,4 @@ func (w *Writers) Other(session uint64, tables []string) (string, bool) {
 }
 
 // Several reports whether two sessions or more write table.
-func (w *Writers) Several(table string) bool { return w != nil && len(w.by[table]) >= 2 }
+func (w *Writers) Several(table string) bool { return w != nil && len(w.by[TableKey(table)]) >= 2 }

@@ -82,14 +82,14 @@ func (g *Gaps) Reset(start int64, tables []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, t := range tables {
-		if len(g.byTable[tableKey(t)]) > 0 { // nothing to forget on a table without gaps
+		if len(g.byTable[TableKey(t)]) > 0 { // nothing to forget on a table without gaps
 			g.insert(t, gapEvent{at: start, reset: true})
 		}
 	}
 }
 
 func (g *Gaps) insert(t string, e gapEvent) {
-	t = tableKey(t)
+	t = TableKey(t)
 	evs := g.byTable[t]
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].at > e.at })
 	evs = append(evs, gapEvent{})
@@ -110,7 +110,7 @@ func (g *Gaps) Before(to int64, tables []string) (Gap, bool) {
 		tables = append(slices.Clip(tables), AnyTable) // records lost from the capture: they may have written any table
 	}
 	for _, t := range tables {
-		evs := g.byTable[tableKey(t)]
+		evs := g.byTable[TableKey(t)]
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at >= to })
 		if i > 0 && !evs[i-1].reset {
 			return Gap{Session: evs[i-1].session, Start: evs[i-1].at, Table: t, Failed: evs[i-1].failed}, true

@@ -8,7 +8,8 @@ import (
 
 // A server with lower_case_table_names 1 or 2 takes `Orders` and
 // `orders` for one table and names it in lower case in the binary log
-// and information_schema. Every table index here meets the two spellings:
+// and information_schema. Every table index here (Gaps, Bypassed, Commits, Writers, Failures)
+// meets the two spellings:
 // a write spelled one way labels a read spelled the other, and an end
 // state named in lower case finds what explains it. Before, each index
 // compared names as spelled: a read of `audit` after `INSERT INTO Audit
@@ -35,6 +36,16 @@ func TestTableIndexesIgnoreTheCaseOfNames(t *testing.T) {
 	cs.Add(2, 10, 20, []string{"Shop.Orders"}, false)
 	if c, ok := cs.Overlapping(1, 15, 25, []string{"shop.orders"}); !ok || c.Session != 2 || c.Table != "shop.orders" {
 		t.Errorf("commits: %+v, %v; want session 2's commit on shop.orders", c, ok)
+	}
+
+	w := NewWriters()
+	w.Add("Shop.Orders", 1)
+	w.Add("shop.orders", 2)
+	if table, ok := w.Other(1, []string{"SHOP.orders"}); !ok || table != "SHOP.orders" {
+		t.Errorf("writers: %q, %v; want session 2 found writing the table session 1 reads", table, ok)
+	}
+	if !w.Several("shop.ORDERS") {
+		t.Error("writers: two sessions write shop.orders (spelled two ways), Several says no")
 	}
 
 	fs := NewFailures()

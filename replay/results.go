@@ -430,7 +430,7 @@ func vsReference(ctx context.Context, ref *runner, runners []*runner, x *capture
 	bypassed := map[string]store.BypassedTable{}
 	if byp != nil {
 		for _, t := range byp.Tables {
-			bypassed[t.Table] = t
+			bypassed[compare.TableKey(t.Table)] = t // the binary log's spelling
 		}
 	}
 	for k := range runners {
@@ -460,7 +460,7 @@ func vsReference(ctx context.Context, ref *runner, runners []*runner, x *capture
 				continue
 			}
 			es.SameAsReference = false
-			if b, ok := bypassed[x.tables[j]]; ok {
+			if b, ok := bypassed[compare.TableKey(x.tables[j])]; ok {
 				ts.Bypassed = fmt.Sprintf("%d transactions that bypassed the proxy changed %d rows of it on production (first %s): replay could not repeat them", b.Transactions, b.Rows, b.FirstGTID)
 			}
 			ts.ReferenceBecause = failuresOf(map[string]*store.TargetResult{runners[k].t.Name: results[k]}).Explain(x.tables[j])
