@@ -28,16 +28,8 @@ import (
 // whose transaction only read is not held, and a transaction that really
 // bypassed the proxy is still listed.
 func TestStopHoldsAWritingSessionUntilTheEndPoint(t *testing.T) {
-	srv := sandboxtest.Server(t, "primary")
-	db, dsn := srv.FreshDB(t)
-	for _, q := range []string{"CREATE TABLE h (id INT PRIMARY KEY, v INT)", "INSERT INTO h VALUES (1, 0), (2, 0)"} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Commits = true })
+	db, dsn, tp, r := stopFixture(t, sandboxtest.Server(t, "primary"))
 	ctx := context.Background()
-	r := newRunner(ctx, tp.Proxy, RunConfig{Config: tp.cfg, Binlog: &gtid.Account{User: "root"}}, prometheus.NewRegistry(), io.Discard)
 	via := dsnVia(t, dsn, tp.Addr().String(), nil)
 	conn := func() *sql.Conn {
 		c, err := openDB(t, via).Conn(ctx)
@@ -48,15 +40,7 @@ func TestStopHoldsAWritingSessionUntilTheEndPoint(t *testing.T) {
 		return c
 	}
 	writer, reader := conn(), conn()
-	dir := filepath.Join(t.TempDir(), "cap")
-	if _, err := r.Start(ctx, CaptureOptions{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"BEGIN", "UPDATE h SET v = 1 WHERE id = 1"} {
-		if _, err := writer.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := startAndWrite(t, r, writer)
 	if _, err := reader.ExecContext(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
@@ -97,16 +81,8 @@ func TestStopHoldsAWritingSessionUntilTheEndPoint(t *testing.T) {
 	if err := db.QueryRow("SELECT v FROM h WHERE id = 1").Scan(&v); err != nil || v != 1 {
 		t.Fatalf("the writer's UPDATE after its COMMIT: v = %d (%v), want 1", v, err)
 	}
-	rd, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	sum, ok := rd.Summary()
-	if !ok || sum.End == nil || sum.Bypassed == nil {
-		t.Fatalf("no end point or bypassed list: %+v", sum)
-	}
-	if b := sum.Bypassed; b.Transactions != 1 || b.Rows != 1 || len(b.Tables) != 1 {
+	_, b := bypassedOf(t, dir)
+	if b.Transactions != 1 || b.Rows != 1 || len(b.Tables) != 1 {
 		t.Fatalf("bypassed: %d transactions, %d rows, tables %+v; want the one direct UPDATE (the writer's COMMIT came after the end point)", b.Transactions, b.Rows, b.Tables)
 	}
 	if heldAt != 1 {
@@ -157,15 +133,8 @@ func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, dsn := srv.FreshDB(t)
-			for _, q := range []string{"CREATE TABLE h (id INT PRIMARY KEY, v INT)", "INSERT INTO h VALUES (1, 0), (2, 0)"} {
-				if _, err := db.Exec(q); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Commits = true })
+			db, dsn, tp, r := stopFixture(t, srv)
 			ctx := context.Background()
-			r := newRunner(ctx, tp.Proxy, RunConfig{Config: tp.cfg, Binlog: &gtid.Account{User: "root"}}, prometheus.NewRegistry(), io.Discard)
 			via := openDB(t, dsnVia(t, dsn, tp.Addr().String(), nil))
 			conn := func(db *sql.DB) *sql.Conn {
 				c, err := db.Conn(ctx)
@@ -181,15 +150,7 @@ func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 				other = conn(via)
 			}
 			locker := conn(db) // straight to the server
-			dir := filepath.Join(t.TempDir(), "cap")
-			if _, err := r.Start(ctx, CaptureOptions{Dir: dir}); err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range []string{"BEGIN", "UPDATE h SET v = 1 WHERE id = 1"} {
-				if _, err := writer.ExecContext(ctx, q); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := startAndWrite(t, r, writer)
 			done := make(chan error, 1)
 			if tc.blocked {
 				go func() {
@@ -248,16 +209,8 @@ func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 			if err := db.QueryRow("SELECT SUM(v) FROM h").Scan(&sum); err != nil || sum != 2 {
 				t.Fatalf("SUM(v) = %d (%v), want 2", sum, err)
 			}
-			rd, err := store.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rd.Close()
-			s, ok := rd.Summary()
-			if !ok || s.End == nil || s.Bypassed == nil {
-				t.Fatalf("no end point or bypassed list: %+v", s)
-			}
-			if b := s.Bypassed; b.Transactions != 0 || b.Rows != 0 {
+			rd, b := bypassedOf(t, dir)
+			if b.Transactions != 0 || b.Rows != 0 {
 				t.Fatalf("bypassed: %d transactions, %d rows, tables %+v; want none (every commit is in the capture)", b.Transactions, b.Rows, b.Tables)
 			}
 			gtids, err := rd.GTIDs()
@@ -286,6 +239,55 @@ func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stopFixture is a fresh database on srv with table h (rows 1 and 2, v
+// 0), a proxy in front of srv asking commits' GTIDs, and its capture
+// runner reading the end points and the binary log as root.
+func stopFixture(t *testing.T, srv *sandboxtest.Handle) (*sql.DB, string, *testProxy, *Runner) {
+	t.Helper()
+	db, dsn := srv.FreshDB(t)
+	for _, q := range []string{"CREATE TABLE h (id INT PRIMARY KEY, v INT)", "INSERT INTO h VALUES (1, 0), (2, 0)"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp := startProxy(t, srv.Addr(), false, func(c *Config) { c.Commits = true })
+	r := newRunner(context.Background(), tp.Proxy, RunConfig{Config: tp.cfg, Binlog: &gtid.Account{User: "root"}}, prometheus.NewRegistry(), io.Discard)
+	return db, dsn, tp, r
+}
+
+// startAndWrite starts a capture into a new directory, which it
+// returns, and opens a transaction on writer that updates row 1 of h.
+func startAndWrite(t *testing.T, r *Runner, writer *sql.Conn) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cap")
+	if _, err := r.Start(context.Background(), CaptureOptions{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"BEGIN", "UPDATE h SET v = 1 WHERE id = 1"} {
+		if _, err := writer.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// bypassedOf opens the closed capture in dir (closed with the test) and
+// returns it with its list of the transactions that bypassed the proxy,
+// which must be there with its end point.
+func bypassedOf(t *testing.T, dir string) (*store.Reader, *store.Bypassed) {
+	t.Helper()
+	rd, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	sum, ok := rd.Summary()
+	if !ok || sum.End == nil || sum.Bypassed == nil {
+		t.Fatalf("no end point or bypassed list: %+v", sum)
+	}
+	return rd, sum.Bypassed
 }
 
 // waitFor polls cond every 10 ms for up to 10 s.
