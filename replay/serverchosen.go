@@ -129,7 +129,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 				if f[3] == "" || !ok {
 					// NULL: not this account's to read (its definer's, or
 					// SHOW_ROUTINE's on MySQL); or not lexed.
-					hidden = appendOnce(hidden, f[0]+"."+f[1])
+					hidden = append(hidden, f[0]+"."+f[1])
 					r = routine{schema: f[0], all: true}
 				}
 				if strings.EqualFold(f[2], "FUNCTION") {
@@ -167,11 +167,11 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 				delete(funcs, k)
 				continue
 			}
-			funcNames = appendOnce(funcNames, k)
+			funcNames = append(funcNames, k)
 		}
 		for k, r := range procs {
 			if r.chooses {
-				procNames = appendOnce(procNames, k)
+				procNames = append(procNames, k)
 			}
 		}
 		var version string
@@ -189,7 +189,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					expr := mariadb && !strings.HasPrefix(f[3], "'") || strings.Contains(f[4], "DEFAULT_GENERATED")
 					if expr && sqlinfo.ChoosesValues(f[3]) {
 						mark(nameKey(f[0], f[1]), 'I')
-						defaults = appendOnce(defaults, fmt.Sprintf("%s.%s.%s DEFAULT %s", f[0], f[1], f[2], f[3]))
+						defaults = append(defaults, fmt.Sprintf("%s.%s.%s DEFAULT %s", f[0], f[1], f[2], f[3]))
 					}
 				})
 		}
@@ -199,7 +199,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 				func(f []string) {
 					r, ok := readRoutine(f[0], f[5])
 					if !ok {
-						hidden = appendOnce(hidden, f[0]+"."+f[1])
+						hidden = append(hidden, f[0]+"."+f[1])
 						return
 					}
 					if !sc.calls(i, r) || f[4] == "" {
@@ -213,7 +213,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					a := also[k+string(ev)]
 					a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
 					also[k+string(ev)] = a
-					triggers = appendOnce(triggers, fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]))
+					triggers = append(triggers, fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]))
 				})
 		}
 		if err == nil {
@@ -231,16 +231,17 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 		sc.tables, sc.also, sc.modes = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes)
 		sc.anyFunc = sc.anyFunc || len(funcs) > 0
 	}
+	// Each list holds what every target has (sorted, once each): a
+	// server may have tens of thousands of tables.
 	if len(hidden) > 0 {
-		sc.hidden = examples(hidden)
+		sc.hidden = examples(sortedOnce(hidden))
 	}
 	for _, l := range []struct {
 		what  string
 		names []string
 	}{{"column defaults", defaults}, {"triggers", triggers}, {"procedures", procNames}, {"functions", funcNames}} {
 		if len(l.names) > 0 {
-			slices.Sort(l.names)
-			sc.what = append(sc.what, fmt.Sprintf("%s %s", l.what, examples(l.names)))
+			sc.what = append(sc.what, fmt.Sprintf("%s %s", l.what, examples(sortedOnce(l.names))))
 		}
 	}
 	return sc, nil
@@ -252,6 +253,12 @@ func examples(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+}
+
+// sortedOnce sorts names and drops repeats.
+func sortedOnce(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 func appendOnce(list []string, s string) []string {
