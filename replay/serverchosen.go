@@ -41,9 +41,13 @@ type serverChoices struct {
 	// also: by target, "schema.table" and event → the tables a choosing
 	// trigger's body writes there (all: it writes what it does not name).
 	also []map[string]routine
-	// procs, funcs: by target, "schema.name" of each stored procedure,
-	// and of each stored function that chooses.
+	// procs, funcs: by target, "schema.name" of each stored procedure and
+	// function (routine.chooses says which choose).
 	procs, funcs []map[string]routine
+	// trigs: by target, every trigger read; one applied has marked
+	// tables and also. One that chooses only once a routine it calls does
+	// is applied when the capture creates that routine (learn).
+	trigs [][]trigger
 	// modes: by target, "schema.name" of a procedure → its parameters'
 	// modes by position (IN, OUT, INOUT).
 	modes []map[string][]string
@@ -53,6 +57,16 @@ type serverChoices struct {
 	// routines whose bodies the account cannot read.
 	what   []string
 	hidden string
+}
+
+// trigger is a trigger of a target's: on table ("schema.table") for
+// event ev ('I', 'U', 'D'), BEFORE or not, its body r.
+type trigger struct {
+	name, table string
+	ev          byte
+	before      bool
+	r           routine
+	applied     bool
 }
 
 // routine is what a stored routine's (or a trigger's) body does.
@@ -114,6 +128,7 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 	var defaults, triggers, procNames, funcNames, hidden []string
 	for i, db := range dbs {
 		tables, also, modes := map[string]string{}, map[string]routine{}, map[string][]string{}
+		var trigs []trigger
 		procs, funcs := map[string]routine{}, map[string]routine{}
 		mark := func(k string, ev byte) {
 			if !strings.ContainsRune(tables[k], rune(ev)) {
@@ -138,36 +153,12 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 					procs[nameKey(f[0], f[1])] = r
 				}
 			})
-		// To a fixed point: f calls g, which calls UUID(); and what they
-		// write through the procedures they call.
 		sc.procs, sc.funcs = append(sc.procs, procs), append(sc.funcs, funcs)
-		for changed := true; changed; {
-			changed = false
-			for _, m := range []map[string]routine{funcs, procs} {
-				for k, r := range m {
-					if !r.chooses && sc.calls(i, r) {
-						r.chooses, changed = true, true
-						m[k] = r
-					}
-				}
-			}
-		}
-		for changed := true; changed; {
-			changed = false
-			for _, m := range []map[string]routine{funcs, procs} {
-				for k, r := range m {
-					if c := sc.closeWrites(i, r); c.all != r.all || len(c.writes) != len(r.writes) {
-						m[k], changed = c, true
-					}
-				}
-			}
-		}
+		sc.settle(i)
 		for k, r := range funcs {
-			if !r.chooses {
-				delete(funcs, k)
-				continue
+			if r.chooses {
+				funcNames = append(funcNames, k)
 			}
-			funcNames = append(funcNames, k)
 		}
 		for k, r := range procs {
 			if r.chooses {
@@ -202,18 +193,11 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 						hidden = append(hidden, f[0]+"."+f[1])
 						return
 					}
-					if !sc.calls(i, r) || f[4] == "" {
+					if f[4] == "" {
 						return
 					}
-					k, ev := nameKey(f[2], f[3]), f[4][0] // INSERT, UPDATE, DELETE
-					if f[6] == "BEFORE" {
-						mark(k, ev) // it may set the row's columns (NEW.id = UUID()); an AFTER trigger cannot
-					}
-					r = sc.closeWrites(i, r)
-					a := also[k+string(ev)]
-					a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
-					also[k+string(ev)] = a
-					triggers = append(triggers, fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]))
+					trigs = append(trigs, trigger{name: fmt.Sprintf("%s.%s (%s on %s.%s)", f[0], f[1], f[4], f[2], f[3]),
+						table: nameKey(f[2], f[3]), ev: f[4][0], before: f[6] == "BEFORE", r: r}) // INSERT, UPDATE, DELETE
 				})
 		}
 		if err == nil {
@@ -228,8 +212,8 @@ func loadServerChoices(ctx context.Context, ts []targets.Target, dbs []*sql.DB) 
 			return nil, fmt.Errorf("target %s: reading its schemas' defaults, triggers and stored routines (to tell values each server chooses from the engines' differences): %w", ts[i].Name, err)
 		}
 		sc.db = append(sc.db, strings.ToLower(ts[i].Database()))
-		sc.tables, sc.also, sc.modes = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes)
-		sc.anyFunc = sc.anyFunc || len(funcs) > 0
+		sc.tables, sc.also, sc.modes, sc.trigs = append(sc.tables, tables), append(sc.also, also), append(sc.modes, modes), append(sc.trigs, trigs)
+		triggers = append(triggers, sc.applyTriggers(i)...)
 	}
 	// Each list holds what every target has (sorted, once each): a
 	// server may have tens of thousands of tables.
@@ -352,7 +336,7 @@ func (sc *serverChoices) calledFunctions(sql, schema string) fnCalls {
 	for i, funcs := range sc.funcs {
 		for _, f := range fs {
 			r, ok := funcs[sc.schemaOn(i, f.Schema, schema)+"."+strings.ToLower(f.Name)]
-			if !ok {
+			if !ok || !r.chooses {
 				continue
 			}
 			fc.chooses = true
@@ -560,17 +544,11 @@ func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []st
 			}
 			home := sc.schemaOn(i, tbl.Schema, schema)
 			r, ok := readRoutine(home, body)
-			if !ok || !sc.calls(i, r) {
+			if !ok {
 				continue
 			}
-			k := home + "." + strings.ToLower(tbl.Name)
-			if timing == "BEFORE" && !strings.ContainsRune(sc.tables[i][k], rune(ev[0])) {
-				sc.tables[i][k] += ev[:1]
-			}
-			r = sc.closeWrites(i, r)
-			a := sc.also[i][k+ev[:1]]
-			a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
-			sc.also[i][k+ev[:1]] = a
+			sc.trigs[i] = append(sc.trigs[i], trigger{table: home + "." + strings.ToLower(tbl.Name), ev: ev[0], before: timing == "BEFORE", r: r})
+			sc.applyTriggers(i)
 		case "PROCEDURE", "FUNCTION":
 			name, next, ok := sqlinfo.TableNameAt(sql, toks, at+1)
 			if !ok {
@@ -587,17 +565,16 @@ func (sc *serverChoices) learn(info *sqlinfo.Info, sql, schema string) (now []st
 			if !ok {
 				continue
 			}
-			r.chooses = sc.calls(i, r)
-			r = sc.closeWrites(i, r)
 			k := home + "." + strings.ToLower(name.Name)
-			switch {
-			case kind == "PROCEDURE":
+			if kind == "PROCEDURE" {
 				sc.procs[i][k] = r
-			case r.chooses:
-				sc.funcs[i][k], sc.anyFunc = r, true
-			default:
-				delete(sc.funcs[i], k) // made again, and no longer choosing
+			} else {
+				sc.funcs[i][k] = r
 			}
+			// The routines and triggers that call it (made before it, or
+			// calling one that does) may choose from now on.
+			sc.settle(i)
+			sc.applyTriggers(i)
 		}
 	}
 	return now
@@ -610,6 +587,68 @@ func (sc *serverChoices) forget(i int, k string) {
 	for _, ev := range "IUD" {
 		delete(sc.also[i], k+string(ev))
 	}
+	sc.trigs[i] = slices.DeleteFunc(sc.trigs[i], func(t trigger) bool { return t.table == k })
+}
+
+// settle takes target i's routines to a fixed point: f calls g, which
+// calls UUID(), so f chooses too (each routine's chooses from false to
+// true only: one made again without the call keeps what its callers
+// learnt, which can only count more apart); and what they write
+// through the procedures they call. anyFunc follows.
+func (sc *serverChoices) settle(i int) {
+	funcs, procs := sc.funcs[i], sc.procs[i]
+	for changed := true; changed; {
+		changed = false
+		for _, m := range []map[string]routine{funcs, procs} {
+			for k, r := range m {
+				if !r.chooses && sc.calls(i, r) {
+					r.chooses, changed = true, true
+					m[k] = r
+				}
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, m := range []map[string]routine{funcs, procs} {
+			for k, r := range m {
+				if c := sc.closeWrites(i, r); c.all != r.all || len(c.writes) != len(r.writes) {
+					m[k], changed = c, true
+				}
+			}
+		}
+	}
+	for _, r := range funcs {
+		sc.anyFunc = sc.anyFunc || r.chooses
+	}
+}
+
+// applyTriggers marks, on target i, what each trigger not yet applied
+// that chooses (by itself, or through a routine it calls) does: a BEFORE
+// trigger may set its row's columns (NEW.id = UUID()), so its table's
+// writes of its event choose (an AFTER trigger cannot); the tables its
+// body writes hold chosen values after that event. It returns the
+// names of those it applied.
+func (sc *serverChoices) applyTriggers(i int) (names []string) {
+	for j := range sc.trigs[i] {
+		t := &sc.trigs[i][j]
+		if t.applied || !sc.calls(i, t.r) {
+			continue
+		}
+		t.applied = true
+		if t.before && !strings.ContainsRune(sc.tables[i][t.table], rune(t.ev)) {
+			sc.tables[i][t.table] += string(t.ev)
+		}
+		r := sc.closeWrites(i, t.r)
+		k := t.table + string(t.ev)
+		a := sc.also[i][k]
+		a.writes, a.all = append(a.writes, r.writes...), a.all || r.all
+		sc.also[i][k] = a
+		if t.name != "" {
+			names = append(names, t.name)
+		}
+	}
+	return names
 }
 
 // calls reports whether r calls a function each server chooses anew, or

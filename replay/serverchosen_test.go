@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -12,7 +13,7 @@ import (
 // not a default (an index named uuid, CREATE … SELECT UUID()).
 func TestLearnFromTheCapturesDDL(t *testing.T) {
 	sc := &serverChoices{db: []string{""}, tables: []map[string]string{{}}, also: []map[string]routine{{}},
-		procs: []map[string]routine{{}}, funcs: []map[string]routine{{}}, modes: []map[string][]string{{}}}
+		procs: []map[string]routine{{}}, funcs: []map[string]routine{{}}, modes: []map[string][]string{{}}, trigs: [][]trigger{nil}}
 	an := sqlinfo.NewAnalyzer()
 	learn := func(sql string) []string { return sc.learn(an.Info(sql), sql, "app") }
 	for _, c := range []struct{ sql, now, tables string }{
@@ -41,8 +42,32 @@ func TestLearnFromTheCapturesDDL(t *testing.T) {
 		t.Error("mkid() returning UUID(): not taken as choosing")
 	}
 	learn("CREATE OR REPLACE FUNCTION mkid() RETURNS INT DETERMINISTIC RETURN 1")
-	if _, ok := sc.funcs[0]["app.mkid"]; ok {
+	if sc.funcs[0]["app.mkid"].chooses {
 		t.Error("mkid() made again returning 1: still taken as choosing")
+	}
+	// Routines and triggers may call what does not exist yet: they
+	// choose once the capture creates what they call, however deep.
+	learn("CREATE PROCEDURE later() INSERT INTO logl VALUES (lg())")
+	learn("CREATE TRIGGER tl BEFORE INSERT ON tl FOR EACH ROW SET NEW.u = lg()")
+	learn("CREATE TRIGGER tl2 AFTER DELETE ON tl FOR EACH ROW CALL later()")
+	learn("CREATE FUNCTION lg() RETURNS CHAR(36) RETURN lf()")
+	if sc.procs[0]["app.later"].chooses || sc.funcs[0]["app.lg"].chooses || strings.Contains(sc.tables[0]["app.tl"], "I") {
+		t.Fatal("later(), lg() or tl choose before anything they call does")
+	}
+	learn("CREATE FUNCTION lf() RETURNS CHAR(36) NOT DETERMINISTIC RETURN UUID()")
+	if !sc.procs[0]["app.later"].chooses || !sc.funcs[0]["app.lg"].chooses {
+		t.Errorf("later() and lg() call lf() through lg(), which returns UUID(): chooses %v, %v", sc.procs[0]["app.later"].chooses, sc.funcs[0]["app.lg"].chooses)
+	}
+	if got := sc.tables[0]["app.tl"]; got != "I" {
+		t.Errorf("tl's BEFORE INSERT trigger sets NEW.u = lg(): tl's writes that choose %q, want I", got)
+	}
+	if a := sc.also[0]["app.tlD"]; fmt.Sprint(a.writes) != "[app.logl]" {
+		t.Errorf("tl2 calls later(), which writes logl: a delete on tl writes %v, want [app.logl]", a.writes)
+	}
+	learn("DROP TABLE tl")
+	learn("CREATE TABLE tl (id INT, u CHAR(36))")
+	if got, a := sc.tables[0]["app.tl"], sc.also[0]["app.tlD"]; got != "" || len(a.writes) != 0 {
+		t.Errorf("tl made again (its triggers gone with it): still marked %q, %v", got, a.writes)
 	}
 	// ALTER PROCEDURE changes no body.
 	learn("CREATE PROCEDURE p() INSERT INTO t VALUES (RAND())")
