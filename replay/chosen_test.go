@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/compare"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/store"
 	"github.com/tandemdb/tandem/wire"
 )
@@ -405,4 +406,40 @@ func TestValuesChosenByWhatTheCaptureCreates(t *testing.T) {
 	for _, tbl := range []string{"cdflt", "ctrig", "cproc", "cadd"} {
 		differentUUIDs(t, tbl, dba, dbb)
 	}
+}
+
+// On a server whose table names ignore case (lower_case_table_names=1, as
+// MySQL on Windows and macOS), `Audit` and `audit` are one table: a read
+// spelled one way after a write of UUID() spelled the other is counted
+// apart, as after any nondeterministic write. Replay compared names as
+// spelled, and reported the targets' own UUIDs there as the engine's
+// difference.
+func TestTableNamesMeetInAnyCaseOnACaseInsensitiveServer(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb-lower-case")
+	dba, a := srv.FreshDB(t)
+	dbb, b := srv.FreshDB(t)
+	for _, db := range []*sql.DB{dba, dbb} {
+		exec(t, db, "CREATE TABLE Audit (id INT PRIMARY KEY, u VARCHAR(40))")
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	q := queriesOf(at)
+	primaryUUID := "6ccd780c-baba-1026-9564-5b8c656024db"
+	capDir := writeRecords(t, []store.Record{
+		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}},
+		q("INSERT INTO Audit VALUES (1, UUID())", store.Response{Kind: store.RespOK, AffectedRows: 1}),
+		q("SELECT u FROM audit WHERE id = 1", oneRow(primaryUUID)),
+		q("SELECT u FROM AUDIT WHERE id = 1", oneRow(primaryUUID)),
+		{Session: 1, Start: at.Add(time.Second), Kind: store.KindQuit},
+	})
+	rep := replayRun(t, capDir, nil, tgt(t, "a", a, ""), tgt(t, "b", b, ""))
+	for i, tr := range rep.Targets {
+		if c := rep.VsCapture[i]; tr.Errors != 0 || c.Total() != 0 || c.AmbiguousBy[compare.ReasonChosenValues] != 2 {
+			t.Errorf("%s vs capture: %d errors, divergent %d %v, apart %v; want 0, 0 and the 2 reads nondeterministic-write",
+				tr.Name, tr.Errors, c.Total(), c.ByClass, c.AmbiguousBy)
+		}
+	}
+	if d := rep.Divergences[0]; d.Total() != 0 || d.AmbiguousBy[compare.ReasonChosenValues] != 2 {
+		t.Errorf("b vs a: divergent %d %v, apart %v; want 0 and the 2 reads nondeterministic-write", d.Total(), d.ByClass, d.AmbiguousBy)
+	}
+	differentUUIDs(t, "audit", dba, dbb) // the targets did choose their own
 }

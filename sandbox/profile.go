@@ -41,6 +41,14 @@ var profiles = map[string]Profile{
 		Options: []string{"--default-storage-engine=InnoDB"},
 		Package: "mariadb-server",
 	},
+	// Table names that ignore case, as MySQL on Windows and macOS and
+	// servers set so in production: `Orders` and `orders` are one table.
+	"innodb-lower-case": {
+		Name:    "innodb-lower-case",
+		Engine:  "InnoDB",
+		Options: []string{"--default-storage-engine=InnoDB", "--lower-case-table-names=1"},
+		Package: "mariadb-server",
+	},
 	"rocksdb": {
 		Name:   "rocksdb",
 		Engine: "ROCKSDB",

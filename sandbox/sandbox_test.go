@@ -25,7 +25,7 @@ func TestLookupProfileUnknown(t *testing.T) {
 	if !errors.Is(err, ErrUnknownProfile) {
 		t.Fatalf("err = %v, want ErrUnknownProfile", err)
 	}
-	if want := `unknown profile "tokudb" (known profiles: innodb, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`; !strings.Contains(err.Error(), want) {
+	if want := `unknown profile "tokudb" (known profiles: innodb, innodb-lower-case, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`; !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %q, want it to contain %q", err, want)
 	}
 	if _, err := Up(context.Background(), Config{Dir: t.TempDir(), Profiles: []string{"innodb", "tokudb"}, Server: fakeServer}); !errors.Is(err, ErrUnknownProfile) {

@@ -101,7 +101,7 @@ func TestCLIErrors(t *testing.T) {
 		// It printed the help with exit status 0 (the servers stayed up).
 		{"sandbox stop", nil, []string{"sandbox", "stop"}, `unknown command "stop" for "tandem sandbox" (did you mean "down"?); its commands: down, env, replicate, status, up`},
 		{"sandbox typo", nil, []string{"sandbox", "statuss"}, `unknown command "statuss" for "tandem sandbox" (did you mean "status"?)`},
-		{"unknown profile", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "tokudb"}, `unknown profile "tokudb" (known profiles: innodb, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`},
+		{"unknown profile", nil, []string{"sandbox", "up", "--dir", t.TempDir(), "tokudb"}, `unknown profile "tokudb" (known profiles: innodb, innodb-lower-case, primary, reference, replica-innodb, replica-rocksdb, replica-zstd, rocksdb)`},
 		{"no server", []string{"PATH=" + empty}, []string{"sandbox", "up", "--dir", t.TempDir()}, "install the Debian packages mariadb-server and mariadb-plugin-rocksdb"},
 		{"status takes no args", nil, []string{"sandbox", "status", "extra"}, `unexpected argument "extra"`},
 		{"env without servers", nil, []string{"sandbox", "env", "--dir", t.TempDir()}, "start them with 'tandem sandbox up'"},

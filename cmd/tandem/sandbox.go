@@ -20,7 +20,9 @@ func newSandboxCmd() *cobra.Command {
 		Long: `A sandbox is a set of local MariaDB servers, one per profile, each with its own
 data directory under --dir, listening on a loopback port, root without a
 password. Profiles: innodb (default engine InnoDB) and rocksdb (MyRocks plugin
-loaded, default engine ROCKSDB), and the replication topology the production
+loaded, default engine ROCKSDB); innodb-lower-case (InnoDB, table names that
+ignore case: lower_case_table_names=1, as MySQL on Windows and macOS and
+some production servers); and the replication topology the production
 path needs (--topology replication): primary (InnoDB, binary log, GTIDs,
 row-based), replica-innodb, replica-rocksdb, replica-zstd (MyRocks with zstd
 column families) and reference (InnoDB, for production's end state), each
