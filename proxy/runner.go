@@ -312,15 +312,15 @@ func (r *Runner) stop(c *running, reason string) (CaptureState, error) {
 	r.p.metrics.captureActive.Set(0)
 	// Sessions that leave inside a transaction that wrote (it did not end
 	// in time) are held (their next command waits) until the end point
-	// is read: a COMMIT of theirs
-	// relayed after they left but before the point was read would be in
-	// the capture's range and not in the capture, and so listed as a
-	// transaction that bypassed the proxy — applied whole by
-	// --apply-bypassed on top of the captured part of it, which replay
-	// runs and rolls back at the session's stop. Held, their commit comes
-	// after the end point, as production's end state then says.
-	// A session in a command now leaves by itself before its next one,
-	// and waits likewise (syncCaptureLocked) for endPointRead.
+	// is read: those idle here (held), and those in a command, which
+	// leave by themselves before their next one (syncCaptureLocked waits
+	// for endPointRead). A COMMIT of theirs relayed after they left but
+	// before the point was read would be in the capture's range and not
+	// in the capture, and so listed as a transaction that bypassed the
+	// proxy — applied whole by --apply-bypassed on top of the captured
+	// part of it, which replay runs and rolls back at the session's
+	// stop. Held, their commit comes after the end point, as
+	// production's end state then says.
 	var held []*session
 	holding := &held
 	if c.start == nil {
