@@ -40,7 +40,8 @@
 # (replay >= 1.0x sysbench's QPS with --order none, >= 0.95x with
 # --order capture on the conflict-free read/write traffic; read-only
 # --order capture/none <= 1.05; p95 <= 1.05x).
-#   SECS (default 10), ROUNDS (default 3), THREADS (default 8),
+#   SECS (default 10), ROUNDS (default 3; part 1 rounds it up to an even
+#   number), THREADS (default 8),
 #   MEM_RECORDS (default 5000000; 0 skips part 2), PACE_SECS (default 10),
 #   CAPTURE_SECS (default 10), RATE (default 2000 events/s, part 5),
 #   PARTS (default "1 2 3 4 5": the parts to run, e.g. PARTS=4 or PARTS="1 4")
@@ -98,7 +99,13 @@ verdict() {
 }
 
 if part 1; then
-echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $ROUNDS rounds"
+# An even number of rounds: each variant's replay then runs first in half
+# of its pairs and second in the other half (see pair). Which goes second
+# matters: a read/write replay run right after its sysbench read/write
+# run measured 0.84 to 0.92 of it, one run right before it 0.98 to 1.09
+# (3 rounds of each, one machine).
+rounds1=$(((ROUNDS + 1) / 2 * 2))
+echo "== 1. load generator: oltp_point_select, $THREADS threads, ${SECS}s per run, $rounds1 rounds (an even number)"
 "$tandem" synth oltp_point_select --out "$work/ps" --tables 4 --table-size 20000 --threads "$THREADS" --events 200000 >/dev/null
 # Conflict-free read/write: sysbench's options, and synth's spelling of them.
 RW_OPTS="--range_selects=off --index_updates=0 --non_index_updates=1 --delete_inserts=0 --rand-type=uniform"
@@ -140,18 +147,23 @@ n_pair=0
 pair() {
   local v=$1 q r; shift
   # Which goes first alternates from pair to pair and, for each variant,
-  # from round to round: with an even number of variants a round, each
-  # variant would otherwise take the same place in every round, and a
-  # drift that favours the first or the second run of a pair would pass
+  # from round to round (by the pair's place in its round, not a count
+  # over all rounds: with an odd number of variants a round, that count
+  # plus the round kept its parity, so every variant took the same place
+  # in every round: rw-none always ran right after its sysbench
+  # read/write run and rw-capture always right before its own, and the
+  # order, not --order, made rw-none 0.86 and rw-capture 1.03). A drift
+  # or a state left by the run
+  # before that favours the first or the second run of a pair would pass
   # for a difference between variants.
-  if [ $(((n_pair + round) % 2)) -eq 0 ]; then q=$(sysbench_qps); r=$(replay_qps "$@"); else r=$(replay_qps "$@"); q=$(sysbench_qps); fi
+  if [ $(((n_pair % ${#variants[@]} + round) % 2)) -eq 0 ]; then q=$(sysbench_qps); r=$(replay_qps "$@"); else r=$(replay_qps "$@"); q=$(sysbench_qps); fi
   n_pair=$((n_pair + 1))
   if [ "${CAP:-ps}" = rw ]; then rwsb+=("$q"); else sb+=("$q"); fi
   qps[$v]+=" $r"; rat[$v]+=" $(ratio "$r" "$q")"
   printf '  %-22s %8.0f qps   sysbench next to it %8.0f   ratio %s\n' "$v" "$r" "$q" "$(ratio "$r" "$q")"
 }
 variants=(blocking metrics-off poller rw-none rw-capture)
-for round in $(seq "$ROUNDS"); do
+for round in $(seq "$rounds1"); do
   echo "round $round"
   pair blocking blocking none
   pair metrics-off blocking none off
