@@ -763,6 +763,7 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 	for _, rn := range runners {
 		rn.footprintBefore, _ = footprints(ctx, rn, x.tables) // an error shows after the point
 		rn.loadPrimaryKeys(ctx, x.tables)                     // row keys for the gate, AUTO_INCREMENT columns for captured ids
+		rn.forgetClock(x, rs.src.followed())
 		if rs.src.followed() {
 			rn.live = newLiveKeys(rn) // its tables are not known yet
 		}

@@ -67,6 +67,7 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 			}
 		})
 	}
+	rn.loadClock(ctx, db, schemas, byTarget)
 	if rn.access {
 		rn.loadAccessTables(ctx, db, schemas, byTarget)
 	}

@@ -84,6 +84,12 @@ type captureIndex struct {
 	// the capture): the tables' views, triggers and keys read at the
 	// start may not hold to the end (runner.access).
 	schemaChanges bool
+	// clockDDL: the tables (captured names, lower-case) the capture's
+	// DDL names; clockAll: it may change what any table's writes read of
+	// the clock (CREATE TRIGGER, CREATE FUNCTION, CALL, dynamic SQL).
+	// Both leave writes their captured time (noteClock).
+	clockDDL map[string]bool
+	clockAll bool
 	// lost: the records the capture lacks (a crash, a damaged file).
 	lost store.SeqGaps
 	// writers: which sessions write each table (for --order none).
@@ -600,6 +606,7 @@ func (sc *scanner) add(rec *store.Record) {
 			delete(s.temp, t) // DROP [TEMPORARY] TABLE drops the temporary one first
 		}
 	}
+	x.noteClock(info, sql, s.schema) // failed or not: a statement may fail in part
 	// What the capture's own DDL makes the servers choose from here on.
 	if !failed && !skippedByReplay {
 		if now := x.srv.Load().learn(info, sql, s.schema); len(now) > 0 {

@@ -128,6 +128,12 @@ type runner struct {
 	// none; absent: not known) (loadPrimaryKeys).
 	pks     map[string][]string
 	autoinc map[string]string
+	// clock: whether a write to each of the capture's tables can read
+	// the session's clock (clockFree, clockTakes; by captured name; nil:
+	// not known), and funcs the target's stored functions' names
+	// (lower-case): takesClock.
+	clock map[string]byte
+	funcs map[string]bool
 	// uniqueKeys are the tables' other unique keys whose columns are all
 	// NOT NULL, by captured name (loadPrimaryKeys; the tied-order check).
 	uniqueKeys map[string][][]string

@@ -636,7 +636,9 @@ func (w *worker) resolve(j *job) bool {
 // so that retries, reruns and inserts that overlapped in the capture give
 // every target the captured ids); and the captured statement's time
 // (SET timestamp, as replication's events carry it) for a statement that
-// writes, or assigns a variable from a function such as NOW(). NOW(),
+// writes and can read the clock (runner.takesClock: its text, or its
+// table's columns, triggers, views …), or assigns a variable from a
+// function such as NOW(). NOW(),
 // CURRENT_TIMESTAMP and the columns that default to it or are updated
 // with it then hold the time the captured server gave them (to the
 // second, or closer: the capture's clock is the proxy's) on every target
@@ -654,7 +656,7 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	if j.info.Set && setsTimestamp(j.sql) {
 		w.ownTime = true // the session's own from here on: left as it set it
 	}
-	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
+	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && w.rn.takesClock(j.info, j.sql, j.rec) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
 		if len(b) == 0 {
 			b = append(b, "SET "...)
 		} else {

@@ -146,6 +146,14 @@ type Info struct {
 	// engine differs. (NOW() and its kind follow the SET timestamp replay
 	// sends with each write.)
 	ChosenValues bool
+	// Clock: the text reads the session's clock, which SET timestamp
+	// sets: NOW() and its kind (CURRENT_TIMESTAMP, CURDATE(),
+	// UNIX_TIMESTAMP() …, with or without parentheses where the server
+	// allows none), @@timestamp, FOR SYSTEM_TIME. What the text does not
+	// name — a column's DEFAULT or ON UPDATE CURRENT_TIMESTAMP, a
+	// trigger, a view, a stored function — is the schema's (replay's
+	// runner.readsClock).
+	Clock bool
 	// Unanalysable: the TiDB parser could not read the statement (MariaDB
 	// syntax, or it failed); the lexer's answers stand.
 	Unanalysable bool
@@ -297,6 +305,30 @@ var nondeterministicFuncs = map[string]bool{
 	"current_role": true, "master_pos_wait": true, "nextval": true, "lastval": true,
 }
 
+// clockFuncs are the functions that read the session's clock (which SET
+// timestamp sets; SYSDATE() does not, but a server started with
+// --sysdate-is-now makes it NOW()); clockWords, the words that read it
+// without parentheses.
+var clockFuncs = map[string]bool{
+	"now": true, "sysdate": true, "current_timestamp": true, "curdate": true, "current_date": true,
+	"curtime": true, "current_time": true, "localtime": true, "localtimestamp": true, "utc_timestamp": true,
+	"utc_date": true, "utc_time": true, "unix_timestamp": true,
+}
+
+var clockWords = []string{"CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "LOCALTIMESTAMP", "SYSTEM_TIME"}
+
+func isClockWord(w string) bool {
+	if len(w) < 9 || len(w) > 17 {
+		return false
+	}
+	for _, c := range clockWords {
+		if strings.EqualFold(w, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // lexFacts fills what the tokens of one statement tell.
 func lexFacts(sql string, st []Token, info *Info, first bool) {
 	w := words(sql, st, 6)
@@ -418,6 +450,9 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			if nondeterministicFuncs[name] {
 				info.Nondeterministic = true
 			}
+			if clockFuncs[name] {
+				info.Clock = true
+			}
 			if chosenFuncs[name] && (name != "rand" || i+2 < len(st) && st[i+2].IsPunct(sql, ")")) {
 				info.ChosenValues = true
 			}
@@ -425,7 +460,12 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			info.SequenceWrite = true
 		case t.Is(sql, "CURRENT_USER") || t.Is(sql, "CURRENT_ROLE"): // written without parentheses
 			info.ChosenValues = true
+		case t.Kind == TokIdent && isClockWord(t.Text(sql)):
+			info.Clock = true // CURRENT_TIMESTAMP, LOCALTIME … without parentheses; FOR SYSTEM_TIME
 		case t.Kind == TokVariable:
+			if v := t.Text(sql); strings.HasPrefix(v, "@@") && len(v) >= 11 && strings.EqualFold(v[len(v)-9:], "timestamp") {
+				info.Clock = true // @@timestamp, @@session.timestamp
+			}
 			if verb != "SET" {
 				info.Nondeterministic = true // depends on the session
 			}

@@ -172,6 +172,42 @@ func TestChosenValuesAreTheWritesReplayCannotRepeat(t *testing.T) {
 	}
 }
 
+// Clock says which texts read the session's clock themselves: replay
+// sends SET timestamp before those (and before writes whose schema reads
+// it), and no other.
+func TestClockIsWhatReadsTheSessionsTime(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"INSERT INTO t VALUES (1, NOW())":                                     true,
+		"INSERT INTO t VALUES (1, now(6))":                                    true,
+		"INSERT INTO t VALUES (1, CURRENT_TIMESTAMP)":                         true,
+		"INSERT INTO t VALUES (1, current_timestamp(3))":                      true,
+		"UPDATE t SET d = CURDATE() WHERE id = 1":                             true,
+		"UPDATE t SET d = CURRENT_DATE WHERE id = 1":                          true,
+		"UPDATE t SET d = LOCALTIME WHERE id = 1":                             true,
+		"UPDATE t SET d = localtimestamp() WHERE id = 1":                      true,
+		"DELETE FROM t WHERE made < UTC_TIMESTAMP() - INTERVAL 1 DAY":         true,
+		"DELETE FROM t WHERE made < FROM_UNIXTIME(UNIX_TIMESTAMP() - 60)":     true,
+		"INSERT INTO t VALUES (1, SYSDATE())":                                 true,
+		"INSERT INTO t VALUES (1, @@timestamp)":                               true,
+		"INSERT INTO t VALUES (1, @@session.TIMESTAMP)":                       true,
+		"INSERT INTO h SELECT * FROM t FOR SYSTEM_TIME AS OF '2026-01-01'":    true,
+		"/*!50000 INSERT INTO t VALUES (1, NOW()) */":                         true,
+		"SELECT c FROM sbtest1 WHERE id=?":                                    false,
+		"UPDATE sbtest1 SET c=? WHERE id=?":                                   false,
+		"UPDATE sbtest1 SET k=k+1 WHERE id=?":                                 false,
+		"INSERT INTO t VALUES (1, 'now()')":                                   false, // a string
+		"INSERT INTO t (id, `now`) VALUES (1, 2)":                             false, // a column
+		"INSERT INTO t VALUES (1, @timestamp)":                                false, // a user variable
+		"INSERT INTO t VALUES (1, FROM_UNIXTIME(1700000000))":                 false,
+		"INSERT INTO t (id, current_timestamp_copy) VALUES (1, '2026-01-01')": false,
+		"DELETE FROM t WHERE id = 3":                                          false,
+	} {
+		if got := Analyze(sql).Clock; got != want {
+			t.Errorf("%q: Clock = %v, want %v", sql, got, want)
+		}
+	}
+}
+
 // The TiDB parser panics on some inputs MariaDB accepts (an 87-digit
 // integer from MariaDB's own test suite): analysis recovers and says the
 // statement is unanalysable.
