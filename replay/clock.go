@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/tandemdb/tandem/sqlinfo"
-	"github.com/tandemdb/tandem/store"
 )
 
 // The captured time goes to the target (SET timestamp, worker.before)
@@ -39,6 +38,12 @@ const (
 // session schema schema) may change in what writes read of the clock
 // (see above): the tables DDL names, or all.
 func (x *captureIndex) noteClock(info *sqlinfo.Info, sql, schema string) {
+	if info.Statements > 1 && mayChangeSchema(info) {
+		// Its first statement's verb and names only: a later one may
+		// create a trigger or alter a table.
+		x.clockAll = true
+		return
+	}
 	switch info.Verb {
 	case "CALL", "EXECUTE", "PREPARE":
 		// A procedure or dynamic SQL may create a trigger or alter a table.
@@ -75,29 +80,59 @@ func (x *captureIndex) noteClock(info *sqlinfo.Info, sql, schema string) {
 }
 
 // loadClock reads, on the target, which of the capture's tables a write
-// can read the clock through (runner.clock), and the target's stored
-// functions; byTarget maps each target table (schema, name, lower-case)
-// to its captured name. A query that fails leaves the clock not known:
-// every write takes it.
+// can read the clock through (runner.clock, by the target's "schema.table",
+// lower-case), and the target's stored functions; byTarget maps each
+// target table (schema, name, lower-case) the capture touches to its
+// captured name. A query that fails leaves the clock not known: every
+// write takes it. So does a schema whose triggers this account may not
+// see: MySQL's information_schema.TRIGGERS shows only those of the
+// tables it holds the TRIGGER privilege on, and says nothing of the
+// others (MariaDB 10.11 shows them all, but the rule is not promised).
 func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]bool, byTarget map[[2]string]string) {
 	rn.clock, rn.funcs = nil, nil
 	clock, funcs := map[string]byte{}, map[string]bool{}
 	in := func(schema string, mark byte) func(tbl, _ string) {
 		return func(tbl, _ string) {
-			if captured, ok := byTarget[[2]string{strings.ToLower(schema), strings.ToLower(tbl)}]; ok && (mark == clockFree || clock[captured] != 0) {
-				clock[captured] = mark
+			k := [2]string{strings.ToLower(schema), strings.ToLower(tbl)}
+			if _, ok := byTarget[k]; !ok {
+				return
+			}
+			key := k[0] + "." + k[1]
+			if mark == clockFree && clock[key] == 0 || mark == clockTakes && clock[key] != 0 {
+				clock[key] = mark
 			}
 		}
 	}
+	// The account's own grantee, as information_schema spells it.
+	const grantee = "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+	var global string
+	if !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee, func(n, _ string) { global = n }) {
+		return
+	}
 	for schema := range schemas {
+		triggers := global != "0"
+		if !triggers && !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee+
+			" AND ? LIKE TABLE_SCHEMA", func(n, _ string) { triggers = n != "0" }, schema) {
+			return
+		}
+		if !triggers {
+			continue // its tables not known: their writes take the clock
+		}
 		ok := everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockFree), schema) &&
-			everyPair(ctx, db, "SELECT DISTINCT TABLE_NAME, '' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND (DATA_TYPE = 'timestamp' OR "+
+			// TIMESTAMP: NULL into one is the current time (explicit_defaults_for_timestamp
+			// off); TIME: one copied into a DATETIME takes the current date.
+			everyPair(ctx, db, "SELECT DISTINCT TABLE_NAME, '' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND (DATA_TYPE IN ('timestamp', 'time') OR "+
 				"COLUMN_DEFAULT LIKE '%(%' OR COLUMN_DEFAULT LIKE '%current%' OR COLUMN_DEFAULT LIKE '%now%' OR "+
-				"EXTRA LIKE '%current%' OR EXTRA LIKE '%now%' OR EXTRA LIKE '%DEFAULT_GENERATED%' OR EXTRA LIKE '%ROW START%' OR EXTRA LIKE '%ROW END%')",
+				"EXTRA LIKE '%current%' OR EXTRA LIKE '%now%' OR EXTRA LIKE '%DEFAULT_GENERATED%')",
 				in(schema, clockTakes), schema) &&
 			everyPair(ctx, db, "SELECT DISTINCT EVENT_OBJECT_TABLE, '' FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ?", in(schema, clockTakes), schema) &&
 			everyPair(ctx, db, "SELECT DISTINCT REFERENCED_TABLE_NAME, '' FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE UNIQUE_CONSTRAINT_SCHEMA = ? AND "+
-				"(UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION'))", in(schema, clockTakes), schema)
+				"(UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION'))", in(schema, clockTakes), schema) &&
+			// A CHECK that may read the clock (MariaDB allows NOW() in one).
+			everyPair(ctx, db, "SELECT DISTINCT tc.TABLE_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc JOIN information_schema.CHECK_CONSTRAINTS cc "+
+				"ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME WHERE tc.CONSTRAINT_SCHEMA = ? AND tc.CONSTRAINT_TYPE = 'CHECK' AND "+
+				"(cc.CHECK_CLAUSE LIKE '%now%' OR cc.CHECK_CLAUSE LIKE '%cur%' OR cc.CHECK_CLAUSE LIKE '%date%' OR cc.CHECK_CLAUSE LIKE '%time%' OR cc.CHECK_CLAUSE LIKE '%utc%')",
+				in(schema, clockTakes), schema)
 		if !ok {
 			return
 		}
@@ -118,13 +153,15 @@ func (rn *runner) forgetClock(x *captureIndex, followed bool) {
 		return
 	}
 	for t := range x.clockDDL {
-		delete(rn.clock, t)
+		schema, name := rn.targetTable(t)
+		delete(rn.clock, strings.ToLower(schema+"."+name))
 	}
 }
 
 // takesClock reports whether a statement that needs the captured time
-// when it can read the clock (stampsTime) can: see above.
-func (rn *runner) takesClock(info *sqlinfo.Info, sql string, rec *store.Record) bool {
+// when it can read the clock (stampsTime) can, run in session schema
+// schema: see above.
+func (rn *runner) takesClock(info *sqlinfo.Info, sql, schema string) bool {
 	if rn.clock == nil || info.Clock || info.Unanalysable || info.WritesUnknown || info.Statements != 1 || len(info.Writes) == 0 {
 		return true
 	}
@@ -134,13 +171,13 @@ func (rn *runner) takesClock(info *sqlinfo.Info, sql string, rec *store.Record) 
 		return true // LOAD, DDL, SET, a SELECT that assigns …
 	}
 	for _, t := range info.Writes {
-		if rn.clock[strings.ToLower(t.In(rec.Schema).String())] != clockFree {
+		if rn.clockOf(t, schema) != clockFree {
 			return true
 		}
 	}
 	for _, t := range info.Reads {
-		if rn.clock[strings.ToLower(t.In(rec.Schema).String())] == 0 {
-			return true // a view (NOW() in its definition), or not known
+		if rn.clockOf(t, schema) != clockFree {
+			return true // a view (NOW() in its definition), a TIME column, or not known
 		}
 	}
 	if len(rn.funcs) > 0 && strings.IndexByte(sql, '(') >= 0 {
@@ -151,4 +188,21 @@ func (rn *runner) takesClock(info *sqlinfo.Info, sql string, rec *store.Record) 
 		}
 	}
 	return false
+}
+
+// clockOf is rn.clock's mark for a table a statement run in session
+// schema schema names; 0 when not known. A name qualified with its
+// schema on a target whose DSN names a database is not known: the
+// statement reaches that schema there, not the DSN's, whose tables
+// loadClock read.
+func (rn *runner) clockOf(t sqlinfo.Table, schema string) byte {
+	switch {
+	case t.Schema == "":
+		schema = rn.schemaFor(schema)
+	case rn.db != "":
+		return 0
+	default:
+		schema = t.Schema
+	}
+	return rn.clock[strings.ToLower(schema+"."+t.Name)]
 }

@@ -46,8 +46,10 @@ type worker struct {
 	// Session mode: the captured statement id's SQL and the statement
 	// prepared for it here; statements whose long data was lost.
 	sqlOf map[uint32]string
-	byID  map[uint32]*conn.Stmt
-	lost  map[stmtRef]bool // by session too: regrouped, a worker serves many
+	// schemaOf: the schema each was prepared in (the captured session's).
+	schemaOf map[uint32]string
+	byID     map[uint32]*conn.Stmt
+	lost     map[stmtRef]bool // by session too: regrouped, a worker serves many
 	// longSent: the target's statements that hold long data sent for a
 	// captured execute still to come (by session and captured id): an
 	// execute not sent resets its statement (see finish).
@@ -135,7 +137,7 @@ type worker struct {
 
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
-		sqlOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[stmtRef]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
+		sqlOf: map[uint32]string{}, schemaOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[stmtRef]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
 		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
@@ -395,6 +397,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		}
 		delete(w.byID, rec.StmtID)
 		delete(w.sqlOf, rec.StmtID)
+		delete(w.schemaOf, rec.StmtID)
 		delete(w.lost, stmtRef{rec.Session, rec.StmtID})
 		delete(w.longSent, stmtRef{rec.Session, rec.StmtID})
 		delete(w.unrunnable, rec.StmtID)
@@ -584,11 +587,13 @@ func (w *worker) notePrepare(rec *store.Record) {
 	}
 	if why := unrunnablePrepare(rec); why != 0 {
 		delete(w.sqlOf, rec.StmtID)
+		delete(w.schemaOf, rec.StmtID)
 		w.unrunnable[rec.StmtID] = why
 		return
 	}
 	delete(w.unrunnable, rec.StmtID)
 	w.sqlOf[rec.StmtID] = rec.SQL
+	w.schemaOf[rec.StmtID] = rec.Schema
 }
 
 // unrunnablePrepare says why a prepare's captured text cannot be run (a
@@ -656,7 +661,7 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	if j.info.Set && setsTimestamp(j.sql) {
 		w.ownTime = true // the session's own from here on: left as it set it
 	}
-	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && w.rn.takesClock(j.info, j.sql, j.rec) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
+	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && w.takesClock(j) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
 		if len(b) == 0 {
 			b = append(b, "SET "...)
 		} else {
@@ -673,6 +678,17 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	}
 	w.prelude = b
 	return nil
+}
+
+// takesClock reports whether j's statement can read the session's clock
+// (runner.takesClock). An execute in session mode of a statement
+// prepared in another schema than the session's now is taken to: the
+// server resolved its tables where it was prepared.
+func (w *worker) takesClock(j *job) bool {
+	if j.rec.Kind == store.KindExecute && !w.regrouped && w.schemaOf[j.rec.StmtID] != j.rec.Schema {
+		return true
+	}
+	return w.rn.takesClock(j.info, j.sql, j.rec.Schema)
 }
 
 // stampsTime reports whether a statement needs the captured time set

@@ -315,10 +315,11 @@ var clockFuncs = map[string]bool{
 	"utc_date": true, "utc_time": true, "unix_timestamp": true,
 }
 
-var clockWords = []string{"CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "LOCALTIMESTAMP", "SYSTEM_TIME"}
+var clockWords = []string{"CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "LOCALTIMESTAMP",
+	"UTC_TIMESTAMP", "UTC_DATE", "UTC_TIME", "SYSTEM_TIME"}
 
 func isClockWord(w string) bool {
-	if len(w) < 9 || len(w) > 17 {
+	if len(w) < 8 || len(w) > 17 {
 		return false
 	}
 	for _, c := range clockWords {

@@ -186,6 +186,8 @@ func TestClockIsWhatReadsTheSessionsTime(t *testing.T) {
 		"UPDATE t SET d = LOCALTIME WHERE id = 1":                             true,
 		"UPDATE t SET d = localtimestamp() WHERE id = 1":                      true,
 		"DELETE FROM t WHERE made < UTC_TIMESTAMP() - INTERVAL 1 DAY":         true,
+		"DELETE FROM t WHERE made < UTC_TIMESTAMP - INTERVAL 1 DAY":           true,
+		"INSERT INTO t VALUES (1, UTC_DATE, utc_time)":                        true,
 		"DELETE FROM t WHERE made < FROM_UNIXTIME(UNIX_TIMESTAMP() - 60)":     true,
 		"INSERT INTO t VALUES (1, SYSDATE())":                                 true,
 		"INSERT INTO t VALUES (1, @@timestamp)":                               true,
