@@ -131,6 +131,7 @@ func (rn *runner) unitAccess(jobs []job) *order.Access {
 		return nil
 	}
 	a := &order.Access{}
+	a.Touches.Grow(len(jobs))
 	for _, j := range jobs {
 		if statementRecord(j.rec) && !rn.addAccess(a, j.info, j.rec) {
 			return nil
@@ -191,7 +192,7 @@ func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []str
 	if !rn.intKeyed[table] {
 		return nil
 	}
-	keys := intKeys(rn.rowKeys(info, rec))
+	keys := intKeys(rn.rowKeysIn(info, rec, table))
 	if keys == nil || !info.Changes() {
 		return keys
 	}
@@ -218,6 +219,9 @@ func intKeys(keys []string) []string {
 		if !ok {
 			return nil
 		}
+		if canonicalInts(vals) {
+			continue // as the server compares them already (a bound integer's)
+		}
 		parts := strings.Split(vals, "\x01")
 		for j, v := range parts {
 			v = strings.TrimSpace(v)
@@ -232,6 +236,32 @@ func intKeys(keys []string) []string {
 		keys[i] = table + "\x00" + strings.Join(parts, "\x01")
 	}
 	return keys
+}
+
+// canonicalInts reports whether every \x01-separated value of vals is an
+// integer written as strconv.FormatInt would write it (no sign but a
+// minus, no leading zero, no blank) and within int64: intKeys leaves
+// such a key as it is.
+func canonicalInts(vals string) bool {
+	for {
+		v, rest, more := strings.Cut(vals, "\x01")
+		d := v
+		if len(d) > 0 && d[0] == '-' {
+			d = d[1:]
+		}
+		if len(d) == 0 || len(d) > 18 || d[0] == '0' && (len(d) > 1 || len(v) > 1) {
+			return false // empty, maybe past int64 (the slow path decides), 05, -0
+		}
+		for i := 0; i < len(d); i++ {
+			if d[i] < '0' || d[i] > '9' {
+				return false
+			}
+		}
+		if !more {
+			return true
+		}
+		vals = rest
+	}
 }
 
 // systemSchema: the server's own schemas, whose tables show the state of

@@ -3,6 +3,9 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +157,44 @@ func heldRowOne(t *testing.T) (a, b string) {
 		}()
 	}
 	return a, b
+}
+
+// intKeys' fast path (keys already as the server compares them) gives
+// what parsing every value gives.
+func TestIntKeysAsTheServerComparesThem(t *testing.T) {
+	slow := func(keys []string) []string { // intKeys before its fast path
+		for i, k := range keys {
+			table, vals, ok := strings.Cut(k, "\x00")
+			if !ok {
+				return nil
+			}
+			parts := strings.Split(vals, "\x01")
+			for j, v := range parts {
+				v = strings.TrimSpace(v)
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					parts[j] = strconv.FormatInt(n, 10)
+				} else if u, err := strconv.ParseUint(v, 10, 64); err == nil {
+					parts[j] = strconv.FormatUint(u, 10)
+				} else {
+					return nil
+				}
+			}
+			keys[i] = table + "\x00" + strings.Join(parts, "\x01")
+		}
+		return keys
+	}
+	vals := []string{"5", "0", "-0", "05", "-5", "+5", " 5", "5 ", "5.0", "5abc", "", "-", "123456789012345678", "9223372036854775807",
+		"9223372036854775808", "18446744073709551615", "18446744073709551616", "-9223372036854775808", "00", "1e3"}
+	for _, a := range vals {
+		for _, b := range append([]string{""}, vals...) {
+			k := "s.t\x00" + a
+			if b != "" {
+				k += "\x01" + b
+			}
+			got, want := intKeys([]string{k, "s.t\x007"}), slow([]string{k, "s.t\x007"})
+			if !slices.Equal(got, want) {
+				t.Errorf("%q: %q, want %q", k, got, want)
+			}
+		}
+	}
 }

@@ -191,7 +191,11 @@ func (rn *runner) rowKeys(info *sqlinfo.Info, rec *store.Record) []string {
 	if info == nil || info.Point == nil {
 		return nil
 	}
-	table := strings.ToLower(info.Point.Table.In(rec.Schema).String())
+	return rn.rowKeysIn(info, rec, strings.ToLower(info.Point.Table.In(rec.Schema).String()))
+}
+
+// rowKeysIn is rowKeys on info.Point's table, table (as rowKeys names it).
+func (rn *runner) rowKeysIn(info *sqlinfo.Info, rec *store.Record, table string) []string {
 	pk := rn.pks[table]
 	if pk == nil {
 		return nil

@@ -158,10 +158,11 @@ type wstats struct {
 	errCodes  map[string]int64
 	skippedBy map[string]int64
 	failedBy  map[string]int64
-	service   latency.Histogram
-	lag       latency.Histogram
-	byClass   [3]latency.Histogram
-	digests   []*latency.Histogram
+	// lag; byClass, the service times by class (all of them, merged,
+	// are the totals' service: recorded once, not twice a statement).
+	lag     latency.Histogram
+	byClass [3]latency.Histogram
+	digests []*latency.Histogram
 	// records counts every record handled (for progress; read without
 	// the lock by the metrics collector).
 	records atomic.Int64
@@ -207,7 +208,6 @@ func (s *wstats) statement(reg *digestRegistry, info *sqlinfo.Info, o *store.Out
 			c.errClass[info.Class]++
 		}
 	}
-	s.service.Record(o.Service)
 	s.ivLat.Record(o.Service)
 	s.byClass[info.Class].Record(o.Service)
 	if paced {
@@ -316,7 +316,7 @@ func (t *totals) merge(s *wstats) {
 }
 
 func (t *totals) mergeLocked(s *wstats) {
-	t.addParts(&s.c, s.errCodes, s.failedBy, s.skippedBy, &s.service, &s.lag, &s.byClass)
+	t.addParts(&s.c, s.errCodes, s.failedBy, s.skippedBy, nil, &s.lag, &s.byClass)
 	for i, h := range s.digests {
 		t.mergeDigest(i, h)
 	}
@@ -332,14 +332,20 @@ func (t *totals) add(o *totals) {
 
 // addParts adds what a worker's statistics and a target's totals both
 // keep (all but the digests' histograms, a slice in one, a map in the
-// other).
+// other). service nil: the classes' merged (a worker's).
 func (t *totals) addParts(c *counters, errCodes, failedBy, skippedBy map[string]int64, service, lag *latency.Histogram, byClass *[3]latency.Histogram) {
 	t.init()
 	t.c.add(c)
 	addCounts(t.errCodes, errCodes)
 	addCounts(t.failedBy, failedBy)
 	addCounts(t.skippedBy, skippedBy)
-	t.service.Merge(service)
+	if service != nil {
+		t.service.Merge(service)
+	} else {
+		for i := range byClass {
+			t.service.Merge(&byClass[i])
+		}
+	}
 	t.lag.Merge(lag)
 	for i := range t.byClass {
 		t.byClass[i].Merge(&byClass[i])
@@ -384,7 +390,6 @@ func (s *wstats) retireInto(t *totals) {
 	clear(s.errCodes)
 	clear(s.failedBy)
 	clear(s.skippedBy)
-	s.service.Recycle()
 	s.lag.Recycle()
 	for i := range s.byClass {
 		s.byClass[i].Recycle()

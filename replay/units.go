@@ -324,9 +324,14 @@ func (g *regrouper) addTo(done []*unit, rec *store.Record, loop int, intended ti
 func (g *regrouper) newUnit(rec *store.Record, loop int, s *regroupSession) *unit {
 	start := g.offset(rec, loop)
 	u := g.spares.unit()
+	jobs := u.jobs[:0] // a spare's, emptied (spares.refill): a transaction's jobs without growing them again
 	*u = unit{session: rec.Session, schema: s.schema, sets: append([]setVar(nil), s.sets...), version: s.version, resetAt: s.resetAt,
 		client: s.client, start: start, end: start + int64(rec.Duration), commitStart: start, manual: !s.trx.Autocommit()}
-	u.jobs = u.first[:0]
+	if cap(jobs) > len(u.first) {
+		u.jobs = jobs
+	} else {
+		u.jobs = u.first[:0]
+	}
 	return u
 }
 
@@ -463,7 +468,12 @@ func (sp *spares) refill() {
 					sp.recs = append(sp.recs, r)
 				}
 			}
+			jobs := u.jobs
+			clear(jobs) // what the jobs pointed to is not reused: see spares
 			*u = unit{}
+			if cap(jobs) > len(u.first) {
+				u.jobs = jobs[:0] // its room is (newUnit)
+			}
 			sp.units = append(sp.units, u)
 		}
 	}

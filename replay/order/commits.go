@@ -243,6 +243,13 @@ func (f *Footprint) conflicts(o *Footprint) bool {
 // none reports whether f holds nothing: no table, not Any.
 func (f *Footprint) none() bool { return !f.Any && len(f.Tables) == 0 && len(f.Keys) == 0 }
 
+// Grow makes room for n more row keys (a unit's, one or so per
+// statement), so that Add does not grow its lists key by key.
+func (f *Footprint) Grow(n int) {
+	f.Keys = slices.Grow(f.Keys, n)
+	f.sums = slices.Grow(f.sums, n)
+}
+
 // Add adds a statement that changes what others see: its tables, its
 // row keys (nil: it names no rows), whether it may touch any table.
 func (f *Footprint) Add(tables, keys []string, anyTable bool) {
