@@ -2,6 +2,7 @@ package replay
 
 import (
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -296,4 +297,62 @@ func sessions12() (at func(ms float64) time.Time, q, q2 func(ms float64, sql str
 		return r
 	}
 	return at, q, q2
+}
+
+// With --concurrency, a connection's prepared statements are kept by the
+// schema they were prepared in. After a USE inside a unit (a transaction)
+// that schema was "" (not known) until the next unit: a session that USEs
+// one schema and executes, then USEs another and executes the same
+// statement (each in a transaction), ran the
+// statement prepared in the first schema the second time too, and changed
+// its table twice and the second's never.
+func TestConcurrencyPreparesAfterUseInTheSchemaUsed(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	home, _ := srv.FreshDB(t)
+	dbA, _ := srv.FreshDB(t)
+	dbB, _ := srv.FreshDB(t)
+	var h, a, b string
+	for _, x := range []struct {
+		db   *sql.DB
+		name *string
+	}{{home, &h}, {dbA, &a}, {dbB, &b}} {
+		if err := x.db.QueryRow("SELECT DATABASE()").Scan(x.name); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, x.db, "CREATE TABLE u (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO u VALUES (1, 0)")
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ok := store.Response{Kind: store.RespOK}
+	upd := store.Response{Kind: store.RespOK, AffectedRows: 1}
+	q := func(ms int, kind store.Kind, schema, sql string, resp store.Response) store.Record {
+		return store.Record{Session: 1, Start: at.Add(time.Duration(ms) * time.Millisecond), Kind: kind, StmtID: 1, Schema: schema, SQL: sql, Resp: resp}
+	}
+	recs := []store.Record{
+		{Session: 1, Start: at, Kind: store.KindConnect, User: "app", Schema: h, Resp: ok},
+		q(1, store.KindPrepare, h, "UPDATE u SET n = n + 1 WHERE id = 1", ok),
+		// USE inside a transaction: a job of its unit (outside one, the
+		// next unit's schema).
+		q(9, store.KindQuery, h, "BEGIN", ok),
+		q(10, store.KindQuery, h, "USE "+a, ok),
+		q(11, store.KindExecute, a, "", upd),
+		q(12, store.KindQuery, a, "COMMIT", ok),
+		q(19, store.KindQuery, a, "BEGIN", ok),
+		q(20, store.KindQuery, a, "USE "+b, ok),
+		q(21, store.KindExecute, b, "", upd),
+		q(22, store.KindQuery, b, "COMMIT", ok),
+		{Session: 1, Start: at.Add(30 * time.Millisecond), Kind: store.KindQuit, Schema: b},
+	}
+	capDir := writeRecords(t, recs)
+	// A DSN without a database: each session runs in the schemas it names.
+	rep := replayRun(t, capDir, func(c *Config) { c.Concurrency = 1 }, tgt(t, "a", srv.DSN(""), ""))
+	if r := rep.Targets[0]; r.Errors != 0 {
+		t.Fatalf("%d errors %v", r.Errors, r.ErrorCodes)
+	}
+	var got string
+	if err := home.QueryRow(fmt.Sprintf("SELECT CONCAT_WS(' ', (SELECT n FROM `%s`.u), (SELECT n FROM `%s`.u), (SELECT n FROM u))", a, b)).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != "1 1 0" {
+		t.Errorf("u.n in the schema used first, the one used second, the session's first: %s; want 1 1 0 (each execute in the schema it used)", got)
+	}
 }

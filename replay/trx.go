@@ -746,7 +746,15 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			w.carried++
 		}
 		if j.info != nil && j.info.Use && kind != skipped {
-			w.schema = "" // not known: the next unit sets its own
+			// The schema it chose, which names the statements prepared
+			// from here on (worker.statement): left "", a statement
+			// prepared after one unit's USE was taken for another unit's
+			// after its USE of another schema, and changed the first
+			// schema's table.
+			w.schema = ""
+			if db, ok := sqlinfo.UseSchema(j.sql); ok && o.Flags&store.OutcomeError == 0 {
+				w.schema = db
+			}
 		}
 		if rerun {
 			o.Flags |= store.OutcomeOrderRerun
