@@ -131,8 +131,10 @@ func (rn *runner) unitAccess(jobs []job) *order.Access {
 		return nil
 	}
 	a := &order.Access{}
-	a.Touches.Grow(len(jobs))
-	for _, j := range jobs {
+	for i, j := range jobs {
+		if a.Touches.Keys == nil && j.info != nil && j.info.Point != nil {
+			a.Touches.Grow(len(jobs) - i) // keys likely: room for the unit's
+		}
 		if statementRecord(j.rec) && !rn.addAccess(a, j.info, j.rec) {
 			return nil
 		}

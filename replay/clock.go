@@ -39,10 +39,12 @@ const (
 // session schema schema) may change in what writes read of the clock
 // (see above): the tables DDL names, or all.
 func (x *captureIndex) noteClock(info *sqlinfo.Info, sql, schema string) {
-	if info.Statements > 1 && mayChangeSchema(info) {
+	if info.Statements > 1 {
 		// Its first statement's verb and names only: a later one may
-		// create a trigger or alter a table.
-		x.clockAll = true
+		// create a trigger or alter a table, or call what does.
+		if mayChangeSchema(info) || info.SQLPrepare || laterStatementMayChangeSchema(sql) {
+			x.clockAll = true
+		}
 		return
 	}
 	switch info.Verb {
@@ -80,6 +82,28 @@ func (x *captureIndex) noteClock(info *sqlinfo.Info, sql, schema string) {
 	}
 }
 
+// laterStatementMayChangeSchema reports whether a statement of a
+// multi-statement text begins with a verb that may change a table's
+// definition or triggers, or run what does (CALL, EXECUTE); true when the
+// text cannot be lexed.
+func laterStatementMayChangeSchema(sql string) bool {
+	toks, err := sqlinfo.Lex(sql)
+	if err != nil {
+		return true
+	}
+	for _, st := range sqlinfo.Statements(sql, toks) {
+		if len(st) == 0 {
+			continue
+		}
+		for _, v := range []string{"CREATE", "ALTER", "DROP", "RENAME", "CALL", "EXECUTE", "PREPARE"} {
+			if st[0].Is(sql, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // loadClock reads, on the target, which of the capture's tables a write
 // can read the clock through (runner.clock, by the target's "schema.table",
 // lower-case), and the target's stored functions; byTarget maps each
@@ -105,7 +129,8 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 		}
 	}
 	// The account's own grantee, as information_schema spells it.
-	const grantee = "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+	const grantee = "CONCAT('''', LEFT(CURRENT_USER(), CHAR_LENGTH(CURRENT_USER()) - CHAR_LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), " +
+		"'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
 	var global string
 	if !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee, func(n, _ string) { global = n }) {
 		return
@@ -113,7 +138,9 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 	for schema := range schemas {
 		triggers := global != "0"
 		if !triggers && !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee+
-			" AND ? LIKE TABLE_SCHEMA", func(n, _ string) { triggers = n != "0" }, schema) {
+			// As the server matches a grant's schema (a pattern), in
+			// its case: on lower_case_table_names=0, App's grant is not app's.
+			" AND CAST(? AS BINARY) LIKE CAST(TABLE_SCHEMA AS BINARY)", func(n, _ string) { triggers = n != "0" }, schema) {
 			return
 		}
 		if !triggers {

@@ -36,6 +36,10 @@ func TestTheCapturesDDLLeavesTablesTheirClock(t *testing.T) {
 		// and names do not say what the others do.
 		{"CREATE TABLE a (id INT); CREATE TRIGGER tb BEFORE INSERT ON b FOR EACH ROW SET NEW.at = NOW()", true, ""},
 		{"UPDATE x SET n = 1; ALTER TABLE t ADD c DATETIME DEFAULT NOW()", true, ""},
+		{"SET @x = 1; CALL add_col()", true, ""},
+		{"SET @s = 'ALTER TABLE t ADD c TIMESTAMP'; PREPARE p FROM @s; EXECUTE p", true, ""},
+		{"SELECT 1; SELECT 2", false, ""},
+		{"UPDATE x SET n = 1; UPDATE y SET n = 2", false, ""},
 	} {
 		x := &captureIndex{}
 		x.noteClock(sqlinfo.Analyze(c.sql), c.sql, "app")

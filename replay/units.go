@@ -438,9 +438,11 @@ func (sp *spares) give(us []*unit) {
 	if sp.poison {
 		for _, u := range us {
 			for i := range u.jobs {
-				if r := u.jobs[i].rec; r != nil {
+				r := u.jobs[i].rec
+				if r != nil {
 					*r = poisonRecord
 				}
+				u.jobs[i] = job{rec: r} // what a spare's room would be filled with
 			}
 			*u = poisonUnit
 		}
@@ -471,13 +473,17 @@ func (sp *spares) refill() {
 			jobs := u.jobs
 			clear(jobs) // what the jobs pointed to is not reused: see spares
 			*u = unit{}
-			if cap(jobs) > len(u.first) {
+			if cap(jobs) > len(u.first) && cap(jobs) <= maxSpareJobs {
 				u.jobs = jobs[:0] // its room is (newUnit)
 			}
 			sp.units = append(sp.units, u)
 		}
 	}
 }
+
+// maxSpareJobs bounds the room for jobs a spare unit keeps: one huge
+// transaction's must not stay with the run.
+const maxSpareJobs = 64
 
 // poisonRecord and poisonUnit are what spares.poison overwrites with.
 var (

@@ -492,6 +492,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		w.nextChars = w.nextChars[:0]
 		w.forgetStatements()
 		clear(w.sqlOf)
+		clear(w.schemaOf)
 		clear(w.unrunnable)
 		if err == nil && rec.Kind == store.KindChangeUser && rec.Schema != "" {
 			db := w.rn.schemaFor(rec.Schema)
