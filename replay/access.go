@@ -224,20 +224,28 @@ func intKeys(keys []string) []string {
 		if canonicalInts(vals) {
 			continue // as the server compares them already (a bound integer's)
 		}
-		parts := strings.Split(vals, "\x01")
-		for j, v := range parts {
-			v = strings.TrimSpace(v)
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				parts[j] = strconv.FormatInt(n, 10)
-			} else if u, err := strconv.ParseUint(v, 10, 64); err == nil {
-				parts[j] = strconv.FormatUint(u, 10)
-			} else {
-				return nil
-			}
+		if keys[i], ok = parseInts(table, vals); !ok {
+			return nil
 		}
-		keys[i] = table + "\x00" + strings.Join(parts, "\x01")
 	}
 	return keys
+}
+
+// parseInts is table's key of vals, each value parsed and written as the
+// server compares integers; false when one is not an integer.
+func parseInts(table, vals string) (string, bool) {
+	parts := strings.Split(vals, "\x01")
+	for j, v := range parts {
+		v = strings.TrimSpace(v)
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			parts[j] = strconv.FormatInt(n, 10)
+		} else if u, err := strconv.ParseUint(v, 10, 64); err == nil {
+			parts[j] = strconv.FormatUint(u, 10)
+		} else {
+			return "", false
+		}
+	}
+	return table + "\x00" + strings.Join(parts, "\x01"), true
 }
 
 // canonicalInts reports whether every \x01-separated value of vals is an
