@@ -129,9 +129,9 @@ type runner struct {
 	pks     map[string][]string
 	autoinc map[string]string
 	// clock: whether a write to each of the capture's tables can read
-	// the session's clock (clockFree, clockTakes; by captured name; nil:
-	// not known), and funcs the target's stored functions' names
-	// (lower-case): takesClock.
+	// the session's clock (clockFree, clockTakes; by the target's
+	// "schema.table", lower-case; nil: not known), and funcs the target's
+	// stored functions' names (lower-case): takesClock.
 	clock map[string]byte
 	funcs map[string]bool
 	// uniqueKeys are the tables' other unique keys whose columns are all
