@@ -67,7 +67,11 @@ func (rn *runner) loadAccessTables(ctx context.Context, db *sql.DB, schemas map[
 	uniq := map[string][]string{}
 	for schema := range schemas {
 		one := func(tbl, _ string) { tangled[strings.ToLower(tbl)] = true }
-		ok := everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?", one, schema) &&
+		// A trigger this account may not see would leave its table out
+		// of the tangled ones: the schema's access is not known then.
+		sees, ok := seesTriggers(ctx, db, schema)
+		ok = ok && sees &&
+			everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?", one, schema) &&
 			everyPair(ctx, db, "SELECT EVENT_OBJECT_TABLE, '' FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ?", one, schema) &&
 			everyPair(ctx, db, "SELECT TABLE_NAME, REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? OR UNIQUE_CONSTRAINT_SCHEMA = ?", func(tbl, ref string) {
 				tangled[strings.ToLower(tbl)] = true

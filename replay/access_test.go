@@ -3,12 +3,16 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tandemdb/tandem/replay/order"
+	"github.com/tandemdb/tandem/sandbox/sandboxtest"
 	"github.com/tandemdb/tandem/sqlinfo"
 	"github.com/tandemdb/tandem/store"
 )
@@ -183,6 +187,44 @@ func TestIntKeysAsTheServerComparesThem(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%q: %q, want %q", k, got, want)
 			}
+		}
+	}
+}
+
+// An account that may not see a schema's triggers (MySQL shows none
+// without the TRIGGER privilege, and no error) cannot tell which tables
+// they tie together, nor which writes they give the clock: the schema's
+// access is not known (units wait for every other) and its tables' clock
+// is not known (every write takes the captured time).
+func TestWhatHiddenTriggersMayDoIsNotKnown(t *testing.T) {
+	srv := sandboxtest.Server(t, "innodb")
+	db, dsn := srv.FreshDB(t)
+	var name string
+	if err := db.QueryRow("SELECT DATABASE()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, n INT)")
+	user := fmt.Sprintf("notrig_a%d", os.Getpid())
+	exec(t, db, "CREATE USER "+user+"@'%' IDENTIFIED BY 'pw'", "GRANT SELECT, INSERT, UPDATE, DELETE ON "+name+".* TO "+user+"@'%'")
+	t.Cleanup(func() { _, _ = db.Exec("DROP USER " + user + "@'%'") })
+	for _, c := range []struct {
+		who, dsn string
+		known    bool
+	}{{"root", dsn, true}, {"an account without TRIGGER", strings.Replace(dsn, "root@", user+":pw@", 1), false}} {
+		rn := &runner{t: tgt(t, "a", c.dsn, ""), cfg: &Config{Logger: slog.New(slog.DiscardHandler)}, access: true}
+		sdb, err := openDB(rn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schemas, byTarget := map[string]bool{name: true}, map[[2]string]string{{strings.ToLower(name), "t"}: strings.ToLower(name) + ".t"}
+		rn.loadAccessTables(context.Background(), sdb, schemas, byTarget)
+		rn.loadClock(context.Background(), sdb, schemas, byTarget)
+		sdb.Close()
+		if got := rn.tangled != nil; got != c.known {
+			t.Errorf("%s: access known %v, want %v", c.who, got, c.known)
+		}
+		if got, want := rn.clock[strings.ToLower(name)+".t"], map[bool]byte{true: clockFree, false: 0}[c.known]; got != want {
+			t.Errorf("%s: t's clock %q, want %q", c.who, got, want)
 		}
 	}
 }

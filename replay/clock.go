@@ -110,9 +110,7 @@ func laterStatementMayChangeSchema(sql string) bool {
 // target table (schema, name, lower-case) the capture touches to its
 // captured name. A query that fails leaves the clock not known: every
 // write takes it. So does a schema whose triggers this account may not
-// see: MySQL's information_schema.TRIGGERS shows only those of the
-// tables it holds the TRIGGER privilege on, and says nothing of the
-// others (MariaDB 10.11 shows them all, but the rule is not promised).
+// see (seesTriggers).
 func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]bool, byTarget map[[2]string]string) {
 	rn.clock, rn.funcs = nil, nil
 	clock, funcs := map[string]byte{}, map[string]bool{}
@@ -128,25 +126,17 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 			}
 		}
 	}
-	// The account's own grantee, as information_schema spells it.
-	const grantee = "CONCAT('''', LEFT(CURRENT_USER(), CHAR_LENGTH(CURRENT_USER()) - CHAR_LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), " +
-		"'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
-	var global string
-	if !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee, func(n, _ string) { global = n }) {
-		return
-	}
 	for schema := range schemas {
-		triggers := global != "0"
-		if !triggers && !everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee+
-			// As the server matches a grant's schema (a pattern), in
-			// its case: on lower_case_table_names=0, App's grant is not app's.
-			" AND CAST(? AS BINARY) LIKE CAST(TABLE_SCHEMA AS BINARY)", func(n, _ string) { triggers = n != "0" }, schema) {
+		triggers, ok := seesTriggers(ctx, db, schema)
+		if !ok {
 			return
 		}
 		if !triggers {
+			rn.cfg.Logger.Info("this account may not see the triggers of a schema (no TRIGGER privilege): every write to its tables is sent its captured time (SET timestamp), one command more on the server",
+				"target", rn.t.Name, "schema", schema)
 			continue // its tables not known: their writes take the clock
 		}
-		ok := everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockFree), schema) &&
+		ok = everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockFree), schema) &&
 			// TIMESTAMP: NULL into one is the current time (explicit_defaults_for_timestamp
 			// off); TIME: one copied into a DATETIME takes the current date.
 			everyPair(ctx, db, "SELECT DISTINCT TABLE_NAME, '' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND (DATA_TYPE IN ('timestamp', 'time') OR "+
@@ -171,6 +161,26 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 		return
 	}
 	rn.clock, rn.funcs = clock, funcs
+}
+
+// seesTriggers reports whether this account sees every trigger of schema
+// in information_schema.TRIGGERS: MySQL shows only those of the tables it
+// holds the TRIGGER privilege on, and says nothing of the others
+// (MariaDB 10.11 shows them all, which is not promised). A grant through
+// a role, or on single tables, is not seen: false. ok is false when the
+// server could not be asked.
+func seesTriggers(ctx context.Context, db *sql.DB, schema string) (sees, ok bool) {
+	// The account's own grantee, as information_schema spells it (a user
+	// name may hold @).
+	const grantee = "CONCAT('''', LEFT(CURRENT_USER(), CHAR_LENGTH(CURRENT_USER()) - CHAR_LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), " +
+		"'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')"
+	ok = everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee,
+		func(n, _ string) { sees = n != "0" }) &&
+		(sees || everyPair(ctx, db, "SELECT COUNT(*), '' FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = "+grantee+
+			// As the server matches a grant's schema (a pattern), in its
+			// case: on lower_case_table_names=0, App's grant is not app's.
+			" AND CAST(? AS BINARY) LIKE CAST(TABLE_SCHEMA AS BINARY)", func(n, _ string) { sees = n != "0" }, schema))
+	return sees, ok
 }
 
 // forgetClock drops from rn.clock what the capture's DDL may change
