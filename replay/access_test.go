@@ -199,10 +199,7 @@ func TestIntKeysAsTheServerComparesThem(t *testing.T) {
 func TestWhatHiddenTriggersMayDoIsNotKnown(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	db, dsn := srv.FreshDB(t)
-	var name string
-	if err := db.QueryRow("SELECT DATABASE()").Scan(&name); err != nil {
-		t.Fatal(err)
-	}
+	name := databaseOf(t, db)
 	exec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, n INT)")
 	user := fmt.Sprintf("notrig_a%d", os.Getpid())
 	exec(t, db, "CREATE USER "+user+"@'%' IDENTIFIED BY 'pw'", "GRANT SELECT, INSERT, UPDATE, DELETE ON "+name+".* TO "+user+"@'%'")

@@ -311,15 +311,9 @@ func TestConcurrencyPreparesAfterUseInTheSchemaUsed(t *testing.T) {
 	home, _ := srv.FreshDB(t)
 	dbA, _ := srv.FreshDB(t)
 	dbB, _ := srv.FreshDB(t)
-	var h, a, b string
-	for _, x := range []struct {
-		db   *sql.DB
-		name *string
-	}{{home, &h}, {dbA, &a}, {dbB, &b}} {
-		if err := x.db.QueryRow("SELECT DATABASE()").Scan(x.name); err != nil {
-			t.Fatal(err)
-		}
-		exec(t, x.db, "CREATE TABLE u (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO u VALUES (1, 0)")
+	h, a, b := databaseOf(t, home), databaseOf(t, dbA), databaseOf(t, dbB)
+	for _, db := range []*sql.DB{home, dbA, dbB} {
+		exec(t, db, "CREATE TABLE u (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO u VALUES (1, 0)")
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ok := store.Response{Kind: store.RespOK}

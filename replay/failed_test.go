@@ -216,10 +216,7 @@ func TestFailedTargetCountsOnlyStatements(t *testing.T) {
 func TestExecuteAfterAFailedPrepareIsTheTargetsFailure(t *testing.T) {
 	srv := sandboxtest.Server(t, "innodb")
 	dba, dsn := srv.FreshDB(t)
-	var db string
-	if err := dba.QueryRow("SELECT DATABASE()").Scan(&db); err != nil {
-		t.Fatal(err)
-	}
+	db := databaseOf(t, dba)
 	user := "one_" + db
 	exec(t, dba, "CREATE USER "+user+"@'127.0.0.1' WITH MAX_USER_CONNECTIONS 1", "GRANT ALL ON "+db+".* TO "+user+"@'127.0.0.1'")
 	t.Cleanup(func() { dba.Exec("DROP USER " + user + "@'127.0.0.1'") })

@@ -522,11 +522,7 @@ type waitWatch struct {
 
 func watchWait(t *testing.T, db *sql.DB, text string) waitWatch {
 	t.Helper()
-	w := waitWatch{db: db, text: text}
-	if err := db.QueryRow("SELECT DATABASE()").Scan(&w.dbName); err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return waitWatch{db: db, text: text, dbName: databaseOf(t, db)}
 }
 
 // until polls, for up to 30 s, until the statement waits (want) or no

@@ -47,6 +47,16 @@ func tgt(t testing.TB, name, dsn, extra string) targets.Target {
 	return x
 }
 
+// databaseOf is the name of the database db's connections use.
+func databaseOf(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var name string
+	if err := db.QueryRow("SELECT DATABASE()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 // twoInnoDB gives two fresh databases on the shared InnoDB server, as
 // targets "a" and "b", with a handle on each.
 func twoInnoDB(t *testing.T) (ta, tb targets.Target, dba, dbb *sql.DB) {

@@ -104,12 +104,7 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 			"CREATE TABLE late (id INT PRIMARY KEY, n INT)",
 		)
 	}
-	var names [2]string
-	for i, db := range []*sql.DB{dba, dbb} {
-		if err := db.QueryRow("SELECT DATABASE()").Scan(&names[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	names := [2]string{databaseOf(t, dba), databaseOf(t, dbb)}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
 	var recs []store.Record
