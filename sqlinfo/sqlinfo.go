@@ -149,10 +149,12 @@ type Info struct {
 	// Clock: the text reads the session's clock, which SET timestamp
 	// sets: NOW() and its kind (CURRENT_TIMESTAMP, CURDATE(),
 	// UNIX_TIMESTAMP() …, with or without parentheses where the server
-	// allows none), @@timestamp, FOR SYSTEM_TIME. What the text does not
+	// allows none), @@timestamp, FOR SYSTEM_TIME, and a TIME value
+	// (MAKETIME(), TIME '09:00', CAST(… AS TIME): timeFuncs), whose date
+	// is the session's once a DATETIME takes it. What the text does not
 	// name — a column's DEFAULT or ON UPDATE CURRENT_TIMESTAMP, a
 	// trigger, a view, a stored function — is the schema's (replay's
-	// runner.readsClock).
+	// runner.takesClock and runner.readsClock).
 	Clock bool
 	// Unanalysable: the TiDB parser could not read the statement (MariaDB
 	// syntax, or it failed); the lexer's answers stand.
@@ -315,6 +317,17 @@ var clockFuncs = map[string]bool{
 	"utc_date": true, "utc_time": true, "unix_timestamp": true,
 }
 
+// timeFuncs give a TIME value (STR_TO_DATE does when its format has no
+// date; TIMESTAMP() and ADDTIME() convert one): a TIME stored into a
+// DATETIME or DATE column, or compared with one, takes the current date,
+// which SET timestamp sets (MariaDB 10.3 and later, MySQL 8). The
+// statement reads the clock, though its answer alone does not show it
+// (not nondeterministic).
+var timeFuncs = map[string]bool{
+	"maketime": true, "sec_to_time": true, "timediff": true, "subtime": true, "addtime": true, "time": true,
+	"str_to_date": true, "timestamp": true,
+}
+
 var clockWords = []string{"CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "LOCALTIMESTAMP",
 	"UTC_TIMESTAMP", "UTC_DATE", "UTC_TIME", "SYSTEM_TIME"}
 
@@ -353,6 +366,14 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 	case "KILL":
 		info.Kill = true
 	case "BEGIN":
+		if at(1, "NOT") && at(2, "ATOMIC") {
+			// MariaDB's compound statement (BEGIN NOT ATOMIC … END), not
+			// a transaction's start: it runs its statements as a
+			// procedure's body does, each in autocommit's way; what it
+			// writes is not known, as of a CALL.
+			info.WritesUnknown = true
+			break
+		}
 		info.Begin, info.ImplicitCommit = true, true
 	case "START":
 		if at(1, "TRANSACTION") {
@@ -451,7 +472,7 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			if nondeterministicFuncs[name] {
 				info.Nondeterministic = true
 			}
-			if clockFuncs[name] {
+			if clockFuncs[name] || timeFuncs[name] {
 				info.Clock = true
 			}
 			if chosenFuncs[name] && (name != "rand" || i+2 < len(st) && st[i+2].IsPunct(sql, ")")) {
@@ -463,6 +484,17 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			info.ChosenValues = true
 		case t.Kind == TokIdent && isClockWord(t.Text(sql)):
 			info.Clock = true // CURRENT_TIMESTAMP, LOCALTIME … without parentheses; FOR SYSTEM_TIME
+			if !t.Is(sql, "SYSTEM_TIME") {
+				// As with parentheses (nondeterministicFuncs): an answer
+				// that shows the clock, which the parser, when it reads
+				// the statement, says too.
+				info.Nondeterministic = true
+			}
+		case t.Is(sql, "TIME") && (i+1 < len(st) && st[i+1].Kind == TokString || i > 0 && (st[i-1].Is(sql, "AS") || st[i-1].IsPunct(sql, ","))):
+			// A TIME literal (TIME '09:00'), CAST(… AS TIME), CONVERT(…,
+			// TIME): a TIME value, as from timeFuncs. (A column or alias
+			// named time reads so too: the clock is only taken.)
+			info.Clock = true
 		case t.Kind == TokVariable:
 			if v := t.Text(sql); strings.HasPrefix(v, "@@") && len(v) >= 11 && strings.EqualFold(v[len(v)-9:], "timestamp") {
 				info.Clock = true // @@timestamp, @@session.timestamp

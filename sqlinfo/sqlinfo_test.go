@@ -203,9 +203,57 @@ func TestClockIsWhatReadsTheSessionsTime(t *testing.T) {
 		"INSERT INTO t VALUES (1, FROM_UNIXTIME(1700000000))":                 false,
 		"INSERT INTO t (id, current_timestamp_copy) VALUES (1, '2026-01-01')": false,
 		"DELETE FROM t WHERE id = 3":                                          false,
+		// A TIME value into or against a DATETIME takes the current date.
+		"UPDATE appt SET starts_at = MAKETIME(9, 0, 0) WHERE id = 1":               true,
+		"UPDATE appt SET starts_at = SEC_TO_TIME(?) WHERE id = 1":                  true,
+		"DELETE FROM appt WHERE starts_at < TIMEDIFF(?, ?)":                        true,
+		"UPDATE appt SET starts_at = TIME '09:00' WHERE id = 1":                    true,
+		"UPDATE appt SET starts_at = CAST(? AS TIME) WHERE id = 1":                 true,
+		"UPDATE appt SET starts_at = CONVERT(?, TIME) WHERE id = 1":                true,
+		"UPDATE appt SET starts_at = STR_TO_DATE(?, '%H:%i') WHERE id = 1":         true,
+		"UPDATE appt SET starts_at = TIMESTAMP('2026-01-01') WHERE id = 1":         true,  // TIMESTAMP(expr) of a TIME converts it
+		"UPDATE appt SET starts_at = TIMESTAMP '2026-01-01 09:00:00' WHERE id = 1": false, // a literal
+		"UPDATE appt SET starts_at = '09:00:00' WHERE id = 1":                      false, // a string: not a time of today (2009-00-00)
+		"BEGIN NOT ATOMIC INSERT INTO t VALUES (NOW()); END":                       true,
 	} {
 		if got := Analyze(sql).Clock; got != want {
 			t.Errorf("%q: Clock = %v, want %v", sql, got, want)
+		}
+	}
+}
+
+// A read whose answer shows the clock is not compared, written with
+// parentheses or without, read by the parser or only by the lexer (the
+// LIMIT ROWS EXAMINED and the RETURNING are MariaDB's, which the parser
+// does not read); a TIME value's date does not show in the answer.
+func TestClockWordsMakeAnswersNondeterministic(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"SELECT id FROM t WHERE d = CURRENT_DATE ORDER BY id":                          true,
+		"SELECT id FROM t WHERE d = CURRENT_DATE ORDER BY id LIMIT ROWS EXAMINED 1000": true,
+		"SELECT id, LOCALTIMESTAMP FROM t ORDER BY id LIMIT ROWS EXAMINED 1000":        true,
+		"SELECT id, NOW() FROM t ORDER BY id LIMIT ROWS EXAMINED 1000":                 true,
+		"DELETE FROM t WHERE d < CURRENT_DATE RETURNING id":                            true,
+		"SELECT id FROM t FOR SYSTEM_TIME ALL ORDER BY id":                             false,
+		"SELECT id FROM t WHERE d = MAKETIME(9, 0, 0) ORDER BY id":                     false,
+	} {
+		if got := Analyze(sql).Nondeterministic; got != want {
+			t.Errorf("%q: Nondeterministic = %v, want %v", sql, got, want)
+		}
+	}
+}
+
+// MariaDB's compound statement is not a transaction's BEGIN: replay took
+// it for one (the session's next statements in a transaction it never
+// had, its writes unknown but not said so) and never sent it the
+// captured time.
+func TestCompoundStatementIsNoBegin(t *testing.T) {
+	i := Analyze("BEGIN NOT ATOMIC INSERT INTO t VALUES (NOW()); UPDATE u SET n = 1; END")
+	if i.Begin || i.ImplicitCommit || !i.WritesUnknown {
+		t.Errorf("compound statement: Begin %v, ImplicitCommit %v, WritesUnknown %v; want false, false, true", i.Begin, i.ImplicitCommit, i.WritesUnknown)
+	}
+	for _, sql := range []string{"BEGIN", "BEGIN WORK", "START TRANSACTION"} {
+		if i := Analyze(sql); !i.Begin || i.WritesUnknown {
+			t.Errorf("%q: Begin %v, WritesUnknown %v; want true, false", sql, i.Begin, i.WritesUnknown)
 		}
 	}
 }
