@@ -28,11 +28,27 @@ import (
 // either unseen (clockAll), a statement the analysis cannot read, and a
 // followed run (a shadow), whose tables are not known at its start.
 
-// Values of runner.clock, by captured table name (lower-case); absent:
-// not known (not a base table of the target's at the start, or a view).
+//
+// A read is sent the captured time where its answer takes the clock from
+// what its text does not show (runner.readsClock): a view whose
+// definition reads it, a generated column that does (MariaDB allows
+// NOW() in a VIRTUAL one), a stored function, a TIME value's date. Its
+// answer is compared; at the time a write left on the connection, long
+// before or another session's, or at the target's own clock where no
+// write set one, it differed from the capture, and between targets.
+// (A read whose text reads the clock, NOW(), is not compared: not sent.)
+
+// Values of runner.clock, by the target's table name (lower-case);
+// absent: not known (not a base table or view of the target's at the
+// start).
 const (
 	clockFree  byte = 'f' // a base table whose writes cannot read the clock
-	clockTakes byte = 'c' // a base table whose writes can
+	clockTakes byte = 'c' // a base table or view whose writes can, whose reads cannot
+	// clockReads: reading it reads the clock (and so does writing it): a
+	// view whose definition does (or may: one this account cannot read,
+	// one that reads another view or calls a stored function), a base
+	// table with a generated column that does.
+	clockReads byte = 'r'
 )
 
 // noteClock marks what a captured statement (of verb info.Verb, run in
@@ -121,11 +137,17 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 				return
 			}
 			key := k[0] + "." + k[1]
-			if mark == clockFree && clock[key] == 0 || mark == clockTakes && clock[key] != 0 {
+			switch {
+			case clock[key] == 0: // known as a base table first
+				if mark == clockFree {
+					clock[key] = mark
+				}
+			case mark == clockReads || clock[key] == clockFree:
 				clock[key] = mark
 			}
 		}
 	}
+	views := map[string]string{} // the capture's views, by target name: their definitions
 	for schema := range schemas {
 		triggers, ok := seesTriggers(ctx, db, schema)
 		if !ok {
@@ -150,7 +172,20 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 			everyPair(ctx, db, "SELECT DISTINCT tc.TABLE_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc JOIN information_schema.CHECK_CONSTRAINTS cc "+
 				"ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME WHERE tc.CONSTRAINT_SCHEMA = ? AND tc.CONSTRAINT_TYPE = 'CHECK' AND "+
 				"(cc.CHECK_CLAUSE LIKE '%now%' OR cc.CHECK_CLAUSE LIKE '%cur%' OR cc.CHECK_CLAUSE LIKE '%date%' OR cc.CHECK_CLAUSE LIKE '%time%' OR cc.CHECK_CLAUSE LIKE '%utc%')",
-				in(schema, clockTakes), schema)
+				in(schema, clockTakes), schema) &&
+			// A generated column's expression: NOW() in a VIRTUAL one
+			// (MariaDB). Its COLUMN_DEFAULT is NULL, its EXTRA "VIRTUAL
+			// GENERATED": the query above does not see it.
+			everyPair(ctx, db, "SELECT TABLE_NAME, GENERATION_EXPRESSION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND GENERATION_EXPRESSION <> ''", func(tbl, expr string) {
+				if info := sqlinfo.Analyze("SELECT " + expr); info.Clock || info.LexError != "" {
+					in(schema, clockReads)(tbl, "")
+				}
+			}, schema) &&
+			everyPair(ctx, db, "SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?", func(tbl, def string) {
+				if k := [2]string{strings.ToLower(schema), strings.ToLower(tbl)}; byTarget[k] != "" {
+					views[k[0]+"."+k[1]] = def
+				}
+			}, schema)
 		if !ok {
 			return
 		}
@@ -160,7 +195,48 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 	}) {
 		return
 	}
+	for key, def := range views {
+		clock[key] = viewClock(def, key[:strings.IndexByte(key, '.')], clock, views, funcs)
+	}
 	rn.clock, rn.funcs = clock, funcs
+}
+
+// viewClock is the mark of a view (of schema) of definition def, as
+// information_schema gives it: clockReads when reading it may read the
+// clock — its definition does, or is not shown (MySQL shows it only to
+// the view's definer and accounts with SHOW VIEW), or reads a view or a
+// table of a generated column that does, or calls a stored function —
+// else clockTakes (a write through it: not known).
+func viewClock(def, schema string, clock map[string]byte, views map[string]string, funcs map[string]bool) byte {
+	info := sqlinfo.Analyze(def)
+	if strings.TrimSpace(def) == "" || info.Clock || info.LexError != "" || callsStored(def, funcs) {
+		return clockReads
+	}
+	for _, t := range info.Reads {
+		s := t.Schema
+		if s == "" {
+			s = schema
+		}
+		k := strings.ToLower(s + "." + t.Name)
+		if _, view := views[k]; view || clock[k] == clockReads {
+			return clockReads
+		}
+	}
+	return clockTakes
+}
+
+// callsStored reports whether sql calls a function of funcs (the
+// target's stored functions, lower-case, of any schema's).
+func callsStored(sql string, funcs map[string]bool) bool {
+	if len(funcs) == 0 || strings.IndexByte(sql, '(') < 0 {
+		return false
+	}
+	for _, f := range sqlinfo.CalledFunctions(sql) {
+		if funcs[strings.ToLower(f.Name)] {
+			return true
+		}
+	}
+	return false
 }
 
 // seesTriggers reports whether this account sees every trigger of schema
@@ -218,11 +294,27 @@ func (rn *runner) takesClock(info *sqlinfo.Info, sql, schema string) bool {
 			return true // a view (NOW() in its definition), a TIME column, or not known
 		}
 	}
-	if len(rn.funcs) > 0 && strings.IndexByte(sql, '(') >= 0 {
-		for _, f := range sqlinfo.CalledFunctions(sql) {
-			if rn.funcs[strings.ToLower(f.Name)] {
-				return true // a stored function (of any schema's with that name)
-			}
+	return callsStored(sql, rn.funcs) // a stored function (of any schema's with that name)
+}
+
+// readsClock reports whether a read (one stampsTime leaves alone, whose
+// answer is compared) run in session schema schema needs the captured
+// time: its text gives a TIME value, whose date is the session's
+// (sqlinfo.Info.Clock of a read that is not nondeterministic), or it
+// reads a view or generated column that reads the clock. (A stored
+// function it calls: worker.callsStored.) With the clock not known
+// (runner.clock nil), every write takes it, as before: the connection
+// holds a recent write's time.
+func (rn *runner) readsClock(info *sqlinfo.Info, schema string) bool {
+	if info.Clock {
+		return true
+	}
+	if rn.clock == nil {
+		return false
+	}
+	for _, t := range info.Reads {
+		if rn.clockOf(t, schema) == clockReads {
+			return true
 		}
 	}
 	return false

@@ -42,6 +42,10 @@ func TestWritesHoldTheCapturedTime(t *testing.T) {
 		// stays its own.
 		q(3800*time.Millisecond, "SET timestamp = 1000000000"),
 		q(3900*time.Millisecond, "INSERT INTO stamps (id) VALUES (4)"),
+		// Set back to the server's clock: the captured time again (left
+		// to the session, its writes held each target's clock).
+		q(3950*time.Millisecond, "SET @@session.timestamp = DEFAULT"),
+		q(3970*time.Millisecond, "INSERT INTO stamps (id) VALUES (5)"),
 		{Session: 1, Start: at.Add(4 * time.Second), Kind: store.KindQuit},
 	})
 	for _, mode := range bothModes {
@@ -50,8 +54,8 @@ func TestWritesHoldTheCapturedTime(t *testing.T) {
 		}
 		rep := replayRun(t, capDir, mode.mod, ta, tb)
 		for i, db := range []*sql.DB{dba, dbb} {
-			if r := rep.Targets[i]; r.Errors != 0 || r.Writes != 6 {
-				t.Fatalf("%s, target %d: %d errors %v, %d writes; want 0 and 6", mode.name, i, r.Errors, r.ErrorCodes, r.Writes)
+			if r := rep.Targets[i]; r.Errors != 0 || r.Writes != 7 {
+				t.Fatalf("%s, target %d: %d errors %v, %d writes; want 0 and 7", mode.name, i, r.Errors, r.ErrorCodes, r.Writes)
 			}
 			var got string
 			if err := db.QueryRow(`SELECT GROUP_CONCAT(CONCAT_WS(' ', id, UNIX_TIMESTAMP(made), IFNULL(UNIX_TIMESTAMP(changed), '-'), IFNULL(UNIX_TIMESTAMP(said), '-')) ORDER BY id SEPARATOR ', ') FROM stamps WHERE id <= 2`).Scan(&got); err != nil {
@@ -65,9 +69,12 @@ func TestWritesHoldTheCapturedTime(t *testing.T) {
 			if got != want {
 				t.Errorf("%s, target %d: id made changed said = %s; want %s (the captured statements' times)", mode.name, i, got, want)
 			}
-			var changed, own string
-			if err := db.QueryRow(`SELECT (SELECT n FROM stamps WHERE id = 3), (SELECT UNIX_TIMESTAMP(made) FROM stamps WHERE id = 4)`).Scan(&changed, &own); err != nil {
+			var changed, own, back string
+			if err := db.QueryRow(`SELECT (SELECT n FROM stamps WHERE id = 3), (SELECT UNIX_TIMESTAMP(made) FROM stamps WHERE id = 4), (SELECT UNIX_TIMESTAMP(made) FROM stamps WHERE id = 5)`).Scan(&changed, &own, &back); err != nil {
 				t.Fatal(err)
+			}
+			if back != s(3970*time.Millisecond) {
+				t.Errorf("%s, target %d: a write after SET timestamp = DEFAULT holds %s; want %s (its captured time)", mode.name, i, back, s(3970*time.Millisecond))
 			}
 			// With --concurrency too: a session that sets a variable to a
 			// value of what it did (ROW_COUNT()) keeps its connection.
@@ -102,19 +109,39 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 			"CREATE TABLE parent (id INT PRIMARY KEY)",
 			"CREATE TABLE child (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id) ON UPDATE CASCADE)",
 			"CREATE TABLE late (id INT PRIMARY KEY, n INT)",
+			// MariaDB allows NOW() in a VIRTUAL column: no DEFAULT, no
+			// ON UPDATE, and the clock is read.
+			"CREATE TABLE virt (id INT PRIMARY KEY, seen DATETIME(6) NULL, ref DATETIME(6) AS (NOW(6)) VIRTUAL)",
+			"CREATE TABLE appt (id INT PRIMARY KEY, at DATETIME(6) NULL)",
+			"CREATE VIEW v_plain AS SELECT id, d FROM plain",
 		)
 	}
 	names := [2]string{databaseOf(t, dba), databaseOf(t, dbb)}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ok := store.Response{Kind: store.RespOK, AffectedRows: 1}
 	var recs []store.Record
-	stamped, writes := 0, 0
+	// stamped: the statements sent the captured time; blind: those sent
+	// it by an account that cannot see the triggers (every write, and the
+	// reads whose text says so).
+	stamped, blind := 0, 0
 	q := func(clock bool, sql string) {
-		writes++
+		blind++
 		if clock {
 			stamped++
 		}
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuery, SQL: sql, Resp: ok})
+	}
+	// read: a read whose answer takes the clock through the schema
+	// (clock), or by its text (always).
+	read := func(clock, always bool, sql string) {
+		if clock {
+			stamped++
+		}
+		if always {
+			blind++
+		}
+		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuery, SQL: sql,
+			Resp: store.Response{Kind: store.RespResultSet}})
 	}
 	recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at, Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}})
 	q(false, "UPDATE plain SET n = n + 1 WHERE id = 1")
@@ -127,28 +154,45 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	q(false, "DELETE FROM plain WHERE id = 3")
 	q(false, "INSERT INTO plain (id) VALUES (4)")
 	q(true, "ALTER TABLE late ADD at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)")
-	q(true, "INSERT INTO late (id) VALUES (1)") // 11 s: a default the capture gave it
+	q(true, "INSERT INTO late (id) VALUES (1)")                           // 11 s: a default the capture gave it
+	q(true, "UPDATE virt SET seen = ref WHERE id = 1")                    // 12 s: its VIRTUAL column's NOW(6)
+	read(true, false, "SELECT id, at FROM v_now WHERE id = 1")            // the view's NOW(6), compared
+	read(true, false, "SELECT ref FROM virt WHERE id = 1")                // the VIRTUAL column's
+	read(true, true, "SELECT f_now()")                                    // the function's
+	read(true, true, "SELECT id FROM appt WHERE at < MAKETIME(12, 0, 0)") // today's noon
+	read(false, false, "SELECT id, d FROM v_plain WHERE id = 1")          // a view of no clock
+	read(false, false, "SELECT id, NOW(6) FROM plain WHERE id = 1")       // not compared: not sent
+	read(false, false, "SELECT n FROM plain WHERE id = 1")
 	// Prepared statements: by what their text names, as queries.
 	prep := func(id uint32, sql string) {
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindPrepare, StmtID: id, SQL: sql,
 			Resp: store.Response{Kind: store.RespOK}})
 	}
-	execute := func(clock bool, id uint32, args ...int64) {
-		writes++
+	execute := func(clock bool, id uint32, ps ...store.Value) {
+		blind++
 		if clock {
 			stamped++
 		}
-		var ps []store.Value
-		for _, a := range args {
-			ps = append(ps, store.Value{Type: store.TypeLongLong, Int: a})
-		}
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindExecute, StmtID: id, Params: ps, Resp: ok})
 	}
+	i64 := func(n int64) store.Value { return store.Value{Type: store.TypeLongLong, Int: n} }
 	prep(1, "UPDATE plain SET n = n + ? WHERE id = ?")
-	execute(false, 1, 1, 1)
+	execute(false, 1, i64(1), i64(1))
 	prep(2, "UPDATE stamped SET n = ? WHERE id = ?")
-	execute(true, 2, 5, 1) // 15 s
+	execute(true, 2, i64(5), i64(1)) // 23 s
 	recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuit})
+	// A session of its own, whose connection no write sent a time before
+	// (session mode): a TIME value into a DATETIME takes the day of the
+	// session's clock, the captured one only if sent.
+	recs = append(recs, store.Record{Session: 2, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindConnect, User: "app", Resp: store.Response{Kind: store.RespOK}})
+	q(true, "UPDATE appt SET at = MAKETIME(9, 0, 0) WHERE id = 1")
+	recs[len(recs)-1].Session = 2
+	prep(3, "UPDATE appt SET at = ? WHERE id = ?")
+	recs[len(recs)-1].Session = 2
+	// A TIME bound (JDBC's setTime: 10:30:00) into a DATETIME: that day, 10:30.
+	execute(true, 3, store.Value{Type: store.TypeTime, Bytes: []byte{0, 0, 0, 0, 0, 10, 30, 0}}, i64(2))
+	recs[len(recs)-1].Session = 2
+	recs = append(recs, store.Record{Session: 2, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuit})
 	capDir := writeRecords(t, recs)
 
 	logged := func(db *sql.DB, name string) int {
@@ -168,7 +212,8 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	reset := func() {
 		for _, db := range []*sql.DB{dba, dbb} {
 			exec(t, db, "DELETE FROM child", "DELETE FROM parent", "DELETE FROM plain", "DELETE FROM stamped", "DELETE FROM trig_src", "DELETE FROM trig_log",
-				"DELETE FROM copied", "DROP TABLE late", "CREATE TABLE late (id INT PRIMARY KEY, n INT)",
+				"DELETE FROM copied", "DROP TABLE late", "CREATE TABLE late (id INT PRIMARY KEY, n INT)", "DELETE FROM virt", "DELETE FROM appt",
+				"INSERT INTO virt (id) VALUES (1)", "INSERT INTO appt VALUES (1, NULL), (2, NULL)",
 				"INSERT INTO plain (id) VALUES (1), (3)", "INSERT INTO stamped (id) VALUES (1)", "INSERT INTO trig_src VALUES (1, 0)",
 				"INSERT INTO parent VALUES (1)", "INSERT INTO child VALUES (1, 1)")
 		}
@@ -182,7 +227,7 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 				t.Fatalf("%s, target %d: %d errors %v", name, i, r.Errors, r.ErrorCodes)
 			}
 			if n := logged(dba, names[i]); n != want[i] {
-				t.Errorf("%s, target %d: %d writes were sent the captured time; want %d", name, i, n, want[i])
+				t.Errorf("%s, target %d: %d statements were sent the captured time; want %d", name, i, n, want[i])
 			}
 			var got string
 			if err := db.QueryRow(`SELECT CONCAT_WS(' ', (SELECT UNIX_TIMESTAMP(d) FROM plain WHERE id = 2), (SELECT UNIX_TIMESTAMP(changed) FROM stamped WHERE id = 1),
@@ -190,8 +235,16 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 				(SELECT UNIX_TIMESTAMP(at) FROM late WHERE id = 1), (SELECT pid FROM child WHERE id = 1))`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if want := fmt.Sprintf("%s %s %s %s,%s %s 10", s(2), s(15), s(4), s(5), s(6), s(11)); got != want {
+			if want := fmt.Sprintf("%s %s %s %s,%s %s 10", s(2), s(23), s(4), s(5), s(6), s(11)); got != want {
 				t.Errorf("%s, target %d: NOW(6), ON UPDATE, trigger, view, function, DEFAULT gave %s; want %s (the captured statements' times)", name, i, got, want)
+			}
+			if err := db.QueryRow(`SELECT CONCAT_WS(' ', (SELECT UNIX_TIMESTAMP(seen) FROM virt WHERE id = 1),
+				(SELECT GROUP_CONCAT(DATE_FORMAT(at, '%Y-%m-%d %H:%i') ORDER BY id) FROM appt))`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			day := at.In(time.Local).Format("2006-01-02") // the server's zone, the test's
+			if want := fmt.Sprintf("%s %s 09:00,%s 10:30", s(12), day, day); got != want {
+				t.Errorf("%s, target %d: VIRTUAL NOW(6), MAKETIME, a TIME parameter gave %s; want %s (the captured day)", name, i, got, want)
 			}
 		}
 	}
@@ -209,5 +262,5 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	t.Cleanup(func() { _, _ = dba.Exec("DROP USER " + user + "@'%'") })
 	reset()
 	restricted := tgt(t, "a", strings.Replace(ta.DSN, "root@", user+":pw@", 1), "")
-	check("without TRIGGER", replayRun(t, capDir, nil, restricted, tb), [2]int{writes, stamped})
+	check("without TRIGGER", replayRun(t, capDir, nil, restricted, tb), [2]int{blind, stamped})
 }

@@ -35,8 +35,10 @@ type job struct {
 
 // setVar is one variable of a session's state: its latest assignment.
 type setVar struct {
-	name, text string
-	version    int
+	// text is the assignment as a statement of its own; value its value
+	// as written.
+	name, text, value string
+	version           int
 	// ok: the server accepted it in the capture (a synthetic SET of a
 	// session open at the capture's start was accepted too): failing on a
 	// target is then that target's error, not the capture's.
@@ -343,11 +345,11 @@ func (s *regroupSession) leading() bool { return s.open != nil && s.open.lead ==
 func (s *regroupSession) setVar(a sqlinfo.Assignment, version int, ok bool) {
 	for i := range s.sets {
 		if s.sets[i].name == a.Name {
-			s.sets[i].text, s.sets[i].version, s.sets[i].ok = a.Text, version, ok
+			s.sets[i].text, s.sets[i].value, s.sets[i].version, s.sets[i].ok = a.Text, a.Value, version, ok
 			return
 		}
 	}
-	s.sets = append(s.sets, setVar{name: a.Name, text: a.Text, version: version, ok: ok})
+	s.sets = append(s.sets, setVar{name: a.Name, text: a.Text, value: a.Value, version: version, ok: ok})
 }
 
 // flush returns the units still open when the capture ends: transactions

@@ -39,9 +39,12 @@ type worker struct {
 	res      conn.Result
 	// prelude: before's buffer for the SET sent with a statement.
 	prelude []byte
-	// ownTime: the session set its timestamp itself (setsTimestamp):
-	// before sends none.
+	// ownTime: the session set its timestamp to a value of its own
+	// (timestampSet): before sends none.
 	ownTime bool
+	// calls: whether a text (by its analysis) calls a stored function
+	// (callsStored).
+	calls map[*sqlinfo.Info]bool
 
 	// Session mode: the captured statement id's SQL and the statement
 	// prepared for it here; statements whose long data was lost.
@@ -138,7 +141,7 @@ type worker struct {
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
 		sqlOf: map[uint32]string{}, schemaOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[stmtRef]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
-		client: defaultClient, failing: -1}
+		client: defaultClient, failing: -1, calls: map[*sqlinfo.Info]bool{}}
 	rn.addWorker(w)
 	return w
 }
@@ -234,7 +237,7 @@ func (w *worker) noteSet(sql string) {
 	for _, a := range as {
 		w.sets = slices.DeleteFunc(w.sets, func(s setVar) bool { return s.name == a.Name })
 		if !sqlinfo.OneShot(a.Name) && (a.Name == "names" || strings.HasPrefix(a.Name, "transaction") || sqlinfo.Reevaluable(a.Value)) {
-			w.sets = append(w.sets, setVar{name: a.Name, text: a.Text})
+			w.sets = append(w.sets, setVar{name: a.Name, text: a.Text, value: a.Value})
 		}
 	}
 }
@@ -659,10 +662,15 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	if id := capturedInsertID(j); id != 0 && w.rn.generates(j.info, j.rec) {
 		b = strconv.AppendUint(append(b, "SET insert_id = "...), id, 10)
 	}
-	if j.info.Set && setsTimestamp(j.sql) {
-		w.ownTime = true // the session's own from here on: left as it set it
+	if j.info.Set {
+		if own, set := timestampSet(j.sql); set {
+			// The session's own clock from here on, left as it set it;
+			// or, set back to DEFAULT, the server's: the captured time
+			// again.
+			w.ownTime = own
+		}
 	}
-	if at := j.rec.Start; !w.ownTime && stampsTime(j.info, j.sql) && w.takesClock(j) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
+	if at := j.rec.Start; !w.ownTime && w.stamps(j) && at.Unix() > 0 && at.Unix() < 1<<31-1 {
 		if len(b) == 0 {
 			b = append(b, "SET "...)
 		} else {
@@ -681,15 +689,71 @@ func (w *worker) before(ctx context.Context, j *job) error {
 	return nil
 }
 
-// takesClock reports whether j's statement can read the session's clock
-// (runner.takesClock). An execute in session mode of a statement
-// prepared in another schema than the session's now is taken to: the
-// server resolved its tables where it was prepared.
-func (w *worker) takesClock(j *job) bool {
-	if j.rec.Kind == store.KindExecute && !w.regrouped && w.schemaOf[j.rec.StmtID] != j.rec.Schema {
-		return true
+// stamps reports whether j's statement is sent the captured time (see
+// before): a write that can read the clock (stampsTime, takesClock), or
+// a read whose answer takes it from what its text does not show
+// (runner.readsClock) or from a TIME parameter's date.
+func (w *worker) stamps(j *job) bool {
+	if stampsTime(j.info, j.sql) {
+		return w.takesClock(j)
 	}
-	return w.rn.takesClock(j.info, j.sql, j.rec.Schema)
+	if j.info.Class != sqlinfo.ClassRead || j.info.Nondeterministic || capture.ReadsDiagnosticsText(j.sql) {
+		return false // an answer not compared, or that a SET sent first would change
+	}
+	return timeParam(j.rec) || w.rn.readsClock(j.info, j.rec.Schema) || w.rn.clock != nil && (w.otherSchema(j) || w.callsStored(j))
+}
+
+// callsStored reports whether j's text calls a stored function of the
+// target's (runner.funcs, of any schema's), which may read the clock: a
+// cache of the texts this worker ran (by their analysis, one a text)
+// lexes each once, not at every run (emptied at maxCalls).
+func (w *worker) callsStored(j *job) bool {
+	if len(w.rn.funcs) == 0 || strings.IndexByte(j.sql, '(') < 0 {
+		return false
+	}
+	if c, ok := w.calls[j.info]; ok {
+		return c
+	}
+	if len(w.calls) >= maxCalls {
+		clear(w.calls)
+	}
+	c := callsStored(j.sql, w.rn.funcs)
+	w.calls[j.info] = c
+	return c
+}
+
+// maxCalls bounds worker.calls: texts whose literals differ at each run
+// (queries, not prepared statements) would grow it with the capture.
+const maxCalls = 4096
+
+// takesClock reports whether j's statement can read the session's clock
+// (runner.takesClock), or binds a TIME parameter (timeParam).
+func (w *worker) takesClock(j *job) bool {
+	return w.otherSchema(j) || timeParam(j.rec) || w.rn.takesClock(j.info, j.sql, j.rec.Schema)
+}
+
+// otherSchema: an execute in session mode of a statement prepared in
+// another schema than the session's now. The server resolved its tables
+// where it was prepared, which the clock's marks (by the record's
+// schema) do not tell: it is taken to read the clock.
+func (w *worker) otherSchema(j *job) bool {
+	return j.rec.Kind == store.KindExecute && !w.regrouped && w.schemaOf[j.rec.StmtID] != j.rec.Schema
+}
+
+// timeParam: an execute that binds a TIME value (JDBC's setTime, a
+// MYSQL_TIME of that type): stored into a DATETIME or DATE column, or
+// compared with one, it takes the current date (MariaDB 10.3 and later,
+// MySQL 8), which SET timestamp sets.
+func timeParam(rec *store.Record) bool {
+	if rec.Kind != store.KindExecute {
+		return false
+	}
+	for i := range rec.Params {
+		if rec.Params[i].Type == store.TypeTime && !rec.Params[i].Null {
+			return true
+		}
+	}
+	return false
 }
 
 // stampsTime reports whether a statement needs the captured time set
@@ -710,12 +774,31 @@ func stampsTime(info *sqlinfo.Info, sql string) bool {
 	return !capture.ReadsDiagnosticsText(sql)
 }
 
-// setsTimestamp reports whether a SET assigns the session's timestamp
-// (a restore of mysqlbinlog's output, a test's fixed clock): replay then
-// leaves the session's clock to it.
-func setsTimestamp(sql string) bool {
+// timestampSet reports whether a SET assigns the session's timestamp,
+// and if it does, whether the session keeps a clock of its own from then
+// on (a restore of mysqlbinlog's output, a test's fixed clock: replay
+// leaves the session's clock to it) or has the server's back (ownsTime).
+func timestampSet(sql string) (own, set bool) {
 	as, _ := sqlinfo.SetAssignments(sql)
-	return slices.ContainsFunc(as, func(a sqlinfo.Assignment) bool { return a.Name == "timestamp" })
+	for _, a := range as {
+		if a.Name == "timestamp" {
+			own, set = ownsTime(a.Value), true
+		}
+	}
+	return own, set
+}
+
+// ownsTime reports whether a value assigned to the session's timestamp
+// fixes its clock: DEFAULT and 0 give it the server's clock back, and
+// replay the captured time to send before what reads it. (Left to the
+// session's, its later NOW() writes held each target's clock.)
+func ownsTime(value string) bool {
+	v := strings.TrimSpace(value)
+	if strings.EqualFold(v, "DEFAULT") {
+		return false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return err != nil || f != 0
 }
 
 // helper runs one of replay's own statements on the connection; a
@@ -1046,7 +1129,7 @@ func (w *worker) adopt(ctx context.Context, u *unit) error {
 		w.forgetStatements()
 		w.carried = 0
 	}
-	w.ownTime = slices.ContainsFunc(u.sets, func(s setVar) bool { return s.name == "timestamp" })
+	w.ownTime = slices.ContainsFunc(u.sets, func(s setVar) bool { return s.name == "timestamp" && ownsTime(s.value) })
 	if db := w.rn.schemaFor(u.schema); db != "" && db != w.schema {
 		if err := w.c.InitDB(ctx, db); err == nil {
 			w.schema = db
