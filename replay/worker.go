@@ -697,10 +697,11 @@ func (w *worker) stamps(j *job) bool {
 	if stampsTime(j.info, j.sql) {
 		return w.takesClock(j)
 	}
-	if j.info.Class != sqlinfo.ClassRead || j.info.Nondeterministic || capture.ReadsDiagnosticsText(j.sql) {
-		return false // an answer not compared, or that a SET sent first would change
+	if j.info.Class != sqlinfo.ClassRead || j.info.Nondeterministic {
+		return false // an answer not compared
 	}
-	return timeParam(j.rec) || w.rn.readsClock(j.info, j.rec.Schema) || w.rn.clock != nil && (w.otherSchema(j) || w.callsStored(j))
+	clock := timeParam(j.rec) || w.rn.readsClock(j.info, j.rec.Schema) || w.rn.clock != nil && (w.otherSchema(j) || w.callsStored(j))
+	return clock && !capture.ReadsDiagnosticsText(j.sql) // not one a SET sent first would change
 }
 
 // callsStored reports whether j's text calls a stored function of the
