@@ -91,6 +91,11 @@ func CalledFunctions(text string) []Table {
 	if err != nil {
 		return nil
 	}
+	return calledIn(text, toks)
+}
+
+// calledIn is CalledFunctions of text lexed as toks.
+func calledIn(text string, toks []Token) []Table {
 	var fs []Table
 	name := func(t Token) (string, bool) {
 		switch t.Kind {

@@ -149,13 +149,21 @@ type Info struct {
 	// Clock: the text reads the session's clock, which SET timestamp
 	// sets: NOW() and its kind (CURRENT_TIMESTAMP, CURDATE(),
 	// UNIX_TIMESTAMP() …, with or without parentheses where the server
-	// allows none), @@timestamp, FOR SYSTEM_TIME, and a TIME value
-	// (MAKETIME(), TIME '09:00', CAST(… AS TIME): timeFuncs), whose date
-	// is the session's once a DATETIME takes it. What the text does not
-	// name — a column's DEFAULT or ON UPDATE CURRENT_TIMESTAMP, a
+	// allows none), @@timestamp, FOR SYSTEM_TIME (and see TimeValue).
+	// What the text does not name — a column's DEFAULT or ON UPDATE CURRENT_TIMESTAMP, a
 	// trigger, a view, a stored function — is the schema's (replay's
 	// runner.takesClock and runner.readsClock).
 	Clock bool
+	// TimeValue: the text makes a TIME value (MAKETIME(), TIME '09:00',
+	// CAST(… AS TIME): timeFuncs), which a DATETIME or DATE column, or a
+	// comparison with one, takes with the session's current date (SET
+	// timestamp sets it): the clock is read where such a value meets a
+	// date, which the text alone does not tell.
+	TimeValue bool
+	// Calls are the functions the text calls by name (CalledFunctions),
+	// builtins and stored functions alike; nil when none or the text
+	// cannot be lexed.
+	Calls []Table
 	// Unanalysable: the TiDB parser could not read the statement (MariaDB
 	// syntax, or it failed); the lexer's answers stand.
 	Unanalysable bool
@@ -218,8 +226,16 @@ func Analyze(sql string) *Info {
 	}
 	stmts := Statements(sql, toks)
 	info.Statements = len(stmts)
+	compound := false
 	for k, st := range stmts {
-		lexFacts(sql, st, info, k == 0)
+		lexFacts(sql, st, info, k == 0, compound)
+		if k == 0 {
+			w := words(sql, st, 3)
+			compound = len(w) == 3 && w[0] == "BEGIN" && w[1] == "NOT" && w[2] == "ATOMIC"
+		}
+	}
+	if err == nil && strings.IndexByte(sql, '(') >= 0 {
+		info.Calls = calledIn(sql, toks)
 	}
 	if err != nil || !parse(sql, info) {
 		info.Unanalysable = true
@@ -331,6 +347,28 @@ var timeFuncs = map[string]bool{
 var clockWords = []string{"CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "LOCALTIMESTAMP",
 	"UTC_TIMESTAMP", "UTC_DATE", "UTC_TIME", "SYSTEM_TIME"}
 
+// castTo reports whether the type name at i is what a CAST(… AS type)
+// or a CONVERT(…, type) converts to: the call's parenthesis, found back
+// past nested ones, follows CAST or CONVERT.
+func castTo(sql string, st []Token, i int) bool {
+	if i == 0 || !st[i-1].Is(sql, "AS") && !st[i-1].IsPunct(sql, ",") {
+		return false
+	}
+	depth := 0
+	for j := i - 1; j > 0; j-- {
+		switch {
+		case st[j].IsPunct(sql, ")"):
+			depth++
+		case st[j].IsPunct(sql, "("):
+			if depth == 0 {
+				return st[j-1].Is(sql, "CAST") || st[j-1].Is(sql, "CONVERT")
+			}
+			depth--
+		}
+	}
+	return false
+}
+
 func isClockWord(w string) bool {
 	if len(w) < 8 || len(w) > 17 {
 		return false
@@ -344,7 +382,10 @@ func isClockWord(w string) bool {
 }
 
 // lexFacts fills what the tokens of one statement tell.
-func lexFacts(sql string, st []Token, info *Info, first bool) {
+//
+// In a compound statement (BEGIN NOT ATOMIC …, the first's), a BEGIN
+// opens a block, not a transaction.
+func lexFacts(sql string, st []Token, info *Info, first, compound bool) {
 	w := words(sql, st, 6)
 	verb := ""
 	if len(w) > 0 {
@@ -366,7 +407,7 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 	case "KILL":
 		info.Kill = true
 	case "BEGIN":
-		if at(1, "NOT") && at(2, "ATOMIC") {
+		if compound || at(1, "NOT") && at(2, "ATOMIC") {
 			// MariaDB's compound statement (BEGIN NOT ATOMIC … END), not
 			// a transaction's start: it runs its statements as a
 			// procedure's body does, each in autocommit's way; what it
@@ -472,8 +513,11 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 			if nondeterministicFuncs[name] {
 				info.Nondeterministic = true
 			}
-			if clockFuncs[name] || timeFuncs[name] {
+			if clockFuncs[name] {
 				info.Clock = true
+			}
+			if timeFuncs[name] {
+				info.TimeValue = true
 			}
 			if chosenFuncs[name] && (name != "rand" || i+2 < len(st) && st[i+2].IsPunct(sql, ")")) {
 				info.ChosenValues = true
@@ -490,11 +534,11 @@ func lexFacts(sql string, st []Token, info *Info, first bool) {
 				// the statement, says too.
 				info.Nondeterministic = true
 			}
-		case t.Is(sql, "TIME") && (i+1 < len(st) && st[i+1].Kind == TokString || i > 0 && (st[i-1].Is(sql, "AS") || st[i-1].IsPunct(sql, ","))):
+		case t.Is(sql, "TIME") && (i+1 < len(st) && st[i+1].Kind == TokString || castTo(sql, st, i)):
 			// A TIME literal (TIME '09:00'), CAST(… AS TIME), CONVERT(…,
-			// TIME): a TIME value, as from timeFuncs. (A column or alias
-			// named time reads so too: the clock is only taken.)
-			info.Clock = true
+			// TIME): a TIME value, as from timeFuncs. (Not a column or
+			// an alias named time.)
+			info.TimeValue = true
 		case t.Kind == TokVariable:
 			if v := t.Text(sql); strings.HasPrefix(v, "@@") && len(v) >= 11 && strings.EqualFold(v[len(v)-9:], "timestamp") {
 				info.Clock = true // @@timestamp, @@session.timestamp

@@ -214,10 +214,15 @@ func TestClockIsWhatReadsTheSessionsTime(t *testing.T) {
 		"UPDATE appt SET starts_at = TIMESTAMP('2026-01-01') WHERE id = 1":         true,  // TIMESTAMP(expr) of a TIME converts it
 		"UPDATE appt SET starts_at = TIMESTAMP '2026-01-01 09:00:00' WHERE id = 1": false, // a literal
 		"UPDATE appt SET starts_at = '09:00:00' WHERE id = 1":                      false, // a string: not a time of today (2009-00-00)
-		"BEGIN NOT ATOMIC INSERT INTO t VALUES (NOW()); END":                       true,
+		"INSERT INTO log (id, time) VALUES (1, ?)":                                 false, // a column named time
+		"UPDATE metrics SET a = 1, time = ? WHERE id = 1":                          false,
+		"INSERT INTO log SELECT id, x AS time FROM t":                              false, // an alias
+		"INSERT INTO log SELECT id, CAST(CONCAT(h, ':00') AS TIME(3)) FROM t":      true,
+		"INSERT INTO log SELECT id, CONVERT(IF(a, b, c), TIME) FROM t":             true,
 	} {
-		if got := Analyze(sql).Clock; got != want {
-			t.Errorf("%q: Clock = %v, want %v", sql, got, want)
+		// What replay sends the captured time for (runner.takesClock).
+		if i := Analyze(sql); (i.Clock || i.TimeValue) != want {
+			t.Errorf("%q: Clock %v, TimeValue %v; want either to be %v", sql, i.Clock, i.TimeValue, want)
 		}
 	}
 }
@@ -250,6 +255,11 @@ func TestCompoundStatementIsNoBegin(t *testing.T) {
 	i := Analyze("BEGIN NOT ATOMIC INSERT INTO t VALUES (NOW()); UPDATE u SET n = 1; END")
 	if i.Begin || i.ImplicitCommit || !i.WritesUnknown {
 		t.Errorf("compound statement: Begin %v, ImplicitCommit %v, WritesUnknown %v; want false, false, true", i.Begin, i.ImplicitCommit, i.WritesUnknown)
+	}
+	// A block in it is no transaction either (the text's pieces end at
+	// every semicolon).
+	if i := Analyze("BEGIN NOT ATOMIC DECLARE x INT; BEGIN INSERT INTO t VALUES (1); END; END"); i.Begin || i.ImplicitCommit || !i.WritesUnknown {
+		t.Errorf("nested block: Begin %v, ImplicitCommit %v, WritesUnknown %v; want false, false, true", i.Begin, i.ImplicitCommit, i.WritesUnknown)
 	}
 	for _, sql := range []string{"BEGIN", "BEGIN WORK", "START TRANSACTION"} {
 		if i := Analyze(sql); !i.Begin || i.WritesUnknown {
