@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"strings"
 
 	"github.com/tandemdb/tandem/sqlinfo"
@@ -120,23 +121,20 @@ func laterStatementMayChangeSchema(sql string) bool {
 	return false
 }
 
-// loadClock reads, on the target, which of the capture's tables a write
-// can read the clock through (runner.clock, by the target's "schema.table",
-// lower-case), and the target's stored functions; byTarget maps each
-// target table (schema, name, lower-case) the capture touches to its
-// captured name. A query that fails leaves the clock not known: every
-// write takes it. So does a schema whose triggers this account may not
-// see (seesTriggers).
-func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]bool, byTarget map[[2]string]string) {
+// loadClock reads, on the target, which tables of the capture's schemas
+// a write or a read can read the clock through (runner.clock, by the
+// target's "schema.table", lower-case), and the target's stored
+// functions. A query that fails leaves the clock not known: every write
+// takes it. So does every base table of a schema whose triggers this
+// account may not see (seesTriggers).
+func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]bool) {
 	rn.clock, rn.funcs = nil, nil
 	clock, funcs := map[string]byte{}, map[string]bool{}
+	// Every table of the schemas is marked, not only the capture's: a
+	// view the capture reads reads others.
 	in := func(schema string, mark byte) func(tbl, _ string) {
 		return func(tbl, _ string) {
-			k := [2]string{strings.ToLower(schema), strings.ToLower(tbl)}
-			if _, ok := byTarget[k]; !ok {
-				return
-			}
-			key := k[0] + "." + k[1]
+			key := strings.ToLower(schema) + "." + strings.ToLower(tbl)
 			switch {
 			case clock[key] == 0: // known as a base table first
 				if mark == clockFree {
@@ -147,44 +145,45 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 			}
 		}
 	}
-	views := map[string]string{} // the capture's views, by target name: their definitions
+	views := map[string]string{} // the schemas' views, by target name: their definitions
 	for schema := range schemas {
 		triggers, ok := seesTriggers(ctx, db, schema)
 		if !ok {
 			return
 		}
-		if !triggers {
+		ok = everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockFree), schema)
+		if ok && !triggers {
 			rn.cfg.Logger.Info("this account may not see the triggers of a schema (no TRIGGER privilege): every write to its tables is sent its captured time (SET timestamp), one command more on the server",
 				"target", rn.t.Name, "schema", schema)
-			continue // its tables not known: their writes take the clock
+			// Its tables' writes take the clock; their reads, what
+			// views and generated columns give.
+			ok = everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockTakes), schema)
 		}
-		ok = everyPair(ctx, db, "SELECT TABLE_NAME, '' FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", in(schema, clockFree), schema) &&
+		ok = ok && (!triggers ||
 			// TIMESTAMP: NULL into one is the current time (explicit_defaults_for_timestamp
 			// off); TIME: one copied into a DATETIME takes the current date.
 			everyPair(ctx, db, "SELECT DISTINCT TABLE_NAME, '' FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND (DATA_TYPE IN ('timestamp', 'time') OR "+
 				"COLUMN_DEFAULT LIKE '%(%' OR COLUMN_DEFAULT LIKE '%current%' OR COLUMN_DEFAULT LIKE '%now%' OR "+
 				"EXTRA LIKE '%current%' OR EXTRA LIKE '%now%' OR EXTRA LIKE '%DEFAULT_GENERATED%')",
 				in(schema, clockTakes), schema) &&
-			everyPair(ctx, db, "SELECT DISTINCT EVENT_OBJECT_TABLE, '' FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ?", in(schema, clockTakes), schema) &&
-			everyPair(ctx, db, "SELECT DISTINCT REFERENCED_TABLE_NAME, '' FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE UNIQUE_CONSTRAINT_SCHEMA = ? AND "+
-				"(UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION'))", in(schema, clockTakes), schema) &&
-			// A CHECK that may read the clock (MariaDB allows NOW() in one).
-			everyPair(ctx, db, "SELECT DISTINCT tc.TABLE_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc JOIN information_schema.CHECK_CONSTRAINTS cc "+
-				"ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME WHERE tc.CONSTRAINT_SCHEMA = ? AND tc.CONSTRAINT_TYPE = 'CHECK' AND "+
-				"(cc.CHECK_CLAUSE LIKE '%now%' OR cc.CHECK_CLAUSE LIKE '%cur%' OR cc.CHECK_CLAUSE LIKE '%date%' OR cc.CHECK_CLAUSE LIKE '%time%' OR cc.CHECK_CLAUSE LIKE '%utc%')",
-				in(schema, clockTakes), schema) &&
+				everyPair(ctx, db, "SELECT DISTINCT EVENT_OBJECT_TABLE, '' FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = ?", in(schema, clockTakes), schema) &&
+				everyPair(ctx, db, "SELECT DISTINCT REFERENCED_TABLE_NAME, '' FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE UNIQUE_CONSTRAINT_SCHEMA = ? AND "+
+					"(UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION'))", in(schema, clockTakes), schema) &&
+				// A CHECK that may read the clock (MariaDB allows NOW() in one).
+				everyPair(ctx, db, "SELECT DISTINCT tc.TABLE_NAME, '' FROM information_schema.TABLE_CONSTRAINTS tc JOIN information_schema.CHECK_CONSTRAINTS cc "+
+					"ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME WHERE tc.CONSTRAINT_SCHEMA = ? AND tc.CONSTRAINT_TYPE = 'CHECK' AND "+
+					"(cc.CHECK_CLAUSE LIKE '%now%' OR cc.CHECK_CLAUSE LIKE '%cur%' OR cc.CHECK_CLAUSE LIKE '%date%' OR cc.CHECK_CLAUSE LIKE '%time%' OR cc.CHECK_CLAUSE LIKE '%utc%')",
+					in(schema, clockTakes), schema)) &&
 			// A generated column's expression: NOW() in a VIRTUAL one
 			// (MariaDB). Its COLUMN_DEFAULT is NULL, its EXTRA "VIRTUAL
 			// GENERATED": the query above does not see it.
 			everyPair(ctx, db, "SELECT TABLE_NAME, GENERATION_EXPRESSION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND GENERATION_EXPRESSION <> ''", func(tbl, expr string) {
-				if info := sqlinfo.Analyze("SELECT " + expr); info.Clock || info.LexError != "" {
+				if exprClock(expr) {
 					in(schema, clockReads)(tbl, "")
 				}
 			}, schema) &&
 			everyPair(ctx, db, "SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?", func(tbl, def string) {
-				if k := [2]string{strings.ToLower(schema), strings.ToLower(tbl)}; byTarget[k] != "" {
-					views[k[0]+"."+k[1]] = def
-				}
+				views[strings.ToLower(schema)+"."+strings.ToLower(tbl)] = def
 			}, schema)
 		if !ok {
 			return
@@ -195,21 +194,45 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 	}) {
 		return
 	}
+	marks := make(map[string]byte, len(views))
 	for key, def := range views {
-		clock[key] = viewClock(def, key[:strings.IndexByte(key, '.')], clock, views, funcs)
+		marks[key] = viewClock(def, key[:strings.IndexByte(key, '.')], clock, views, funcs)
 	}
+	maps.Copy(clock, marks)
 	rn.clock, rn.funcs = clock, funcs
+}
+
+// exprClock reports whether a generated column's expression, as
+// information_schema shows it, reads the clock (a TIME value it makes is
+// the column's own type: not a date). MySQL 8 shows it with its quotes
+// escaped (_utf8mb4\'x\'), unescaped first; one the lexer still cannot
+// read is looked at for the clock's names.
+func exprClock(expr string) bool {
+	expr = strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(expr)
+	info := sqlinfo.Analyze("SELECT " + expr)
+	if info.LexError == "" {
+		return info.Clock
+	}
+	l := strings.ToLower(expr)
+	for _, w := range []string{"now", "current_", "curdate", "curtime", "localtime", "utc_", "unix_timestamp", "sysdate"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // viewClock is the mark of a view (of schema) of definition def, as
 // information_schema gives it: clockReads when reading it may read the
 // clock — its definition does, or is not shown (MySQL shows it only to
-// the view's definer and accounts with SHOW VIEW), or reads a view or a
-// table of a generated column that does, or calls a stored function —
-// else clockTakes (a write through it: not known).
+// the view's definer and accounts with SHOW VIEW), or reads a view, a
+// table of a generated column that reads it, or a table not known
+// (another schema's), or calls a stored function — else clockTakes (a
+// write through it: not known). A TIME value it makes is its column's,
+// not a date: a read that compares it with one says so itself.
 func viewClock(def, schema string, clock map[string]byte, views map[string]string, funcs map[string]bool) byte {
 	info := sqlinfo.Analyze(def)
-	if strings.TrimSpace(def) == "" || info.Clock || info.LexError != "" || callsStored(def, funcs) {
+	if strings.TrimSpace(def) == "" || info.Clock || info.LexError != "" || callsStored(info.Calls, funcs) {
 		return clockReads
 	}
 	for _, t := range info.Reads {
@@ -218,20 +241,17 @@ func viewClock(def, schema string, clock map[string]byte, views map[string]strin
 			s = schema
 		}
 		k := strings.ToLower(s + "." + t.Name)
-		if _, view := views[k]; view || clock[k] == clockReads {
+		if _, view := views[k]; view || clock[k] == clockReads || clock[k] == 0 {
 			return clockReads
 		}
 	}
 	return clockTakes
 }
 
-// callsStored reports whether sql calls a function of funcs (the
-// target's stored functions, lower-case, of any schema's).
-func callsStored(sql string, funcs map[string]bool) bool {
-	if len(funcs) == 0 || strings.IndexByte(sql, '(') < 0 {
-		return false
-	}
-	for _, f := range sqlinfo.CalledFunctions(sql) {
+// callsStored reports whether calls (sqlinfo.Info.Calls) hold a function
+// of funcs (the target's stored functions, lower-case, of any schema's).
+func callsStored(calls []sqlinfo.Table, funcs map[string]bool) bool {
+	for _, f := range calls {
 		if funcs[strings.ToLower(f.Name)] {
 			return true
 		}
@@ -275,8 +295,8 @@ func (rn *runner) forgetClock(x *captureIndex, followed bool) {
 // takesClock reports whether a statement that needs the captured time
 // when it can read the clock (stampsTime) can, run in session schema
 // schema: see above.
-func (rn *runner) takesClock(info *sqlinfo.Info, sql, schema string) bool {
-	if rn.clock == nil || info.Clock || info.Unanalysable || info.WritesUnknown || info.Statements != 1 || len(info.Writes) == 0 {
+func (rn *runner) takesClock(info *sqlinfo.Info, schema string) bool {
+	if rn.clock == nil || info.Clock || info.TimeValue || info.Unanalysable || info.WritesUnknown || info.Statements != 1 || len(info.Writes) == 0 {
 		return true
 	}
 	switch info.Verb {
@@ -294,30 +314,34 @@ func (rn *runner) takesClock(info *sqlinfo.Info, sql, schema string) bool {
 			return true // a view (NOW() in its definition), a TIME column, or not known
 		}
 	}
-	return callsStored(sql, rn.funcs) // a stored function (of any schema's with that name)
+	return callsStored(info.Calls, rn.funcs) // a stored function (of any schema's with that name)
 }
 
 // readsClock reports whether a read (one stampsTime leaves alone, whose
 // answer is compared) run in session schema schema needs the captured
-// time: its text gives a TIME value, whose date is the session's
-// (sqlinfo.Info.Clock of a read that is not nondeterministic), or it
-// reads a view or generated column that reads the clock. (A stored
-// function it calls: worker.callsStored.) With the clock not known
-// (runner.clock nil), every write takes it, as before: the connection
-// holds a recent write's time.
+// time: its text reads the clock where its answer does not show it (a
+// TIME value's date, FOR SYSTEM_TIME), or it reads a view or generated
+// column that reads the clock, or a table not known (created by the
+// capture, qualified on a target whose DSN names a database), or calls a
+// stored function. With the clock not known at all (runner.clock nil: a
+// shadow, a capture that calls procedures or creates triggers or
+// functions, a server whose information_schema could not be read),
+// every write takes it, and a read takes what the connection's last
+// write left, or the target's own clock before any: as before replay
+// told writes apart.
 func (rn *runner) readsClock(info *sqlinfo.Info, schema string) bool {
-	if info.Clock {
+	if info.Clock || info.TimeValue {
 		return true
 	}
 	if rn.clock == nil {
 		return false
 	}
 	for _, t := range info.Reads {
-		if rn.clockOf(t, schema) == clockReads {
+		if m := rn.clockOf(t, schema); m == clockReads || m == 0 {
 			return true
 		}
 	}
-	return false
+	return callsStored(info.Calls, rn.funcs)
 }
 
 // clockOf is rn.clock's mark for a table a statement run in session

@@ -67,7 +67,7 @@ func (rn *runner) loadPrimaryKeys(ctx context.Context, tables []string) {
 			}
 		})
 	}
-	rn.loadClock(ctx, db, schemas, byTarget)
+	rn.loadClock(ctx, db, schemas)
 	if rn.access {
 		rn.loadAccessTables(ctx, db, schemas, byTarget)
 	}

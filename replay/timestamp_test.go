@@ -114,6 +114,8 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 			"CREATE TABLE virt (id INT PRIMARY KEY, seen DATETIME(6) NULL, ref DATETIME(6) AS (NOW(6)) VIRTUAL)",
 			"CREATE TABLE appt (id INT PRIMARY KEY, at DATETIME(6) NULL)",
 			"CREATE VIEW v_plain AS SELECT id, d FROM plain",
+			"CREATE VIEW v_over AS SELECT id, at FROM v_now",
+			"CREATE TABLE metrics (id INT PRIMARY KEY, time TIME)",
 		)
 	}
 	names := [2]string{databaseOf(t, dba), databaseOf(t, dbb)}
@@ -122,7 +124,7 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	var recs []store.Record
 	// stamped: the statements sent the captured time; blind: those sent
 	// it by an account that cannot see the triggers (every write, and the
-	// reads whose text says so).
+	// same reads: the views and generated columns it sees).
 	stamped, blind := 0, 0
 	q := func(clock bool, sql string) {
 		blind++
@@ -131,13 +133,11 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 		}
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuery, SQL: sql, Resp: ok})
 	}
-	// read: a read whose answer takes the clock through the schema
-	// (clock), or by its text (always).
-	read := func(clock, always bool, sql string) {
+	// read: a compared read whose answer takes the clock from what its
+	// text does not show (clock).
+	read := func(clock bool, sql string) {
 		if clock {
 			stamped++
-		}
-		if always {
 			blind++
 		}
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuery, SQL: sql,
@@ -154,15 +154,17 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	q(false, "DELETE FROM plain WHERE id = 3")
 	q(false, "INSERT INTO plain (id) VALUES (4)")
 	q(true, "ALTER TABLE late ADD at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)")
-	q(true, "INSERT INTO late (id) VALUES (1)")                           // 11 s: a default the capture gave it
-	q(true, "UPDATE virt SET seen = ref WHERE id = 1")                    // 12 s: its VIRTUAL column's NOW(6)
-	read(true, false, "SELECT id, at FROM v_now WHERE id = 1")            // the view's NOW(6), compared
-	read(true, false, "SELECT ref FROM virt WHERE id = 1")                // the VIRTUAL column's
-	read(true, true, "SELECT f_now()")                                    // the function's
-	read(true, true, "SELECT id FROM appt WHERE at < MAKETIME(12, 0, 0)") // today's noon
-	read(false, false, "SELECT id, d FROM v_plain WHERE id = 1")          // a view of no clock
-	read(false, false, "SELECT id, NOW(6) FROM plain WHERE id = 1")       // not compared: not sent
-	read(false, false, "SELECT n FROM plain WHERE id = 1")
+	q(true, "INSERT INTO late (id) VALUES (1)")                     // 11 s: a default the capture gave it
+	q(true, "UPDATE virt SET seen = ref WHERE id = 1")              // 12 s: its VIRTUAL column's NOW(6)
+	read(true, "SELECT id, at FROM v_now WHERE id = 1")             // the view's NOW(6), compared
+	read(true, "SELECT at FROM v_over WHERE id = 1")                // a view of that view
+	read(true, "SELECT ref FROM virt WHERE id = 1")                 // the VIRTUAL column's
+	read(true, "SELECT f_now()")                                    // the function's
+	read(true, "SELECT id FROM appt WHERE at < MAKETIME(12, 0, 0)") // today's noon
+	read(false, "SELECT id, d FROM v_plain WHERE id = 1")           // a view of no clock
+	read(false, "SELECT id, NOW(6) FROM plain WHERE id = 1")        // not compared: not sent
+	read(false, "SELECT id, time FROM metrics WHERE id = 1")        // a column named time
+	read(false, "SELECT n FROM plain WHERE id = 1")
 	// Prepared statements: by what their text names, as queries.
 	prep := func(id uint32, sql string) {
 		recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindPrepare, StmtID: id, SQL: sql,
@@ -179,7 +181,7 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 	prep(1, "UPDATE plain SET n = n + ? WHERE id = ?")
 	execute(false, 1, i64(1), i64(1))
 	prep(2, "UPDATE stamped SET n = ? WHERE id = ?")
-	execute(true, 2, i64(5), i64(1)) // 23 s
+	execute(true, 2, i64(5), i64(1)) // 25 s
 	recs = append(recs, store.Record{Session: 1, Schema: "app", Start: at.Add(time.Duration(len(recs)) * time.Second), Kind: store.KindQuit})
 	// A session of its own, whose connection no write sent a time before
 	// (session mode): a TIME value into a DATETIME takes the day of the
@@ -235,7 +237,7 @@ func TestWritesTakeTheClockOnlyWhereTheyCanReadIt(t *testing.T) {
 				(SELECT UNIX_TIMESTAMP(at) FROM late WHERE id = 1), (SELECT pid FROM child WHERE id = 1))`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if want := fmt.Sprintf("%s %s %s %s,%s %s 10", s(2), s(23), s(4), s(5), s(6), s(11)); got != want {
+			if want := fmt.Sprintf("%s %s %s %s,%s %s 10", s(2), s(25), s(4), s(5), s(6), s(11)); got != want {
 				t.Errorf("%s, target %d: NOW(6), ON UPDATE, trigger, view, function, DEFAULT gave %s; want %s (the captured statements' times)", name, i, got, want)
 			}
 			if err := db.QueryRow(`SELECT CONCAT_WS(' ', (SELECT UNIX_TIMESTAMP(seen) FROM virt WHERE id = 1),

@@ -42,9 +42,6 @@ type worker struct {
 	// ownTime: the session set its timestamp to a value of its own
 	// (timestampSet): before sends none.
 	ownTime bool
-	// calls: whether a text (by its analysis) calls a stored function
-	// (callsStored).
-	calls map[*sqlinfo.Info]bool
 
 	// Session mode: the captured statement id's SQL and the statement
 	// prepared for it here; statements whose long data was lost.
@@ -141,7 +138,7 @@ type worker struct {
 func newWorker(rn *runner, outBatch int) *worker {
 	w := &worker{rn: rn, st: rn.statsFor(), out: rn.run.NewOutcomeBatch(rn.point, rn.idx), outBatch: outBatch,
 		sqlOf: map[uint32]string{}, schemaOf: map[uint32]string{}, byID: map[uint32]*conn.Stmt{}, lost: map[stmtRef]bool{}, unrunnable: map[uint32]byte{}, stmts: map[stmtKey]*conn.Stmt{},
-		client: defaultClient, failing: -1, calls: map[*sqlinfo.Info]bool{}}
+		client: defaultClient, failing: -1}
 	rn.addWorker(w)
 	return w
 }
@@ -647,7 +644,8 @@ func (w *worker) resolve(j *job) bool {
 // (SET timestamp, as replication's events carry it) for a statement that
 // writes and can read the clock (runner.takesClock: its text, or its
 // table's columns, triggers, views …), or assigns a variable from a
-// function such as NOW(). NOW(),
+// function such as NOW(), or reads an answer that is compared and takes
+// the clock from what its text does not show (stamps). NOW(),
 // CURRENT_TIMESTAMP and the columns that default to it or are updated
 // with it then hold the time the captured server gave them (to the
 // second, or closer: the capture's clock is the proxy's) on every target
@@ -700,37 +698,14 @@ func (w *worker) stamps(j *job) bool {
 	if j.info.Class != sqlinfo.ClassRead || j.info.Nondeterministic {
 		return false // an answer not compared
 	}
-	clock := timeParam(j.rec) || w.rn.readsClock(j.info, j.rec.Schema) || w.rn.clock != nil && (w.otherSchema(j) || w.callsStored(j))
+	clock := timeParam(j.rec) || w.rn.readsClock(j.info, j.rec.Schema) || w.rn.clock != nil && w.otherSchema(j)
 	return clock && !capture.ReadsDiagnosticsText(j.sql) // not one a SET sent first would change
 }
-
-// callsStored reports whether j's text calls a stored function of the
-// target's (runner.funcs, of any schema's), which may read the clock: a
-// cache of the texts this worker ran (by their analysis, one a text)
-// lexes each once, not at every run (emptied at maxCalls).
-func (w *worker) callsStored(j *job) bool {
-	if len(w.rn.funcs) == 0 || strings.IndexByte(j.sql, '(') < 0 {
-		return false
-	}
-	if c, ok := w.calls[j.info]; ok {
-		return c
-	}
-	if len(w.calls) >= maxCalls {
-		clear(w.calls)
-	}
-	c := callsStored(j.sql, w.rn.funcs)
-	w.calls[j.info] = c
-	return c
-}
-
-// maxCalls bounds worker.calls: texts whose literals differ at each run
-// (queries, not prepared statements) would grow it with the capture.
-const maxCalls = 4096
 
 // takesClock reports whether j's statement can read the session's clock
 // (runner.takesClock), or binds a TIME parameter (timeParam).
 func (w *worker) takesClock(j *job) bool {
-	return w.otherSchema(j) || timeParam(j.rec) || w.rn.takesClock(j.info, j.sql, j.rec.Schema)
+	return w.otherSchema(j) || timeParam(j.rec) || w.rn.takesClock(j.info, j.rec.Schema)
 }
 
 // otherSchema: an execute in session mode of a statement prepared in
