@@ -150,9 +150,9 @@ type Info struct {
 	// sets: NOW() and its kind (CURRENT_TIMESTAMP, CURDATE(),
 	// UNIX_TIMESTAMP() …, with or without parentheses where the server
 	// allows none), @@timestamp, FOR SYSTEM_TIME (and see TimeValue).
-	// What the text does not name — a column's DEFAULT or ON UPDATE CURRENT_TIMESTAMP, a
-	// trigger, a view, a stored function — is the schema's (replay's
-	// runner.takesClock and runner.readsClock).
+	// What the text does not name — a column's DEFAULT or ON UPDATE
+	// CURRENT_TIMESTAMP, a trigger, a view, a stored function — is the
+	// schema's (replay's runner.takesClock and runner.readsClock).
 	Clock bool
 	// TimeValue: the text makes a TIME value (MAKETIME(), TIME '09:00',
 	// CAST(… AS TIME): timeFuncs), which a DATETIME or DATE column, or a
