@@ -52,6 +52,10 @@ const (
 	clockReads byte = 'r'
 )
 
+// clockKey is a table's key in runner.clock: the target's schema and
+// name, lower-case ("schema.table").
+func clockKey(schema, table string) string { return strings.ToLower(schema + "." + table) }
+
 // noteClock marks what a captured statement (of verb info.Verb, run in
 // session schema schema) may change in what writes read of the clock
 // (see above): the tables DDL names, or all.
@@ -134,7 +138,7 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 	// view the capture reads reads others.
 	in := func(schema string, mark byte) func(tbl, _ string) {
 		return func(tbl, _ string) {
-			key := strings.ToLower(schema) + "." + strings.ToLower(tbl)
+			key := clockKey(schema, tbl)
 			switch {
 			case clock[key] == 0: // known as a base table first
 				if mark == clockFree {
@@ -157,7 +161,7 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 				"target", rn.t.Name, "schema", schema)
 			// Its tables' writes take the clock; their reads, what
 			// views and generated columns give.
-			prefix := strings.ToLower(schema) + "."
+			prefix := clockKey(schema, "")
 			for key, mark := range clock {
 				if mark == clockFree && strings.HasPrefix(key, prefix) {
 					clock[key] = clockTakes
@@ -188,7 +192,7 @@ func (rn *runner) loadClock(ctx context.Context, db *sql.DB, schemas map[string]
 				}
 			}, schema) &&
 			everyPair(ctx, db, "SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?", func(tbl, def string) {
-				views[strings.ToLower(schema)+"."+strings.ToLower(tbl)] = def
+				views[clockKey(schema, tbl)] = def
 			}, schema)
 		if !ok {
 			return
@@ -245,7 +249,7 @@ func viewClock(def, schema string, clock map[string]byte, views map[string]strin
 		if s == "" {
 			s = schema
 		}
-		k := strings.ToLower(s + "." + t.Name)
+		k := clockKey(s, t.Name)
 		if _, view := views[k]; view || clock[k] == clockReads || clock[k] == 0 {
 			return clockReads
 		}
@@ -293,7 +297,7 @@ func (rn *runner) forgetClock(x *captureIndex, followed bool) {
 	}
 	for t := range x.clockDDL {
 		schema, name := rn.targetTable(t)
-		delete(rn.clock, strings.ToLower(schema+"."+name))
+		delete(rn.clock, clockKey(schema, name))
 	}
 }
 
@@ -363,5 +367,5 @@ func (rn *runner) clockOf(t sqlinfo.Table, schema string) byte {
 	default:
 		schema = t.Schema
 	}
-	return rn.clock[strings.ToLower(schema+"."+t.Name)]
+	return rn.clock[clockKey(schema, t.Name)]
 }
