@@ -9,7 +9,6 @@ import (
 
 	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
-	"github.com/tandemdb/tandem/store"
 )
 
 // Access: which earlier units a unit waits for. Under --order capture a
@@ -135,20 +134,22 @@ func (rn *runner) unitAccess(jobs []job) *order.Access {
 		return nil
 	}
 	a := &order.Access{}
-	for i, j := range jobs {
+	for i := range jobs {
+		j := &jobs[i]
 		if a.Touches.Keys == nil && j.info != nil && j.info.Point != nil {
 			a.Touches.Grow(len(jobs) - i) // keys likely: room for the unit's
 		}
-		if statementRecord(j.rec) && !rn.addAccess(a, j.info, j.rec) {
+		if statementRecord(j.rec) && !rn.addAccess(a, j) {
 			return nil
 		}
 	}
 	return a
 }
 
-// addAccess adds what one statement reads and changes to a, and reports
-// whether it is all known.
-func (rn *runner) addAccess(a *order.Access, info *sqlinfo.Info, rec *store.Record) bool {
+// addAccess adds what one statement (j's) reads and changes to a, and
+// reports whether it is all known.
+func (rn *runner) addAccess(a *order.Access, j *job) bool {
+	info, rec := j.info, j.rec
 	if info == nil || info.Unanalysable || info.LexError != "" || info.WritesUnknown || info.Statements != 1 ||
 		info.PinsSession() || info.Kill || info.Nondeterministic || info.ImplicitCommit && !info.Begin {
 		return false
@@ -179,7 +180,7 @@ func (rn *runner) addAccess(a *order.Access, info *sqlinfo.Info, rec *store.Reco
 			}
 		}
 	}
-	keys := rn.accessKeys(info, rec, tables)
+	keys := rn.accessKeys(j, tables)
 	a.Touches.Add(tables, keys, false)
 	if info.Changes() {
 		a.Changes.Add(tables, keys, false)
@@ -189,7 +190,8 @@ func (rn *runner) addAccess(a *order.Access, info *sqlinfo.Info, rec *store.Reco
 
 // accessKeys are the row keys of a statement on tables when they name
 // every row it reads or changes (see Access), else nil.
-func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []string) []string {
+func (rn *runner) accessKeys(j *job, tables []string) []string {
+	info, rec := j.info, j.rec
 	p := info.Point
 	if len(tables) != 1 || p == nil || p.Subquery {
 		return nil
@@ -198,7 +200,7 @@ func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []str
 	if !rn.intKeyed[table] {
 		return nil
 	}
-	keys := intKeys(rn.rowKeysIn(info, rec, table))
+	keys := intKeys(rn.jobKeys(j)) // rowKeys' table is table
 	if keys == nil || !info.Changes() {
 		return keys
 	}
@@ -219,7 +221,11 @@ func (rn *runner) accessKeys(info *sqlinfo.Info, rec *store.Record, tables []str
 // an integer as written (5.0, '5abc': the server's conversion decides
 // the row). Keys on other types are not used at all: a collation can
 // make two texts one row ('a' and 'A ').
+//
+// keys are not changed (they may be a job's: runner.jobKeys): a key
+// rewritten goes into a copy.
 func intKeys(keys []string) []string {
+	out, copied := keys, false
 	for i, k := range keys {
 		table, vals, ok := strings.Cut(k, "\x00")
 		if !ok {
@@ -228,11 +234,14 @@ func intKeys(keys []string) []string {
 		if canonicalInts(vals) {
 			continue // as the server compares them already (a bound integer's)
 		}
-		if keys[i], ok = parseInts(table, vals); !ok {
+		if !copied {
+			out, copied = slices.Clone(keys), true
+		}
+		if out[i], ok = parseInts(table, vals); !ok {
 			return nil
 		}
 	}
-	return keys
+	return out
 }
 
 // parseInts is table's key of vals, each value parsed and written as the

@@ -104,7 +104,7 @@ func TestStatementAccess(t *testing.T) {
 		{"SELECT 1; SELECT 2", false, nil, nil},
 	} {
 		a := &order.Access{}
-		known := rn.addAccess(a, an.Info(c.sql), &store.Record{Kind: store.KindQuery, Schema: "shop", SQL: c.sql})
+		known := rn.addAccess(a, &job{info: an.Info(c.sql), rec: &store.Record{Kind: store.KindQuery, Schema: "shop", SQL: c.sql}})
 		if known != c.known {
 			t.Errorf("%s: known %v, want %v", c.sql, known, c.known)
 			continue
@@ -188,6 +188,24 @@ func TestIntKeysAsTheServerComparesThem(t *testing.T) {
 				t.Errorf("%q: %q, want %q", k, got, want)
 			}
 		}
+	}
+}
+
+// intKeys rewrites into a copy: its keys are a job's, which the unit's
+// ticket, the board and the gate's lock sets use as the statement wrote
+// them.
+func TestIntKeysLeaveTheirKeysAlone(t *testing.T) {
+	keys := []string{"s.t\x0005", "s.t\x007"}
+	got := intKeys(keys)
+	if want := []string{"s.t\x005", "s.t\x007"}; !slices.Equal(got, want) {
+		t.Errorf("intKeys = %q, want %q", got, want)
+	}
+	if want := []string{"s.t\x0005", "s.t\x007"}; !slices.Equal(keys, want) {
+		t.Errorf("intKeys changed its keys to %q, want %q", keys, want)
+	}
+	canonical := []string{"s.t\x005"}
+	if got := intKeys(canonical); &got[0] != &canonical[0] {
+		t.Error("intKeys copied keys it did not rewrite")
 	}
 }
 

@@ -194,6 +194,15 @@ func (rn *runner) rowKeys(info *sqlinfo.Info, rec *store.Record) []string {
 	return rn.rowKeysIn(info, rec, strings.ToLower(info.Point.Table.In(rec.Schema).String()))
 }
 
+// jobKeys is rowKeys of j's statement, worked out once for the job.
+// The keys are shared: callers do not change them.
+func (rn *runner) jobKeys(j *job) []string {
+	if !j.keyed {
+		j.keys, j.keyed = rn.rowKeys(j.info, j.rec), true
+	}
+	return j.keys
+}
+
 // rowKeysIn is rowKeys on info.Point's table, table (as rowKeys names it).
 func (rn *runner) rowKeysIn(info *sqlinfo.Info, rec *store.Record, table string) []string {
 	pk := rn.pks[table]

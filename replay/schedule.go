@@ -1357,28 +1357,8 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		// other's COMMIT, before the proxy saw that COMMIT end: their commit
 		// intervals can overlap, their commit starts cannot.
 		if rn.ordered { // else there is no ticket (runner.ticket): nothing to work out for it
-			infos := make([]*sqlinfo.Info, 0, len(u.jobs))
-			var keys []string
-			keyed := true
-			var tc trxChanges // a unit is one transaction: its end is a change if it changed anything
-			changes := false
-			for _, j := range u.jobs {
-				if statementRecord(j.rec) {
-					changes = tc.statement(j.info) || changes
-				}
-				if j.info != nil {
-					infos = append(infos, j.info)
-					if j.info.Changes() && keyed {
-						k := rn.rowKeys(j.info, j.rec)
-						keyed = k != nil
-						keys = append(keys, k...)
-					}
-				}
-			}
-			if !keyed {
-				keys = nil
-			}
-			u.t = rn.ticket(u.start, u.commitStart, nil, keys, changes, false, nil, rn.unitAccess(u.jobs), infos...) // queued where it is taken
+			p := &u.prep
+			u.t = rn.ticket(u.start, u.commitStart, nil, p.keys, p.changes, false, nil, p.access, p.infos...) // queued where it is taken
 		}
 
 		pending = append(pending, u)
@@ -1430,6 +1410,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			return true
 		}
 		for _, u := range g.add(rec, loop, rn.intended(rec, loop)) {
+			rn.prepTicket(u)
 			held.push(u)
 			longest = max(longest, u.end-u.commitStart)
 		}
@@ -1438,6 +1419,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 		return release(rn.offset(rec, loop) - max(2*longest, int64(500*time.Millisecond)))
 	})
 	for _, u := range g.flush() {
+		rn.prepTicket(u)
 		held.push(u)
 	}
 	release(math.MaxInt64)
@@ -1455,6 +1437,47 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	sr.closeAll()
 	rn.closeAwaitingKill()
 	return err
+}
+
+// ticketPrep is what a regrouped unit's ticket is made of (see
+// runner.ticket), but for its place in the order.
+type ticketPrep struct {
+	infos   []*sqlinfo.Info
+	keys    []string // the rows its changes name; nil: not all known
+	changes bool
+	access  *order.Access
+}
+
+// prepTicket works out u's ticketPrep as u closes, its records just
+// read. Its ticket is made when it goes out, in the order COMMITs
+// started, up to half a second of the capture later, thousands of
+// records on: read again then, the records had left the CPU's caches.
+func (rn *runner) prepTicket(u *unit) {
+	if !rn.ordered || len(u.jobs) == 0 {
+		return
+	}
+	p := &u.prep
+	p.infos = make([]*sqlinfo.Info, 0, len(u.jobs))
+	keyed := true
+	var tc trxChanges // a unit is one transaction: its end is a change if it changed anything
+	for i := range u.jobs {
+		j := &u.jobs[i]
+		if statementRecord(j.rec) {
+			p.changes = tc.statement(j.info) || p.changes
+		}
+		if j.info != nil {
+			p.infos = append(p.infos, j.info)
+			if j.info.Changes() && keyed {
+				k := rn.jobKeys(j)
+				keyed = k != nil
+				p.keys = append(p.keys, k...)
+			}
+		}
+	}
+	if !keyed {
+		p.keys = nil
+	}
+	p.access = rn.unitAccess(u.jobs)
 }
 
 // spread cuts us, in order, into at most n batches of sizes that differ by

@@ -710,7 +710,7 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 			var tables, keys []string // asked for only of a change (Board.behind)
 			if changes && j.info != nil && !j.info.WritesUnknown && !j.info.Unanalysable {
 				tables, _ = ticketTables([]string{}, j.info)
-				keys = w.rn.rowKeys(j.info, j.rec)
+				keys = w.rn.jobKeys(j)
 			}
 			b.Set(w.slot, end, changes, tables, keys)
 			if i > 0 {
@@ -831,7 +831,7 @@ func (w *worker) publishLocks(n int) {
 			end = math.MaxInt64
 		}
 		tables, anyT := ticketTables(nil, p.info)
-		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.rowKeys(p.info, p.rec)})
+		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.jobKeys(p)})
 	}
 	w.rn.gate.Publish(c, ls)
 }

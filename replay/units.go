@@ -31,6 +31,11 @@ type job struct {
 	// truncated, not replayable; see unrunnablePrepare), the skip reason.
 	// Regrouping sets it: a regrouped worker never sees the prepare.
 	unrunnable byte
+	// keys: rowKeys of the statement, once keyed is set (runner.jobKeys):
+	// the unit's ticket, the board and the gate's lock sets each ask for
+	// them, and a point statement's keys are built from its parameters.
+	keys  []string
+	keyed bool
 }
 
 // setVar is one variable of a session's state: its latest assignment.
@@ -87,6 +92,9 @@ type unit struct {
 	// with SETs of session state between them and it.
 	lead int
 	t    *order.Ticket
+	// prep: what t is made of, worked out as the unit closed
+	// (runner.prepTicket).
+	prep ticketPrep
 	// first holds jobs[0] of a unit of one job (most units outside
 	// transactions), so that such a unit is one allocation, not two.
 	first [1]job
