@@ -243,3 +243,59 @@ func TestWhatHiddenTriggersMayDoIsNotKnown(t *testing.T) {
 		}
 	}
 }
+
+// readyNext runs a later unit of a connection's batch while the first
+// waits for another connection's unit, only one that need not wait and
+// depends on none of the units it goes ahead of; a unit whose Access is
+// not known stops the look.
+func TestReadyNextGoesAheadOnlyOfWhatItDoesNotDependOn(t *testing.T) {
+	g := order.NewGate(time.Hour, time.Hour)
+	rn := &runner{access: true, gate: g}
+	acc := func(changes bool, table, key string) *order.Access {
+		a := &order.Access{}
+		k := []string{table + "\x00" + key}
+		a.Touches.Add([]string{table}, k, false)
+		if changes {
+			a.Changes.Add([]string{table}, k, false)
+		}
+		return a
+	}
+	var n int64
+	u := func(changes bool, a *order.Access) *unit {
+		n += 10
+		return &unit{t: g.Add(&order.Ticket{Start: 100 + n, End: 105 + n, Changes: changes, Access: a}, nil)}
+	}
+	w1 := g.Add(&order.Ticket{Start: 0, End: 10, Changes: true, Access: acc(true, "s.t1", "1")}, nil) // another connection's
+	reads1 := u(false, acc(false, "s.t1", "1"))                                                       // waits for w1
+	reads1b := u(false, acc(false, "s.t1", "1"))                                                      // waits for w1 too
+	writes1 := u(true, acc(true, "s.t1", "1"))                                                        // depends on the reads before it
+	writes5 := u(true, acc(true, "s.t2", "5"))                                                        // on nothing
+	blind := u(false, nil)
+	for _, c := range []struct {
+		name  string
+		rest  []*unit
+		want  int
+		ready bool
+	}{
+		{"first waits, a later one is free", []*unit{reads1, reads1b, writes1, writes5}, 3, true},
+		{"free only past a unit of unknown access", []*unit{reads1, blind, writes5}, 0, false},
+		{"nothing free", []*unit{reads1, reads1b, writes1}, 0, false},
+		{"one unit", []*unit{reads1}, 0, false},
+		{"first free", []*unit{writes5, reads1}, 0, true},
+	} {
+		if got, ready := rn.readyNext(c.rest); got != c.want || ready != c.ready {
+			t.Errorf("%s: readyNext = %d, %v; want %d, %v", c.name, got, ready, c.want, c.ready)
+		}
+	}
+	far := []*unit{reads1}
+	for range readyAhead {
+		far = append(far, reads1b)
+	}
+	if got, ready := rn.readyNext(append(far, writes5)); got != 0 || ready {
+		t.Errorf("a free unit past readyAhead: readyNext = %d, %v; want 0, false", got, ready)
+	}
+	g.Finish(w1)
+	if got, ready := rn.readyNext([]*unit{reads1, writes5}); got != 0 || !ready {
+		t.Errorf("w1 done: readyNext = %d, %v; want 0, true (the first runs)", got, ready)
+	}
+}

@@ -727,6 +727,17 @@ type commitPlace struct {
 	trx         *order.Footprint
 }
 
+// idleTurn notes that w, about to run t, is not running a statement
+// (the gate and the board); waitTurn starts with it, and a unit that has
+// nothing to wait for (Gate.Ready) needs only it.
+func (rn *runner) idleTurn(w *worker, t *order.Ticket) {
+	w.released = false
+	rn.gate.Idle(t)
+	if rn.board != nil && w.regrouped {
+		rn.board.Set(w.slot, -1, false, nil, nil)
+	}
+}
+
 // waitTurn holds w until every record (or unit) that ended, in the
 // capture, before threshold has completed; it counts how that went. When
 // what it waits for is stuck on the server while w holds a transaction —
@@ -740,11 +751,7 @@ type commitPlace struct {
 // unit): when t, a change, goes ahead of a conflicting change not yet
 // done, it is listed as a Reorder.
 func (rn *runner) waitTurn(w *worker, t *order.Ticket, threshold int64, patience int, first *job, unit []job) (rerun bool) {
-	w.released = false
-	rn.gate.Idle(t)
-	if rn.board != nil && w.regrouped {
-		rn.board.Set(w.slot, -1, false, nil, nil)
-	}
+	rn.idleTurn(w, t)
 	began := time.Now()
 	var h *order.Cursor
 	if patience > 0 {
@@ -1275,6 +1282,7 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 			defer w.close()
 			queue := &order.Cursor{}
 			w.cursor = queue
+			var rest []*unit // the batch's units not run yet, in order (but for those readyNext ran first)
 			for ; ; idle.Add(1) {
 				if len(units) == 0 && w.c != nil {
 					// Nothing queued: the connection's buffers go back to
@@ -1299,7 +1307,14 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 				for _, u := range us {
 					u.t.Queue(queue)
 				}
-				for _, u := range us {
+				rest = append(rest[:0], us...)
+				for len(rest) > 0 {
+					i, ready := 0, false
+					if rn.failed() == "" && !rn.pastDeadline() {
+						i, ready = rn.readyNext(rest)
+					}
+					u := rest[i]
+					rest = slices.Delete(rest, i, i+1)
 					if rn.pastDeadline() {
 						rn.gate.Finish(u.t) // --duration ran out: not run
 						continue
@@ -1308,12 +1323,12 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 					queue.At(u.t)
 					if rn.failed() == "" {
 						pace.SleepUntil(ctx, u.jobs[0].intended)
-						if u.t != nil {
-							at := u.t.Start
-							if u.lone {
-								at = u.t.End // see unit.lone
-							}
-							rn.waitTurn(w, u.t, at, 0, &u.jobs[0], u.jobs)
+						switch {
+						case u.t == nil:
+						case ready:
+							rn.idleTurn(w, u.t) // nothing to wait for (Gate.Ready)
+						default:
+							rn.waitTurn(w, u.t, u.turnAt(), 0, &u.jobs[0], u.jobs)
 						}
 					}
 					w.runUnit(rn.ctx, u)
@@ -1437,6 +1452,59 @@ func (rn *runner) runConcurrent(ctx context.Context) error {
 	sr.closeAll()
 	rn.closeAwaitingKill()
 	return err
+}
+
+// turnAt is when, in the capture, u may start: every unit that
+// committed before then goes first (see runner.waitTurn).
+func (u *unit) turnAt() int64 {
+	if u.lone {
+		return u.t.End // see unit.lone
+	}
+	return u.t.Start
+}
+
+// readyAhead bounds how many units of its batch a connection looks at
+// past the first one, which must wait (readyNext).
+const readyAhead = 8
+
+// readyNext is which of a connection's units not run yet (rest, in the
+// order handed out) it runs next, and whether that one has nothing to
+// wait for (Gate.Ready: it needs no waitTurn): the first, unless it
+// must wait for a unit of another connection and one of the next
+// readyAhead need not and depends on none before it (their tickets'
+// Access), which then runs while the first waits. Batched, the unit waited for was often
+// far back in its own connection's batch: a conflict-free read/write
+// replay (one unit in a hundred waiting) kept its connections idle 12 %
+// of the time, 36 ms a wait, and its COMMITs reached the server one
+// by one where sysbench's are synced together.
+//
+// Order is kept: the unit run ahead depends on no unit the gate has not
+// let it pass (Gate.Ready), nor on any it goes ahead of here; those wait
+// for it only if they depend on it, and it waits for nothing. A unit
+// whose Access is not known (nil) depends on every other.
+func (rn *runner) readyNext(rest []*unit) (int, bool) {
+	if len(rest) < 2 || !rn.access || rest[0].t == nil {
+		return 0, false
+	}
+	if rn.gate.Ready(rest[0].t, rest[0].turnAt()) {
+		return 0, true
+	}
+	for k := 1; k < len(rest) && k <= readyAhead; k++ {
+		v := rest[k]
+		if v.t == nil || v.t.Access == nil {
+			return 0, false
+		}
+		for _, x := range rest[:k] {
+			if !order.Independent(v.t, x.t) {
+				v = nil
+				break
+			}
+		}
+		if v != nil && rn.gate.Ready(v.t, v.turnAt()) {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // ticketPrep is what a regrouped unit's ticket is made of (see

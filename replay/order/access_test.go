@@ -2,7 +2,9 @@ package order
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -189,4 +191,81 @@ func TestGatePassesAtMostMaxPassed(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Ready says what Wait would do at once, without waiting or marking: not
+// ready while a ticket t depends on is pending, ready once it is done,
+// and ready from the start for a ticket that depends on none. Ready
+// agrees with Wait in every case.
+func TestReadyIsWhatWaitWouldDoAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(time.Hour, time.Hour)
+		add := func(start, end int64, changes bool, a *Access) *Ticket {
+			return g.Add(&Ticket{Start: start, End: end, Changes: changes, Access: a}, nil)
+		}
+		w1 := add(0, 10, true, access([3]string{"w", "t1", "1"}))
+		same := add(20, 30, false, access([3]string{"r", "t1", "1"})) // after w1
+		row2 := add(20, 30, false, access([3]string{"r", "t1", "2"})) // not w1's business
+		blind := add(20, 30, false, nil)                              // unknown: after w1
+		early := add(5, 30, false, access([3]string{"r", "t1", "1"})) // began before w1 committed
+		if g.Ready(same, same.Start) || g.Ready(blind, blind.Start) {
+			t.Fatal("ready with w1, which it depends on, pending")
+		}
+		if !g.Ready(row2, row2.Start) || !g.Ready(early, early.Start) || !g.Ready(nil, 0) {
+			t.Fatal("not ready, depending on nothing pending")
+		}
+		for _, c := range []*Ticket{row2, early} {
+			if r := first(g.Wait(context.Background(), c, c.Start, 0, 0, nil)); r != NotWaited {
+				t.Errorf("Ready, but Wait %v", r)
+			}
+		}
+		if !Independent(row2, w1) || Independent(same, w1) || Independent(blind, row2) || Independent(nil, w1) {
+			t.Error("Independent does not follow the tickets' Access")
+		}
+		g.Finish(w1)
+		if !g.Ready(same, same.Start) || !g.Ready(blind, blind.Start) {
+			t.Fatal("not ready with w1 done")
+		}
+		for _, c := range []*Ticket{same, blind} {
+			if r := first(g.Wait(context.Background(), c, c.Start, 0, 0, nil)); r != NotWaited {
+				t.Errorf("Ready, but Wait %v", r)
+			}
+		}
+	})
+}
+
+// BenchmarkWaitsForIndependentUnits is a waiter's look at the earlier
+// units it depends on none of (blockerLocked's walk): sysbench read/write
+// transactions, 10 point reads and an UPDATE over 4 x 20,000 rows,
+// against 200 earlier ones. ns/op is per pair.
+func BenchmarkWaitsForIndependentUnits(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	unit := func() *Ticket {
+		a := &Access{}
+		for i := range 11 {
+			table := fmt.Sprintf("s.sbtest%d", 1+rng.IntN(4))
+			k := []string{fmt.Sprintf("%s\x00%d", table, 1+rng.IntN(20000))}
+			a.Touches.Add([]string{table}, k, false)
+			if i == 10 {
+				a.Changes.Add([]string{table}, k, false)
+			}
+		}
+		return &Ticket{Access: a}
+	}
+	earlier := make([]*Ticket, 200)
+	for i := range earlier {
+		earlier[i] = unit()
+	}
+	waiters := make([]*Ticket, 64)
+	for i := range waiters {
+		waiters[i] = unit()
+	}
+	b.ResetTimer()
+	n := 0
+	for i := 0; i < b.N; i++ {
+		if waitsFor(waiters[i%len(waiters)], earlier[i%len(earlier)]) {
+			n++
+		}
+	}
+	b.ReportMetric(float64(n)/float64(b.N), "waits/op")
 }

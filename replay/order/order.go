@@ -599,6 +599,45 @@ const (
 	Released                    // went without a ticket that waits for it (it could never come)
 )
 
+// Ready reports whether Wait(t, threshold) would return at once, nothing
+// to wait for: a look, as Wait's first, that waits for nothing and marks
+// nothing. A ticket that would go ahead of one that waits for it (Wait
+// releases it) is not ready: Wait decides. The tickets t waits for only
+// get done and none before threshold is added (tickets come in the order
+// they end), so a ready ticket stays ready.
+//
+// A connection with a batch of units asks it before waiting on the first:
+// while that one waits, a later one that is ready and depends on none of
+// the units before it can run.
+func (g *Gate) Ready(t *Ticket, threshold int64) bool {
+	if t == nil {
+		return true
+	}
+	ln := g.lane(t)
+	if ln.minEnd.Load() >= threshold && !t.SendOrder && t.Commit == 0 {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	blocker, stuck, cyclic, _, _ := g.blockerLocked(ln, t, threshold, 0, nil)
+	if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
+		blocker, stuck, _ = g.sendBlockerLocked(t, 0, nil, 0)
+	}
+	var unregistered <-chan struct{}
+	if blocker == nil && len(stuck) == 0 && threshold == t.Start {
+		var cyc bool
+		blocker, unregistered, stuck, cyc, _ = g.commitWaitLocked(t, 0, nil, 0)
+		cyclic = cyclic || cyc
+	}
+	return blocker == nil && unregistered == nil && len(stuck) == 0 && !cyclic
+}
+
+// Independent reports whether neither of two tickets waits for the other
+// by what they read and change (their Access): either may run first.
+func Independent(t, p *Ticket) bool {
+	return t != nil && p != nil && !waitsFor(t, p)
+}
+
 // Wait blocks until every ticket that ended before threshold (t's start,
 // or a later instant of t's own, such as its COMMIT's start) is done, for
 // at most limit (0: the gate's hard bound), or until ctx ends. With
