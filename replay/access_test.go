@@ -245,9 +245,10 @@ func TestWhatHiddenTriggersMayDoIsNotKnown(t *testing.T) {
 }
 
 // readyNext runs a later unit of a connection's batch while the first
-// waits for another connection's unit, only one that need not wait and
-// depends on none of the units it goes ahead of; a unit whose Access is
-// not known stops the look.
+// waits for another connection's unit, only one that need not wait up to
+// its COMMIT, depends on none of the units it goes ahead of and is of
+// none of their sessions; a unit whose Access is not known stops the
+// look.
 func TestReadyNextGoesAheadOnlyOfWhatItDoesNotDependOn(t *testing.T) {
 	g := order.NewGate(time.Hour, time.Hour)
 	rn := &runner{access: true, gate: g}
@@ -263,14 +264,21 @@ func TestReadyNextGoesAheadOnlyOfWhatItDoesNotDependOn(t *testing.T) {
 	var n int64
 	u := func(changes bool, a *order.Access) *unit {
 		n += 10
-		return &unit{t: g.Add(&order.Ticket{Start: 100 + n, End: 105 + n, Changes: changes, Access: a}, nil)}
+		return &unit{session: uint64(n), t: g.Add(&order.Ticket{Start: 100 + n, End: 105 + n, Changes: changes, Access: a}, nil)}
 	}
 	w1 := g.Add(&order.Ticket{Start: 0, End: 10, Changes: true, Access: acc(true, "s.t1", "1")}, nil) // another connection's
 	reads1 := u(false, acc(false, "s.t1", "1"))                                                       // waits for w1
 	reads1b := u(false, acc(false, "s.t1", "1"))                                                      // waits for w1 too
 	writes1 := u(true, acc(true, "s.t1", "1"))                                                        // depends on the reads before it
 	writes5 := u(true, acc(true, "s.t2", "5"))                                                        // on nothing
-	blind := u(false, nil)
+	sameSession := u(true, acc(true, "s.t2", "6"))                                                    // on nothing, but reads1's session's
+	sameSession.session = reads1.session
+	// Another connection's change of t3 row 9 that committed while
+	// writes9 ran, before writes9's COMMIT: free at its start, not at its
+	// COMMIT.
+	g.Add(&order.Ticket{Start: 195, End: 205, Changes: true, Access: acc(true, "s.t3", "9")}, nil)
+	writes9 := &unit{session: 99, t: g.Add(&order.Ticket{Start: 200, End: 210, Changes: true, Access: acc(true, "s.t3", "9")}, nil)}
+	blind := &unit{session: 98, t: g.Add(&order.Ticket{Start: 300, End: 305}, nil)} // Access not known
 	for _, c := range []struct {
 		name  string
 		rest  []*unit
@@ -280,6 +288,8 @@ func TestReadyNextGoesAheadOnlyOfWhatItDoesNotDependOn(t *testing.T) {
 		{"first waits, a later one is free", []*unit{reads1, reads1b, writes1, writes5}, 3, true},
 		{"free only past a unit of unknown access", []*unit{reads1, blind, writes5}, 0, false},
 		{"nothing free", []*unit{reads1, reads1b, writes1}, 0, false},
+		{"free but of the first's session", []*unit{reads1, sameSession}, 0, false},
+		{"free at its start, not at its COMMIT", []*unit{reads1, writes9}, 0, false},
 		{"one unit", []*unit{reads1}, 0, false},
 		{"first free", []*unit{writes5, reads1}, 0, true},
 	} {

@@ -1478,10 +1478,12 @@ const readyAhead = 8
 // of the time, 36 ms a wait, and its COMMITs reached the server one
 // by one where sysbench's are synced together.
 //
-// Order is kept: the unit run ahead depends on no unit the gate has not
-// let it pass (Gate.Ready), nor on any it goes ahead of here; those wait
-// for it only if they depend on it, and it waits for nothing. A unit
-// whose Access is not known (nil) depends on every other.
+// Order is kept: the unit run ahead depends on no unit not yet done
+// that committed before its own COMMIT began (Gate.Ready at its end),
+// nor on any it goes ahead of here, and is of none of their sessions;
+// those wait for it only if they depend on it, and it waits for
+// nothing. A unit whose Access is not known (nil) depends on every
+// other.
 func (rn *runner) readyNext(rest []*unit) (int, bool) {
 	if len(rest) < 2 || !rn.access || rest[0].t == nil {
 		return 0, false
@@ -1495,12 +1497,19 @@ func (rn *runner) readyNext(rest []*unit) (int, bool) {
 			return 0, false
 		}
 		for _, x := range rest[:k] {
-			if !order.Independent(v.t, x.t) {
+			// A unit of the same session carries the session's state as
+			// of its own place (adopt sends only what is newer than the
+			// connection has): the earlier one must run first.
+			if x.session == v.session || !order.Independent(v.t, x.t) {
 				v = nil
 				break
 			}
 		}
-		if v != nil && rn.gate.Ready(v.t, v.turnAt()) {
+		// Ready up to its COMMIT (t.End), not only its start: one that
+		// waited there for a unit queued behind the first (still to
+		// run here) would wait for itself, and the gate would let it
+		// commit out of order.
+		if v != nil && rn.gate.Ready(v.t, v.t.End) {
 			return k, true
 		}
 	}
