@@ -603,8 +603,11 @@ const (
 // to wait for: a look, as Wait's first, that waits for nothing and marks
 // nothing. A ticket that would go ahead of one that waits for it (Wait
 // releases it) is not ready: Wait decides. The tickets t waits for only
-// get done and none before threshold is added (tickets come in the order
-// they end), so a ready ticket stays ready.
+// get done, and tickets come in about the order they end, so a ready
+// ticket stays ready — but for one added late with an end before
+// threshold (regrouping hands a unit out late when its session left it
+// open and quit, or its COMMIT outlasted the hold): t then waits for it
+// in its own later Wait, as it would have without asking.
 //
 // A connection with a batch of units asks it before waiting on the first:
 // while that one waits, a later one that is ready and depends on none of
