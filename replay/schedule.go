@@ -1472,11 +1472,11 @@ const readyAhead = 8
 // wait for (Gate.Ready: it needs no waitTurn): the first, unless it
 // must wait for a unit of another connection and one of the next
 // readyAhead need not and depends on none before it (their tickets'
-// Access), which then runs while the first waits. Batched, the unit waited for was often
-// far back in its own connection's batch: a conflict-free read/write
-// replay (one unit in a hundred waiting) kept its connections idle 12 %
-// of the time, 36 ms a wait, and its COMMITs reached the server one
-// by one where sysbench's are synced together.
+// Access), which then runs while the first waits. Batched, the unit
+// waited for was often far back in its own connection's batch: a
+// conflict-free read/write replay (one unit in a hundred waiting) kept
+// its connections idle 12 % of the time, 36 ms a wait, and its COMMITs
+// reached the server one by one where sysbench's are synced together.
 //
 // Order is kept: the unit run ahead depends on no unit not yet done
 // that committed before its own COMMIT began (Gate.Ready at its end),
