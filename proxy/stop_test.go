@@ -176,7 +176,14 @@ func TestStopLetsOpenTransactionsEndInTheCapture(t *testing.T) {
 					done <- err
 				}()
 			}
+			// INNODB_TRX is a cache the server fills again only when it has
+			// not been read for 0.1 s (trx0i_s.cc, CACHE_MIN_IDLE_TIME_US).
+			// Read every 10 ms, it kept what the first read found: on a
+			// loaded machine that read came before the UPDATE did, and the
+			// wait was never seen (SHOW ENGINE INNODB STATUS had it waiting
+			// for 10 s).
 			waitFor(t, "a statement waiting for a row lock", func() bool {
+				time.Sleep(150 * time.Millisecond)
 				var n int
 				// This test's statement only: the server is the package's.
 				return db.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE 'UPDATE h SET v = v + 1 WHERE id = %'").Scan(&n) == nil && n == 1
