@@ -622,17 +622,35 @@ func (g *Gate) Ready(t *Ticket, threshold int64) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	blocker, stuck, cyclic, _, _ := g.blockerLocked(ln, t, threshold, 0, nil)
-	if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
-		blocker, stuck, _ = g.sendBlockerLocked(t, 0, nil, 0)
+	lk := g.lookLocked(ln, t, threshold, 0, nil)
+	return lk.blocker == nil && lk.unregistered == nil && len(lk.stuck) == 0 && !lk.cyclic
+}
+
+// look is what one look of Wait's finds (lookLocked).
+type look struct {
+	blocker      *Ticket         // the earliest ticket t waits for, if any
+	unregistered <-chan struct{} // closed when the commits t follows may all be registered
+	stuck        []*Ticket       // in flight, stuck behind the waiter's locks (patience > 0)
+	cyclic       bool            // t waits behind a ticket that waits for it
+	wake         time.Duration   // when to look again
+	calm         bool            // nothing can be stuck: only the earliest blocker was looked for
+}
+
+// lookLocked is one look of Wait (and Ready's only one): the tickets
+// that ended before threshold, then, at t's start, those t must follow
+// in send order and in the server's commit order.
+func (g *Gate) lookLocked(ln *lane, t *Ticket, threshold int64, patience int, h *Cursor) look {
+	var lk look
+	lk.blocker, lk.stuck, lk.cyclic, lk.wake, lk.calm = g.blockerLocked(ln, t, threshold, patience, h)
+	if lk.blocker == nil && len(lk.stuck) == 0 && t.SendOrder && threshold == t.Start {
+		lk.blocker, lk.stuck, lk.wake = g.sendBlockerLocked(t, patience, h, lk.wake)
 	}
-	var unregistered <-chan struct{}
-	if blocker == nil && len(stuck) == 0 && threshold == t.Start {
+	if lk.blocker == nil && len(lk.stuck) == 0 && threshold == t.Start {
 		var cyc bool
-		blocker, unregistered, stuck, cyc, _ = g.commitWaitLocked(t, 0, nil, 0)
-		cyclic = cyclic || cyc
+		lk.blocker, lk.unregistered, lk.stuck, cyc, lk.wake = g.commitWaitLocked(t, patience, h, lk.wake)
+		lk.cyclic = lk.cyclic || cyc
 	}
-	return blocker == nil && unregistered == nil && len(stuck) == 0 && !cyclic
+	return lk
 }
 
 // Independent reports whether neither of two tickets waits for the other
@@ -692,16 +710,8 @@ func (g *Gate) Wait(ctx context.Context, t *Ticket, threshold int64, patience in
 		if at := progressAt(last, lastSent); at > began.UnixNano() {
 			began = time.Unix(0, at)
 		}
-		blocker, stuck, cyclic, wake, calm := g.blockerLocked(ln, t, threshold, patience, h)
-		if blocker == nil && len(stuck) == 0 && t.SendOrder && threshold == t.Start {
-			blocker, stuck, wake = g.sendBlockerLocked(t, patience, h, wake)
-		}
-		var unregistered <-chan struct{}
-		if blocker == nil && len(stuck) == 0 && threshold == t.Start {
-			var cyc bool
-			blocker, unregistered, stuck, cyc, wake = g.commitWaitLocked(t, patience, h, wake)
-			cyclic = cyclic || cyc
-		}
+		lk := g.lookLocked(ln, t, threshold, patience, h)
+		blocker, unregistered, stuck, cyclic, wake, calm := lk.blocker, lk.unregistered, lk.stuck, lk.cyclic, lk.wake, lk.calm
 		released = released || cyclic
 		if blocker == nil && unregistered == nil {
 			if released {
