@@ -411,7 +411,7 @@ when the replay could not run (the message says why).`,
 	f.IntVar(&cfg.MetricsDigests, "metrics-digests", 20, "label the latency of the capture's N most frequent statement digests apart (the rest as \"other\")")
 	f.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on the metrics endpoint")
 	f.DurationVar(&linger, "metrics-linger", 0, "after the replay, keep /metrics up this long so a last scrape sees the final counts (e.g. 2x the scrape interval)")
-	f.StringVar(&cfg.IO, "io", replay.IOAuto, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens: fastest for a few connections per CPU), poller (Go's poller: fewer threads and less memory, more scheduler hand-offs; also the faster, by a few percent, where a COMMIT the target syncs to disk comes every 20 statements or more often: several replies per wake-up while the CPUs wait on the disk) or auto (blocking up to 8 connections per CPU, poller beyond)")
+	f.StringVar(&cfg.IO, "io", replay.IOAuto, "how connections wait for replies: blocking (a thread each, waiting in the kernel as a C client does; replay raises GOMAXPROCS by the connections it opens: fastest for a few connections per CPU), poller (Go's poller: fewer threads and less memory, more scheduler hand-offs; on traffic where nearly every transaction writes it can be the faster, by width: on 2 CPUs 3 to 11 % faster at 8 connections, alike at 4, 3 to 10 % slower at 16; try both there) or auto (blocking up to 8 connections per CPU, poller beyond)")
 	return cmd
 }
 
