@@ -14,7 +14,10 @@
 #     its UPDATEs change rows as sysbench's do), with --order none and with
 #     --order capture (the gate on: a synthesized capture replays with
 #     --order none by default), and --order capture once more with
-#     --io poller (printed beside it, not a verdict). Every replay run has a sysbench
+#     --io poller (printed beside it, not a verdict); for the verdict's
+#     read/write replay and the sysbench runs beside it, the client's and
+#     the server's CPU per statement in steady state (printed, not a
+#     verdict). Every replay run has a sysbench
 #     run of its own next to it (before or after it, alternately) and is
 #     measured against that one; prints QPS, each paired ratio and their
 #     means. Then, ROUNDS times, replay and sysbench at the same time with
@@ -154,6 +157,37 @@ sysbench_qps() { # CAP=rw: the conflict-free read/write workload
 # 42,342 qps a minute apart), and a reference taken once per round, even
 # before and after its four replays, was a minute away from some of them.
 # The verdicts are on the means of these paired ratios.
+#
+# cpu_per_stmt PATTERN: the CPU (user + system, from /proc) that the newest
+# process matching PATTERN, and the server, used from 3 s into a run to
+# 2 s before its end, per statement the server executed meanwhile, µs:
+# "CLIENT SERVER" (nothing when the run is too short or the process is
+# gone). Steady state: a replay's start (its capture's index, its
+# connections) is left out, as sysbench's is. Beside QPS it says whose
+# CPU the difference is, which the machine's drift tilts less: on 2 CPUs
+# the client and the server share them.
+executes() { mariadb $TANDEM_INNODB_MARIADB -N -e "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
+cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
+cpu_per_stmt() {
+  [ "$SECS" -ge 7 ] || return 0
+  local pid srv c0 c1 s0 s1 e0 e1
+  sleep 3
+  pid=$(pgrep -n -f "$1") || return 0
+  srv=$(pgrep -f "mariadbd.*--port=$TANDEM_INNODB_PORT" | head -1)
+  [ -n "$srv" ] || return 0
+  c0=$(cpu_of "$pid") && s0=$(cpu_of "$srv") || return 0
+  e0=$(executes)
+  sleep $((SECS - 5))
+  c1=$(cpu_of "$pid") && s1=$(cpu_of "$srv") || return 0
+  e1=$(executes)
+  awk -v c="$((c1 - c0))" -v s="$((s1 - s0))" -v e="$((e1 - e0))" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN{ if (e > 0) printf "%.2f %.2f", c / hz / e * 1e6, s / hz / e * 1e6 }'
+}
+# CPU per statement (cpu_per_stmt) of the replay runs of CPU_VARIANTS,
+# by variant ("CLIENT SERVER" pairs), and of the sysbench runs beside them.
+declare -A cpu=()
+cpusb=()
+CPU_VARIANTS=" rw-capture "
 # pair VARIANT ARGS...: one replay (replay_qps ARGS) and one sysbench run,
 # adjacent; appends the replay's QPS to qps[VARIANT], the ratio to
 # rat[VARIANT] and sysbench's QPS to sb (rwsb with CAP=rw).
@@ -173,7 +207,26 @@ pair() {
   # before that favours the first or the second run of a pair would pass
   # for a difference between variants.
   if [ "${CAP:-ps}" = rw ]; then fresh_rw; fi
-  if [ $(((n_pair % ${#variants[@]} + round) % 2)) -eq 0 ]; then q=$(sysbench_qps); r=$(replay_qps "$@"); else r=$(replay_qps "$@"); q=$(sysbench_qps); fi
+  local measure=
+  case "$CPU_VARIANTS" in *" $v "*) measure=1 ;; esac
+  # sb_run, rp_run: a run, with its CPU per statement sampled beside it
+  # (into $work/cpu-sb, $work/cpu-rp) for the variants that measure it.
+  sb_run() {
+    local sampler=
+    if [ -n "$measure" ]; then cpu_per_stmt "^sysbench oltp_read_write" >"$work/cpu-sb" & sampler=$!; fi
+    q=$(sysbench_qps)
+    [ -z "$sampler" ] || wait "$sampler"
+  }
+  rp_run() {
+    local sampler=
+    if [ -n "$measure" ]; then cpu_per_stmt "$tandem replay $work/${CAP:-ps} " >"$work/cpu-rp" & sampler=$!; fi
+    r=$(replay_qps "$@")
+    [ -z "$sampler" ] || wait "$sampler"
+  }
+  if [ $(((n_pair % ${#variants[@]} + round) % 2)) -eq 0 ]; then sb_run; rp_run "$@"; else rp_run "$@"; sb_run; fi
+  if [ -n "$measure" ] && [ -s "$work/cpu-sb" ] && [ -s "$work/cpu-rp" ]; then
+    cpu[$v]+="$(cat "$work/cpu-rp")"$'\n'; cpusb+=("$(cat "$work/cpu-sb")")
+  fi
   n_pair=$((n_pair + 1))
   if [ "${CAP:-ps}" = rw ]; then rwsb+=("$q"); else sb+=("$q"); fi
   qps[$v]+=" $r"; rat[$v]+=" $(ratio "$r" "$q")"
@@ -209,6 +262,15 @@ printf '                                 %.0f qps conflict-free read/write (mean
 printf 'read/write, --order capture / --order none (each over its sysbench): %s\n' "$(ratio "$(mratio rw-capture)" "$(mratio rw-none)")"
 printf 'read/write, --order capture, --io poller / --io blocking (each over its sysbench): %s\n' "$(ratio "$(mratio rw-capture-poller)" "$(mratio rw-capture)")"
 printf 'metrics served and scraped / metrics off: %s\n' "$(ratio "$(mratio blocking)" "$(mratio metrics-off)")"
+if [ -n "${cpu[rw-capture]:-}" ]; then
+  # Means of the pairs' columns: client, server.
+  col() { awk -v k="$1" 'NF >= 2 {s += $k; n++} END {if (n) printf "%.2f", s / n}'; }
+  rp_client=$(printf '%s' "${cpu[rw-capture]}" | col 1); rp_server=$(printf '%s' "${cpu[rw-capture]}" | col 2)
+  sb_client=$(printf '%s\n' "${cpusb[@]}" | col 1); sb_server=$(printf '%s\n' "${cpusb[@]}" | col 2)
+  printf 'read/write, --order capture, CPU per statement in steady state (means of %d pairs; printed, not a verdict):\n' "${#cpusb[@]}"
+  printf '  client: replay %s µs, sysbench %s µs, replay / sysbench %s\n' "$rp_client" "$sb_client" "$(ratio "$rp_client" "$sb_client")"
+  printf '  server: under replay %s µs, under sysbench %s µs, ratio %s\n' "$rp_server" "$sb_server" "$(ratio "$rp_server" "$sb_server")"
+fi
 # At the same time: replay (--io blocking, --order none, metrics on) and
 # sysbench, half the threads each, on the same server for the same SECS:
 # whatever the machine does during the run, both live through it. Not the
