@@ -16,6 +16,11 @@ bench_cleanup() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# ticks PID...: CPU time (user + system) of the processes, in clock ticks
+# (a process gone counts 0). The fields after the command's name, which
+# may hold spaces.
+ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
+
 # noise LIMIT V...: one line under a verdict on the mean of V... (ratios
 # measured side by side, one a round or a pair): the 95 % interval of that
 # mean (Student's t on their spread) and whether the interval holds LIMIT.

@@ -170,8 +170,6 @@ db_pid=$(cat "$work/sandbox/innodb/mysqld.pid")
 # and idle (with iowait) clock ticks, all CPUs.
 machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 
-# ticks PID...: CPU time (user + system) of the processes, in clock ticks.
-ticks() { local n=0 p f; for p in "$@"; do f=($(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null)) || continue; n=$((n + f[11] + f[12])); done; echo "$n"; }
 hz=$(getconf CLK_TCK)
 # wait_shadows waits until the shadows have replayed everything captured.
 wait_shadows() {

@@ -167,27 +167,34 @@ sysbench_qps() { # CAP=rw: the conflict-free read/write workload
 # CPU the difference is, which the machine's drift tilts less: on 2 CPUs
 # the client and the server share them.
 executes() { mariadb $TANDEM_INNODB_MARIADB -N -e "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | awk '{print $2}'; }
-cpu_of() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
 cpu_per_stmt() {
   [ "$SECS" -ge 7 ] || return 0
   local pid srv c0 c1 s0 s1 e0 e1
+  srv=$(cat "$work/sandbox/innodb/mysqld.pid")
   sleep 3
   pid=$(pgrep -n -f "$1") || return 0
-  srv=$(pgrep -f "mariadbd.*--port=$TANDEM_INNODB_PORT" | head -1)
-  [ -n "$srv" ] || return 0
-  c0=$(cpu_of "$pid") && s0=$(cpu_of "$srv") || return 0
-  e0=$(executes)
+  c0=$(ticks "$pid"); s0=$(ticks "$srv"); e0=$(executes)
   sleep $((SECS - 5))
-  c1=$(cpu_of "$pid") && s1=$(cpu_of "$srv") || return 0
-  e1=$(executes)
+  [ -e "/proc/$pid" ] || return 0
+  c1=$(ticks "$pid"); s1=$(ticks "$srv"); e1=$(executes)
   awk -v c="$((c1 - c0))" -v s="$((s1 - s0))" -v e="$((e1 - e0))" -v hz="$(getconf CLK_TCK)" \
     'BEGIN{ if (e > 0) printf "%.2f %.2f", c / hz / e * 1e6, s / hz / e * 1e6 }'
 }
-# CPU per statement (cpu_per_stmt) of the replay runs of CPU_VARIANTS,
-# by variant ("CLIENT SERVER" pairs), and of the sysbench runs beside them.
-declare -A cpu=()
+# sampled PATTERN FILE RUN...: runs RUN..., with cpu_per_stmt PATTERN
+# beside it into FILE when pair's measure is set.
+sampled() {
+  local pat=$1 file=$2 sampler=; shift 2
+  if [ -n "$measure" ]; then cpu_per_stmt "$pat" >"$file" & sampler=$!; fi
+  "$@"
+  [ -z "$sampler" ] || wait "$sampler"
+}
+# The CPU per statement ("CLIENT SERVER" lines) of the rw-capture replays,
+# and of the sysbench runs beside them.
+cpurp=()
 cpusb=()
-CPU_VARIANTS=" rw-capture "
+# sb_run, rp_run ARGS: pair's two runs, into its q and r.
+sb_run() { q=$(sysbench_qps); }
+rp_run() { r=$(replay_qps "$@"); }
 # pair VARIANT ARGS...: one replay (replay_qps ARGS) and one sysbench run,
 # adjacent; appends the replay's QPS to qps[VARIANT], the ratio to
 # rat[VARIANT] and sysbench's QPS to sb (rwsb with CAP=rw).
@@ -208,24 +215,14 @@ pair() {
   # for a difference between variants.
   if [ "${CAP:-ps}" = rw ]; then fresh_rw; fi
   local measure=
-  case "$CPU_VARIANTS" in *" $v "*) measure=1 ;; esac
-  # sb_run, rp_run: a run, with its CPU per statement sampled beside it
-  # (into $work/cpu-sb, $work/cpu-rp) for the variants that measure it.
-  sb_run() {
-    local sampler=
-    if [ -n "$measure" ]; then cpu_per_stmt "^sysbench oltp_read_write" >"$work/cpu-sb" & sampler=$!; fi
-    q=$(sysbench_qps)
-    [ -z "$sampler" ] || wait "$sampler"
-  }
-  rp_run() {
-    local sampler=
-    if [ -n "$measure" ]; then cpu_per_stmt "$tandem replay $work/${CAP:-ps} " >"$work/cpu-rp" & sampler=$!; fi
-    r=$(replay_qps "$@")
-    [ -z "$sampler" ] || wait "$sampler"
-  }
-  if [ $(((n_pair % ${#variants[@]} + round) % 2)) -eq 0 ]; then sb_run; rp_run "$@"; else rp_run "$@"; sb_run; fi
+  [ "$v" != rw-capture ] || measure=1
+  if [ $(((n_pair % ${#variants[@]} + round) % 2)) -eq 0 ]; then
+    sampled "^sysbench oltp_read_write" "$work/cpu-sb" sb_run; sampled "$tandem replay $work/${CAP:-ps} " "$work/cpu-rp" rp_run "$@"
+  else
+    sampled "$tandem replay $work/${CAP:-ps} " "$work/cpu-rp" rp_run "$@"; sampled "^sysbench oltp_read_write" "$work/cpu-sb" sb_run
+  fi
   if [ -n "$measure" ] && [ -s "$work/cpu-sb" ] && [ -s "$work/cpu-rp" ]; then
-    cpu[$v]+="$(cat "$work/cpu-rp")"$'\n'; cpusb+=("$(cat "$work/cpu-sb")")
+    cpurp+=("$(cat "$work/cpu-rp")"); cpusb+=("$(cat "$work/cpu-sb")")
   fi
   n_pair=$((n_pair + 1))
   if [ "${CAP:-ps}" = rw ]; then rwsb+=("$q"); else sb+=("$q"); fi
@@ -262,10 +259,10 @@ printf '                                 %.0f qps conflict-free read/write (mean
 printf 'read/write, --order capture / --order none (each over its sysbench): %s\n' "$(ratio "$(mratio rw-capture)" "$(mratio rw-none)")"
 printf 'read/write, --order capture, --io poller / --io blocking (each over its sysbench): %s\n' "$(ratio "$(mratio rw-capture-poller)" "$(mratio rw-capture)")"
 printf 'metrics served and scraped / metrics off: %s\n' "$(ratio "$(mratio blocking)" "$(mratio metrics-off)")"
-if [ -n "${cpu[rw-capture]:-}" ]; then
+if [ ${#cpurp[@]} -gt 0 ]; then
   # Means of the pairs' columns: client, server.
   col() { awk -v k="$1" 'NF >= 2 {s += $k; n++} END {if (n) printf "%.2f", s / n}'; }
-  rp_client=$(printf '%s' "${cpu[rw-capture]}" | col 1); rp_server=$(printf '%s' "${cpu[rw-capture]}" | col 2)
+  rp_client=$(printf '%s\n' "${cpurp[@]}" | col 1); rp_server=$(printf '%s\n' "${cpurp[@]}" | col 2)
   sb_client=$(printf '%s\n' "${cpusb[@]}" | col 1); sb_server=$(printf '%s\n' "${cpusb[@]}" | col 2)
   printf 'read/write, --order capture, CPU per statement in steady state (means of %d pairs; printed, not a verdict):\n' "${#cpusb[@]}"
   printf '  client: replay %s µs, sysbench %s µs, replay / sysbench %s\n' "$rp_client" "$sb_client" "$(ratio "$rp_client" "$sb_client")"
