@@ -806,19 +806,27 @@ func (w *worker) runUnit(ctx context.Context, u *unit) {
 
 // publishLocks tells the gate what the first n records of the open
 // transaction locked (see lockSet): after each record that runs, and
-// empty once the transaction ends or is rolled back.
+// empty once the transaction ends or is rolled back. The set grows by
+// the records since the last one published (their statements appended
+// to its array, which the last set, immutable, does not see); it is
+// built anew when it shrinks or the cursor changed.
 func (w *worker) publishLocks(n int) {
 	c := w.cursor
 	if c == nil {
 		return
 	}
-	var ls *order.LockSet
-	for _, p := range w.trx[:n] {
+	ls, from := w.locks, w.lockedN // nil: none of the first from changed anything
+	if c != w.lockedAt || n < from {
+		ls, from = nil, 0
+	}
+	var stmts []order.LockStmt
+	if ls != nil {
+		stmts = ls.Stmts
+	}
+	grown := false
+	for _, p := range w.trx[from:n] {
 		if p.info == nil || !p.info.Changes() {
 			continue
-		}
-		if ls == nil {
-			ls = &order.LockSet{}
 		}
 		end := w.rn.offset(p.rec, p.loop) + int64(p.rec.Duration)
 		if p.t != nil {
@@ -831,9 +839,15 @@ func (w *worker) publishLocks(n int) {
 			end = math.MaxInt64
 		}
 		tables, anyT := ticketTables(nil, p.info)
-		ls.Stmts = append(ls.Stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.jobKeys(p)})
+		stmts, grown = append(stmts, order.LockStmt{End: end, Tables: tables, Any: anyT, Keys: w.rn.jobKeys(p)}), true
 	}
-	w.rn.gate.Publish(c, ls)
+	if grown {
+		ls = &order.LockSet{Stmts: stmts}
+	}
+	w.locks, w.lockedAt, w.lockedN = ls, c, n
+	if grown || ls == nil {
+		w.rn.gate.Publish(c, ls)
+	}
 }
 
 // held returns the worker's cursor when the first n records of its open

@@ -133,6 +133,11 @@ type worker struct {
 	// its transaction's locks (publishLocks).
 	cur    *order.Ticket
 	cursor *order.Cursor
+	// locks is the set last published to lockedAt, of the open
+	// transaction's first lockedN records: the next one appends to it.
+	locks    *order.LockSet
+	lockedAt *order.Cursor
+	lockedN  int
 }
 
 func newWorker(rn *runner, outBatch int) *worker {

@@ -41,13 +41,33 @@ func TestLockIndexFindsEveryHolderThatMayBlock(t *testing.T) {
 		cursors = append(cursors, c)
 		g.Publish(c, randomSet())
 	}
-	// Sets change, and some end: the index follows.
+	// Sets change, and some end: the index follows. A transaction's next
+	// set is its last with statements appended to the same array, or,
+	// rerun, a prefix of it; one statement may name what another does.
+	grow := func(ls *LockSet) *LockSet {
+		more := randomSet()
+		return &LockSet{Stmts: append(ls.Stmts, more.Stmts...)}
+	}
 	for i, c := range cursors {
-		switch i % 3 {
+		switch i % 6 {
 		case 0:
 			g.Publish(c, randomSet())
 		case 1:
 			g.Publish(c, nil)
+		case 2, 3:
+			ls := c.locks.Load()
+			for range 1 + rng.IntN(4) {
+				ls = grow(ls)
+				g.Publish(c, ls)
+			}
+			if i%6 == 3 {
+				g.Publish(c, &LockSet{Stmts: ls.Stmts[:1+rng.IntN(len(ls.Stmts))]})
+			}
+		case 4:
+			ls := grow(c.locks.Load())
+			g.Publish(c, ls)
+			g.Publish(c, &LockSet{Stmts: ls.Stmts[:1]})
+			g.Publish(c, grow(&LockSet{Stmts: slices.Clip(ls.Stmts[:1])}))
 		}
 	}
 	// What the index holds is what filing every current set anew gives
@@ -58,6 +78,9 @@ func TestLockIndexFindsEveryHolderThatMayBlock(t *testing.T) {
 	}
 	if got, want := indexHolds(&g.locks), indexHolds(&fresh); !maps.EqualFunc(got, want, func(a, b map[*Cursor]int) bool { return maps.Equal(a, b) }) {
 		t.Fatalf("the index holds %d lists, filing anew %d: they differ", len(got), len(want))
+	}
+	if !maps.EqualFunc(g.locks.filed, fresh.filed, func(a, b map[entry]int) bool { return maps.Equal(a, b) }) {
+		t.Fatalf("the index counts %d sets' names, filing anew %d: they differ", len(g.locks.filed), len(fresh.filed))
 	}
 	for i := range 500 {
 		s := &Ticket{Start: int64(rng.IntN(100)), Changes: i%10 != 0, Tables: []string{tables[rng.IntN(3)]}, AnyTable: i%17 == 0}
