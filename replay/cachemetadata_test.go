@@ -59,7 +59,7 @@ func TestReplayAsksForMetadataCachingAsTheClientDid(t *testing.T) {
 		for i := range 3 {
 			var r conn.Result
 			before := cc.read
-			if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: 42}}, 0, &r); err != nil {
+			if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: 42}}, 0, false, &r); err != nil {
 				t.Fatal(err)
 			}
 			n := cc.read - before

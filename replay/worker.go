@@ -563,7 +563,7 @@ func (w *worker) exec(ctx context.Context, j *job, o *store.Outcome) execKind {
 		if rec.IsBulk() {
 			err = w.c.BulkExecute(ctx, st, rec.Data, &w.res) // all its rows in one command, as captured
 		} else {
-			err = w.c.Execute(ctx, st, rec.Params, rec.CursorType, &w.res)
+			err = w.c.Execute(ctx, st, rec.Params, rec.CursorType, rec.Flags&store.FlagNewParamsBound != 0, &w.res)
 		}
 		if len(w.longSent) > 0 {
 			delete(w.longSent, stmtRef{rec.Session, rec.StmtID}) // taken with it

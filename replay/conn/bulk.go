@@ -24,6 +24,7 @@ func (c *Conn) BulkExecute(ctx context.Context, st *Stmt, data []byte, r *Result
 		return err
 	}
 	defer c.end(stop)
+	st.bound = nil // it binds types of its own: the next execute sends its
 	c.buf = append(c.buf[:0], store.ComStmtBulkExecute)
 	c.buf = binary.LittleEndian.AppendUint32(c.buf, st.ID)
 	c.buf = append(c.buf, data...)

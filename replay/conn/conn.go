@@ -130,6 +130,11 @@ type Stmt struct {
 	ID      uint32
 	Params  int
 	Columns int
+	// bound are the parameter types the server holds for the statement,
+	// from the last execute that sent them (nil: none it is sure of). An
+	// execute whose types are these need not send them again, as
+	// libmysqlclient does not.
+	bound []wire.ParamType
 }
 
 // Conn is an authenticated connection.
@@ -656,8 +661,12 @@ func (c *Conn) SendLongData(ctx context.Context, st *Stmt, param uint16, data []
 // Execute runs st with the captured parameters (their types as the client
 // sent them; long-data parameters are not sent, the server has them) and
 // reads the response into r. With a cursor type, the server keeps the rows
-// for Fetch.
-func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor byte, r *Result) error {
+// for Fetch. The types go with the execute when sendTypes (the captured
+// client sent them with it) or when they are not those the server holds
+// for st, so that the server sets up its conversions as often as it did
+// for the captured client: a C client sends them once after binding, some
+// drivers with every execute.
+func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor byte, sendTypes bool, r *Result) error {
 	if len(ps) != st.Params {
 		// What the server answers to an execute with the wrong count; not
 		// sent, since the packet cannot be framed for it (nor its prelude,
@@ -672,15 +681,41 @@ func (c *Conn) Execute(ctx context.Context, st *Stmt, ps []store.Value, cursor b
 	}
 	defer c.end(stop)
 	c.params = wireParams(c.params[:0], ps)
-	e := wire.Execute{StmtID: st.ID, CursorType: cursor, Iterations: 1, NewParamsBound: true, Params: c.params}
+	e := wire.Execute{StmtID: st.ID, CursorType: cursor, Iterations: 1, NewParamsBound: sendTypes || !st.holds(c.params), Params: c.params}
 	c.buf = e.Append(c.buf[:0])
+	// Until the server answers, it is not known to hold what was sent.
+	if e.NewParamsBound {
+		st.bound = st.bound[:0]
+		for i := range c.params {
+			st.bound = append(st.bound, c.params[i].ParamType)
+		}
+	}
+	held := st.bound
+	st.bound = nil
 	if err := c.send(); err != nil {
 		return c.fail("execute", err, ctx)
 	}
 	if err := c.readPrelude(ctx, "execute"); err != nil {
 		return err
 	}
-	return c.readResults(ctx, "execute", true, r)
+	if err := c.readResults(ctx, "execute", true, r); err != nil {
+		return err
+	}
+	st.bound = held
+	return nil
+}
+
+// holds reports whether the server holds ps's types for st.
+func (st *Stmt) holds(ps []wire.Param) bool {
+	if st.bound == nil || len(st.bound) != len(ps) {
+		return false
+	}
+	for i := range ps {
+		if st.bound[i] != ps[i].ParamType {
+			return false
+		}
+	}
+	return true
 }
 
 // Fetch sends COM_STMT_FETCH for rows of st's open cursor into r.

@@ -34,7 +34,7 @@ func TestCloseAfterTheConnectionsLifeEndedIsCancelled(t *testing.T) {
 func TestARefusedCommandDropsItsPrelude(t *testing.T) {
 	c := &Conn{life: context.Background()}
 	c.Prelude("SET insert_id = 7")
-	if err := c.Execute(context.Background(), &Stmt{ID: 1, Params: 2}, nil, 0, &Result{}); err == nil || c.prelude != nil {
+	if err := c.Execute(context.Background(), &Stmt{ID: 1, Params: 2}, nil, 0, false, &Result{}); err == nil || c.prelude != nil {
 		t.Errorf("execute with the wrong count: %v, prelude %q left", err, c.prelude)
 	}
 	c.Prelude("SET insert_id = 8")

@@ -35,7 +35,7 @@ func TestConnHoldsNoBuffersBetweenCalls(t *testing.T) {
 	held("a prepare")
 	for _, n := range []int64{10, 40 << 10} { // a row larger than the 16 KiB read buffer too
 		r = Result{}
-		if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: n}}, 0, &r); err != nil || r.Rows != 1 {
+		if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: n}}, 0, false, &r); err != nil || r.Rows != 1 {
 			t.Fatalf("execute REPEAT %d: %+v %v", n, r, err)
 		}
 		held(fmt.Sprintf("an execute returning %d bytes", n))
@@ -52,7 +52,7 @@ func TestConnHoldsNoBuffersBetweenCalls(t *testing.T) {
 	held("a ping")
 	// The same answers again, with buffers taken from the pool.
 	r = Result{}
-	if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: 3}}, 0, &r); err != nil || r.Rows != 1 || r.Columns != 1 {
+	if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: 3}}, 0, false, &r); err != nil || r.Rows != 1 || r.Columns != 1 {
 		t.Fatalf("execute after the others: %+v %v", r, err)
 	}
 	held("the last execute")
@@ -79,7 +79,7 @@ func TestHeldConnKeepsItsBuffersUntilLetGo(t *testing.T) {
 	}
 	for i := range 3 {
 		r = Result{}
-		if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: int64(i)}}, 0, &r); err != nil || r.Rows != 1 {
+		if err := c.Execute(ctx, st, []store.Value{{Type: store.TypeLongLong, Int: int64(i)}}, 0, false, &r); err != nil || r.Rows != 1 {
 			t.Fatalf("execute %d: %+v %v", i, r, err)
 		}
 	}
