@@ -97,3 +97,51 @@ func benchGateSessions(b *testing.B, trx bool) {
 		})
 	}
 }
+
+// BenchmarkFootprintAdd adds the row keys of a unit of n single-row
+// changes, one a statement, as replay builds a unit's Access: the time
+// per key should not grow with n (it grew linearly, each key compared
+// with those before it: 20,000 keys took 3.5 s of a replay's CPU).
+func BenchmarkFootprintAdd(b *testing.B) {
+	for _, n := range []int{10, 1000, 20000} {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("s.t\x00%d", i*7919%100003)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var f Footprint
+				for _, k := range keys {
+					f.Add([]string{"s.t"}, []string{k}, false)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+		})
+	}
+}
+
+// BenchmarkPublishGrowingSet publishes the lock set of one transaction
+// of n single-row changes as its worker does, a statement at a time, each
+// set its last with the statement appended: the time per statement
+// should not grow with n (a transaction of 4,000 replayed at 31
+// statements a second when each set was filed anew against the last).
+func BenchmarkPublishGrowingSet(b *testing.B) {
+	for _, n := range []int{10, 1000, 4000} {
+		stmts := make([]LockStmt, n)
+		for i := range stmts {
+			stmts[i] = LockStmt{End: int64(i), Tables: []string{"s.t"}, Keys: []string{fmt.Sprintf("s.t\x00%d", i)}}
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			g := NewGate(time.Hour, time.Hour)
+			c := &Cursor{}
+			for b.Loop() {
+				for i := range stmts {
+					g.Publish(c, &LockSet{Stmts: stmts[:i+1]})
+				}
+				g.Publish(c, nil)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/stmt")
+		})
+	}
+}
