@@ -22,12 +22,19 @@
 # every session in a transaction, so that its waits check for stalls). Ends with one verdict line per target of
 # issue #30: peak RSS flat with capture length (<= 1.10x for 10x the
 # records) and the gate's cost per record growing with N by at most
-# log N / log first N, in the replay (perf, else the CPU profile) and alone.
+# log N / log first N, in the replay (perf, else the CPU profile) and alone;
+# and, last, replay's CPU per statement against the width of a transaction
+# (one session, transactions of TRX_SIZES single-row UPDATEs): flat, within
+# 1.5x from the narrowest to the widest.
 #   SESSIONS (default "16 64 256 1024"), CAPTURE_SECS (default 5),
 #   LONG_SECS (default CAPTURE_SECS x 10; 0 skips the long capture),
 #   LONG_N (default 64: the session count captured long too),
 #   REPLAY_TIMEOUT (default 600: seconds a replay may take before it is
 #   interrupted, SIGINT, and reported as timed out)
+#   TRX_SIZES (default "10 100 1000 10000": the transaction widths of the
+#   last part, one session's transactions of that many single-row UPDATEs;
+#   empty skips it), TRX_STMTS (default 40000: about how many statements
+#   each width's capture holds)
 #   PERF_HZ (default 4999: perf's sampling rate; PERF=0 does without perf),
 #   REF=<git revision> also replays each capture with --order capture by
 #   that revision's build (mode capture@REF), side by side, and prints
@@ -39,6 +46,8 @@ CAPTURE_SECS=${CAPTURE_SECS:-5}
 LONG_SECS=${LONG_SECS:-$((CAPTURE_SECS * 10))}
 LONG_N=${LONG_N:-64}
 REPLAY_TIMEOUT=${REPLAY_TIMEOUT:-600}
+TRX_SIZES=${TRX_SIZES-10 100 1000 10000}
+TRX_STMTS=${TRX_STMTS:-40000}
 sessions=($SESSIONS)
 REF=${REF:-}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -354,6 +363,54 @@ if [ -n "${rec[long]:-}" ]; then
   done
 fi
 
+# Growth with the width of a transaction: one session, transactions of
+# W single-row UPDATEs (a synthetic capture of about TRX_STMTS statements,
+# so that no two transactions overlap), replayed at --speed 0 with
+# --order capture and none, replay's CPU per statement (user + system,
+# /usr/bin/time or /proc). A transaction's lock set and its unit's
+# footprint grow with each statement: each statement's share must not.
+if [ -n "$TRX_SIZES" ]; then
+  trx_sizes=($TRX_SIZES)
+  declare -A tw_stmts tw_sps tw_cpu
+  echo
+  echo "Growth with transaction width: 1 session, transactions of W single-row UPDATEs, about $TRX_STMTS statements"
+  printf '%-8s %9s %12s %12s %14s %14s %9s %9s
+' W statements "stmt/s cap" "stmt/s none" "CPU µs/st cap" "CPU µs/st none" "growth c" "growth n"
+  for w in "${trx_sizes[@]}"; do
+    rm -rf "$work/cap-trx"
+    "$tandem" synth oltp_read_write --out "$work/cap-trx" --seed 7 --tables 4 --table-size 20000 --threads 1 \
+      --events $(( TRX_STMTS / w > 2 ? TRX_STMTS / w : 2 )) --point-selects 0 --range-selects=off --index-updates 0 \
+      --non-index-updates "$w" --delete-inserts 0 --rand-type uniform >/dev/null
+    for m in capture none; do
+      rm -rf "$work/run"
+      cmd=("$tandem" replay "$work/cap-trx" --speed 0 --concurrency 1 --order "$m" --metrics-addr off --json --run "$work/run"
+        --target "innodb=root@tcp(127.0.0.1:$TANDEM_INNODB_PORT)/sbtest")
+      if [ "$timer" = gnu ]; then
+        /usr/bin/time -f '%U %S' -o "$work/time" timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || true
+        cpu=$(awk '{printf "%.3f", $1 + $2}' "$work/time")
+      else
+        # The children this shell waited for: their CPU, before and after
+        # (the shell's own pid: $$ and a $(...)'s BASHPID are others').
+        me=$BASHPID
+        c0=$(sed 's/^.*) //' "/proc/$me/stat" | awk '{print $14 + $15}')
+        timeout -s INT -k 30 "$REPLAY_TIMEOUT" "${cmd[@]}" >"$work/replay.json" 2>"$work/replay.err" || true
+        cpu=$(sed 's/^.*) //' "/proc/$me/stat" | awk -v c0="$c0" -v h="$hz" '{printf "%.3f", ($14 + $15 - c0) / h}')
+      fi
+      read -r tw_n tw_q < <(python3 -c '
+import json, sys
+try:
+    t = json.load(open(sys.argv[1]))["points"][0]["targets"][0]
+    print(t["reads"] + t["writes"] + t["other"], round(t["qps"]))
+except Exception:
+    print("- -")' "$work/replay.json")
+      tw_stmts[$w]=$tw_n; tw_sps[$w,$m]=$tw_q
+      tw_cpu[$w,$m]=$(awk -v c="$cpu" -v n="$tw_n" 'BEGIN { if (n + 0 > 0) printf "%.2f", c / n * 1e6; else print "-" }')
+    done
+    printf '%-8s %9s %12s %12s %14s %14s %9s %9s\n' "$w" "${tw_stmts[$w]}" "${tw_sps[$w,capture]}" "${tw_sps[$w,none]}" "${tw_cpu[$w,capture]}" "${tw_cpu[$w,none]}" \
+      "$(grow "${tw_cpu[${trx_sizes[0]},capture]}" "${tw_cpu[$w,capture]}")" "$(grow "${tw_cpu[${trx_sizes[0]},none]}" "${tw_cpu[$w,none]}")"
+  done
+fi
+
 # Issue #30's targets, one line each: peak RSS flat with capture length (10x
 # the records within 10 %), and the gate's CPU per record growing with the
 # number of sessions by no more than a log factor (log2 N / log2 first N).
@@ -386,6 +443,15 @@ if [ "$last" != "$first" ]; then
     verdict "gate CPU per record (Go profile), N=$last / N=$first" "$(grow "${gatepr[$first]}" "${gatepr[$last]}")" "<=" "$(logf "$first" "$last")"
     echo "  (not a verdict: per statement $(grow "${gatep[$first]}" "${gatep[$last]}"), with records per statement $(grow "${rps[$first]}" "${rps[$last]}")x as many)"
   fi
+fi
+if [ -n "$TRX_SIZES" ] && [ "${#trx_sizes[@]}" -gt 1 ]; then
+  # Replay's work per statement does not depend on how many came before
+  # it in its transaction: 1.5 leaves room for the statement mix (BEGIN
+  # and COMMIT are a sixth of the narrowest) and the machine's noise.
+  wf=${trx_sizes[0]} wl=${trx_sizes[$((${#trx_sizes[@]} - 1))]}
+  for m in capture none; do
+    verdict "replay CPU per statement, W=$wl / W=$wf, --order $m" "$(grow "${tw_cpu[$wf,$m]}" "${tw_cpu[$wl,$m]}")" "<=" 1.5
+  done
 fi
 for bench in BenchmarkGateSessions BenchmarkGateSessionsTrx; do
   f=${gb_first[$bench]} fn=${gb_firstn[$bench]} l=${gb_last[$bench]} ln=${gb_lastn[$bench]}
