@@ -297,7 +297,10 @@ func (ls *LockSet) mayBlock(s *Ticket) bool {
 // Publish makes ls (immutable from now on; nil: nothing) what c's
 // worker's open transaction has locked: every waiter's search for a lock
 // cycle reads it (blocksLocked), and the board's waits (Cursor.Locks).
-// Only c's worker publishes for c.
+// Only c's worker publishes for c. A next set may append to ls's array
+// (the index then files only the statements past ls's: shared), never
+// write within ls's length: a shorter set that is to grow again is a new
+// array (or clipped).
 func (g *Gate) Publish(c *Cursor, ls *LockSet) {
 	if ls != nil && len(ls.Stmts) == 0 {
 		ls = nil
