@@ -2,6 +2,8 @@ package sqlinfo
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +54,25 @@ func BenchmarkMaskSecrets(b *testing.B) {
 			for b.Loop() {
 				MaskSecrets(c.sql)
 			}
+		})
+	}
+}
+
+// BenchmarkAnalyzeInList analyses an UPDATE by an IN list of n ids (a
+// batch job's statement): the time per value should not grow with n
+// (it grew linearly, each value compared with those before it).
+func BenchmarkAnalyzeInList(b *testing.B) {
+	for _, n := range []int{10, 200, 2000} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = strconv.Itoa(i*7919%100003 + 1)
+		}
+		sql := "UPDATE sbtest1 SET k = k + 1 WHERE id IN (" + strings.Join(ids, ",") + ")"
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				Analyze(sql)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/value")
 		})
 	}
 }

@@ -201,9 +201,7 @@ func (p *Point) conj(e ast.ExprNode, params map[int]int) bool {
 			}
 			vals = append(vals, v)
 		}
-		for _, v := range vals {
-			p.add(c.Name.Name.L, v)
-		}
+		p.addAll(c.Name.Name.L, vals)
 		return true
 	}
 	return true
@@ -216,6 +214,30 @@ func (p *Point) add(col string, v PointValue) {
 	if !slices.Contains(p.Where[col], v) {
 		p.Where[col] = append(p.Where[col], v)
 	}
+}
+
+// addAll is add of each of vs: an IN list's values, found by a map
+// past a few (each compared with every value before it, a list of 2,000
+// cost 2 million comparisons, and replay analyses a text three times).
+func (p *Point) addAll(col string, vs []PointValue) {
+	have := p.Where[col]
+	if len(have)+len(vs) <= 16 {
+		for _, v := range vs {
+			p.add(col, v)
+		}
+		return
+	}
+	seen := make(map[PointValue]bool, len(have)+len(vs))
+	for _, v := range have {
+		seen[v] = true
+	}
+	for _, v := range vs {
+		if !seen[v] {
+			seen[v] = true
+			have = append(have, v)
+		}
+	}
+	p.Where[col] = have
 }
 
 // valueOf reads a literal or a parameter marker.

@@ -2,6 +2,7 @@ package sqlinfo
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,35 @@ func TestPointSetAndSubquery(t *testing.T) {
 		if !slices.Equal(p.Set, c.set) || p.Subquery != c.subquery {
 			t.Errorf("%s: set %q, subquery %v; want %q, %v", c.sql, p.Set, p.Subquery, c.set, c.subquery)
 		}
+	}
+}
+
+// An IN list gives each value once, in the order the text gives them,
+// however long it is (past 16 values addAll finds them by a map): 2,000
+// values of 700 distinct ids, with an equality on the same column before
+// it, and a short list with a repeat, as before.
+func TestPointInListValuesOnce(t *testing.T) {
+	var ids []string
+	var want []PointValue
+	seen := map[string]bool{"3": true}
+	want = append(want, PointValue{Param: -1, Lit: "3"})
+	for i := range 2000 {
+		id := strconv.Itoa(i * 7919 % 700)
+		ids = append(ids, id)
+		if !seen[id] {
+			seen[id] = true
+			want = append(want, PointValue{Param: -1, Lit: id})
+		}
+	}
+	info := Analyze("UPDATE t SET v = 1 WHERE id = 3 AND id IN (" + strings.Join(ids, ", ") + ")")
+	if info.Point == nil {
+		t.Fatal("no point")
+	}
+	if got := info.Point.Where["id"]; !slices.Equal(got, want) {
+		t.Fatalf("%d values, want the %d distinct ones in order (first %v, want %v)", len(got), len(want), got[:min(5, len(got))], want[:5])
+	}
+	info = Analyze("SELECT v FROM t WHERE id IN (?, 4, ?, 4)")
+	if got, want := info.Point.Where["id"], []PointValue{{Param: 0}, {Param: -1, Lit: "4"}, {Param: 1}}; !slices.Equal(got, want) {
+		t.Fatalf("short list: %v, want %v", got, want)
 	}
 }
