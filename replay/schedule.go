@@ -1184,7 +1184,13 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		t.SendOrder = false
 	}
 	sr.backlog.add() // done by the worker when the record has run
-	q.push(job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t})
+	j := job{rec: rec.Clone(), loop: loop, intended: rn.intended(rec, loop), t: t}
+	if rec.Kind == store.KindQuery {
+		// The worker's (resolve) too: a text longer than the analyzer
+		// caches (sqlinfo.maxCachedText) would be parsed again.
+		j.info = infos[0]
+	}
+	q.push(j)
 	if rec.Kind == store.KindQuit {
 		q.close()
 		delete(sr.sessions, key)
