@@ -9,6 +9,7 @@ import (
 
 	"github.com/tandemdb/tandem/replay/order"
 	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
 )
 
 // Access: which earlier units a unit waits for. Under --order capture a
@@ -38,15 +39,25 @@ import (
 //     (its records to come are unknown).
 //
 // Session mode (a connection per captured session, a ticket per record)
-// gives its records no Access. Tried (commit 95f5acb: a statement on its
-// own carried its rows, the statement that takes a transaction's read
-// view touched every table, the COMMIT what the transaction changed),
-// it kept the truth tests at 0 divergences and halved the gate's waits,
-// but gained no time on sysbench read/write, whose range reads make
-// nearly every transaction depend on every change before it; narrowing
-// the read view to the transaction's rows broke the order-entry
-// invariants on MyRocks (lock wait timeouts, records let go at
-// --order-timeout).
+// gives Access to a statement that ran on its own (autocommit: a
+// transaction of one statement, as a unit of one is) and to a prepare, a
+// statement's close or reset and a ping (they read and change no row),
+// once the session's login is seen (recordAccess); a statement inside a
+// transaction has none, and every other record none (a login, a quit). Without it, an
+// application whose driver prepares and closes each statement (Go's
+// database/sql without interpolateParams) replayed at its captured pace
+// under --order capture: each change waited for every record before it,
+// reads of other tables, prepares and closes of every session included
+// (two sessions' point reads and autocommit updates of another table,
+// 0.66 of --order none). Inside transactions it was tried (commit
+// 95f5acb: a statement on its own carried its rows, the statement that
+// takes a transaction's read view touched every table, the COMMIT what
+// the transaction changed): it kept the truth tests at 0 divergences and
+// halved the gate's waits, but gained no time on sysbench read/write,
+// whose range reads make nearly every transaction depend on every change
+// before it; narrowing the read view to the transaction's rows broke the
+// order-entry invariants on MyRocks (lock wait timeouts, records let go
+// at --order-timeout).
 //
 // Rows are named by primary key (rowKeys) only where the keys hold: an
 // integer key (intKeys), one table, no subquery, and for a change, no
@@ -144,6 +155,63 @@ func (rn *runner) unitAccess(jobs []job) *order.Access {
 		}
 	}
 	return a
+}
+
+// sessionTrx is a session's transaction as its records are dispatched
+// (session mode), for their Access: the worker's own state machine
+// (worker.handle), fed the same records in the same order; known once a
+// login, change of user or reset was seen (a packet capture's session
+// found open starts unknown).
+type sessionTrx struct {
+	trx   sqlinfo.Trx
+	known bool
+}
+
+// recordAccess is what rec reads and changes, for its ticket in session
+// mode (see Access; nil: not known), and moves st past it. keys are the
+// statement's row keys when dispatch built them (a change), else nil.
+func (rn *runner) recordAccess(st *sessionTrx, rec *store.Record, infos []*sqlinfo.Info, keys []string) *order.Access {
+	var info *sqlinfo.Info
+	if len(infos) == 1 {
+		info = infos[0]
+	}
+	var step sqlinfo.Step
+	switch {
+	case statementRecord(rec) && info != nil:
+		step = st.trx.Apply(info, capturedError(rec))
+	case rec.Kind == store.KindConnect || rec.Kind == store.KindChangeUser || rec.Kind == store.KindResetConnection || rec.Kind == store.KindQuit:
+		// No Access: a login waits, as before, for the changes before
+		// it, so that sessions that followed each other in the capture
+		// (an application that connects per request) do not all open at
+		// once (200 logins at --speed 0 went past max_connections).
+		st.trx.Reset()
+		st.known = rec.Kind != store.KindQuit
+		return nil
+	case rec.CommandsLost():
+		st.trx.Lost()
+		return nil
+	}
+	if !rn.access || rn.tangled == nil || !st.known {
+		return nil
+	}
+	switch rec.Kind {
+	case store.KindPrepare, store.KindClose, store.KindReset, store.KindPing:
+		return &order.Access{}
+	case store.KindQuery, store.KindExecute:
+		if info == nil || step.In || step.CommitBefore {
+			return nil // a transaction's: its read view and locks are the transaction's
+		}
+		j := &job{rec: rec, info: info}
+		if keys != nil {
+			j.keys, j.keyed = keys, true
+		}
+		a := &order.Access{}
+		if !rn.addAccess(a, j) {
+			return nil
+		}
+		return a
+	}
+	return nil
 }
 
 // addAccess adds what one statement (j's) reads and changes to a, and

@@ -200,7 +200,7 @@ func newRunner(ctx context.Context, idx int, t targets.Target, cfg *Config, x *c
 	rn := &runner{idx: idx, t: t, cfg: cfg, src: rs.src, obs: rs.obs, x: x, an: an, r: r, run: run, reg: reg, db: t.Database(),
 		gate: order.NewGate(cfg.OrderInflight, cfg.OrderTimeout), commitOrder: cfg.commitOrdered(x) && !rs.src.followed(),
 		ordered: cfg.Order == OrderCapture && !nothingToOrder(x, rs.src.followed())}
-	rn.access = rn.ordered && cfg.Concurrency > 0 && !x.schemaChanges && !rs.src.followed() // units only: see Access
+	rn.access = rn.ordered && !x.schemaChanges && !rs.src.followed() // see Access
 	cc.Dial, cc.Timeout = rn.dial, 10*time.Second
 	rn.connCfg = cc
 	rn.ctx, rn.cancel = context.WithCancel(ctx)
@@ -888,11 +888,12 @@ type sessionRunner struct {
 	trx     map[uint64]*trxChanges       // whether each session's open transaction changed anything
 	foot    map[uint64]*order.Footprint  // what each session's open transaction locked (commit order)
 	sqlOf   map[uint64]map[uint32]string // each session's prepared statements
+	state   map[uint64]*sessionTrx       // each session's transaction, for its records' Access
 }
 
 func (rn *runner) newSessionRunner() *sessionRunner {
 	sr := &sessionRunner{sessions: map[uint64]*jobQueue{}, cursors: map[uint64]*order.Cursor{}, trx: map[uint64]*trxChanges{},
-		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}}
+		foot: map[uint64]*order.Footprint{}, sqlOf: map[uint64]map[uint32]string{}, state: map[uint64]*sessionTrx{}}
 	sr.backlog.grew = func(to int64, idle time.Duration) {
 		rn.cfg.Logger.Info("nothing was done on the target with the read-ahead full: reading further into the capture, where a statement the sessions wait for (a lock holder's COMMIT) may lie",
 			"target", rn.t.Name, "idle", idle, "read_ahead", to, "read_ahead_max", int64(backlogStalledMax))
@@ -1176,7 +1177,13 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 	if rn.commitOrder {
 		cm = sr.footprint(key, rec, infos, keys, rn.x.ranks, loop)
 	}
-	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, nil, infos...)
+	st := sr.state[key]
+	if st == nil {
+		st = &sessionTrx{}
+		sr.state[key] = st
+	}
+	acc := rn.recordAccess(st, rec, infos, keys)
+	t := rn.ticket(start, start+int64(rec.Duration), c, keys, changes, rec.Session >= store.BypassedSessionBase, cm, acc, infos...)
 	if t != nil && isLockError(capturedError(rec)) {
 		// Not sent (rolledBack): its rollback, which the capture's server
 		// did as the deadlock formed, before the answer, waits for no lock
@@ -1198,6 +1205,7 @@ func (rn *runner) dispatchSession(ctx context.Context, sr *sessionRunner, rec *s
 		delete(sr.cursors, key)
 		delete(sr.sqlOf, key)
 		delete(sr.foot, key)
+		delete(sr.state, key)
 	}
 }
 
