@@ -221,7 +221,15 @@ after every record that ended, in the capture, before it started has
 completed there, and a read after every such change, at every --speed:
 concurrent read-write traffic then does to identical targets the same
 thing in the same order. A capture without changes (read-only traffic)
-has nothing to order: its records run as with --order none. Records that
+has nothing to order: its records run as with --order none. A
+transaction regrouped by --concurrency, and on a connection per session a
+statement that ran on its own (autocommit), waits only for the earlier
+ones it depends on: one of the two changes a row the other reads or
+changes (by primary key when both name their rows on an integer key,
+else by table); a prepare or a statement's close waits for nothing, and
+what replay cannot know (DDL in the capture, a view, a trigger, a foreign
+key, a nondeterministic statement, a statement inside a session's
+transaction, a login) waits for everything before it. Records that
 overlapped in the capture run concurrently, as they did; conflicting
 writes and locking reads among them go to the server in the order they
 ended in the capture, which is the order the capture's server granted
