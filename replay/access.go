@@ -172,23 +172,20 @@ type sessionTrx struct {
 // statement's row keys when dispatch built them (a change), else nil.
 func (rn *runner) recordAccess(st *sessionTrx, rec *store.Record, infos []*sqlinfo.Info, keys []string) *order.Access {
 	var info *sqlinfo.Info
-	if len(infos) == 1 {
+	if len(infos) == 1 && statementRecord(rec) {
 		info = infos[0]
 	}
-	var step sqlinfo.Step
+	step := trxStep(&st.trx, rec, info)
 	switch {
-	case statementRecord(rec) && info != nil:
-		step = st.trx.Apply(info, capturedError(rec))
+	case info != nil:
 	case rec.Kind == store.KindConnect || rec.Kind == store.KindChangeUser || rec.Kind == store.KindResetConnection || rec.Kind == store.KindQuit:
 		// No Access: a login waits, as before, for the changes before
 		// it, so that sessions that followed each other in the capture
 		// (an application that connects per request) do not all open at
 		// once (200 logins at --speed 0 went past max_connections).
-		st.trx.Reset()
 		st.known = rec.Kind != store.KindQuit
 		return nil
 	case rec.CommandsLost():
-		st.trx.Lost()
 		return nil
 	}
 	if !rn.access || rn.tangled == nil || !st.known {

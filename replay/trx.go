@@ -34,25 +34,39 @@ import (
 // locks go first (see gate) runs again the same way; if that run meets a
 // lock error, it is retried as above.
 
+// trxStep moves a session's transaction t past rec, whose statement's
+// analysis is info (nil: not a statement replay runs), and says what rec
+// did to it: the one rule for the worker (handle) and for dispatch
+// (recordAccess), which follow the same session's records.
+func trxStep(t *sqlinfo.Trx, rec *store.Record, info *sqlinfo.Info) sqlinfo.Step {
+	var step sqlinfo.Step
+	switch {
+	case info != nil:
+		step = t.Apply(info, capturedError(rec))
+	case rec.Kind == store.KindConnect || rec.Kind == store.KindChangeUser || rec.Kind == store.KindResetConnection || rec.Kind == store.KindQuit:
+		// The server rolls back what is open and starts over.
+		step.CommitBefore = t.Open()
+		t.Reset()
+	case rec.CommandsLost():
+		// Where the capture lost commands, the transaction may have ended
+		// (sqlinfo.Trx.Lost): it is committed here.
+		step = t.Lost()
+	default:
+		step.In = t.Open() && (rec.Kind == store.KindLongData || rec.Kind == store.KindFetch)
+	}
+	return step
+}
+
 // handle runs one record of a captured session (session mode).
 func (w *worker) handle(ctx context.Context, j *job) {
 	rn := w.rn
 	stmt := w.resolve(j)
-	next, step := w.ctrx, sqlinfo.Step{}
-	switch {
-	case stmt:
-		step = next.Apply(j.info, capturedError(j.rec))
-	case j.rec.Kind == store.KindConnect || j.rec.Kind == store.KindChangeUser || j.rec.Kind == store.KindResetConnection || j.rec.Kind == store.KindQuit:
-		// The server rolls back what is open and starts over.
-		step.CommitBefore = next.Open()
-		next.Reset()
-	case j.rec.CommandsLost():
-		// Where the capture lost commands, the transaction may have ended
-		// (sqlinfo.Trx.Lost): it is committed here.
-		step = next.Lost()
-	default:
-		step.In = next.Open() && (j.rec.Kind == store.KindLongData || j.rec.Kind == store.KindFetch)
+	next := w.ctrx
+	var info *sqlinfo.Info
+	if stmt {
+		info = j.info
 	}
+	step := trxStep(&next, j.rec, info)
 	// The transaction before j ended, by j or before it. The target ends
 	// it only when j runs: until then it holds its locks, so a statement
 	// that ends it implicitly (a BEGIN after a client's deadlock the
