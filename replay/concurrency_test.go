@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/tandemdb/tandem/capture/synth"
 	"github.com/tandemdb/tandem/sandbox/sandboxtest"
+	"github.com/tandemdb/tandem/sqlinfo"
+	"github.com/tandemdb/tandem/store"
+	"github.com/tandemdb/tandem/targets"
 )
 
 func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
@@ -43,6 +47,64 @@ func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
 				t.Errorf("compared %d (want 3200), divergent %v, missing %d, extra %d", d.Compared, d.ByClass, d.Missing, d.Extra)
 			}
 		})
+	}
+}
+
+// What --io auto reads before a run, on real captures and a real server:
+// the capture's statements and its transactions that wrote (the scan),
+// and whether the target writes its log at each COMMIT
+// (innodb_flush_log_at_trx_commit). A read/write capture then waits on
+// the poller, a read-only one blocks, and so does the read/write one on a
+// server that writes its log once a second.
+func TestIOAutoFollowsWriteTransactions(t *testing.T) {
+	ta, tb, dba, _ := twoInnoDB(t)
+	prepared(t, 2, 2000, ta, tb)
+	// 20 transactions of 20 statements (BEGIN, 10 point selects, 4
+	// ranges, 2 UPDATEs, a DELETE and an INSERT, COMMIT); 10 of 16
+	// read-only ones.
+	rw := synthCapture(t, "oltp_read_write", func(c *synth.Config) { c.Threads, c.Events = 2, 20 })
+	ro := synthCapture(t, "oltp_read_only", func(c *synth.Config) { c.Threads, c.Events = 2, 10 })
+	for _, c := range []struct {
+		dir                  string
+		statements, writeTrx uint64
+	}{{rw, 400, 20}, {ro, 160, 0}} {
+		r, err := store.Open(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := scanCapture(context.Background(), r, sqlinfo.NewAnalyzer(), nil)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.statements != c.statements || x.writeTrx != c.writeTrx {
+			t.Errorf("%s: %d statements, %d transactions that wrote; want %d, %d", filepath.Base(filepath.Dir(c.dir)), x.statements, x.writeTrx, c.statements, c.writeTrx)
+		}
+	}
+	if !commitWritesLog(context.Background(), ta, dba) {
+		t.Fatal("InnoDB at innodb_flush_log_at_trx_commit=1: not seen to log each COMMIT")
+	}
+	if commitWritesLog(context.Background(), targets.Target{Name: "x", Engine: "Aria"}, dba) || commitWritesLog(context.Background(), targets.Target{Name: "x", Engine: "rocksdb"}, dba) {
+		t.Error("Aria, or RocksDB on a server without it, reported to log each COMMIT")
+	}
+	mode := func(capDir string) string {
+		t.Helper()
+		return replayRun(t, capDir, func(c *Config) { c.Concurrency = 2 }, ta, tb).IO
+	}
+	if got := mode(rw); got != IOPoller {
+		t.Errorf("read/write capture: --io auto chose %q, want poller", got)
+	}
+	if got := mode(ro); got != IOBlocking {
+		t.Errorf("read-only capture: --io auto chose %q, want blocking", got)
+	}
+	var was int
+	if err := dba.QueryRow("SELECT @@global.innodb_flush_log_at_trx_commit").Scan(&was); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, dba, "SET GLOBAL innodb_flush_log_at_trx_commit = 0")
+	t.Cleanup(func() { exec(t, dba, fmt.Sprintf("SET GLOBAL innodb_flush_log_at_trx_commit = %d", was)) })
+	if got := mode(rw); got != IOBlocking {
+		t.Errorf("read/write capture, innodb_flush_log_at_trx_commit=0: --io auto chose %q, want blocking", got)
 	}
 }
 

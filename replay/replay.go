@@ -172,6 +172,9 @@ type Config struct {
 	// replay starts (after the targets are checked).
 	MetricsURL string
 
+	// logsEachCommit: every target writes its engine's log at each COMMIT
+	// (commitWritesLog; Run sets it), which IOAuto weighs (ioMode).
+	logsEachCommit bool
 	// sharedServer: some targets are databases of one server (Run sets
 	// it; a followed run's target is taken to share one): XA RECOVER
 	// there lists the other targets' xids too (runner.movesXids).
@@ -418,6 +421,7 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 	// open handle, refused once the capture is known to write (below).
 	readOnly := make([]error, len(cfg.Targets))
 	dbs := make([]*sql.DB, 0, len(cfg.Targets))
+	cfg.logsEachCommit = len(cfg.Targets) > 0
 	closeAll := func() {
 		for _, db := range dbs {
 			db.Close()
@@ -439,6 +443,9 @@ func run(ctx context.Context, cfg Config, sw *Sweep, rs *runState, progress io.W
 				err = fmt.Errorf("replay: %w", err)
 			}
 			readOnly[i] = CheckWritable(ctx, "target", t, db)
+		}
+		if err == nil {
+			cfg.logsEachCommit = cfg.logsEachCommit && commitWritesLog(ctx, t, db)
 		}
 		if err != nil {
 			closeAll()
@@ -725,7 +732,7 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 		}
 	}
 	conns *= len(idxs)
-	mode, why := ioMode(pcfg.IO, conns)
+	mode, why := ioMode(pcfg.IO, conns, traffic{statements: x.statements, writeTrx: x.writeTrx, logsEachCommit: pcfg.logsEachCommit})
 	var notes []string
 	switch {
 	case why != "" && pcfg.IO == IOAuto:

@@ -23,8 +23,13 @@ import (
 // connections, and the commits that decide whether a difference is
 // order-ambiguous.
 type captureIndex struct {
-	records  uint64
-	sessions []uint64
+	records uint64
+	// statements: the records that are statements (countsAsStatement);
+	// writeTrx: the transactions among them that committed writes
+	// (scanSession.commit), not counting autocommit writes. IOAuto
+	// weighs the two (ioMode).
+	statements, writeTrx uint64
+	sessions             []uint64
 	// recordsOf counts each session's records (a shard's share).
 	recordsOf map[uint64]uint64
 	// first and last record start (ns, the capture's clock).
@@ -385,6 +390,9 @@ func unknownWrites(rec *store.Record, sqlOf map[uint32]string) bool {
 func (sc *scanner) add(rec *store.Record) {
 	x, an := sc.x, sc.an
 	x.records++
+	if countsAsStatement(rec.Kind) {
+		x.statements++
+	}
 	if !sc.followed {
 		x.recordsOf[rec.Session]++
 	}
@@ -420,7 +428,7 @@ func (sc *scanner) add(rec *store.Record) {
 			}
 			if s.trx.Lost().CommitBefore {
 				x.lostEnded++
-				s.commit(x.commits, rec.Session, from, start)
+				s.commit(x, rec.Session, from, start)
 			}
 			x.lostCmds.Add(rec.Session, from, []string{compare.AnyTable})
 		}
@@ -649,7 +657,7 @@ func (sc *scanner) add(rec *store.Record) {
 	// When writes become visible to other sessions.
 	step := s.trx.Apply(info, capturedError(rec))
 	if step.CommitBefore {
-		s.commit(x.commits, rec.Session, start, end) // an open transaction commits implicitly
+		s.commit(x, rec.Session, start, end) // an open transaction commits implicitly
 	}
 	if !failed {
 		writes := qualify(info.Writes, s.schema, nil)
@@ -678,7 +686,7 @@ func (sc *scanner) add(rec *store.Record) {
 			if _, hi, ok := store.ParseBypassedCommit(rec.SQL); ok && rec.Session >= store.BypassedSessionBase && hi > end {
 				end = hi // a bypassed transaction: it committed somewhere up to hi
 			}
-			s.commit(x.commits, rec.Session, start, end)
+			s.commit(x, rec.Session, start, end)
 		}
 	case sqlinfo.EndRollback:
 		s.rollback()
@@ -705,8 +713,9 @@ func (sc *scanner) finish() {
 
 // commit ends the session's open transaction: its writes become visible
 // over [start, end].
-func (s *scanSession) commit(cs *compare.Commits, session uint64, start, end int64) {
-	if len(s.writes) > 0 || s.unknown {
+func (s *scanSession) commit(x *captureIndex, session uint64, start, end int64) {
+	if cs := x.commits; len(s.writes) > 0 || s.unknown {
+		x.writeTrx++
 		ws := make([]string, 0, len(s.writes))
 		var deleted []string
 		for w, del := range s.writes {
