@@ -60,8 +60,9 @@ func cpus() int {
 }
 
 // maxStmtsPerWriteTrx: IOAuto waits on the poller for traffic with at
-// least one transaction that writes in this many statements, where every
-// target writes its log at each COMMIT (traffic.favoursPoller).
+// least one transaction that writes in this many statements, over two
+// connections or more, where every target writes its log at each COMMIT
+// (traffic.favoursPoller).
 //
 // Why: such a target commits in groups, and the replies to a group's
 // COMMITs, and to what waited on its locks, come together. A thread
@@ -73,7 +74,8 @@ func cpus() int {
 // +12 % (the server's CPU per statement 25 µs against 28), N=30 +4 and
 // +5 %, N=60 +1 and -3 %, N=150 -26 %; N=10 at 12 connections +12 and
 // +11 %, at 16 +0 and +1 % (earlier rounds -5 and -2 %), at 4 -3 %
-// (four rounds, +1 to -6 %); with innodb_flush_log_at_trx_commit=2 (the
+// (four rounds, +1 to -6 %), at 2 +11 and +13 %, at 1 -25 and -21 %
+// (one connection commits alone: no group to take at once); with innodb_flush_log_at_trx_commit=2 (the
 // log written at each COMMIT, not synced) +10 %, with 0 (written once a
 // second) -20 and -24 %. Point selects, read-only transactions and
 // autocommit UPDATEs (alike, -6 and +6 %) stay blocking.
@@ -89,9 +91,10 @@ type traffic struct {
 }
 
 // favoursPoller: transactions that write, one in maxStmtsPerWriteTrx
-// statements or more, on targets that log each COMMIT.
-func (t traffic) favoursPoller() bool {
-	return t.logsEachCommit && t.writeTrx > 0 && t.statements <= maxStmtsPerWriteTrx*t.writeTrx
+// statements or more, over conns connections, two or more (whose COMMITs
+// can group), on targets that log each COMMIT.
+func (t traffic) favoursPoller(conns int) bool {
+	return conns >= 2 && t.logsEachCommit && t.writeTrx > 0 && t.statements <= maxStmtsPerWriteTrx*t.writeTrx
 }
 
 // commitWritesLog reports whether t's engine writes its log at each
@@ -118,7 +121,7 @@ func ioMode(asked string, conns int, tr traffic) (mode, reason string) {
 		return IOPoller, ""
 	case asked == IOAuto && conns > autoBlockingConns():
 		return IOPoller, fmt.Sprintf("%d connections, more than %d per CPU: waiting on the poller (--io %s: a thread each)", conns, blockingPerCPU, IOBlocking)
-	case asked == IOAuto && tr.favoursPoller():
+	case asked == IOAuto && tr.favoursPoller(conns):
 		return IOPoller, fmt.Sprintf("a transaction that writes every %.0f statements (%d in %d), on targets that write their log at each COMMIT: waiting on the poller, which takes the replies of a group commit in one wake-up (--io %s: a thread each)",
 			float64(tr.statements)/float64(tr.writeTrx), tr.writeTrx, tr.statements, IOBlocking)
 	case conns > maxBlockingConns:

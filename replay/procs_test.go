@@ -37,28 +37,32 @@ func TestIOMode(t *testing.T) {
 }
 
 // --io auto waits on the poller for transactions that write, one in 40
-// statements or more, where every target logs each COMMIT; not for
-// reads, autocommit writes, rarer write transactions, nor on a target
-// that does not log each COMMIT. An explicit --io is kept.
+// statements or more, over two connections or more, where every target
+// logs each COMMIT; not for reads, autocommit writes, rarer write
+// transactions, one connection, nor on a target that does not log each
+// COMMIT. An explicit --io is kept.
 func TestIOModeByTraffic(t *testing.T) {
 	rw := traffic{statements: 1300, writeTrx: 100, logsEachCommit: true}
 	for _, c := range []struct {
 		asked      string
+		conns      int
 		tr         traffic
 		want, note string
 	}{
-		{IOAuto, rw, IOPoller, "a transaction that writes every 13 statements (100 in 1300), on targets that write their log at each COMMIT: waiting on the poller"},
-		{IOAuto, traffic{statements: 4000, writeTrx: 100, logsEachCommit: true}, IOPoller, "every 40 statements"},
-		{IOAuto, traffic{statements: 4001, writeTrx: 100, logsEachCommit: true}, IOBlocking, ""},
-		{IOAuto, traffic{statements: 1300, logsEachCommit: true}, IOBlocking, ""}, // reads, autocommit writes
-		{IOAuto, traffic{statements: 1300, writeTrx: 100}, IOBlocking, ""},        // a target that logs once a second
-		{IOAuto, traffic{}, IOBlocking, ""},
-		{IOBlocking, rw, IOBlocking, ""},
-		{IOPoller, rw, IOPoller, ""},
+		{IOAuto, 8, rw, IOPoller, "a transaction that writes every 13 statements (100 in 1300), on targets that write their log at each COMMIT: waiting on the poller"},
+		{IOAuto, 2, rw, IOPoller, "every 13 statements"},
+		{IOAuto, 1, rw, IOBlocking, ""},
+		{IOAuto, 8, traffic{statements: 4000, writeTrx: 100, logsEachCommit: true}, IOPoller, "every 40 statements"},
+		{IOAuto, 8, traffic{statements: 4001, writeTrx: 100, logsEachCommit: true}, IOBlocking, ""},
+		{IOAuto, 8, traffic{statements: 1300, logsEachCommit: true}, IOBlocking, ""}, // reads, autocommit writes
+		{IOAuto, 8, traffic{statements: 1300, writeTrx: 100}, IOBlocking, ""},        // a target that logs once a second
+		{IOAuto, 8, traffic{}, IOBlocking, ""},
+		{IOBlocking, 8, rw, IOBlocking, ""},
+		{IOPoller, 8, rw, IOPoller, ""},
 	} {
-		got, why := ioMode(c.asked, 8, c.tr)
+		got, why := ioMode(c.asked, c.conns, c.tr)
 		if got != c.want || c.note == "" && why != "" || !strings.Contains(why, c.note) {
-			t.Errorf("ioMode(%q, 8, %+v) = %q, %q; want %q, %q…", c.asked, c.tr, got, why, c.want, c.note)
+			t.Errorf("ioMode(%q, %d, %+v) = %q, %q; want %q, %q…", c.asked, c.conns, c.tr, got, why, c.want, c.note)
 		}
 	}
 }
