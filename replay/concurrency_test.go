@@ -55,7 +55,8 @@ func TestConcurrencyRegroupsWholeTransactions(t *testing.T) {
 // and whether the target writes its log at each COMMIT
 // (innodb_flush_log_at_trx_commit). A read/write capture then waits on
 // the poller, a read-only one blocks, and so does the read/write one on a
-// server that writes its log once a second.
+// server that writes its log once a second, or over one connection to
+// each target.
 func TestIOAutoFollowsWriteTransactions(t *testing.T) {
 	ta, tb, dba, _ := twoInnoDB(t)
 	prepared(t, 2, 2000, ta, tb)
@@ -87,14 +88,18 @@ func TestIOAutoFollowsWriteTransactions(t *testing.T) {
 	if commitWritesLog(context.Background(), targets.Target{Name: "x", Engine: "Aria"}, dba) || commitWritesLog(context.Background(), targets.Target{Name: "x", Engine: "rocksdb"}, dba) {
 		t.Error("Aria, or RocksDB on a server without it, reported to log each COMMIT")
 	}
-	mode := func(capDir string) string {
+	mode := func(capDir string, conns int) string {
 		t.Helper()
-		return replayRun(t, capDir, func(c *Config) { c.Concurrency = 2 }, ta, tb).IO
+		return replayRun(t, capDir, func(c *Config) { c.Concurrency = conns }, ta, tb).IO
 	}
-	if got := mode(rw); got != IOPoller {
+	if got := mode(rw, 2); got != IOPoller {
 		t.Errorf("read/write capture: --io auto chose %q, want poller", got)
 	}
-	if got := mode(ro); got != IOBlocking {
+	// One connection to each target: its COMMITs have none to group with.
+	if got := mode(rw, 1); got != IOBlocking {
+		t.Errorf("read/write capture, one connection a target: --io auto chose %q, want blocking", got)
+	}
+	if got := mode(ro, 2); got != IOBlocking {
 		t.Errorf("read-only capture: --io auto chose %q, want blocking", got)
 	}
 	var was int
@@ -103,7 +108,7 @@ func TestIOAutoFollowsWriteTransactions(t *testing.T) {
 	}
 	exec(t, dba, "SET GLOBAL innodb_flush_log_at_trx_commit = 0")
 	t.Cleanup(func() { exec(t, dba, fmt.Sprintf("SET GLOBAL innodb_flush_log_at_trx_commit = %d", was)) })
-	if got := mode(rw); got != IOBlocking {
+	if got := mode(rw, 2); got != IOBlocking {
 		t.Errorf("read/write capture, innodb_flush_log_at_trx_commit=0: --io auto chose %q, want blocking", got)
 	}
 }

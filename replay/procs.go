@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -83,27 +84,29 @@ const maxStmtsPerWriteTrx = 40
 
 // traffic is what IOAuto knows of the run before it starts: the
 // capture's statements and the transactions among them that wrote
-// (captureIndex), and whether every target writes its log at each COMMIT
-// (commitWritesLog).
+// (captureIndex), the connections each target gets, and whether every
+// target writes its log at each COMMIT (commitWritesLog).
 type traffic struct {
 	statements, writeTrx uint64
+	perTarget            int
 	logsEachCommit       bool
 }
 
 // favoursPoller: transactions that write, one in maxStmtsPerWriteTrx
-// statements or more, over conns connections, two or more (whose COMMITs
-// can group), on targets that log each COMMIT.
-func (t traffic) favoursPoller(conns int) bool {
-	return conns >= 2 && t.logsEachCommit && t.writeTrx > 0 && t.statements <= maxStmtsPerWriteTrx*t.writeTrx
+// statements or more, over two connections or more to each target (whose
+// COMMITs can group there), on targets that log each COMMIT.
+func (t traffic) favoursPoller() bool {
+	return t.perTarget >= 2 && t.logsEachCommit && t.writeTrx > 0 && t.statements <= maxStmtsPerWriteTrx*t.writeTrx
 }
 
 // commitWritesLog reports whether t's engine writes its log at each
 // COMMIT (synced or not): innodb_flush_log_at_trx_commit or MyRocks'
-// rocksdb_flush_log_at_trx_commit not 0. Another engine, or a setting
-// that cannot be read, is reported as not (IOAuto then decides by the
-// width alone, as before).
+// rocksdb_flush_log_at_trx_commit not 0 (no engine named: InnoDB, the
+// targets' default). Another engine, or a setting that cannot be read, is
+// reported as not (IOAuto then decides by the width alone, as before).
 func commitWritesLog(ctx context.Context, t targets.Target, db *sql.DB) bool {
-	v := map[string]string{"InnoDB": "innodb_flush_log_at_trx_commit", "ROCKSDB": "rocksdb_flush_log_at_trx_commit"}[targets.CanonicalEngine(t.Engine)]
+	engine := cmp.Or(targets.CanonicalEngine(t.Engine), "InnoDB")
+	v := map[string]string{"InnoDB": "innodb_flush_log_at_trx_commit", "ROCKSDB": "rocksdb_flush_log_at_trx_commit"}[engine]
 	if v == "" {
 		return false
 	}
@@ -121,7 +124,7 @@ func ioMode(asked string, conns int, tr traffic) (mode, reason string) {
 		return IOPoller, ""
 	case asked == IOAuto && conns > autoBlockingConns():
 		return IOPoller, fmt.Sprintf("%d connections, more than %d per CPU: waiting on the poller (--io %s: a thread each)", conns, blockingPerCPU, IOBlocking)
-	case asked == IOAuto && tr.favoursPoller(conns):
+	case asked == IOAuto && tr.favoursPoller():
 		return IOPoller, fmt.Sprintf("a transaction that writes every %.0f statements (%d in %d), on targets that write their log at each COMMIT: waiting on the poller, which takes the replies of a group commit in one wake-up (--io %s: a thread each)",
 			float64(tr.statements)/float64(tr.writeTrx), tr.writeTrx, tr.statements, IOBlocking)
 	case conns > maxBlockingConns:

@@ -42,20 +42,24 @@ func TestIOMode(t *testing.T) {
 // transactions, one connection, nor on a target that does not log each
 // COMMIT. An explicit --io is kept.
 func TestIOModeByTraffic(t *testing.T) {
-	rw := traffic{statements: 1300, writeTrx: 100, logsEachCommit: true}
+	rw := traffic{statements: 1300, writeTrx: 100, perTarget: 8, logsEachCommit: true}
+	// per: rw over n connections to each target.
+	per := func(n int) traffic { t := rw; t.perTarget = n; return t }
 	for _, c := range []struct {
 		asked      string
-		conns      int
+		conns      int // to all targets
 		tr         traffic
 		want, note string
 	}{
 		{IOAuto, 8, rw, IOPoller, "a transaction that writes every 13 statements (100 in 1300), on targets that write their log at each COMMIT: waiting on the poller"},
-		{IOAuto, 2, rw, IOPoller, "every 13 statements"},
-		{IOAuto, 1, rw, IOBlocking, ""},
-		{IOAuto, 8, traffic{statements: 4000, writeTrx: 100, logsEachCommit: true}, IOPoller, "every 40 statements"},
-		{IOAuto, 8, traffic{statements: 4001, writeTrx: 100, logsEachCommit: true}, IOBlocking, ""},
-		{IOAuto, 8, traffic{statements: 1300, logsEachCommit: true}, IOBlocking, ""}, // reads, autocommit writes
-		{IOAuto, 8, traffic{statements: 1300, writeTrx: 100}, IOBlocking, ""},        // a target that logs once a second
+		{IOAuto, 2, per(2), IOPoller, "every 13 statements"},
+		{IOAuto, 1, per(1), IOBlocking, ""},
+		{IOAuto, 2, per(1), IOBlocking, ""}, // one connection to each of two targets
+		{IOAuto, 8, per(4), IOPoller, "every 13 statements"},
+		{IOAuto, 8, traffic{statements: 4000, writeTrx: 100, perTarget: 8, logsEachCommit: true}, IOPoller, "every 40 statements"},
+		{IOAuto, 8, traffic{statements: 4001, writeTrx: 100, perTarget: 8, logsEachCommit: true}, IOBlocking, ""},
+		{IOAuto, 8, traffic{statements: 1300, perTarget: 8, logsEachCommit: true}, IOBlocking, ""}, // reads, autocommit writes
+		{IOAuto, 8, traffic{statements: 1300, writeTrx: 100, perTarget: 8}, IOBlocking, ""},        // a target that logs once a second
 		{IOAuto, 8, traffic{}, IOBlocking, ""},
 		{IOBlocking, 8, rw, IOBlocking, ""},
 		{IOPoller, 8, rw, IOPoller, ""},

@@ -731,8 +731,9 @@ func replayPoint(ctx context.Context, cfg *Config, rs *runState, point int, labe
 			conns = conns/pcfg.Shard.Count + 1
 		}
 	}
+	tr := traffic{statements: x.statements, writeTrx: x.writeTrx, perTarget: conns, logsEachCommit: pcfg.logsEachCommit}
 	conns *= len(idxs)
-	mode, why := ioMode(pcfg.IO, conns, traffic{statements: x.statements, writeTrx: x.writeTrx, logsEachCommit: pcfg.logsEachCommit})
+	mode, why := ioMode(pcfg.IO, conns, tr)
 	var notes []string
 	switch {
 	case why != "" && pcfg.IO == IOAuto:
