@@ -58,10 +58,11 @@ type WriterOptions struct {
 	Key *Key
 	// MaxBytes stops the capture cleanly once its directory holds this
 	// many bytes (0: no budget). MinFreeBytes stops it once the file
-	// system has less free space than this (0: no floor; tandem proxy
-	// sets one): Pebble cannot survive a full disk (a WAL rotation that
-	// fails aborts the process), so the capture stops while there is room
-	// to close it properly. Both are checked about once a second.
+	// system has less free space than this, plus what closing it still
+	// writes (the records only its log holds, flushed into tables) (0: no
+	// floor; tandem proxy sets one): Pebble cannot survive a full disk (a
+	// WAL rotation that fails aborts the process), so the capture stops
+	// while there is room to close it properly. Both are checked about once a second.
 	MaxBytes, MinFreeBytes int64
 }
 
@@ -134,6 +135,11 @@ type Writer struct {
 	// no floor); the flusher's own.
 	bytesAtSpaceCheck, spaceMargin int64
 	space                          sync.Cond // signalled when a commit frees pending bytes
+	// flushing and flushed: the records' bytes when Pebble's latest flush
+	// of its memtables began, and when the latest one that finished began.
+	// What came since is in the log only; Close flushes it into tables,
+	// which the floor must leave room for (checkSpace).
+	flushing, flushed atomic.Uint64
 
 	// failed is closed when Pebble reported a fatal write error (fail):
 	// the store is abandoned, its goroutines parked, and nothing may call
@@ -194,6 +200,14 @@ func Create(dir string, opts WriterOptions) (*Writer, error) {
 	w.commitSig.Store(&sig)
 	po := pebbleOptions(false, opts.Logger, opts.Key)
 	po.Logger = pebbleLogger{log: opts.Logger, fatal: w.fail}
+	po.EventListener = &pebble.EventListener{
+		FlushBegin: func(pebble.FlushInfo) { w.flushing.Store(w.bytes.Load()) },
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				w.flushed.Store(w.flushing.Load())
+			}
+		},
+	}
 	if opts.MemTableSize > 0 {
 		po.MemTableSize = opts.MemTableSize
 	}
@@ -554,9 +568,17 @@ func (w *Writer) checkSpace() {
 		var st syscall.Statfs_t
 		if syscall.Statfs(w.dir, &st) == nil {
 			free := int64(st.Bavail) * int64(st.Bsize)
-			w.spaceMargin = max(free-w.opts.MinFreeBytes, 0)
-			if free < w.opts.MinFreeBytes {
+			// Closing writes the records only the log holds into tables
+			// (Close's flush): that much room on top of the floor, or the
+			// stop would fill the disk it stops for. The default floor
+			// covers a memtable; a floor set lower may not.
+			unflushed := max(b-int64(w.flushed.Load()), 0)
+			w.spaceMargin = max(free-w.opts.MinFreeBytes-unflushed, 0)
+			switch {
+			case free < w.opts.MinFreeBytes:
 				why = fmt.Sprintf("the disk is nearly full (%d bytes free, under the floor of %d)", free, w.opts.MinFreeBytes)
+			case free < w.opts.MinFreeBytes+unflushed:
+				why = fmt.Sprintf("the disk is nearly full (%d bytes free: closing the capture writes %d bytes more, and the floor is %d)", free, unflushed, w.opts.MinFreeBytes)
 			}
 		}
 	}

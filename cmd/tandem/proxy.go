@@ -232,7 +232,7 @@ closed cleanly all the same.`,
 	f.StringVar(&cfg.CaptureResults, "capture-results", proxy.ResultsSummary, "what to record of result sets: summary (columns, rows, bytes) or checksum (also row checksums)")
 	f.DurationVar(&cfg.SyncInterval, "sync-interval", 0, "how often the capture is synced to disk: what a crash can lose (default 100ms)")
 	f.Int64Var(&cfg.CaptureMaxBytes, "capture-max-bytes", 0, "stop capturing (relaying goes on) once the capture takes this many bytes on disk (0: no budget)")
-	f.Int64Var(&cfg.CaptureMinFree, "capture-min-free", 256<<20, "stop capturing (relaying goes on) when the disk has less free space than this many bytes, before it fills (0: no floor)")
+	f.Int64Var(&cfg.CaptureMinFree, "capture-min-free", 256<<20, "stop capturing (relaying goes on) when the disk has less free space than this many bytes plus what closing the capture still writes, before it fills (0: no floor)")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate for TLS from clients (with --tls-key)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key for --tls-cert")
 	f.BoolVar(&cfg.BackendTLS, "backend-tls", false, "use TLS to the backend")
