@@ -21,8 +21,9 @@ const (
 	// keeps its GOMAXPROCS. Fewer threads, more scheduler hand-offs.
 	IOPoller = "poller"
 	// IOAuto: IOPoller for more than blockingPerCPU connections per CPU,
-	// or for traffic of transactions that write on targets that write a
-	// log at each COMMIT (traffic.favoursPoller); IOBlocking otherwise.
+	// or for traffic of transactions that write, over two connections or
+	// more to each target, on targets that write a log at each COMMIT
+	// (traffic.favoursPoller); IOBlocking otherwise.
 	// The default.
 	IOAuto = "auto"
 )
@@ -76,10 +77,11 @@ func cpus() int {
 // +5 %, N=60 +1 and -3 %, N=150 -26 %; N=10 at 12 connections +12 and
 // +11 %, at 16 +0 and +1 % (earlier rounds -5 and -2 %), at 4 -3 %
 // (four rounds, +1 to -6 %), at 2 +11 and +13 %, at 1 -25 and -21 %
-// (one connection commits alone: no group to take at once); with innodb_flush_log_at_trx_commit=2 (the
-// log written at each COMMIT, not synced) +10 %, with 0 (written once a
-// second) -20 and -24 %. Point selects, read-only transactions and
-// autocommit UPDATEs (alike, -6 and +6 %) stay blocking.
+// (one connection commits alone: no group to take at once); with
+// innodb_flush_log_at_trx_commit=2 (the log written at each COMMIT, not
+// synced) +10 %, with 0 (written once a second) -20 and -24 %. Point
+// selects, read-only transactions and autocommit UPDATEs (alike, -6 and
+// +6 %) stay blocking.
 const maxStmtsPerWriteTrx = 40
 
 // traffic is what IOAuto knows of the run before it starts: the

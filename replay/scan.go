@@ -714,7 +714,7 @@ func (sc *scanner) finish() {
 // commit ends the session's open transaction: its writes become visible
 // over [start, end].
 func (s *scanSession) commit(x *captureIndex, session uint64, start, end int64) {
-	if cs := x.commits; len(s.writes) > 0 || s.unknown {
+	if len(s.writes) > 0 || s.unknown {
 		x.writeTrx++
 		ws := make([]string, 0, len(s.writes))
 		var deleted []string
@@ -725,7 +725,7 @@ func (s *scanSession) commit(x *captureIndex, session uint64, start, end int64) 
 			}
 		}
 		slices.Sort(ws)
-		cs.AddDeleting(session, start, end, ws, deleted, s.unknown)
+		x.commits.AddDeleting(session, start, end, ws, deleted, s.unknown)
 	}
 	s.rollback()
 }
